@@ -1,0 +1,35 @@
+"""gpu_viz: the Python side of the course "CUDA on the Metal, live".
+
+Data path: ``kernels/*.cu`` --(kernels.load)--> CuPy kernels that record what they did
+--> :class:`gpu_viz.trace.Trace` (or ``gpu_viz.model`` without a GPU) --> frames -->
+players (``gpu_viz.widgets``).  ``gpu_viz.bench`` times, ``gpu_viz.ops`` holds the
+production fused ops.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .backend import detect, has_gpu, provenance  # noqa: E402,F401
+
+
+def banner() -> str:
+    """The first cell of every notebook: mode, and on a GPU its name, sm_XX, SM count, peak bandwidth.
+
+    Returns the text it prints.
+    """
+    from . import device
+
+    b = detect()
+    if b.is_gpu:
+        info = device.current()
+        bw = info.peak_bandwidth_GBps
+        text = (f"GPU mode: {info.name} ({info.sm}), {info.sm_count} SMs, "
+                f"peak memory bandwidth {bw:,.0f} GB/s" if bw else
+                f"GPU mode: {info.name} ({info.sm}), {info.sm_count} SMs, peak memory bandwidth unknown")
+        text += "\nEverything below runs live on this GPU."
+    else:
+        text = ("CPU MODE -- no usable CUDA GPU: " + b.reason +
+                "\nTraces below come from the CPU model; nothing is timed. "
+                "Recorded GPU numbers, where shown, carry their GPU and date.")
+    print(text)
+    return text

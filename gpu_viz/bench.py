@@ -1,0 +1,302 @@
+"""Timing on the GPU, done one way everywhere (DESIGN.md section 5, METHOD.md).
+
+* CUDA events on the *current* stream of the framework that launches the work
+  (``torch.cuda.current_stream()`` or ``cupy.cuda.get_current_stream()``).
+* Warm-up first (module load, NVRTC, torch.compile stay out of the numbers).
+* Many repetitions; :class:`Timing` keeps median, p10, p90 (the spread) and the count.
+* Two kinds of time, always labelled:
+    - ``"kernel"``: CUDA-graph replay of ``calls_per_graph`` back-to-back calls, so launch
+      and Python dispatch are gone: the device time of the work itself;
+    - ``"call"``: events around each call as Python issues them back to back, what a
+      Python caller sees (launch, dispatch, allocation), comparable with the seed's table.
+* ``fn(i)`` gets the repetition index so it can rotate buffers: a bandwidth claim
+  must not be an L2 claim (use :func:`rotation_count`).
+
+Records (one JSON file per GPU run) follow DESIGN.md section 5: :func:`new_record`,
+:func:`save_record`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import math
+import platform
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import backend
+
+KERNEL = "kernel"
+CALL = "call"
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """Per-call time statistics in microseconds over ``n`` samples; ``timing`` is "kernel" or "call"."""
+
+    median_us: float
+    p10_us: float
+    p90_us: float
+    min_us: float
+    n: int
+    timing: str
+
+    @classmethod
+    def from_samples(cls, samples_us: Sequence[float], timing: str) -> "Timing":
+        s = np.asarray(samples_us, dtype=np.float64)
+        if s.size == 0:
+            raise ValueError("Timing.from_samples: no samples")
+        return cls(median_us=float(np.median(s)), p10_us=float(np.percentile(s, 10)),
+                   p90_us=float(np.percentile(s, 90)), min_us=float(s.min()), n=int(s.size), timing=timing)
+
+    def GBps(self, nbytes: float) -> float:
+        """Effective bandwidth in GB/s (1e9 B/s) for ``nbytes`` moved per call, at the median."""
+        return nbytes / (self.median_us * 1e-6) / 1e9
+
+
+# -- frameworks: torch or cupy, same three operations -------------------------------------
+
+class _Torch:
+    def __init__(self):
+        import torch
+        self.torch = torch
+
+    def event(self):
+        return self.torch.cuda.Event(enable_timing=True)
+
+    def record(self, ev):
+        ev.record(self.torch.cuda.current_stream())
+
+    def sync(self):
+        self.torch.cuda.synchronize()
+
+    def elapsed_ms(self, a, b):
+        return a.elapsed_time(b)
+
+    def graph(self, body: Callable[[], None]):
+        torch = self.torch
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm the capture stream, as torch's docs advise
+            body()
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            body()
+        return g.replay
+
+
+class _CuPy:
+    def __init__(self):
+        import cupy
+        self.cupy = cupy
+
+    def event(self):
+        return self.cupy.cuda.Event()
+
+    def record(self, ev):
+        ev.record(self.cupy.cuda.get_current_stream())
+
+    def sync(self):
+        self.cupy.cuda.get_current_stream().synchronize()
+
+    def elapsed_ms(self, a, b):
+        return self.cupy.cuda.get_elapsed_time(a, b)
+
+    def graph(self, body: Callable[[], None]):
+        cupy = self.cupy
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            body()  # warm
+            stream.synchronize()
+            stream.begin_capture()
+            try:
+                body()
+            finally:
+                g = stream.end_capture()
+        def replay():
+            g.launch(stream=cupy.cuda.get_current_stream())
+        return replay
+
+
+def _framework(name: str):
+    backend.require_gpu("timing")
+    if name == "torch":
+        return _Torch()
+    if name == "cupy":
+        return _CuPy()
+    raise ValueError(f"framework must be 'torch' or 'cupy', got {name!r}")
+
+
+def time_calls(fn: Callable[[int], object], *, reps: int = 200, warmup: int = 20,
+               framework: str = "torch") -> Timing:
+    """As-called-from-Python time: events around each of ``reps`` back-to-back calls ``fn(i)``.
+
+    Returns a "call" :class:`Timing` in µs.  Raises ``GPUUnavailable`` in CPU mode and
+    ``ValueError`` for ``reps < 1``.
+    """
+    if reps < 1:
+        raise ValueError(f"reps must be >= 1, got {reps}")
+    fw = _framework(framework)
+    for i in range(warmup):
+        fn(i)
+    fw.sync()
+    starts = [fw.event() for _ in range(reps)]
+    ends = [fw.event() for _ in range(reps)]
+    for i in range(reps):
+        fw.record(starts[i])
+        fn(i)
+        fw.record(ends[i])
+    fw.sync()
+    return Timing.from_samples([1e3 * fw.elapsed_ms(a, b) for a, b in zip(starts, ends)], CALL)
+
+
+def time_graph(fn: Callable[[int], object], *, reps: int = 100, warmup: int = 3,
+               calls_per_graph: int = 20, framework: str = "torch") -> Timing:
+    """Kernel-only time: capture ``calls_per_graph`` calls ``fn(0..k-1)`` in a CUDA graph and
+    time ``reps`` replays with events; each sample is replay time / ``calls_per_graph`` (µs).
+
+    ``fn`` must be capturable: launch on the current stream, no host sync.
+    """
+    if reps < 1 or calls_per_graph < 1:
+        raise ValueError(f"reps and calls_per_graph must be >= 1, got {reps}, {calls_per_graph}")
+    fw = _framework(framework)
+
+    def body():
+        for j in range(calls_per_graph):
+            fn(j)
+
+    replay = fw.graph(body)
+    for _ in range(warmup):
+        replay()
+    fw.sync()
+    starts = [fw.event() for _ in range(reps)]
+    ends = [fw.event() for _ in range(reps)]
+    for i in range(reps):
+        fw.record(starts[i])
+        replay()
+        fw.record(ends[i])
+    fw.sync()
+    return Timing.from_samples([1e3 * fw.elapsed_ms(a, b) / calls_per_graph for a, b in zip(starts, ends)],
+                               KERNEL)
+
+
+def rotation_count(bytes_per_call: int, l2_bytes: int, factor: float = 3.0, cap: int = 64) -> int:
+    """How many distinct buffer sets to rotate through so their total exceeds ``factor`` x L2."""
+    if bytes_per_call <= 0:
+        raise ValueError(f"bytes_per_call must be positive, got {bytes_per_call}")
+    return int(min(cap, max(1, math.ceil(factor * l2_bytes / bytes_per_call))))
+
+
+def copy_bandwidth(nbytes: int = 1 << 30, reps: int = 50, framework: str = "torch") -> Dict:
+    """Device-to-device copy bandwidth: bytes read + bytes written over the median time.
+
+    ``nbytes`` per buffer (default 1 GiB, far beyond any L2).  Returns
+    ``{"GBps": ..., "timing": Timing}``; the practical roofline for a memory-bound kernel.
+    """
+    fw = _framework(framework)
+    if framework == "torch":
+        torch = fw.torch
+        src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_(0, 255)
+        dst = torch.empty_like(src)
+        t = time_calls(lambda i: dst.copy_(src), reps=reps, warmup=5, framework=framework)
+    else:
+        cp = fw.cupy
+        src = cp.random.randint(0, 255, nbytes, dtype=cp.uint8)
+        dst = cp.empty_like(src)
+        t = time_calls(lambda i: dst.__setitem__(slice(None), src), reps=reps, warmup=5, framework=framework)
+    return {"GBps": t.GBps(2 * nbytes), "timing": t}
+
+
+_EMPTY = r'extern "C" __global__ void gpu_viz_empty() {}'
+
+
+def launch_floor() -> Dict[str, Timing]:
+    """An empty kernel's time, both ways: ``{"kernel": graph replay, "call": from Python}`` (µs)."""
+    import cupy
+
+    backend.require_gpu("the launch floor")
+    k = cupy.RawKernel(_EMPTY, "gpu_viz_empty")
+
+    def fn(i):
+        k((1,), (32,), ())
+
+    return {KERNEL: time_graph(fn, framework="cupy", reps=200),
+            CALL: time_calls(fn, framework="cupy", reps=500)}
+
+
+# -- records ------------------------------------------------------------------------------
+
+def _driver_version() -> str:
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
+            if out:
+                return out[0].strip()
+        except Exception:
+            pass
+    import cupy
+    v = cupy.cuda.runtime.driverGetVersion()
+    return f"CUDA driver API {v // 1000}.{(v % 1000) // 10}"
+
+
+def environment() -> Dict:
+    """Date, GPU, sm, driver, CUDA runtime, torch and CuPy versions of this run (GPU mode only)."""
+    b = backend.require_gpu("a GPU record")
+    import cupy
+    rv = cupy.cuda.runtime.runtimeGetVersion()
+    env = {"date": backend.today(), "gpu": b.device_name, "sm": b.sm, "driver": _driver_version(),
+           "cuda": f"{rv // 1000}.{(rv % 1000) // 10}", "cupy": cupy.__version__,
+           "python": platform.python_version()}
+    try:
+        import torch
+        env["torch"] = torch.__version__
+    except ImportError:
+        env["torch"] = None
+    return env
+
+
+def gpu_slug(name: str) -> str:
+    """``"NVIDIA H200"`` -> ``"nvidia-h200"``."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def new_record(rows: List[Dict], **extra) -> Dict:
+    """A record in DESIGN.md section 5's format: :func:`environment` + ``extra`` + ``rows``."""
+    rec = environment()
+    rec.update(extra)
+    rec["rows"] = rows
+    return rec
+
+
+def save_record(record: Dict, tag: str = "", directory: Optional[Path] = None) -> Path:
+    """Write ``record`` to ``<dir>/<gpu-slug>-<date>[-tag].json`` and return the path."""
+    directory = Path(directory) if directory else RESULTS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"{gpu_slug(record['gpu'])}-{record['date']}{'-' + tag if tag else ''}.json"
+    path = directory / name
+    path.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
+    return path
+
+
+def load_records(pattern: str = "*.json", directory: Optional[Path] = None) -> List[Dict]:
+    """Every committed record matching ``pattern``, newest date first (for CPU-mode display)."""
+    directory = Path(directory) if directory else RESULTS_DIR
+    recs = []
+    for p in sorted(directory.glob(pattern)):
+        try:
+            rec = json.loads(p.read_text())
+        except ValueError:
+            continue
+        rec["_file"] = p.name
+        recs.append(rec)
+    return sorted(recs, key=lambda r: r.get("date", ""), reverse=True)

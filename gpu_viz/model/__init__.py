@@ -1,0 +1,1 @@
+"""CPU models of the traced kernels: the same Trace, computed warp-synchronously in numpy."""

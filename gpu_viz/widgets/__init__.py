@@ -1,0 +1,2 @@
+"""Players fed by frames: ``live()`` (ipywidgets) and ``static_html()`` (no kernel needed)."""
+from .player import Animation, Frame, figure_png, render_frames  # noqa: F401
