@@ -87,7 +87,8 @@ class Trace:
             else:
                 bad = np.argwhere(a != b)
             if len(bad):
-                shown = ", ".join(f"{tuple(i)}: {a[tuple(i)]!r} vs {b[tuple(i)]!r}" for i in bad[:limit])
+                shown = ", ".join(f"{tuple(int(j) for j in i)}: {a[tuple(i)].item()!r} vs {b[tuple(i)].item()!r}"
+                                  for i in bad[:limit])
                 problems.append(f"{name}: {len(bad)} of {a.size} differ; first {shown}")
         return problems
 

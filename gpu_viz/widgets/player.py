@@ -89,7 +89,7 @@ class Animation:
             raise ValueError("Animation: frames is empty; a player needs at least one frame")
         n_lines = len(source.splitlines()) if source else 0
         for i, f in enumerate(frames):
-            if f.line is not None and not (1 <= f.line <= n_lines):
+            if source and f.line is not None and not (1 <= f.line <= n_lines):
                 raise ValueError(f"Animation: frame {i} highlights line {f.line}, but source has {n_lines} lines")
         self.frames = list(frames)
         self.title, self.provenance, self.source = title, provenance, source

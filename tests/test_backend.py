@@ -1,0 +1,166 @@
+"""backend.detect(): GPU or CPU mode, surviving every failure mode with a plain-words reason."""
+import sys
+import types
+
+import pytest
+
+from gpu_viz import backend
+
+
+@pytest.fixture(autouse=True)
+def fresh_probe(monkeypatch):
+    monkeypatch.delenv(backend.FORCE_CPU_ENV, raising=False)
+    saved = backend._cached
+    backend._cached = None
+    yield
+    backend._cached = saved
+
+
+class CUDARuntimeError(RuntimeError):
+    pass
+
+
+class CompileException(Exception):
+    pass
+
+
+def fake_cupy(count=1, count_error=None, compile_error=None, launch_error=None, wrong=False):
+    """A stand-in for cupy with exactly the surface the probe touches."""
+    cp = types.ModuleType("cupy")
+    rt = types.SimpleNamespace()
+
+    def get_count():
+        if count_error:
+            raise count_error
+        return count
+
+    rt.getDeviceCount = get_count
+    rt.getDevice = lambda: 0
+    rt.getDeviceProperties = lambda i: {"name": b"Fake GPU", "major": 8, "minor": 9}
+    cp.cuda = types.SimpleNamespace(runtime=rt)
+    cp.int32 = "int32"
+
+    class Arr:
+        def __init__(self, n):
+            self.data = [-1] * n
+
+        def get(self):
+            return types.SimpleNamespace(tolist=lambda: list(self.data))
+
+    cp.full = lambda n, v, dtype=None: Arr(n)
+
+    class Module:
+        def __init__(self, code, options=()):
+            if compile_error:
+                raise compile_error
+
+        def get_function(self, name):
+            def kernel(grid, block, args):
+                if launch_error:
+                    raise launch_error
+                out = args[0]
+                out.data = [3 * i + 3 + (1 if wrong else 0) for i in range(block[0])]
+            return kernel
+
+    cp.RawModule = Module
+    return cp
+
+
+def test_cupy_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy -> ImportError
+    b = backend.detect(refresh=True)
+    assert b.mode == "cpu" and "CuPy is not installed" in b.reason and "pip install" in b.reason
+    assert not backend.has_gpu()
+
+
+def test_cupy_import_crashes(monkeypatch):
+    class Boom(types.ModuleType):
+        def __getattr__(self, name):
+            raise OSError("libcudart.so.12: cannot open shared object file")
+
+    monkeypatch.setitem(sys.modules, "cupy", Boom("cupy"))
+    b = backend.detect(refresh=True)
+    assert b.mode == "cpu" and "libcudart" in b.reason
+
+
+def test_insufficient_driver_is_cpu_mode(monkeypatch):
+    err = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(count_error=err))
+    b = backend.detect(refresh=True)
+    assert b.mode == "cpu"
+    assert "older than the CUDA runtime" in b.reason and "cudaErrorInsufficientDriver" in b.reason
+
+
+def test_no_device(monkeypatch):
+    err = CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(count_error=err))
+    assert "no CUDA-capable GPU" in backend.detect(refresh=True).reason
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(count=0))
+    assert "no GPU" in backend.detect(refresh=True).reason
+
+
+def test_nvrtc_without_headers(monkeypatch):
+    err = CompileException('catastrophic error: cannot open source file "cuda_fp16.h"')
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(compile_error=err))
+    b = backend.detect(refresh=True)
+    assert b.mode == "cpu" and "cannot find the CUDA headers" in b.reason
+
+
+def test_nvrtc_missing_library(monkeypatch):
+    err = OSError("libnvrtc.so.12: cannot open shared object file (nvrtc)")
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(compile_error=err))
+    assert "NVRTC" in backend.detect(refresh=True).reason
+
+
+def test_ptx_too_new_for_driver(monkeypatch):
+    err = RuntimeError("CUDA_ERROR_UNSUPPORTED_PTX_VERSION: the provided PTX was compiled with an unsupported toolchain")
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(launch_error=err))
+    b = backend.detect(refresh=True)
+    assert b.mode == "cpu" and "update the NVIDIA driver" in b.reason
+
+
+def test_probe_checks_the_result(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(wrong=True))
+    b = backend.detect(refresh=True)
+    assert b.mode == "cpu" and "wrong values" in b.reason
+
+
+def test_working_stack_is_gpu_mode(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+    b = backend.detect(refresh=True)
+    assert b.is_gpu and b.device_name == "Fake GPU" and b.sm == "sm_89"
+    assert "Fake GPU (sm_89)" in b.describe()
+
+
+def test_forced_cpu(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+    monkeypatch.setenv(backend.FORCE_CPU_ENV, "1")
+    b = backend.detect(refresh=True)
+    assert b.mode == "cpu" and backend.FORCE_CPU_ENV in b.reason
+
+
+def test_detect_is_cached(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    first = backend.detect(refresh=True)
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+    assert backend.detect() is first
+    assert backend.detect(refresh=True).is_gpu
+
+
+def test_require_gpu_names_what_and_why(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    backend.detect(refresh=True)
+    with pytest.raises(backend.GPUUnavailable, match="timing the kernel needs a CUDA GPU.*CuPy is not installed"):
+        backend.require_gpu("timing the kernel")
+    assert backend.provenance() == backend.MODEL_LABEL
+
+
+def test_real_stack_never_raises():
+    # Whatever this machine has (CI: CuPy without a driver), the probe answers.
+    b = backend.detect(refresh=True)
+    assert b.mode in ("gpu", "cpu")
+    assert b.is_gpu or b.reason
+
+
+def test_recorded_label_says_not_live():
+    assert backend.recorded_label("NVIDIA H200", "2026-11-29") == "recorded on NVIDIA H200, 2026-11-29 (not live)"

@@ -1,0 +1,134 @@
+"""gpu_viz.kernels: finding, showing and compiling kernels/*.cu (nvcc here, NVRTC on a GPU)."""
+import shutil
+
+import pytest
+
+from gpu_viz import backend, kernels
+
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+
+
+@pytest.fixture
+def kdir(tmp_path, monkeypatch):
+    monkeypatch.setattr(kernels, "KERNEL_DIR", tmp_path)
+    (tmp_path / "demo.cu").write_text(
+        '#include "helper.cuh"\n'
+        "// [region body]\n"
+        'extern "C" __global__ void demo(float* y) {\n'
+        "    y[threadIdx.x] = twice(threadIdx.x);\n"
+        "}\n"
+        "// [end body]\n")
+    (tmp_path / "helper.cuh").write_text("#pragma once\n__device__ float twice(int i) { return 2.0f * i; }\n")
+    return tmp_path
+
+
+def test_snippet_region_and_line(kdir):
+    s = kernels.snippet("demo.cu", "body")
+    assert s.text.splitlines()[0].startswith('extern "C"')
+    assert s.first_line == 3
+    assert s.line_of("twice") == 2
+    with pytest.raises(ValueError, match="not found in region"):
+        s.line_of("nonexistent")
+
+
+def test_snippet_unknown_region_lists_regions(kdir):
+    with pytest.raises(KeyError, match=r"regions: \['body'\]"):
+        kernels.snippet("demo.cu", "phase9")
+
+
+def test_missing_file_lists_available(kdir):
+    with pytest.raises(FileNotFoundError, match=r"available: \['demo.cu'\]"):
+        kernels.read_source("nope.cu")
+
+
+def test_compile_error_names_file_and_line():
+    log = ("/tmp/tmpab12/3f9e.cu(7): error: identifier \"foo\" is undefined\n1 error detected")
+    with pytest.raises(kernels.KernelCompileError) as ei:
+        kernels._raise_compile_error("rmsnorm.cu", log)
+    assert ei.value.file == "rmsnorm.cu" and ei.value.line == 7
+    assert "rmsnorm.cu:7" in str(ei.value) and 'identifier "foo"' in str(ei.value)
+
+
+def test_compile_error_in_included_header(kdir):
+    log = f"{kdir}/helper.cuh(2): error: expected a \";\""
+    with pytest.raises(kernels.KernelCompileError) as ei:
+        kernels._raise_compile_error("demo.cu", log)
+    assert (ei.value.file, ei.value.line) == ("helper.cuh", 2)
+
+
+def test_parse_ptxas():
+    log = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'k1' for 'sm_90'
+ptxas info    : Function properties for k1
+    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 132 bytes smem, 372 bytes cmem[0]
+ptxas info    : Compiling entry function 'k2' for 'sm_90'
+ptxas info    : Function properties for k2
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 12 registers, used 0 barriers, 372 bytes cmem[0]
+"""
+    rows = kernels.parse_ptxas(log)
+    assert [(r.kernel, r.registers, r.spill_stores_bytes, r.shared_bytes) for r in rows] == [
+        ("k1", 40, 4, 132), ("k2", 12, 0, 0)]
+
+
+def test_load_in_cpu_mode_raises(monkeypatch):
+    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason="test"))
+    with pytest.raises(backend.GPUUnavailable, match="compiling reduce.cu"):
+        kernels.load("reduce.cu")
+
+
+@needs_nvcc
+def test_nvcc_compile_error_has_file_and_line(kdir):
+    (kdir / "bad.cu").write_text('extern "C" __global__ void bad(float* y) {\n  y[0] = undefined_name;\n}\n')
+    with pytest.raises(kernels.KernelCompileError) as ei:
+        kernels.nvcc_compile("bad.cu", "sm_75")
+    assert ei.value.file == "bad.cu" and ei.value.line == 2
+
+
+@needs_nvcc
+def test_nvcc_reports_each_kernel(kdir):
+    rows = kernels.nvcc_compile("demo.cu", "sm_89")
+    assert [r.kernel for r in rows] == ["demo"] and rows[0].registers > 0
+
+
+ALL = kernels.kernel_files()
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", kernels.ARCHES)
+@pytest.mark.parametrize("name", ALL)
+def test_every_kernel_builds_without_spills(name, arch):
+    """Every kernels/*.cu compiles for T4, L4 and H100/H200, and no kernel spills registers."""
+    rows = kernels.nvcc_compile(name, arch)
+    assert rows, f"{name}: nvcc produced no kernel for {arch} (templates need explicit instantiation)"
+    spilled = [(r.kernel, r.spill_stores_bytes) for r in rows if r.spill_stores_bytes]
+    assert not spilled, f"{name} spills on {arch}: {spilled}"
+
+
+def test_kernel_files_found():
+    assert kernels.KERNEL_DIR.name == "kernels" and (kernels.KERNEL_DIR / "reduce.cuh").is_file()
+
+
+@pytest.mark.gpu
+def test_nvrtc_load_attributes_and_error(tmp_path, monkeypatch):
+    import cupy as cp
+
+    monkeypatch.setattr(kernels, "KERNEL_DIR", tmp_path)
+    (tmp_path / "ok.cu").write_text(
+        '#include "reduce.cuh"\nextern "C" __global__ void s(const float* x, float* o) {\n'
+        "  __shared__ float r[GPU_VIZ_REDUCE_SLOTS];\n  float t = block_reduce_sum(x[threadIdx.x], r);\n"
+        "  if (threadIdx.x == 0) o[0] = t;\n}\n")
+    shutil.copy(kernels._PKG.parent / "kernels" / "reduce.cuh", tmp_path / "reduce.cuh")
+    f = kernels.function("ok.cu", "s")
+    x = cp.arange(100, dtype=cp.float32)
+    o = cp.full(1, cp.nan, dtype=cp.float32)
+    f((1,), (100,), (x, o))
+    assert float(o.get()[0]) == 4950.0
+    attrs = kernels.attributes("ok.cu", "s")
+    assert attrs.num_regs > 0 and attrs.shared_size_bytes >= 4 * 33 and attrs.local_size_bytes == 0
+    (tmp_path / "bad.cu").write_text('extern "C" __global__ void b(float* y) {\n  y[0] = nope;\n}\n')
+    with pytest.raises(kernels.KernelCompileError) as ei:
+        kernels.load("bad.cu")
+    assert ei.value.line == 2 and "nope" in ei.value.log

@@ -1,0 +1,82 @@
+"""Every notebook executes top to bottom: in CPU mode anywhere (CI), and live on a GPU (marked gpu).
+
+Executed copies land in test-artifacts/executed-<mode>/ for inspection (and for the slide build).
+"""
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from gpu_viz import backend
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def execute(path: Path, mode: str) -> nbformat.NotebookNode:
+    nb = nbformat.read(path, as_version=4)
+    env = dict(os.environ)
+    if mode == "cpu":
+        env[backend.FORCE_CPU_ENV] = "1"
+    else:
+        env.pop(backend.FORCE_CPU_ENV, None)
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    # nbclient starts the kernel with the parent's environment: set ours for the kernel process.
+    old = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+        out = ARTIFACTS / f"executed-{mode}"
+        out.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, out / path.name)
+    return nb
+
+
+def _errors(nb):
+    bad = []
+    for i, cell in enumerate(nb.cells):
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "error":
+                bad.append(f"cell {i}: {o.get('ename')}: {o.get('evalue')}")
+    return bad
+
+
+def _text(nb):
+    chunks = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            chunks.append(o.get("text", ""))
+            chunks.extend(str(v) for k, v in o.get("data", {}).items() if k.startswith("text/"))
+    return "\n".join(chunks)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_in_cpu_mode(path):
+    try:
+        nb = execute(path, "cpu")
+    except CellExecutionError as exc:
+        pytest.fail(f"{path.name} failed in CPU mode:\n{str(exc)[-3000:]}")
+    assert not _errors(nb)
+    text = _text(nb)
+    assert "CPU MODE" in text, f"{path.name}: the first cells must print the mode (gpu_viz.banner())"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_live_on_the_gpu(path):
+    try:
+        nb = execute(path, "gpu")
+    except CellExecutionError as exc:
+        pytest.fail(f"{path.name} failed on the GPU:\n{str(exc)[-3000:]}")
+    assert not _errors(nb)
+    text = _text(nb)
+    assert "GPU mode:" in text and backend.detect().device_name in text

@@ -1,0 +1,62 @@
+"""The build files: environment.yml in step with pyproject, the wheel carries the kernels, the two commands."""
+import re
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _name(req: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", req.strip(), 1)[0].lower().replace("_", "-")
+
+
+def _pyproject_reqs():
+    proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = list(proj["dependencies"])
+    for extra in proj["optional-dependencies"].values():
+        reqs += [r for r in extra if not r.startswith("gpu-viz")]
+    return {_name(r): r.replace(" ", "") for r in reqs}
+
+
+def _environment_reqs():
+    import yaml
+
+    deps = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
+    flat = []
+    for d in deps:
+        flat += d["pip"] if isinstance(d, dict) else [d]
+    return {_name(r): r.replace(" ", "") for r in flat
+            if not r.startswith("-e") and _name(r) not in ("python", "pip")}
+
+
+def test_environment_yml_matches_pyproject():
+    py, env = _pyproject_reqs(), _environment_reqs()
+    assert set(py) == set(env), f"only in pyproject: {set(py) - set(env)}; only in environment.yml: {set(env) - set(py)}"
+    differ = {k: (py[k], env[k]) for k in py if py[k] != env[k]}
+    assert not differ, f"version specifiers differ (pyproject, environment.yml): {differ}"
+
+
+def test_readme_commands_and_ci():
+    readme = (ROOT / "README.md").read_text()
+    assert "make slides" in readme and "make test" in readme
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^make test\b", ci, re.M), ".ci/run must call the README's test command"
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^test:", makefile, re.M) and re.search(r"^slides:", makefile, re.M)
+
+
+@pytest.mark.slow
+def test_wheel_carries_the_kernels(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    wheel = next(tmp_path.glob("gpu_viz-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    cu = sorted(p.name for p in (ROOT / "kernels").glob("*.cu*"))
+    shipped = sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("gpu_viz/_kernels/"))
+    assert cu and shipped == cu, f"kernels in the wheel {shipped} != kernels/ {cu}"
