@@ -1,0 +1,65 @@
+"""Turn a gpu-check log folder into one record beside the benchmarks (DESIGN.md section 5).
+
+Usage: python scripts/gpu_check_record.py LOGDIR [--tag gpu-check]
+Writes benchmarks/results/<gpu>-<date>-<tag>.json: the run's environment, pytest's counts and
+failures, every compute-sanitizer run's verdict, and every notebook's execution status.
+"""
+import argparse
+import re
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from gpu_viz import bench  # noqa: E402
+
+
+def pytest_summary(logdir: Path):
+    xml = logdir / "pytest-gpu.xml"
+    if not xml.is_file():
+        return None
+    root = ET.parse(xml).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    failures = []
+    for case in suite.iter("testcase"):
+        for kind in ("failure", "error"):
+            el = case.find(kind)
+            if el is not None:
+                failures.append({"test": f"{case.get('classname')}::{case.get('name')}",
+                                 "kind": kind, "message": (el.get("message") or "")[:300]})
+    return {"tests": int(suite.get("tests", 0)), "failures": int(suite.get("failures", 0)),
+            "errors": int(suite.get("errors", 0)), "skipped": int(suite.get("skipped", 0)),
+            "seconds": float(suite.get("time", 0)), "failed": failures}
+
+
+def sanitizer_summary(logdir: Path):
+    rows = []
+    for log in sorted(logdir.glob("sanitize-*.log")):
+        m = re.match(r"sanitize-(.+)-(memcheck|racecheck|synccheck|initcheck)\.log", log.name)
+        if not m:
+            continue
+        text = log.read_text(errors="replace")
+        found = re.findall(r"(?:ERROR|RACECHECK) SUMMARY: (\d+) (?:error|hazard)", text)
+        rows.append({"script": m.group(1), "tool": m.group(2),
+                     "errors": int(found[-1]) if found else None,
+                     "clean": bool(found) and int(found[-1]) == 0 and "Traceback" not in text})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("logdir", type=Path)
+    ap.add_argument("--tag", default="gpu-check")
+    args = ap.parse_args()
+    rec = bench.new_record(rows=[], kind="gpu-check",
+                           pytest_gpu=pytest_summary(args.logdir),
+                           sanitizer=sanitizer_summary(args.logdir))
+    status = args.logdir / "notebooks.json"
+    if status.is_file():
+        import json
+        rec["notebooks"] = json.loads(status.read_text())
+    print(bench.save_record(rec, tag=args.tag))
+
+
+if __name__ == "__main__":
+    main()
