@@ -214,13 +214,6 @@ def validate(x, weight, eps=1e-6, block: int = DECK_BLOCK, variant: str = GUARDE
                          "-- pass x.contiguous()" + ("" if fw == "torch" else " / cupy.ascontiguousarray(x)"))
     if not _is_contiguous(weight, fw):
         raise ValueError("weight must be contiguous -- pass weight.contiguous()")
-    dev = _device_of(x, fw)
-    if dev[0] != "cuda":
-        raise ValueError(f"x must be on a CUDA device, got device {dev[0]!r} -- move it with x.cuda() "
-                         "(the eager module and reference() run on CPU; the kernel does not)")
-    if _device_of(weight, fw) != dev:
-        raise ValueError(f"weight must be on the same device as x (cuda:{dev[1]}), got "
-                         f"{_device_of(weight, fw)[0]}:{_device_of(weight, fw)[1]}")
     if out is not None:
         if _framework(out) != fw:
             raise TypeError(f"out must be the same kind of array as x ({fw}), got {_describe(out)}")
@@ -229,8 +222,15 @@ def validate(x, weight, eps=1e-6, block: int = DECK_BLOCK, variant: str = GUARDE
                              f"{tuple(out.shape)} {_dtype_name(out)}")
         if not _is_contiguous(out, fw):
             raise ValueError("out must be contiguous")
-        if _device_of(out, fw) != dev:
-            raise ValueError(f"out must be on the same device as x (cuda:{dev[1]})")
+    dev = _device_of(x, fw)
+    if dev[0] != "cuda":
+        raise ValueError(f"x must be on a CUDA device, got device {dev[0]!r} -- move it with x.cuda() "
+                         "(the eager module and reference() run on CPU; the kernel does not)")
+    if _device_of(weight, fw) != dev:
+        raise ValueError(f"weight must be on the same device as x (cuda:{dev[1]}), got "
+                         f"{_device_of(weight, fw)[0]}:{_device_of(weight, fw)[1]}")
+    if out is not None and _device_of(out, fw) != dev:
+        raise ValueError(f"out must be on the same device as x (cuda:{dev[1]})")
     return {"fw": fw, "dtype": dtype, "M": M, "d": d, "device": dev[1] or 0}
 
 
@@ -409,7 +409,7 @@ def check_close(got, ref, atol: float, rtol: float, name: str = "y", show: int =
     nbad = int(bad.sum())
     if nbad:
         idx = np.argwhere(bad)[:show]
-        pairs = "; ".join(f"{tuple(int(i) for i in ix)}: got {g[tuple(ix)]!r}, expected {r[tuple(ix)]!r}"
+        pairs = "; ".join(f"{tuple(int(i) for i in ix)}: got {float(g[tuple(ix)])!r}, expected {float(r[tuple(ix)])!r}"
                           for ix in idx)
         report.update(mismatches=nbad, nan=int(np.isnan(g).sum()), inf=int(np.isinf(g).sum()),
                       first=[tuple(int(i) for i in ix) for ix in idx])
