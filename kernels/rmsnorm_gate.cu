@@ -1,0 +1,251 @@
+// rmsnorm_gate.cu -- production fused RMSNorm and fused RMSNorm + SiLU gate (issue 5).
+//
+//   rmsnorm:       y[m,n] = x[m,n] * w[n] * r[m]
+//   rmsnorm_gate:  y[m,n] = x[m,n] * w[n] * silu(g[m,n]) * r[m]
+//   with           r[m]   = rsqrt(sum_n x[m,n]^2 / N + eps)      (statistic from x only)
+//
+// Launched from Python by gpu_viz/ops.py (NVRTC through CuPy); nvcc build check:
+//   nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels kernels/rmsnorm_gate.cu
+// Storage fp32 / fp16 / bf16, arithmetic and accumulation fp32. One kernel per op, one pass:
+// every input element is read once and every output element written once (except `wide`).
+//
+// Variants (gpu_viz.ops.launch_config picks one per (M, N, dtype, alignment)):
+//   warp   one warp per row, 4 rows per block, the row in registers: N <= 32 * EPT (<= 1024).
+//          Warp-shuffle reduction only, no shared memory, no __syncthreads.
+//   block  one block per row (blockDim chosen per N, any value 1..1024), the row in registers:
+//          N <= blockDim * EPT (<= 16384 on the 16-byte path, <= 8192 on the scalar path).
+//          block_reduce_sum from reduce.cuh (any blockDim).
+//   wide   one block of 1024 threads per row, any N: pass 1 sums x^2, pass 2 re-reads the row
+//          (mostly from L1/L2) and writes y. Correct for every N, used above those limits.
+// Template parameters, each instantiation an extern "C" kernel with a readable name
+//   rmsnorm[_gate]_<warp|block>_<f32|f16|bf16>_v<VEC>_e<EPT>,  rmsnorm[_gate]_wide_<dt>_v<VEC>
+//   VEC  elements per load: 16 bytes (8 halves, 4 floats) when x, gate, weight, out and both row
+//        strides are 16-byte aligned and N % VEC == 0; else 1 (the scalar path).
+//   EPT  elements per thread kept in registers (8, 16, 32; the scalar block variant only 8).
+// Numerics: silu(g) = g / (1 + expf(-g)) with the accurate expf (max 2 ulp, no __expf);
+// r uses rsqrtf (max 2 ulp). NaN/Inf in a row make that row NaN/0 like the float64 formula,
+// and never touch other rows. 64-bit row offsets (M * stride may exceed 2^31).
+// Compile with -DRMSNORM_DTYPES=<mask> (1 f32, 2 f16, 4 bf16) to build one dtype's kernels only.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include "reduce.cuh"
+
+#ifndef RMSNORM_DTYPES
+#define RMSNORM_DTYPES 7
+#endif
+
+// ---------------------------------------------------------------------------------------
+// conversions and packed loads
+
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T from_f32(float v);
+template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
+    return __float2bfloat16_rn(v);
+}
+
+// VEC elements moved as one load/store (16 bytes when VEC * sizeof(T) == 16).
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Pack {
+    T v[VEC];
+};
+
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
+    return *reinterpret_cast<const Pack<T, VEC>*>(p);
+}
+
+// [region silu]
+// silu(g) = g * sigmoid(g) = g / (1 + e^-g); accurate expf. e^-g overflows to inf for
+// g < -88.7 and g / inf = -0, the limit; g = +inf gives inf, g = NaN gives NaN.
+__device__ __forceinline__ float silu(float g) { return g / (1.0f + expf(-g)); }
+// [end silu]
+
+// Sum over the 32 lanes of a warp, every lane gets it (butterfly; all 32 lanes must call).
+__device__ __forceinline__ float warp_allreduce_sum(float v) {
+    #pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(GPU_VIZ_FULL_MASK, v, off);
+    return v;
+}
+
+// ---------------------------------------------------------------------------------------
+// register-resident row: `warp` (WARP_ROW) and `block` variants share one body
+
+// [region rows]
+template <typename T, bool GATE, int VEC, int EPT, bool WARP_ROW>
+__device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __restrict__ x,
+                                             const T* __restrict__ gate, const T* __restrict__ w,
+                                             long long M, int N, long long x_stride,
+                                             long long gate_stride, float eps) {
+    constexpr int CHUNKS = EPT / VEC;
+    long long row;
+    int t, nthreads;
+    if (WARP_ROW) {  // one warp per row: a whole warp leaves together, no block barrier follows
+        row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+        t = threadIdx.x & 31;
+        nthreads = 32;
+        if (row >= M) return;
+    } else {         // one block per row: grid == M, every thread reaches the reduction
+        row = blockIdx.x;
+        t = threadIdx.x;
+        nthreads = blockDim.x;
+    }
+    const int nvec = N / VEC;  // host guarantees N % VEC == 0
+    const T* xr = x + row * x_stride;
+    const T* gr = GATE ? gate + row * gate_stride : nullptr;
+    T* yr = out + row * (long long)N;
+
+    // phase 1: read x (and g) once; keep x (* silu(g)) in registers; sum x^2.  The weight is
+    // read in phase 2 (it is shared by every row, so it comes from L1/L2), which keeps fewer
+    // loads in flight per thread and the register count down.
+    float v[EPT];
+    float sumsq = 0.0f;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = t + c * nthreads;
+        if (j < nvec) {
+            const Pack<T, VEC> px = load_pack<T, VEC>(xr + (long long)j * VEC);
+            Pack<T, VEC> pg;
+            if (GATE) pg = load_pack<T, VEC>(gr + (long long)j * VEC);
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float xf = to_f32(px.v[k]);
+                sumsq = fmaf(xf, xf, sumsq);
+                v[c * VEC + k] = GATE ? xf * silu(to_f32(pg.v[k])) : xf;
+            }
+        }
+    }
+    float total;
+    if (WARP_ROW) {
+        total = warp_allreduce_sum(sumsq);
+    } else {
+        __shared__ float red[GPU_VIZ_REDUCE_SLOTS];
+        total = block_reduce_sum(sumsq, red);
+    }
+    const float r = rsqrtf(total / (float)N + eps);
+    // phase 2: y = v * w * r, written once.
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = t + c * nthreads;
+        if (j < nvec) {
+            const Pack<T, VEC> pw = load_pack<T, VEC>(w + (long long)j * VEC);
+            Pack<T, VEC> py;
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) py.v[k] = from_f32<T>(v[c * VEC + k] * to_f32(pw.v[k]) * r);
+            *reinterpret_cast<Pack<T, VEC>*>(yr + (long long)j * VEC) = py;
+        }
+    }
+}
+// [end rows]
+
+// ---------------------------------------------------------------------------------------
+// wide rows: any N, two passes over the row (the second mostly hits L2)
+
+// [region wide]
+template <typename T, bool GATE, int VEC>
+__device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __restrict__ x,
+                                             const T* __restrict__ gate, const T* __restrict__ w,
+                                             long long M, int N, long long x_stride,
+                                             long long gate_stride, float eps) {
+    const long long row = blockIdx.x;
+    const int nvec = N / VEC;
+    const T* xr = x + row * x_stride;
+    const T* gr = GATE ? gate + row * gate_stride : nullptr;
+    T* yr = out + row * (long long)N;
+
+    float sumsq = 0.0f;
+    #pragma unroll 4
+    for (int j = threadIdx.x; j < nvec; j += blockDim.x) {
+        const Pack<T, VEC> px = load_pack<T, VEC>(xr + (long long)j * VEC);
+        #pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+            const float xf = to_f32(px.v[k]);
+            sumsq = fmaf(xf, xf, sumsq);
+        }
+    }
+    __shared__ float red[GPU_VIZ_REDUCE_SLOTS];
+    const float r = rsqrtf(block_reduce_sum(sumsq, red) / (float)N + eps);
+    #pragma unroll 2
+    for (int j = threadIdx.x; j < nvec; j += blockDim.x) {
+        const Pack<T, VEC> px = load_pack<T, VEC>(xr + (long long)j * VEC);
+        const Pack<T, VEC> pw = load_pack<T, VEC>(w + (long long)j * VEC);
+        Pack<T, VEC> pg;
+        if (GATE) pg = load_pack<T, VEC>(gr + (long long)j * VEC);
+        Pack<T, VEC> py;
+        #pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+            float p = to_f32(px.v[k]);
+            if (GATE) p *= silu(to_f32(pg.v[k]));
+            py.v[k] = from_f32<T>(p * to_f32(pw.v[k]) * r);
+        }
+        *reinterpret_cast<Pack<T, VEC>*>(yr + (long long)j * VEC) = py;
+    }
+}
+// [end wide]
+
+// ---------------------------------------------------------------------------------------
+// the extern "C" kernels (one per instantiation; names parsed by gpu_viz/ops.py)
+
+#define RMSNORM_PARAMS(T)                                                                      \
+    T* __restrict__ out, const T* __restrict__ x, const T* __restrict__ gate,                  \
+        const T* __restrict__ w, long long M, int N, long long x_stride, long long gate_stride, \
+        float eps
+#define RMSNORM_ARGS out, x, gate, w, M, N, x_stride, gate_stride, eps
+
+// launch bounds: warp variant 4 rows (128 threads) per block; block variant up to 1024
+// threads for EPT <= 16 (<= 64 registers) and up to 512 threads for EPT 32.
+#define WARP_BLOCK_THREADS 128
+#define BLOCK_MAX_THREADS(EPT) ((EPT) >= 32 ? 512 : 1024)
+#define WIDE_THREADS 1024
+
+#define DEF_WARP(OP, GATE, DT, T, VEC, EPT)                                                     \
+    extern "C" __global__ void __launch_bounds__(WARP_BLOCK_THREADS, 1)                        \
+        OP##_warp_##DT##_v##VEC##_e##EPT(RMSNORM_PARAMS(T)) {                                  \
+        rmsnorm_rows<T, GATE, VEC, EPT, true>(RMSNORM_ARGS);                                   \
+    }
+
+#define DEF_BLOCK(OP, GATE, DT, T, VEC, EPT)                                                    \
+    extern "C" __global__ void __launch_bounds__(BLOCK_MAX_THREADS(EPT), 1)                    \
+        OP##_block_##DT##_v##VEC##_e##EPT(RMSNORM_PARAMS(T)) {                                 \
+        rmsnorm_rows<T, GATE, VEC, EPT, false>(RMSNORM_ARGS);                                  \
+    }
+
+#define DEF_WIDE(OP, GATE, DT, T, VEC)                                                          \
+    extern "C" __global__ void __launch_bounds__(WIDE_THREADS, 1)                              \
+        OP##_wide_##DT##_v##VEC(RMSNORM_PARAMS(T)) {                                           \
+        rmsnorm_wide<T, GATE, VEC>(RMSNORM_ARGS);                                              \
+    }
+
+// 16-byte path: warp and block variants at EPT 8, 16, 32, and wide.
+#define DEF_VECTOR(OP, GATE, DT, T, VEC)                                          \
+    DEF_WARP(OP, GATE, DT, T, VEC, 8) DEF_WARP(OP, GATE, DT, T, VEC, 16)        \
+    DEF_WARP(OP, GATE, DT, T, VEC, 32) DEF_BLOCK(OP, GATE, DT, T, VEC, 8)       \
+    DEF_BLOCK(OP, GATE, DT, T, VEC, 16) DEF_BLOCK(OP, GATE, DT, T, VEC, 32)     \
+    DEF_WIDE(OP, GATE, DT, T, VEC)
+// scalar path: with one element per load and a run-time blockDim, every chunk needs its own
+// 64-bit address and ptxas hoists them all, so block EPT 16/32 would spill: the block
+// variant stops at EPT 8 (N <= 8192) and wider rows take `wide`.
+#define DEF_SCALAR(OP, GATE, DT, T)                                                \
+    DEF_WARP(OP, GATE, DT, T, 1, 8) DEF_WARP(OP, GATE, DT, T, 1, 16)             \
+    DEF_WARP(OP, GATE, DT, T, 1, 32) DEF_BLOCK(OP, GATE, DT, T, 1, 8)            \
+    DEF_WIDE(OP, GATE, DT, T, 1)
+
+#define DEF_DTYPE(DT, T, VEC16)                        \
+    DEF_SCALAR(rmsnorm, false, DT, T)                  \
+    DEF_VECTOR(rmsnorm, false, DT, T, VEC16)           \
+    DEF_SCALAR(rmsnorm_gate, true, DT, T)              \
+    DEF_VECTOR(rmsnorm_gate, true, DT, T, VEC16)
+
+#if RMSNORM_DTYPES & 1
+DEF_DTYPE(f32, float, 4)
+#endif
+#if RMSNORM_DTYPES & 2
+DEF_DTYPE(f16, __half, 8)
+#endif
+#if RMSNORM_DTYPES & 4
+DEF_DTYPE(bf16, __nv_bfloat16, 8)
+#endif
