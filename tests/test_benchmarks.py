@@ -1,0 +1,380 @@
+"""gpu_viz.benchmarks: the plumbing on CPU (bytes, rows, checks, errors, gating), a GPU smoke test."""
+import time
+
+import numpy as np
+import pytest
+
+from gpu_viz import backend, bench, benchmarks as bm
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def cpu_mode(monkeypatch):
+    monkeypatch.setenv(backend.FORCE_CPU_ENV, "1")
+    saved = backend._cached
+    backend._cached = None
+    yield
+    backend._cached = saved
+
+
+# -- byte accounting and rows -------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype,size", [("float16", 2), ("bfloat16", 2), ("float32", 4)])
+def test_fewest_bytes(dtype, size):
+    M, N = 1024, 4096
+    assert bm.fewest_bytes("rmsnorm", M, N, dtype) == 2 * M * N * size + N * size
+    assert bm.fewest_bytes("rmsnorm_gate", M, N, dtype) == 3 * M * N * size + N * size
+    # the seed's own accounting for fp16 rmsnorm_gate: 2 (3MN + N) bytes
+    assert bm.fewest_bytes("rmsnorm_gate", M, N, "float16") == 2 * (3 * M * N + N)
+
+
+def test_fewest_bytes_rejects_bad_op_and_dtype():
+    with pytest.raises(ValueError, match="op must be one of"):
+        bm.fewest_bytes("layernorm", 1, 1, "float16")
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        bm.fewest_bytes("rmsnorm", 1, 1, "int8")
+
+
+def test_dtype_names():
+    assert bm.dtype_name(torch.float16) == "float16"
+    assert bm.dtype_name("bf16") == "bfloat16"
+    assert bm.dtype_name(torch.float32) == "float32"
+
+
+def _timing(median, timing="kernel", n=100):
+    samples = np.full(n, float(median))
+    samples[0] = median * 0.9
+    samples[-1] = median * 1.2
+    return bench.Timing.from_samples(samples, timing)
+
+
+def test_make_row_matches_design_format():
+    row = bm.make_row("rmsnorm", "fused", 16384, 4096, "float16", _timing(50.0))
+    assert tuple(row)[:len(bm.ROW_KEYS)] == bm.ROW_KEYS
+    assert row["op"] == "rmsnorm" and row["impl"] == "fused" and row["dtype"] == "float16"
+    assert row["timing"] == "kernel" and row["M"] == 16384 and row["N"] == 4096
+    assert row["p10_us"] <= row["median_us"] <= row["p90_us"]
+    nbytes = 2 * 16384 * 4096 * 2 + 4096 * 2
+    assert row["GBps"] == pytest.approx(nbytes / 50e-6 / 1e9, rel=1e-6)
+    assert row["reps"] == 100
+
+
+def test_add_speedups_same_timing_only():
+    rows = [bm.make_row("rmsnorm", "eager", 8, 8, "float16", _timing(40.0)),
+            bm.make_row("rmsnorm", "fused", 8, 8, "float16", _timing(4.0)),
+            bm.make_row("rmsnorm", "fused", 8, 8, "float16", _timing(10.0, "call")),
+            bm.make_row("rmsnorm_gate", "fused", 8, 8, "float16", _timing(5.0))]
+    bm.add_speedups(rows)
+    assert rows[0]["speedup_vs_eager"] == 1.0
+    assert rows[1]["speedup_vs_eager"] == pytest.approx(10.0)
+    assert rows[2]["speedup_vs_eager"] is None  # no eager "call" row
+    assert rows[3]["speedup_vs_eager"] is None  # other op
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+def test_unknown_provider_names_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown provider 'triton'.*known providers.*eager.*fused"):
+        bm.check_providers("rmsnorm", ["eager", "triton"])
+    with pytest.raises(ValueError, match="native"):
+        bm.setup("rmsnorm_gate", "native", torch.ones(4))
+    with pytest.raises(ValueError, match="unknown provider"):
+        bm.run("rmsnorm", [(8, 8)], providers=["nope"])
+
+
+def test_bad_shapes_dtypes_timings():
+    with pytest.raises(ValueError, match="positive"):
+        bm.run("rmsnorm", [(0, 8)])
+    with pytest.raises(ValueError, match=r"\(M, N\) pairs"):
+        bm.run("rmsnorm", [8])
+    with pytest.raises(ValueError, match="dtype"):
+        bm.run("rmsnorm", [(8, 8)], dtypes=["int32"])
+    with pytest.raises(ValueError, match="timings"):
+        bm.run("rmsnorm", [(8, 8)], timings=["wall"])
+
+
+def test_cpu_mode_raises_gpu_unavailable(cpu_mode):
+    with pytest.raises(backend.GPUUnavailable, match="needs a CUDA GPU"):
+        bm.run("rmsnorm", [(8, 8)])
+    with pytest.raises(backend.GPUUnavailable):
+        bm.run_rmsnorm([(8, 8)], timing="kernel")
+    with pytest.raises(backend.GPUUnavailable):
+        bm.full_record(quick=True, save=False)
+    with pytest.raises(backend.GPUUnavailable):
+        bm.seed_defect_checks()
+
+
+def test_cli_bench_in_cpu_mode(cpu_mode, capsys):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    bm.register_cli(sub)
+    args = parser.parse_args(["bench", "--quick", "--tag", "t", "--out", "/tmp/x"])
+    assert args.quick and args.tag == "t" and args.out == "/tmp/x"
+    assert args.func(args) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().out
+
+
+# -- references and comparison ----------------------------------------------------------------------
+
+def test_eager_gate_matches_float64_reference():
+    g = torch.Generator().manual_seed(1)
+    x, gate = torch.randn(6, 96, generator=g), 2 * torch.randn(6, 96, generator=g)
+    w = 1 + 0.5 * torch.randn(96, generator=g)
+    ref = bm.reference("rmsnorm_gate", x, w, gate)
+    y = bm.eager_rmsnorm_gate(x, gate, w)
+    assert y.dtype == torch.float32
+    ok, detail = bm.compare(y, ref, "float32")
+    assert ok, detail
+    # formula by hand for one element
+    r = 1 / np.sqrt(np.mean(x[2].double().numpy() ** 2) + 1e-6)
+    gg = gate[2, 5].item()
+    assert ref[2, 5].item() == pytest.approx(x[2, 5].item() * w[5].item() * gg / (1 + np.exp(-gg)) * r, rel=1e-12)
+
+
+def test_compare_names_the_mismatch():
+    ref = torch.randn(4, 768, dtype=torch.float64) + 3
+    out = ref.to(torch.float16)
+    ok, _ = bm.compare(out, ref, "float16")
+    assert ok
+    bad = out.clone()
+    bad[1, 7] = bad[1, 7] * 1.1  # one lost reduction term changes a row by far more than rounding
+    bad[3, 0] = float("nan")
+    ok, detail = bm.compare(bad, ref, "float16")
+    assert not ok
+    assert "2 of 3072" in detail and "1 NaN/inf" in detail and "[1, 7]" in detail
+    ok, detail = bm.compare(out[:, :10], ref, "float16")
+    assert not ok and "shape" in detail
+
+
+# -- torch.compile: really compiled, or excluded ---------------------------------------------------
+
+def _expr(x, w):
+    v = x.float().pow(2).mean(-1, keepdim=True)
+    return w * (x * torch.rsqrt(v + 1e-6))
+
+
+def _expr_with_break(x, w):
+    v = x.float().pow(2).mean(-1, keepdim=True)
+    torch._dynamo.graph_break()
+    return w * (x * torch.rsqrt(v + 1e-6))
+
+
+def test_compile_checked_accepts_a_real_compile():
+    x, w = torch.randn(4, 16), torch.randn(16)
+    c = bm.compile_checked(_expr, (x, w), backend_name="eager")
+    torch.testing.assert_close(c(x, w), _expr(x, w))
+
+
+def test_compile_checked_rejects_a_graph_break():
+    x, w = torch.randn(4, 16), torch.randn(16)
+    with pytest.raises(bm.CompileFellBack, match="graph break"):
+        bm.compile_checked(_expr_with_break, (x, w), backend_name="eager")
+
+
+def test_compile_checked_per_shape_survives_many_shapes():
+    # the H200 trap: after 8 recompiles dynamo silently runs eager; per-shape compiles must not
+    for n in range(1, 14):
+        x, w = torch.randn(3, n), torch.randn(n)
+        bm.compile_checked(_expr, (x, w), backend_name="eager")
+
+
+# -- the run loop: correctness gates timing --------------------------------------------------------
+
+def _stand_in_timers():
+    """CPU stand-ins for the GPU timers, for the plumbing only (never reported as GPU data)."""
+    def sample(fn, reps):
+        out = []
+        for i in range(reps):
+            t0 = time.perf_counter()
+            fn(i)
+            out.append(1e6 * (time.perf_counter() - t0))
+        return out
+
+    calls = []
+
+    def kernel(fn, reps, k):
+        calls.append(("kernel", k))
+        return bench.Timing.from_samples(sample(fn, reps), "kernel")
+
+    def call(fn, reps):
+        calls.append(("call", reps))
+        return bench.Timing.from_samples(sample(fn, reps), "call")
+
+    return bm._Timers(kernel=kernel, call=call, sync=lambda: None), calls
+
+
+def test_run_loop_times_only_correct_providers(monkeypatch):
+    timed = []
+
+    def setup_stand_in(provider, weight, eps, sample=None, compile_backend=None):
+        def right(inp):
+            timed.append(provider)
+            return bm.reference("rmsnorm", inp["x"], weight, None, eps).to(inp["x"].dtype)
+
+        if provider == "eager":
+            return right
+        if provider == "fused":
+            return right
+        if provider == "native":  # wrong: mean over N - 1 (a lost reduction term)
+            def wrong(inp):
+                timed.append(provider)
+                x = inp["x"].double()
+                return (x * torch.rsqrt(x[:, 1:].pow(2).mean(-1, keepdim=True) + eps) * weight).float()
+            return wrong
+        if provider == "compile":
+            raise bm.CompileFellBack("torch.compile fell back: 1 graph break(s)")
+        raise bm.ProviderUnavailable("not here")
+
+    monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_stand_in)
+    timers, calls = _stand_in_timers()
+    rows = bm._run("rmsnorm", [(8, 64), (3, 768)], ("float32",), ("eager", "native", "compile", "fused", "liger"),
+                   ("kernel", "call"), 7, 1e-6, "cpu", timers, l2_bytes=64 * 1024, verbose=False, seed=0)
+    impls = {r["impl"] for r in rows}
+    assert impls == {"eager", "fused"}
+    assert len(rows) == 2 * 2 * 2  # 2 shapes x 2 impls x 2 timings
+    assert timed.count("native") == 2  # checked once per shape, never timed
+    reasons = {(s["impl"], s["N"]): s["reason"] for s in rows.skipped}
+    assert set(reasons) == {(p, n) for p in ("native", "compile", "liger") for n in (64, 768)}
+    assert "elements outside" in reasons[("native", 64)]
+    assert "fell back" in reasons[("compile", 768)]
+    for r in rows:
+        assert set(bm.ROW_KEYS) <= set(r)
+        assert r["dtype"] == "float32" and r["timing"] in ("kernel", "call")
+        assert r["GBps"] > 0 and r["reps"] == 7 and r["buffers"] >= 1
+        assert r["speedup_vs_eager"] is not None
+        if r["timing"] == "kernel":
+            assert r["calls_per_graph"] >= r["buffers"]
+    # rotation: 8x64 fp32 moves ~4 KiB, so several buffer sets are needed to pass 3x the 64 KiB "L2"
+    assert rows[0]["buffers"] == bench.rotation_count(bm.fewest_bytes("rmsnorm", 8, 64, "float32"), 64 * 1024)
+    assert rows[0]["buffers"] > 1
+
+
+def test_calls_per_graph_covers_every_buffer_set():
+    assert bm._calls_per_graph(buffers=64, pilot_us=3.0) == 64
+    assert bm._calls_per_graph(buffers=1, pilot_us=3000.0) == 1
+    assert bm._calls_per_graph(buffers=2, pilot_us=5.0) == 40
+
+
+# -- issue 5's checks on hand-made records ------------------------------------------------------------
+
+def _record(fused_GBps=3900.0, fused_faster=True, floor_us=2.0, small_us=2.5, drop=None):
+    copy = 4200.0
+    rows = []
+    for op in bm.OPS:
+        for dt in ("float16", "bfloat16"):
+            for (M, N) in bm.RECORD_SHAPES:
+                nbytes = bm.fewest_bytes(op, M, N, dt)
+                if (M, N) in bm.BANDWIDTH_SHAPES:
+                    us = nbytes / (fused_GBps * 1e9) * 1e6
+                elif (M, N) == bm.FLOOR_SHAPE:
+                    us = small_us
+                else:
+                    us = nbytes / (3000e9) * 1e6
+                base = us * (1.5 if fused_faster else 0.9)
+                for impl, t in (("fused", us), ("native", base), ("compile", base), ("eager", 5 * base)):
+                    if impl == "native" and op == "rmsnorm_gate":
+                        continue
+                    if drop == (op, impl, M, N, dt):
+                        continue
+                    rows.append(bm.make_row(op, impl, M, N, dt, _timing(t)))
+    return {"date": "2026-11-29", "gpu": "NVIDIA H200", "copy_GBps": copy, "launch_floor_us": floor_us,
+            "rows": bm.add_speedups(rows),
+            "skipped": [{"op": "rmsnorm", "impl": "compile", "M": 128, "N": 4096, "dtype": "float16",
+                         "reason": "torch.compile fell back: 1 graph break(s)"}]}
+
+
+def test_summary_checks_all_pass():
+    checks = bm.summary_checks(_record())
+    assert checks and all(passed for _, passed, _ in checks), [c for c in checks if not c[1]]
+    names = [c for c, _, _ in checks]
+    assert sum("copy bandwidth" in n for n in names) == 2 * 2 * 2
+    assert sum("launch floor" in n for n in names) == 4
+    assert sum("faster than native" in n for n in names) == 2 * len(bm.RECORD_SHAPES)
+    assert sum("faster than compile" in n for n in names) == 2 * 2 * len(bm.RECORD_SHAPES)
+
+
+def test_summary_checks_fail_bandwidth_speed_floor():
+    bad = {c: ok for c, ok, _ in bm.summary_checks(_record(fused_GBps=3000.0))}
+    assert not bad["rmsnorm fused 16384x4096 float16: >= 90% of copy bandwidth"]
+    assert not bad["rmsnorm_gate fused 32768x8192 bfloat16: >= 90% of copy bandwidth"]
+    slow = bm.summary_checks(_record(fused_faster=False))
+    assert not any(ok for c, ok, _ in slow if "faster than" in c)
+    floor = {c: ok for c, ok, _ in bm.summary_checks(_record(small_us=3.5))}
+    assert not floor["rmsnorm fused 128x4096 float16: within 1.5x of the launch floor"]
+
+
+def test_summary_checks_missing_baseline_fails_with_reason():
+    rec = _record(drop=("rmsnorm", "compile", 128, 4096, "float16"))
+    checks = {c: (ok, d) for c, ok, d in bm.summary_checks(rec)}
+    ok, detail = checks["rmsnorm 128x4096 float16: fused faster than compile"]
+    assert not ok and "not measured" in detail and "graph break" in detail
+    rec = _record(drop=("rmsnorm", "fused", 16384, 4096, "bfloat16"))
+    ok, detail = {c: (o, d) for c, o, d in bm.summary_checks(rec)}[
+        "rmsnorm fused 16384x4096 bfloat16: >= 90% of copy bandwidth"]
+    assert not ok and detail == "not measured"
+
+
+# -- tables, charts, plan -----------------------------------------------------------------------------
+
+def test_tables():
+    rec = _record()
+    t = bm.table(rec["rows"], provenance=bm.record_provenance(rec))
+    md = t.markdown()
+    assert md.splitlines()[0].startswith("| op | M x N | dtype | timing | eager µs")
+    assert "recorded on NVIDIA H200, 2026-11-29" in md
+    assert "(5.0x)" in md  # fused vs eager
+    assert "<table>" in t.html() and "recorded on NVIDIA H200" in t._repr_html_()
+    long = bm.table(rec["rows"][:3], layout="long", copy_GBps=rec["copy_GBps"]).plain()
+    assert "% of copy" in long and len(long.splitlines()) == 5
+    with pytest.raises(ValueError, match="layout"):
+        bm.table(rec["rows"], layout="tall")
+
+
+def test_bar_chart_title_states_provenance(cpu_mode):
+    rec = _record()
+    fig = bm.bar_chart(rec["rows"], provenance=bm.record_provenance(rec), op="rmsnorm", dtype="float16")
+    assert "recorded on NVIDIA H200, 2026-11-29" in fig.axes[0].get_title()
+    assert len(fig.axes[0].patches) == 4 * len(bm.RECORD_SHAPES)
+    with pytest.raises(ValueError, match="provenance is required in CPU mode"):
+        bm.bar_chart(rec["rows"])
+    with pytest.raises(ValueError, match="no rows"):
+        bm.bar_chart(rec["rows"], provenance="x", op="rmsnorm", dtype="float32")
+
+
+def test_record_plan_covers_issue5():
+    plan = bm.record_plan()
+    rms = [p for p in plan if p[0] == "rmsnorm" and "float16" in p[2]][0]
+    gate = [p for p in plan if p[0] == "rmsnorm_gate"][0]
+    for shape in bm.RECORD_SHAPES:
+        assert shape in rms[1] and shape in gate[1]
+    for shape in bm.DECK_SHAPES:
+        assert shape in rms[1]
+    assert "deck4phase" in rms[3] and set(gate[3]) == {"eager", "compile", "fused"}
+    assert any(p[0] == "rmsnorm" and p[2] == ("float32",) for p in plan)
+    assert set(rms[2]) == {"float16", "bfloat16"} and set(gate[2]) == {"float16", "bfloat16"}
+
+
+# -- GPU -------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_gpu_run_smoke():
+    rows = bm.run("rmsnorm", [(64, 1000)], ["float16"], ["eager", "native", "fused"], reps=20)
+    assert rows, rows.skipped
+    assert not [s for s in rows.skipped if s["impl"] == "fused"], rows.skipped
+    for r in rows:
+        assert set(bm.ROW_KEYS) <= set(r)
+        assert r["median_us"] > 0 and r["p10_us"] <= r["median_us"] <= r["p90_us"] and r["GBps"] > 0
+        assert r["reps"] == 20
+    assert {r["timing"] for r in rows} == {"kernel", "call"}
+    gate = bm.run("rmsnorm_gate", [(32, 4096)], ["bfloat16"], ["eager", "fused"], timings=["kernel"], reps=20)
+    assert {r["impl"] for r in gate} == {"eager", "fused"}, gate.skipped
+
+
+@pytest.mark.gpu
+def test_gpu_seed_defects_fixed():
+    results = bm.seed_defect_checks("float16")
+    assert len(results) == 7
+    assert all(ok for _, ok, _ in results), [r for r in results if not r[1]]
