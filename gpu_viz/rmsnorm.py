@@ -471,6 +471,43 @@ def eager_kernels(module, x) -> List[str]:
     return names
 
 
+#: Bytes per element by dtype name.
+DTYPE_SIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def eager_traffic(M: int, d: int, dtype: str = "float32") -> List[Tuple[str, int, int]]:
+    """Logical bytes each op of :class:`EagerRMSNorm` reads and writes for x of shape (M, d).
+
+    Tensor sizes only (what each kernel must read and write if nothing stays in a cache);
+    weight has x's dtype, every intermediate is fp32 (``x.float()``), so is the output.
+    Returns ``[(op, bytes_read, bytes_written), ...]`` in dispatch order (see :func:`eager_ops`).
+    Compare :func:`four_phase_traffic`.  Raises ValueError for an unknown dtype or M, d < 1.
+    """
+    s = _size(dtype)
+    if M < 1 or d < 1:
+        raise ValueError(f"M and d must be >= 1, got M={M}, d={d}")
+    f, n = 4, M * d
+    ops = [] if dtype == "float32" else [("x.float() (_to_copy)", s * n, f * n)]
+    return ops + [("pow(2)", f * n, f * n), ("mean(-1)", f * n, f * M), ("+ eps", f * M, f * M),
+                  ("rsqrt", f * M, f * M), ("x * rsqrt", s * n + f * M, f * n),
+                  ("weight * xn", f * n + s * d, f * n)]
+
+
+def four_phase_traffic(M: int, d: int, dtype: str = "float32") -> Tuple[int, int]:
+    """(bytes_read, bytes_written) the fused kernel must move: x and w once in, y once out.
+
+    (Phase 4 reads x a second time; for the deck's rows of a few KB that re-read hits L1/L2.)
+    """
+    s = _size(dtype)
+    return s * M * d + s * d, s * M * d
+
+
+def _size(dtype: str) -> int:
+    if dtype not in DTYPE_SIZE:
+        raise ValueError(f"dtype must be one of {tuple(DTYPE_SIZE)}, got {dtype!r}")
+    return DTYPE_SIZE[dtype]
+
+
 # ---------------------------------------------------------------------------------------
 # the deck's latent fault, modelled
 

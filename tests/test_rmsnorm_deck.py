@@ -69,6 +69,20 @@ def test_eager_ops_are_six_in_fp32_seven_in_half(rng):
     assert ops16[0] == "_to_copy" and len(ops16) == 7
 
 
+def test_eager_traffic_counts_intermediates():
+    rows = rmsnorm.eager_traffic(1024, 2048, "float32")
+    assert [r[0] for r in rows] == ["pow(2)", "mean(-1)", "+ eps", "rsqrt", "x * rsqrt", "weight * xn"]
+    n = 1024 * 2048 * 4
+    total = sum(r + w for _, r, w in rows)
+    assert 7 * n < total < 7 * n + 64 * 1024  # seven full-size passes plus per-row scalars
+    fused = sum(rmsnorm.four_phase_traffic(1024, 2048, "float32"))
+    assert fused == 2 * n + 2048 * 4
+    half = rmsnorm.eager_traffic(8, 16, "float16")
+    assert half[0] == ("x.float() (_to_copy)", 8 * 16 * 2, 8 * 16 * 4) and len(half) == 7
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        rmsnorm.eager_traffic(1, 1, "int8")
+
+
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True])
 def test_eager_rejects_bad_d(bad):
     with pytest.raises(ValueError, match="d must be a positive int"):
