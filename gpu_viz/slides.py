@@ -1,0 +1,632 @@
+"""`gpu-viz slides`: execute the course notebooks and render offline reveal.js decks.
+
+Data path::
+
+    notebooks/NN_topic.ipynb --(nbclient, widget state stored)--> <out>/executed/NN_topic.ipynb
+        --(StaticPlayerPreprocessor + SlidesExporter, template slides/templates/gpu_viz_reveal)-->
+        <out>/NN_topic.slides.html   and   <out>/index.html (every deck, its title, mode, GPU, date)
+
+Offline: every script a deck loads (reveal.js, require.js, jQuery, MathJax 2, the
+``@jupyter-widgets/html-manager`` embedder) comes from ``<out>/vendor/``, copied from
+``slides/node_modules`` (``npm ci`` against the pinned ``slides/package-lock.json``), from
+``--vendor-from DIR`` (an already-vendored folder, e.g. carried to a machine with no npm), or
+kept when ``<out>/vendor/`` is already complete.  No request leaves the page.
+
+Players: :meth:`gpu_viz.widgets.Animation.show` emits one output carrying both a widget view
+and a static HTML/JS player (output metadata ``{"gpu_viz": {"player": true}}``).  A deck has
+no kernel, so :class:`StaticPlayerPreprocessor` drops the widget view from those outputs (the
+static player renders) and prunes the stored widget state down to the models that other widget
+outputs still reference (those render from the embedded state through the html-manager).
+
+Mode: notebooks run in CPU mode when this machine has no usable GPU (they label that
+themselves), live on a GPU otherwise; the index says which, and on what GPU, per deck.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import fnmatch
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SLIDES_DIR = REPO_ROOT / "slides"
+TEMPLATES_DIR = SLIDES_DIR / "templates"
+TEMPLATE_NAME = "gpu_viz_reveal"
+DEFAULT_OUT = SLIDES_DIR / "build"
+DEFAULT_NOTEBOOKS = REPO_ROOT / "notebooks"
+NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
+BUILD_METADATA_KEY = "gpu_viz_build"
+PLAYER_METADATA_KEY = "gpu_viz"  # same key as gpu_viz.widgets.player.PLAYER_METADATA_KEY
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
+
+#: What each deck loads, relative to the deck (decks sit beside vendor/).
+VENDOR_URLS = {
+    "reveal_url_prefix": "vendor/reveal.js",
+    "require_js_url": "vendor/requirejs/require.js",
+    "jquery_url": "vendor/jquery/jquery.min.js",
+    "mathjax_url": "vendor/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe",
+    "widget_renderer_url": "vendor/html-manager/embed-amd.js",
+}
+
+#: npm package -> (destination under vendor/, files/folders to copy from the package).
+#: Only what the decks load: MathJax 2 is pruned to the TeX -> CommonHTML path.
+VENDOR_FILES = {
+    "reveal.js": ("reveal.js", ["dist/reveal.js", "dist/reveal.css", "dist/reset.css", "dist/theme",
+                                "plugin/notes/notes.js", "LICENSE"]),
+    "requirejs": ("requirejs", ["require.js"]),
+    "jquery": ("jquery", ["dist/jquery.min.js", "LICENSE.txt"]),
+    "mathjax": ("mathjax", ["MathJax.js", "config/TeX-AMS_CHTML-full.js", "config/Safe.js", "extensions",
+                            "jax/input/TeX", "jax/output/CommonHTML", "jax/output/PreviewHTML",
+                            "jax/element", "fonts/HTML-CSS/TeX/woff", "localization/en", "LICENSE"]),
+    "@jupyter-widgets/html-manager": ("html-manager", ["dist/embed-amd.js", "dist/*.woff", "dist/*.woff2",
+                                                       "dist/*.ttf", "dist/*.eot", "dist/*.svg"]),
+}
+#: The files whose presence means a vendor/ folder is complete (checked before reuse).
+VENDOR_REQUIRED = [
+    "reveal.js/dist/reveal.js", "reveal.js/plugin/notes/notes.js", "reveal.js/dist/theme/white.css",
+    "requirejs/require.js", "jquery/jquery.min.js", "mathjax/MathJax.js",
+    "mathjax/config/TeX-AMS_CHTML-full.js", "html-manager/embed-amd.js",
+]
+VENDOR_STAMP = "VENDORED.json"
+#: Cell tags honoured on slides: code hidden (output kept), or the whole cell left out.
+HIDE_INPUT_TAGS = ("hide-input", "remove-input")
+REMOVE_CELL_TAGS = ("remove-cell",)
+
+
+class SlidesError(RuntimeError):
+    """A slide build step failed; the message says which and what to do."""
+
+
+# ----------------------------------------------------------------------------- vendoring
+def vendor_complete(vendor_dir: Path) -> bool:
+    """True when ``vendor_dir`` holds every file a deck loads (see ``VENDOR_REQUIRED``)."""
+    vendor_dir = Path(vendor_dir)
+    return all((vendor_dir / rel).is_file() for rel in VENDOR_REQUIRED)
+
+
+def _npm_ci(slides_dir: Path) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise SlidesError(
+            "the decks' JavaScript is not vendored yet and npm is not installed. Either install Node.js/npm "
+            "(then `gpu-viz slides` runs `npm ci` in slides/), or pass --vendor-from DIR with a vendor/ "
+            "folder built elsewhere (e.g. slides/build/vendor copied from a machine that has npm).")
+    if not (slides_dir / "package-lock.json").is_file():
+        raise SlidesError(f"{slides_dir}/package-lock.json is missing; it pins the vendored npm packages")
+    print(f"[slides] npm ci in {slides_dir} (pinned by package-lock.json)", flush=True)
+    proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=slides_dir,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SlidesError(f"`npm ci` failed in {slides_dir} (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+
+
+def _copy_package(node_modules: Path, package: str, vendor_dir: Path) -> None:
+    dest_name, items = VENDOR_FILES[package]
+    src_root = node_modules / package
+    if not src_root.is_dir():
+        raise SlidesError(f"npm package {package!r} is missing from {node_modules}; run `npm ci` in slides/")
+    for item in items:
+        matches = sorted(src_root.glob(item)) if any(c in item for c in "*?[") else [src_root / item]
+        for src in matches:
+            if not src.exists():
+                if item == "LICENSE" or item.endswith(".txt"):
+                    continue
+                raise SlidesError(f"{src} is missing from npm package {package!r}; the pinned version changed?")
+            # dist/x.js -> <dest>/x.js for jquery and html-manager (flat), keep layout for the others
+            rel = src.relative_to(src_root)
+            if dest_name in ("jquery", "html-manager") and rel.parts[0] == "dist":
+                rel = Path(*rel.parts[1:])
+            dst = vendor_dir / dest_name / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, dst, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("*.map", "*.esm.js", "unpacked"))
+            else:
+                shutil.copy2(src, dst)
+
+
+def vendor(vendor_dir: Path, vendor_from: Optional[Path] = None, slides_dir: Path = SLIDES_DIR,
+           refresh: bool = False) -> str:
+    """Make ``vendor_dir`` hold every script the decks load; return how ("kept", "copied", "npm").
+
+    Order: keep a complete ``vendor_dir`` (unless ``refresh``); else copy ``vendor_from`` (a
+    complete vendor folder); else copy from ``slides_dir/node_modules``, running ``npm ci`` first
+    when it is missing.
+
+    Raises:
+        SlidesError: ``vendor_from`` incomplete, or no node_modules and no npm (the message says
+            what to do).
+    """
+    vendor_dir = Path(vendor_dir)
+    if vendor_from is not None:
+        vendor_from = Path(vendor_from)
+        if not vendor_complete(vendor_from):
+            missing = [r for r in VENDOR_REQUIRED if not (vendor_from / r).is_file()]
+            raise SlidesError(f"--vendor-from {vendor_from}: not a complete vendor folder, missing {missing}")
+        if vendor_from.resolve() != vendor_dir.resolve():
+            if vendor_dir.exists():
+                shutil.rmtree(vendor_dir)
+            shutil.copytree(vendor_from, vendor_dir)
+        return "copied"
+    if not refresh and vendor_complete(vendor_dir):
+        return "kept"
+    node_modules = slides_dir / "node_modules"
+    how = "copied"
+    if not all((node_modules / p).is_dir() for p in VENDOR_FILES):
+        _npm_ci(slides_dir)
+        how = "npm"
+    if vendor_dir.exists():
+        shutil.rmtree(vendor_dir)
+    vendor_dir.mkdir(parents=True)
+    versions = {}
+    for package in VENDOR_FILES:
+        _copy_package(node_modules, package, vendor_dir)
+        meta = json.loads((node_modules / package / "package.json").read_text())
+        versions[package] = meta.get("version")
+    (vendor_dir / VENDOR_STAMP).write_text(json.dumps({"packages": versions}, indent=1) + "\n")
+    return how
+
+
+# ----------------------------------------------------------------------------- preprocessing
+def _referenced_models(value, found: set) -> None:
+    if isinstance(value, str):
+        if value.startswith("IPY_MODEL_"):
+            found.add(value[len("IPY_MODEL_"):])
+    elif isinstance(value, dict):
+        for v in value.values():
+            _referenced_models(v, found)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _referenced_models(v, found)
+
+
+def prune_widget_state(nb) -> int:
+    """Keep only the widget models reachable from the widget views left in ``nb``'s outputs.
+
+    Drops ``nb.metadata.widgets`` entirely when no widget view is left.  Returns the number of
+    models removed.  (The players' frames live in their Image models: dropping those keeps decks
+    small.)
+    """
+    widgets = nb.metadata.get("widgets")
+    if not widgets or WIDGET_STATE_MIME not in widgets:
+        return 0
+    state = widgets[WIDGET_STATE_MIME].get("state", {})
+    roots = set()
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(WIDGET_VIEW_MIME)
+            if view and "model_id" in view:
+                roots.add(view["model_id"])
+    keep, todo = set(), [m for m in roots if m in state]
+    while todo:
+        mid = todo.pop()
+        if mid in keep:
+            continue
+        keep.add(mid)
+        refs: set = set()
+        _referenced_models(state[mid].get("state", {}), refs)
+        todo.extend(r for r in refs if r in state and r not in keep)
+    removed = len(state) - len(keep)
+    if not keep:
+        del nb.metadata["widgets"]
+    else:
+        widgets[WIDGET_STATE_MIME]["state"] = {k: v for k, v in state.items() if k in keep}
+    return removed
+
+
+_COLAB_BADGE = re.compile(r"\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*\n?")
+
+
+def drop_colab_badges(nb) -> int:
+    """Remove the "Open in Colab" badge from markdown cells (its image is remote; a deck is offline)."""
+    count = 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            new, n = _COLAB_BADGE.subn("", cell.source)
+            if n:
+                cell.source, count = new.lstrip("\n"), count + n
+    return count
+
+
+def _is_player(output) -> bool:
+    meta = output.get("metadata", {}).get(PLAYER_METADATA_KEY)
+    return isinstance(meta, dict) and bool(meta.get("player"))
+
+
+def static_players(nb) -> int:
+    """Drop the widget view from every gpu_viz player output (the static HTML player renders).
+
+    Returns how many player outputs were found.  Raises :class:`SlidesError` for a player output
+    without ``text/html`` (nothing would render).
+    """
+    count = 0
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") not in ("display_data", "execute_result") or not _is_player(out):
+                continue
+            data = out.get("data", {})
+            if "text/html" not in data:
+                raise SlidesError(f"cell {i}: a gpu_viz player output has no text/html static player")
+            data.pop(WIDGET_VIEW_MIME, None)
+            count += 1
+    return count
+
+
+def _nbconvert_preprocessor_base():
+    from nbconvert.preprocessors import Preprocessor
+
+    return Preprocessor
+
+
+class _LazyPreprocessor:
+    """Builds :class:`StaticPlayerPreprocessor` on first use (nbconvert imports are slow)."""
+
+    _cls = None
+
+    @classmethod
+    def get(cls):
+        if cls._cls is None:
+            base = _nbconvert_preprocessor_base()
+
+            class StaticPlayerPreprocessor(base):
+                """nbconvert preprocessor: static players for gpu_viz outputs, pruned widget state."""
+
+                def preprocess(self, nb, resources):
+                    drop_colab_badges(nb)
+                    static_players(nb)
+                    prune_widget_state(nb)
+                    return nb, resources
+
+            cls._cls = StaticPlayerPreprocessor
+        return cls._cls
+
+
+def __getattr__(name):  # module attribute StaticPlayerPreprocessor, built lazily
+    if name == "StaticPlayerPreprocessor":
+        return _LazyPreprocessor.get()
+    raise AttributeError(name)
+
+
+# ----------------------------------------------------------------------------- decks
+@dataclasses.dataclass
+class Deck:
+    """One notebook's deck.
+
+    Attributes:
+        name: the notebook stem, ``"03_warps_simt"``.
+        title: the first ``# heading`` of the notebook (or its name).
+        source: the notebook under notebooks/.
+        executed: the executed copy (outputs, widget state) under ``executed_dir``.
+        html: the rendered deck, ``<out>/<name>.slides.html`` (None if rendering failed).
+        mode: ``"gpu"`` or ``"cpu"`` (how it was executed), or ``"not executed"``.
+        gpu: the GPU's name in GPU mode, else None.
+        date: ISO date of the execution.
+        seconds: execution wall time, s.
+        error: why execution or rendering failed, else "".
+    """
+
+    name: str
+    title: str
+    source: Path
+    executed: Path
+    html: Optional[Path] = None
+    mode: str = "not executed"
+    gpu: Optional[str] = None
+    date: str = ""
+    seconds: float = 0.0
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and self.html is not None
+
+    def as_dict(self) -> Dict:
+        d = dataclasses.asdict(self)
+        for k in ("source", "executed", "html"):
+            d[k] = str(d[k]) if d[k] is not None else None
+        return d
+
+
+@dataclasses.dataclass
+class BuildResult:
+    """What :func:`build` produced: the decks (in notebook order), the index, the vendor folder."""
+
+    out_dir: Path
+    executed_dir: Path
+    index: Path
+    decks: List[Deck]
+    vendored: str
+
+    @property
+    def ok(self) -> bool:
+        return all(d.ok for d in self.decks)
+
+    def deck(self, name: str) -> Deck:
+        for d in self.decks:
+            if d.name == name:
+                return d
+        raise KeyError(f"no deck named {name!r}; have {[d.name for d in self.decks]}")
+
+
+def notebook_title(nb, fallback: str) -> str:
+    """The first markdown ``# Title`` in ``nb`` (badges and links stripped), else ``fallback``."""
+    if nb.metadata.get("title"):
+        return str(nb.metadata["title"])
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for line in cell.source.splitlines():
+            m = re.match(r"^#\s+(.+?)\s*#*\s*$", line)
+            if m:
+                return m.group(1)
+    return fallback
+
+
+def find_notebooks(notebooks_dir: Path, only: Optional[str] = None) -> List[Path]:
+    """``NN_*.ipynb`` under ``notebooks_dir``, sorted; ``only`` is a glob or substring filter on the name."""
+    paths = sorted(Path(notebooks_dir).glob(NOTEBOOK_GLOB))
+    if only:
+        pats = [p.strip() for p in only.split(",") if p.strip()]
+        paths = [p for p in paths
+                 if any(fnmatch.fnmatch(p.name, pat) or fnmatch.fnmatch(p.stem, pat) or pat in p.stem
+                        for pat in pats)]
+    return paths
+
+
+def _mode_now():
+    from . import backend
+
+    b = backend.detect()
+    return (backend.GPU, b.device_name) if b.is_gpu else (backend.CPU, None)
+
+
+def execute_notebook(source: Path, executed: Path, timeout: int = 600,
+                     kernel_name: str = "python3") -> Dict:
+    """Execute ``source`` top to bottom with nbclient (widget state stored); write ``executed``.
+
+    The kernel runs with the notebook's folder as working directory and inherits this process's
+    environment (``GPU_VIZ_FORCE_CPU`` included).  The executed copy is written even when a cell
+    fails, so the error can be read in it.
+
+    Returns:
+        ``{"mode", "gpu", "date", "seconds", "error"}``; ``error`` is "" on success.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    nb = nbformat.read(str(source), as_version=4)
+    mode, gpu = _mode_now()
+    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, store_widget_state=True,
+                            resources={"metadata": {"path": str(Path(source).parent.resolve())}})
+    t0 = time.perf_counter()
+    error = ""
+    try:
+        client.execute()
+    except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+        error = f"{type(exc).__name__}: {str(exc)[-3000:]}"
+    except Exception as exc:  # kernel failed to start, etc.
+        error = f"{type(exc).__name__}: {exc}"
+    seconds = time.perf_counter() - t0
+    info = {"mode": mode, "gpu": gpu, "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "seconds": round(seconds, 1), "error": error}
+    nb.metadata[BUILD_METADATA_KEY] = {k: v for k, v in info.items() if k != "error"}
+    if error:
+        nb.metadata[BUILD_METADATA_KEY]["error"] = error[:2000]
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(executed))
+    return info
+
+
+def _execute_job(args):
+    source, executed, timeout = args
+    return execute_notebook(Path(source), Path(executed), timeout=timeout)
+
+
+def exporter():
+    """The configured nbconvert SlidesExporter (vendored URLs, course template, static players)."""
+    from nbconvert import SlidesExporter
+    from traitlets.config import Config
+
+    c = Config()
+    se = c.SlidesExporter
+    for key, url in VENDOR_URLS.items():
+        setattr(se, key, url)
+    se.extra_template_basedirs = [str(TEMPLATES_DIR)]
+    se.template_name = TEMPLATE_NAME
+    se.reveal_theme = "white"        # base theme; slides/templates/.../gpu_viz_theme.css overrides it
+    se.reveal_number = "c/t"         # slide numbers: current / total
+    se.reveal_transition = "none"    # nothing moves on a projector but the content
+    se.reveal_scroll = True          # tall code cells scroll instead of overflowing
+    se.reveal_width = "1280"
+    se.reveal_height = "800"
+    se.exclude_input_prompt = True
+    se.exclude_output_prompt = True
+    se.preprocessors = [_LazyPreprocessor.get(), "nbconvert.preprocessors.TagRemovePreprocessor"]
+    # cell tags a notebook can use to keep a slide readable: hide a long setup cell's code, or the cell
+    c.TagRemovePreprocessor.enabled = True
+    c.TagRemovePreprocessor.remove_input_tags = set(HIDE_INPUT_TAGS)
+    c.TagRemovePreprocessor.remove_cell_tags = set(REMOVE_CELL_TAGS)
+    if not (TEMPLATES_DIR / TEMPLATE_NAME / "index.html.j2").is_file():
+        raise SlidesError(f"slide template missing: {TEMPLATES_DIR / TEMPLATE_NAME}/index.html.j2")
+    return SlidesExporter(config=c)
+
+
+def render_deck(executed: Path, out_html: Path, title: Optional[str] = None) -> Path:
+    """Render one executed notebook to ``out_html`` (a reveal.js deck loading ``vendor/`` beside it)."""
+    import nbformat
+
+    nb = nbformat.read(str(executed), as_version=4)
+    if title:
+        nb.metadata["title"] = title
+    body, _resources = exporter().from_notebook_node(nb, resources={"metadata": {"name": out_html.stem}})
+    _check_offline(body, out_html.name)
+    out_html.parent.mkdir(parents=True, exist_ok=True)
+    out_html.write_text(body, encoding="utf-8")
+    return out_html
+
+
+_REMOTE = re.compile(r"""(?:src|href)\s*=\s*["'](?:https?:)?//|import\s+\w+\s+from\s+["']https?://""")
+
+
+def _check_offline(body: str, name: str) -> None:
+    """Refuse a deck whose markup would load anything from the network (links to click are fine)."""
+    for m in _REMOTE.finditer(body):
+        start = body.rfind("<", 0, m.start())
+        tag = body[start:start + 8].lower()
+        if tag.startswith("<a ") or tag.startswith("<a\n"):
+            continue  # a hyperlink (the Colab badge's target) is not a load
+        snippet = body[max(0, m.start() - 80): m.end() + 80]
+        raise SlidesError(f"{name}: the deck would load a remote resource: ...{snippet}...")
+
+
+# ----------------------------------------------------------------------------- index
+def write_index(decks: Sequence[Deck], out_dir: Path, built_at: Optional[str] = None) -> Path:
+    """Write ``out_dir/index.html`` linking every deck with its title, mode, GPU and date."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True)
+    tmpl = env.get_template("index.html.j2")
+    rows = []
+    for d in decks:
+        rows.append({
+            "name": d.name, "title": d.title,
+            "href": d.html.name if d.html is not None else None,
+            "mode": ("GPU: " + (d.gpu or "?")) if d.mode == "gpu" else
+                    ("CPU mode (no GPU; model traces, nothing timed)" if d.mode == "cpu" else d.mode),
+            "date": d.date, "error": d.error.splitlines()[0][:300] if d.error else "",
+        })
+    page = tmpl.render(decks=rows, built_at=built_at or _dt.datetime.now(_dt.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M UTC"))
+    index = Path(out_dir) / "index.html"
+    index.write_text(page, encoding="utf-8")
+    return index
+
+
+# ----------------------------------------------------------------------------- build
+def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, only: Optional[str] = None,
+          execute: bool = True, executed_dir: Optional[Path] = None, timeout: int = 600, jobs: int = 1,
+          vendor_from: Optional[Path] = None, log=print) -> BuildResult:
+    """Execute (unless ``execute=False``) and render every ``NN_*.ipynb``; write the index.
+
+    Args:
+        out_dir: where decks, ``index.html``, ``vendor/`` and ``manifest.json`` go.
+        notebooks_dir: where the ``NN_topic.ipynb`` sources are.
+        only: comma-separated globs/substrings of notebook names (``"03*,rmsnorm"``).
+        execute: False renders the executed copies already in ``executed_dir``.
+        executed_dir: executed notebooks (default ``out_dir/executed``).
+        timeout: per-cell timeout, s.
+        jobs: notebooks executed in parallel (separate kernels).
+        vendor_from: a complete vendor folder to copy instead of npm (see :func:`vendor`).
+
+    Returns:
+        :class:`BuildResult`; a deck whose notebook failed still gets a page (showing the error
+        cell) and its ``error`` is set.
+
+    Raises:
+        SlidesError: no notebook matched, an executed copy is missing with ``execute=False``,
+            or the JavaScript cannot be vendored.
+    """
+    import nbformat
+
+    out_dir = Path(out_dir)
+    executed_dir = Path(executed_dir) if executed_dir else out_dir / "executed"
+    sources = find_notebooks(Path(notebooks_dir), only)
+    if not sources:
+        raise SlidesError(f"no notebook matches {NOTEBOOK_GLOB!r}"
+                          + (f" and --only {only!r}" if only else "") + f" in {notebooks_dir}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    how = vendor(out_dir / "vendor", vendor_from=vendor_from)
+    log(f"[slides] vendor/: {how} ({out_dir / 'vendor'})")
+
+    decks = []
+    for src in sources:
+        nb = nbformat.read(str(src), as_version=4)
+        decks.append(Deck(name=src.stem, title=notebook_title(nb, src.stem), source=src,
+                          executed=executed_dir / src.name))
+    if execute:
+        mode, gpu = _mode_now()
+        log(f"[slides] executing {len(decks)} notebook(s) in {'GPU mode on ' + str(gpu) if gpu else 'CPU mode'}"
+            f", {jobs} at a time")
+        jobs_args = [(str(d.source), str(d.executed), timeout) for d in decks]
+        if jobs > 1 and len(decks) > 1:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                infos = list(pool.map(_execute_job, jobs_args))
+        else:
+            infos = [_execute_job(a) for a in jobs_args]
+        for d, info in zip(decks, infos):
+            d.mode, d.gpu, d.date, d.seconds, d.error = (info["mode"], info["gpu"], info["date"],
+                                                         info["seconds"], info["error"])
+            log(f"[slides]   {d.name}: {'FAILED' if d.error else 'ok'} in {d.seconds:.1f} s")
+    else:
+        for d in decks:
+            if not d.executed.is_file():
+                raise SlidesError(f"--no-execute: no executed copy of {d.source.name} in {executed_dir}; "
+                                  "build once without --no-execute (or point --executed-dir at one)")
+            meta = nbformat.read(str(d.executed), as_version=4).metadata.get(BUILD_METADATA_KEY, {})
+            d.mode, d.gpu = meta.get("mode", "not executed"), meta.get("gpu")
+            d.date, d.seconds, d.error = meta.get("date", ""), meta.get("seconds", 0.0), meta.get("error", "")
+
+    for d in decks:
+        try:
+            d.html = render_deck(d.executed, out_dir / f"{d.name}.slides.html", title=d.title)
+        except Exception as exc:
+            d.html = None
+            d.error = (d.error + "\n" if d.error else "") + f"render failed: {type(exc).__name__}: {exc}"
+        log(f"[slides]   {d.name}: {'deck ' + str(d.html) if d.html else 'NO DECK: ' + d.error}")
+    index = write_index(decks, out_dir)
+    (out_dir / "manifest.json").write_text(json.dumps({"decks": [d.as_dict() for d in decks]}, indent=1) + "\n")
+    log(f"[slides] index: {index}")
+    return BuildResult(out_dir=out_dir, executed_dir=executed_dir, index=index, decks=decks, vendored=how)
+
+
+# ----------------------------------------------------------------------------- CLI
+def _cli(args) -> int:
+    try:
+        result = build(out_dir=Path(args.out), notebooks_dir=Path(args.notebooks), only=args.only,
+                       execute=not args.no_execute, executed_dir=Path(args.executed_dir) if args.executed_dir
+                       else None, timeout=args.timeout, jobs=args.jobs,
+                       vendor_from=Path(args.vendor_from) if args.vendor_from else None)
+    except SlidesError as exc:
+        print(f"gpu-viz slides: {exc}", file=sys.stderr)
+        return 2
+    failed = [d for d in result.decks if not d.ok]
+    for d in failed:
+        print(f"gpu-viz slides: {d.name} FAILED: {d.error[:1500]}", file=sys.stderr)
+    print(f"{len(result.decks) - len(failed)} of {len(result.decks)} decks built; open {result.index}")
+    return 1 if failed else 0
+
+
+def register_cli(subparsers) -> None:
+    """Add the ``slides`` subcommand to ``gpu-viz``."""
+    p = subparsers.add_parser("slides", help="execute the notebooks and render offline reveal.js decks",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: slides/build)")
+    p.add_argument("--notebooks", default=str(DEFAULT_NOTEBOOKS), help="folder of NN_topic.ipynb notebooks")
+    p.add_argument("--only", metavar="PATTERN", help="comma-separated globs/substrings of notebook names")
+    p.add_argument("--no-execute", action="store_true", help="render the executed copies already built")
+    p.add_argument("--executed-dir", help="where executed notebooks go / are read (default: OUT/executed)")
+    p.add_argument("--timeout", type=int, default=600, help="per-cell timeout in seconds (default 600)")
+    p.add_argument("--jobs", type=int, default=1, help="notebooks executed in parallel (default 1)")
+    p.add_argument("--vendor-from", metavar="DIR",
+                   help="copy the vendored JavaScript from DIR (a complete vendor/ folder) instead of npm")
+    p.set_defaults(func=_cli)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="gpu-viz")
+    register_cli(parser.add_subparsers(dest="command", required=True))
+    a = parser.parse_args(["slides"] + sys.argv[1:])
+    sys.exit(a.func(a))

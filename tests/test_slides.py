@@ -1,0 +1,227 @@
+"""`gpu-viz slides`: vendoring, static players, widget-state pruning, offline decks, the index.
+
+The browser checks of the same decks are in tests/test_browser.py; the builds are shared
+(tests/conftest_slides.py).
+"""
+import json
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from conftest_slides import COURSE_NOTEBOOKS, DATA, built_slides, selftest_slides  # noqa: F401
+from gpu_viz import backend, cli, slides
+
+VIEW = slides.WIDGET_VIEW_MIME
+STATE = slides.WIDGET_STATE_MIME
+
+
+def _player_output(model_id="m-box"):
+    return new_output("display_data", data={"text/plain": "<Animation>", "text/html": "<div class='gpu-viz-player'>",
+                                             VIEW: {"version_major": 2, "version_minor": 0, "model_id": model_id}},
+                      metadata={"gpu_viz": {"player": True, "frames": 3}})
+
+
+def _widget_output(model_id):
+    return new_output("display_data", data={"text/plain": "IntSlider", VIEW: {
+        "version_major": 2, "version_minor": 0, "model_id": model_id}})
+
+
+def _model(name, **state):
+    return {"model_name": name, "model_module": "@jupyter-widgets/controls", "model_module_version": "2.0.0",
+            "state": state}
+
+
+def _nb_with_widgets():
+    nb = new_notebook(cells=[new_code_cell("anim.show()", outputs=[_player_output("m-box")]),
+                             new_code_cell("slider", outputs=[_widget_output("m-slider")])])
+    nb.metadata["widgets"] = {STATE: {"version_major": 2, "version_minor": 0, "state": {
+        "m-box": _model("VBoxModel", children=["IPY_MODEL_m-img"], layout="IPY_MODEL_m-box-layout"),
+        "m-img": _model("ImageModel", value="...png..."),
+        "m-box-layout": _model("LayoutModel"),
+        "m-slider": _model("IntSliderModel", value=7, layout="IPY_MODEL_m-slider-layout",
+                           style="IPY_MODEL_m-slider-style"),
+        "m-slider-layout": _model("LayoutModel"),
+        "m-slider-style": _model("SliderStyleModel"),
+        "m-orphan": _model("IntSliderModel", value=1),
+    }}}
+    return nb
+
+
+# ----------------------------------------------------------------------------- units
+def test_static_players_drop_only_the_player_widget_view():
+    nb = _nb_with_widgets()
+    assert slides.static_players(nb) == 1
+    player, slider = nb.cells[0].outputs[0], nb.cells[1].outputs[0]
+    assert VIEW not in player.data and "text/html" in player.data
+    assert VIEW in slider.data  # other widgets still render from the stored state
+
+
+def test_static_player_without_html_is_an_error():
+    nb = _nb_with_widgets()
+    del nb.cells[0].outputs[0].data["text/html"]
+    with pytest.raises(slides.SlidesError, match="cell 0.*no text/html"):
+        slides.static_players(nb)
+
+
+def test_prune_widget_state_keeps_what_remaining_views_reference():
+    nb = _nb_with_widgets()
+    slides.static_players(nb)
+    removed = slides.prune_widget_state(nb)
+    kept = set(nb.metadata["widgets"][STATE]["state"])
+    assert kept == {"m-slider", "m-slider-layout", "m-slider-style"}
+    assert removed == 4
+
+
+def test_prune_widget_state_drops_metadata_when_no_view_left():
+    nb = _nb_with_widgets()
+    nb.cells = nb.cells[:1]
+    slides.static_players(nb)
+    slides.prune_widget_state(nb)
+    assert "widgets" not in nb.metadata
+
+
+def test_drop_colab_badges():
+    nb = new_notebook(cells=[new_markdown_cell(
+        "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+        "(https://colab.research.google.com/github/x/y/blob/main/notebooks/01_a.ipynb)\n\n# Title")])
+    assert slides.drop_colab_badges(nb) == 1
+    assert nb.cells[0].source == "# Title"
+
+
+def test_notebook_title_and_find_notebooks(tmp_path):
+    for name in ("01_intro.ipynb", "02_warps.ipynb", "10_rmsnorm.ipynb", "scratch.ipynb"):
+        nbformat.write(new_notebook(cells=[new_markdown_cell("[![b](x)](y)\n\n# The *title* here")]),
+                       str(tmp_path / name))
+    names = [p.name for p in slides.find_notebooks(tmp_path)]
+    assert names == ["01_intro.ipynb", "02_warps.ipynb", "10_rmsnorm.ipynb"]
+    assert [p.name for p in slides.find_notebooks(tmp_path, "02*,rmsnorm")] == ["02_warps.ipynb", "10_rmsnorm.ipynb"]
+    nb = nbformat.read(str(tmp_path / "01_intro.ipynb"), as_version=4)
+    assert slides.notebook_title(nb, "fallback") == "The *title* here"
+    assert slides.notebook_title(new_notebook(), "fallback") == "fallback"
+
+
+def test_vendor_from_incomplete_folder_names_what_is_missing(tmp_path):
+    (tmp_path / "src" / "requirejs").mkdir(parents=True)
+    (tmp_path / "src" / "requirejs" / "require.js").write_text("//")
+    with pytest.raises(slides.SlidesError, match=r"--vendor-from .*missing.*reveal\.js/dist/reveal\.js"):
+        slides.vendor(tmp_path / "vendor", vendor_from=tmp_path / "src")
+
+
+def test_vendor_without_npm_or_node_modules_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setattr(slides.shutil, "which", lambda name: None)
+    with pytest.raises(slides.SlidesError, match="npm is not installed.*--vendor-from"):
+        slides.vendor(tmp_path / "vendor", slides_dir=tmp_path)
+
+
+def test_cli_with_no_notebooks_exits_2(tmp_path, capsys):
+    assert cli.main(["slides", "--notebooks", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert "no notebook matches" in capsys.readouterr().err
+
+
+def test_check_offline_rejects_remote_scripts_but_not_links():
+    slides._check_offline('<a href="https://example.org/x">link</a>', "ok.html")
+    with pytest.raises(slides.SlidesError, match="remote resource"):
+        slides._check_offline('<script src="https://cdn.example.org/reveal.js"></script>', "bad.html")
+    with pytest.raises(slides.SlidesError, match="remote resource"):
+        slides._check_offline("<script type=module>import mermaid from 'https://cdn.x/m.mjs'</script>", "bad.html")
+
+
+def test_package_json_pins_exact_versions_and_lockfile_matches():
+    pkg = json.loads((slides.SLIDES_DIR / "package.json").read_text())
+    lock = json.loads((slides.SLIDES_DIR / "package-lock.json").read_text())
+    assert set(pkg["dependencies"]) == set(slides.VENDOR_FILES)
+    for name, version in pkg["dependencies"].items():
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"{name} must be pinned exactly, got {version!r}"
+        assert lock["packages"][f"node_modules/{name}"]["version"] == version
+
+
+# ----------------------------------------------------------------------------- the self-test build
+def test_selftest_deck_builds_offline(selftest_slides):
+    result = selftest_slides
+    assert result.ok, [d.error for d in result.decks]
+    deck = result.deck("99_slides_selftest")
+    assert deck.html.is_file() and deck.html.name == "99_slides_selftest.slides.html"
+    assert slides.vendor_complete(result.out_dir / "vendor")
+    page = deck.html.read_text()
+    # every script and stylesheet is local (vendor/ or inline)
+    loads = re.findall(r"""<(?:script|link)[^>]*(?:src|href)\s*=\s*["']([^"']+)""", page)
+    assert loads and all(u.startswith("vendor/") for u in loads), loads
+    assert "mermaid" not in page.split("<body", 1)[0].lower() or "import mermaid" not in page
+    assert "colab-badge" not in page
+    for url in slides.VENDOR_URLS.values():
+        assert (result.out_dir / url.split("?")[0]).exists(), url
+
+
+def test_selftest_deck_content(selftest_slides):
+    deck = selftest_slides.deck("99_slides_selftest")
+    page = deck.html.read_text()
+    assert page.count('class="gpu-viz-player"') == 1
+    assert page.count('<aside class="notes">') == 2
+    assert "this cell is skipped on slides" not in page        # slide_type "skip"
+    assert "render_frames(draw" not in page                    # hide-input tag: code hidden, player kept
+    # the IntSlider renders from the embedded widget state; the player's models were pruned
+    state = json.loads(re.search(r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>',
+                                 page, re.S).group(1))
+    names = sorted(m["model_name"] for m in state["state"].values())
+    assert "IntSliderModel" in names and "ImageModel" not in names and "PlayModel" not in names
+    assert page.count('<script type="application/vnd.jupyter.widget-view+json">') == 1
+
+
+def test_selftest_index_and_manifest(selftest_slides):
+    result = selftest_slides
+    index = result.index.read_text()
+    assert 'href="99_slides_selftest.slides.html"' in index and "Slides self-test" in index
+    deck = result.deck("99_slides_selftest")
+    expected_mode = "GPU: " if backend.has_gpu() else "CPU mode"
+    assert expected_mode in index and deck.date[:4] in index
+    manifest = json.loads((result.out_dir / "manifest.json").read_text())
+    assert manifest["decks"][0]["name"] == "99_slides_selftest" and manifest["decks"][0]["error"] == ""
+    executed = nbformat.read(str(deck.executed), as_version=4)
+    assert executed.metadata[slides.BUILD_METADATA_KEY]["mode"] == ("gpu" if backend.has_gpu() else "cpu")
+    assert all(c.outputs for c in executed.cells if c.cell_type == "code" and "print" in c.source)
+
+
+def test_no_execute_renders_executed_copies(selftest_slides, tmp_path):
+    out = tmp_path / "again"
+    result = slides.build(out_dir=out, notebooks_dir=DATA, execute=False,
+                          executed_dir=selftest_slides.executed_dir,
+                          vendor_from=selftest_slides.out_dir / "vendor", log=lambda *a: None)
+    assert result.vendored == "copied" and result.ok
+    assert (out / "99_slides_selftest.slides.html").is_file()
+    assert result.deck("99_slides_selftest").mode == selftest_slides.deck("99_slides_selftest").mode
+
+
+def test_no_execute_without_executed_copy_is_a_clear_error(tmp_path, selftest_slides):
+    with pytest.raises(slides.SlidesError, match="--no-execute: no executed copy of 99_slides_selftest"):
+        slides.build(out_dir=tmp_path / "o", notebooks_dir=DATA, execute=False, executed_dir=tmp_path / "none",
+                     vendor_from=selftest_slides.out_dir / "vendor", log=lambda *a: None)
+
+
+def test_failing_notebook_is_reported_and_cli_exits_1(tmp_path, selftest_slides, capsys):
+    nbdir = tmp_path / "nbs"
+    nbdir.mkdir()
+    nb = new_notebook(cells=[new_markdown_cell("# Broken", metadata={"slideshow": {"slide_type": "slide"}}),
+                             new_code_cell("raise ValueError('learner typo')",
+                                           metadata={"slideshow": {"slide_type": "-"}})])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(nbdir / "01_broken.ipynb"))
+    shutil.copytree(selftest_slides.out_dir / "vendor", tmp_path / "out" / "vendor")
+    rc = cli.main(["slides", "--notebooks", str(nbdir), "--out", str(tmp_path / "out"), "--timeout", "60"])
+    assert rc == 1
+    assert "01_broken FAILED" in capsys.readouterr().err and "learner typo" in (tmp_path / "out" / "manifest.json").read_text()
+    assert "FAILED" in (tmp_path / "out" / "index.html").read_text()
+    assert (tmp_path / "out" / "01_broken.slides.html").is_file()  # the deck shows the error cell
+
+
+# ----------------------------------------------------------------------------- the course decks
+@pytest.mark.slow
+@pytest.mark.parametrize("name", COURSE_NOTEBOOKS)
+def test_course_notebook_builds(built_slides, name):
+    deck = built_slides.deck(name)
+    assert deck.ok, f"{name}: {deck.error}"
+    assert deck.html.stat().st_size > 0
+    assert f'href="{deck.html.name}"' in built_slides.index.read_text()
