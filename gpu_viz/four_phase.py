@@ -1,0 +1,494 @@
+"""The four-phase RMSNorm trace: launch the instrumented kernel, read its records, build the frames.
+
+Data path: ``kernels/rmsnorm_trace.cu`` --(:func:`record_gpu`: NaN-poisoned record buffers, one block,
+one row)--> :class:`gpu_viz.trace.Trace` (or :func:`gpu_viz.model.rmsnorm_trace.four_phase_trace`
+without a GPU; :func:`record` picks) --> :func:`frames` --> :func:`animation` (live + static player).
+
+The faults taught in notebook 09:
+  a. the deck's phase 2 reads ``smem[tid]`` for every ``tid < 32``: ``record(..., variant="deck")``
+     with fewer than 32 warps sums slots nobody wrote (``prefill=True`` makes them a visible
+     1000 + s; without it they are whatever shared memory held);
+  b. the seed write-up's halving-tree reduction at 96 threads loses partials:
+     :func:`seed_reduce_gpu` / ``model.rmsnorm_trace.seed_reduce``, :func:`seed_animation`;
+  c. kernels/reduce.cuh's ``block_reduce_sum``, correct at every block size: :func:`block_reduce_gpu`.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import backend, kernels
+from .model import rmsnorm_trace as model
+from .trace import GPU_SOURCE, Trace
+from .widgets import Animation, Frame
+
+KERNEL_FILE = model.KERNEL_FILE
+#: NVRTC options of every traced launch: no FMA contraction, IEEE division and sqrt.
+OPTIONS = ("--fmad=false", "-prec-div=true", "-prec-sqrt=true", "-ftz=false")
+WARP = model.WARP
+
+#: The deck's memory captions, one per phase.
+PHASE_CAPTIONS = {
+    1: "reads VRAM, writes registers",
+    2: "registers -> shared -> registers",
+    3: "reads constant mem, writes shared mem",
+    4: "reads VRAM + shared + L1, writes VRAM",
+}
+PHASE_TITLES = {1: "Phase 1 - local sums", 2: "Phase 2 - the reduction",
+                3: "Phase 3 - final math", 4: "Phase 4 - applying the weights"}
+
+
+def default_inputs(d: int = 2048, seed: int = 0):
+    """A random row and weight, float32 (d,) each: x ~ N(0, 1), w ~ 1 + 0.1 N(0, 1)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(d).astype(np.float32)
+    w = (1 + 0.1 * rng.standard_normal(d)).astype(np.float32)
+    return x, w
+
+
+# --------------------------------------------------------------------------------------------
+# GPU producers
+
+def _module():
+    return kernels.load(KERNEL_FILE, OPTIONS)
+
+
+def record_gpu(x, w=None, block: int = 1024, eps: float = model.DEFAULT_EPS, variant: str = model.GUARDED,
+               prefill: bool = True) -> Trace:
+    """Launch ``rmsnorm_four_phase_trace`` on one row and return what it recorded.
+
+    Args: as :func:`gpu_viz.model.rmsnorm_trace.four_phase_trace` (x, w: (d,) float32).
+
+    Returns:
+        :class:`Trace` with source ``"gpu"``, the same arrays (shapes, dtypes) and steps as the model.
+
+    Raises:
+        GPUUnavailable: CPU mode.  ValueError: bad arguments (see ``model.check_launch``).
+    """
+    import cupy as cp
+
+    backend.require_gpu("recording the four-phase trace")
+    x = model.as_f32_vector(x, "x")
+    d, block = model.check_launch(x.shape[0], block, variant)
+    w = np.ones(d, dtype=np.float32) if w is None else model.as_f32_vector(w, "w", d)
+    nw = (block + WARP - 1) // WARP
+    kernel = _module().get_function(model.KERNEL)
+    nan = np.float32(np.nan)
+    bufs = dict(y=cp.full(d, nan, cp.float32), local=cp.full(block, nan, cp.float32),
+                warp_lanes=cp.full((nw, model.STEPS, WARP), nan, cp.float32),
+                smem=cp.full(WARP, nan, cp.float32), w0_lanes=cp.full((model.STEPS, WARP), nan, cp.float32),
+                scalars=cp.full(4, nan, cp.float32))
+    x_d, w_d = cp.asarray(x), cp.asarray(w)
+    kernel((1,), (block,), (x_d, w_d, bufs["y"], np.int32(d), np.float32(eps), np.int32(model.VARIANTS[variant]),
+                            np.int32(1 if prefill else 0), bufs["local"], bufs["warp_lanes"], bufs["smem"],
+                            bufs["w0_lanes"], bufs["scalars"]))
+    cp.cuda.get_current_stream().synchronize()
+    arrays = {k: cp.asnumpy(v) for k, v in bufs.items()}
+    arrays.update(x=x, w=w)
+    params = dict(d=d, block=block, eps=float(np.float32(eps)), variant=variant, prefill=bool(prefill), n_warps=nw)
+    return Trace(kernel=model.KERNEL, params=params, arrays=arrays, source=GPU_SOURCE,
+                 provenance=backend.live_label(), steps=model.four_phase_steps(params))
+
+
+def record(x, w=None, block: int = 1024, eps: float = model.DEFAULT_EPS, variant: str = model.GUARDED,
+           prefill: bool = True) -> Trace:
+    """The silicon's trace on a GPU, else the CPU model's (its provenance says which)."""
+    if backend.has_gpu():
+        return record_gpu(x, w, block, eps, variant, prefill)
+    return model.four_phase_trace(x, w, block, eps, variant, prefill)
+
+
+def seed_reduce_gpu(partials, corrected: bool = False) -> Dict[str, np.ndarray]:
+    """Launch ``seed_reduce_trace`` with one partial per thread (block = len(partials)).
+
+    Returns:
+        dict ``levels`` (10, block), ``finish`` (6, 32), ``out`` (block,), all float32 (NaN = not written),
+        as ``model.seed_reduce`` (which adds ``weight``).
+
+    Raises:
+        GPUUnavailable: CPU mode.  ValueError: block outside 32..1024 (1..1024 when corrected).
+    """
+    import cupy as cp
+
+    backend.require_gpu("the seed reduction trace")
+    p = model.as_f32_vector(partials, "partials")
+    B = p.shape[0]
+    lo = 1 if corrected else WARP
+    if not lo <= B <= 1024:
+        raise ValueError(f"partials must have length (block) in {lo}..1024 for corrected={corrected}, got {B}")
+    nan = np.float32(np.nan)
+    levels = cp.full((model.SEED_MAX_LEVELS, B), nan, cp.float32)
+    finish = cp.full((model.STEPS, WARP), nan, cp.float32)
+    out = cp.full(B, nan, cp.float32)
+    _module().get_function(model.SEED_KERNEL)((1,), (B,), (cp.asarray(p), np.int32(1 if corrected else 0),
+                                                         levels, finish, out))
+    return dict(levels=cp.asnumpy(levels), finish=cp.asnumpy(finish), out=cp.asnumpy(out))
+
+
+def block_reduce_gpu(values) -> np.ndarray:
+    """kernels/reduce.cuh ``block_reduce_sum`` over one value per thread, called twice back to back.
+
+    Args:
+        values: (block,) float32, block in 1..1024.
+
+    Returns:
+        (2, block) float32: row 0 every thread's sum of ``values``, row 1 its sum of ``2 * values``.
+    """
+    import cupy as cp
+
+    backend.require_gpu("block_reduce_sum")
+    v = model.as_f32_vector(values, "values")
+    B = v.shape[0]
+    if not 1 <= B <= 1024:
+        raise ValueError(f"values must have length (block) in 1..1024, got {B}")
+    out = cp.full(2 * B, np.float32(np.nan), cp.float32)
+    _module().get_function("block_reduce_all")((1,), (B,), (cp.asarray(v), out))
+    return cp.asnumpy(out).reshape(2, B)
+
+
+# --------------------------------------------------------------------------------------------
+# frames
+
+def _png(fig, dpi: int) -> bytes:
+    """PNG bytes of a fixed-layout figure, then close it (no tight bbox: half the render time)."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
+    plt.close(fig)
+    return buf.getvalue()
+
+def kernel_source(region: str = "four_phase") -> "kernels.Snippet":
+    """The fenced region of rmsnorm_trace.cu the player shows."""
+    return kernels.snippet(KERNEL_FILE, region)
+
+
+def _fmt(v) -> str:
+    if not np.isfinite(v):
+        return "-"
+    a = abs(float(v))
+    return f"{v:.0f}" if a >= 100 else f"{v:.2f}" if a >= 1 else f"{v:.3f}"
+
+
+def _draw_boxes(ax, values, *, norm, cmap, per_row=16, highlight=(), hatch=(), text=True):
+    """Draw ``values`` as register / slot boxes on ``ax`` (data coords: box i at column i % per_row)."""
+    import matplotlib.patches as mpatches
+
+    rows = -(-len(values) // per_row)
+    for i, v in enumerate(values):
+        r, c = divmod(i, per_row)
+        yy = rows - 1 - r
+        color = cmap(norm(max(float(v), norm.vmin))) if np.isfinite(v) else (0.9, 0.9, 0.9, 1)
+        edge = "#d62728" if i in hatch else ("#111" if i in highlight else "#888")
+        ax.add_patch(mpatches.Rectangle((c + 0.03, yy + 0.05), 0.94, 0.9, facecolor=color, edgecolor=edge,
+                                        linewidth=2.0 if (i in highlight or i in hatch) else 0.5,
+                                        hatch="///" if i in hatch else None))
+        if text:
+            lum = 0.299 * color[0] + 0.587 * color[1] + 0.114 * color[2]
+            ax.text(c + 0.5, yy + 0.5, _fmt(v), ha="center", va="center", fontsize=7,
+                    color="white" if lum < 0.45 else "black")
+    ax.set_xlim(0, per_row)
+    ax.set_ylim(0, rows)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for sp in ax.spines.values():
+        sp.set_visible(False)
+
+
+def _norm(trace: Trace):
+    from matplotlib.colors import LogNorm
+
+    vals = np.concatenate([trace["local"], trace["warp_lanes"].ravel(), trace["smem"], trace["w0_lanes"].ravel()])
+    vals = vals[np.isfinite(vals) & (vals > 0)]
+    lo = max(float(vals.min()) if vals.size else 1e-3, 1e-3)
+    hi = max(float(vals.max()) if vals.size else 1.0, lo * 10)
+    return LogNorm(vmin=lo, vmax=hi)
+
+
+def _strip(ax, values, cmap, name, vmax):
+    ax.imshow(np.asarray(values, dtype=np.float32).reshape(1, -1), aspect="auto", cmap=cmap, vmin=0, vmax=vmax,
+              interpolation="nearest")
+    ax.set_facecolor("#f1f1f1")
+    ax.set_yticks([])
+    ax.set_xticks([])
+    ax.set_ylabel(name, rotation=0, ha="right", va="center", fontsize=8)
+
+
+def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, dpi: int = 72) -> List[Frame]:
+    """One frame per step of a four-phase trace (18 to 21 frames).
+
+    Each frame shows: the VRAM row (x read, y as it is written) with the elements this step touches,
+    the chosen warp's 32 lanes as registers, a summary of every warp's lanes, the shared-memory slots
+    (and the rstd slot), the phase's scalars, and the deck's memory caption for the phase.
+
+    Args:
+        trace: from :func:`record` / the model (kernel ``rmsnorm_four_phase_trace``).
+        warp: which warp's lanes to draw (0..n_warps-1).
+        kinds: only the steps of these kinds (``local``, ``shuffle``, ``handoff``, ``w0``, ``math``,
+            ``output``); default all.
+
+    Raises:
+        ValueError: not a four-phase trace, ``warp`` out of range, or an unknown kind.
+    """
+    import matplotlib.pyplot as plt
+
+    known = {"local", "shuffle", "handoff", "w0", "math", "output"}
+    if kinds is not None and not set(kinds) <= known:
+        raise ValueError(f"kinds must be a subset of {sorted(known)}, got {sorted(set(kinds) - known)}")
+
+    if trace.kernel != model.KERNEL:
+        raise ValueError(f"frames: trace must come from {model.KERNEL}, got {trace.kernel!r}")
+    p = trace.params
+    d, block, nw = p["d"], p["block"], p["n_warps"]
+    if not 0 <= warp < nw:
+        raise ValueError(f"warp must be in 0..{nw - 1} for block={block}, got {warp}")
+    snip = kernel_source()
+    cmap = plt.get_cmap("viridis")
+    norm = _norm(trace)
+    x, y_out = trace["x"], trace["y"]
+    local, lanes_all, smem, w0, scalars = (trace["local"], trace["warp_lanes"], trace["smem"],
+                                           trace["w0_lanes"], trace["scalars"])
+    n0 = min(block, WARP)
+    deck_reads_stale = p["variant"] == model.DECK and nw < WARP
+    never_written = set(range(nw, n0))
+    xmax = float(np.max(np.abs(x))) or 1.0
+    ymax = float(np.max(np.abs(y_out[np.isfinite(y_out)]))) if np.isfinite(y_out).any() else 1.0
+    out: List[Frame] = []
+    for step in trace.steps:
+        s = step.data
+        phase, kind = s["phase"], s["kind"]
+        if kinds is not None and kind not in kinds:
+            continue
+        fig = plt.figure(figsize=(9.6, 6.0))
+        gs = fig.add_gridspec(7, 2, height_ratios=[0.35, 0.35, 0.25, 1.6, 2.3, 0.9, 0.55],
+                              width_ratios=[1, 1], hspace=0.75, wspace=0.12,
+                              left=0.1, right=0.98, top=0.86, bottom=0.02)
+        fig.suptitle(f"{PHASE_TITLES[phase]}:  {PHASE_CAPTIONS[phase]}", fontsize=12, fontweight="bold",
+                     x=0.02, ha="left", y=0.985)
+        fig.text(0.02, 0.925, step.label, fontsize=9.5, ha="left")
+        fig.text(0.98, 0.895, f"d={d}, block={block} ({nw} warps), {p['variant']} phase 2"
+                              + (", smem pre-filled with 1000+s" if p["prefill"] else ""),
+                 fontsize=7.5, ha="right", color="#555")
+        # VRAM: x read, y written
+        ax_x, ax_y = fig.add_subplot(gs[0, :]), fig.add_subplot(gs[1, :])
+        _strip(ax_x, np.abs(x), "Greys", "VRAM x", xmax)
+        done = 0
+        if kind == "output":
+            done = min(d, (s["pass_"] + 1) * block)
+        _strip(ax_y, np.where(np.arange(d) < done, np.abs(y_out), np.nan), "Greens", "VRAM y", ymax)
+        if kind in ("local", "output"):
+            lo_i, hi_i = s["pass_"] * block, min(d, (s["pass_"] + 1) * block)
+            ax_x.axvspan(lo_i - 0.5, hi_i - 0.5, color="#1f77b4", alpha=0.45)
+            ax_x.set_title(f"x[{lo_i}:{hi_i}] read this pass (LDG)" if kind == "local" else
+                           f"x[{lo_i}:{hi_i}] read again, w from L1;  y[{lo_i}:{hi_i}] written (STG)",
+                           fontsize=7.5, loc="left", pad=2)
+            if kind == "output":
+                ax_y.axvspan(lo_i - 0.5, hi_i - 0.5, color="#2ca02c", alpha=0.3)
+        # registers
+        if kind == "local":
+            regs = np.full(WARP, np.nan, np.float32)
+            seg = local[warp * WARP:(warp + 1) * WARP]
+            regs[:seg.size] = seg
+            show_w, what = warp, "local"
+        elif kind == "shuffle":
+            regs, show_w, what = lanes_all[warp, s["step"]], warp, "local"
+        elif kind == "handoff":
+            regs, show_w, what = lanes_all[warp, -1], warp, "local"
+        elif kind == "w0":
+            regs, show_w, what = w0[s["step"]], 0, "total"
+        else:
+            regs, show_w, what = w0[-1], 0, "total"
+        hl = set()
+        if kind in ("shuffle", "w0") and s["step"] > 0:
+            hl = set(range(s["offset"]))
+        elif kind in ("handoff", "math"):
+            hl = {0}
+        ax_r = fig.add_subplot(gs[3, :])
+        stale_regs = never_written | set(range(n0, WARP)) if (deck_reads_stale and kind == "w0" and s["step"] == 0) \
+            else set()
+        _draw_boxes(ax_r, regs, norm=norm, cmap=cmap, highlight=hl, hatch=stale_regs & set(range(n0)))
+        ax_r.set_title(f"registers: warp {show_w}'s 32 lanes, variable '{what}' (lanes 0-15 top, 16-31 below;"
+                       " grey = no such lane; bold = lanes whose value still counts)", fontsize=7.5, loc="left")
+        # all warps
+        ax_s = fig.add_subplot(gs[4, 0])
+        if kind == "local":
+            grid = np.full(nw * WARP, np.nan, np.float32)
+            grid[:block] = local
+            grid = grid.reshape(nw, WARP)
+            ttl = f"all {nw} warps: local sums"
+        elif kind == "shuffle":
+            grid, ttl = lanes_all[:, s["step"]], f"all {nw} warps after shuffle step {s['step']}"
+        else:
+            grid, ttl = lanes_all[:, -1], f"all {nw} warps: lane 0 holds each warp's sum"
+        ax_s.imshow(np.where(np.isfinite(grid), np.maximum(grid, norm.vmin), np.nan), aspect="auto",
+                    cmap=cmap, norm=norm, interpolation="nearest")
+        if nw > 1:
+            ax_s.axhline(warp, color="#d62728", linewidth=0.8)
+        ax_s.set_title(ttl + " (row = warp, column = lane)", fontsize=7.5)
+        ax_s.set_xticks([0, 8, 16, 24, 31])
+        ax_s.tick_params(labelsize=6, pad=1)
+        ax_t = fig.add_subplot(gs[4, 1])
+        ax_t.axis("off")
+        ax_t.text(0.02, 0.95, _explain(step, trace, warp), fontsize=8.5, va="top", ha="left",
+                  transform=ax_t.transAxes)
+        # shared memory
+        show_smem = kind in ("handoff", "w0", "math", "output")
+        if show_smem:
+            slots = smem
+        elif p["prefill"]:
+            slots = np.full(WARP, np.nan, np.float32)
+            slots[:n0] = model.garbage(np.arange(n0))
+        else:
+            slots = np.full(WARP, np.nan, np.float32)
+        ax_m = fig.add_subplot(gs[5, :])
+        _draw_boxes(ax_m, slots, norm=norm, cmap=cmap, per_row=WARP, text=show_smem or p["prefill"],
+                    hatch=never_written if (deck_reads_stale and show_smem) else (),
+                    highlight=set(range(min(nw, WARP))) if kind == "handoff" else ())
+        note = (f"shared smem[0..31]: slots 0..{min(nw, WARP) - 1} get each warp's lane 0"
+                + (f"; slots {nw}..{n0 - 1} are never written" if nw < n0 else ""))
+        if deck_reads_stale and show_smem:
+            note += " -- and the deck's smem[tid] reads them (red)"
+        ax_m.set_title(note, fontsize=7.5, loc="left")
+        # phase 3 scalars
+        ax_v = fig.add_subplot(gs[6, :])
+        ax_v.axis("off")
+        if phase >= 3:
+            first = kind == "math" and s["what"].startswith("total")
+            msg = (f"total = {scalars[0]:.7g}    mean = total / d = {scalars[1]:.7g}    "
+                   + ("" if first else f"smem_rms = rstd = 1/sqrt(mean + eps) = {scalars[3]:.7g}"))
+            ax_v.text(0, 0.5, msg, fontsize=9, va="center",
+                      bbox=dict(facecolor="#fff3c4", edgecolor="#999"))
+        line = snip.line_of(s["needle"])
+        out.append(Frame(png=_png(fig, dpi), caption=f"{step.label}  [{PHASE_CAPTIONS[phase]}]",
+                         line=line))
+    return out
+
+
+def _explain(step, trace: Trace, warp: int) -> str:
+    s, p = step.data, trace.params
+    block, nw = p["block"], p["n_warps"]
+    kind = s["kind"]
+    if kind == "local":
+        return (f"{block} threads, one register each.\nThread t adds x[i]^2 for i = t, t+{block}, ...\n"
+                "No thread sees another's register.")
+    if kind == "shuffle":
+        if s["step"] == 0:
+            return "Registers are private: a warp combines its\n32 values with __shfl_down_sync, 5 steps."
+        lanes = trace["warp_lanes"][warp, s["step"]]
+        return (f"offset {s['offset']}: lane l reads lane l+{s['offset']}'s register\n"
+                f"(no shared memory). Lanes 0..{s['offset'] - 1} now matter;\n"
+                f"warp {warp} lane 0 = {_fmt(lanes[0])}")
+    if kind == "handoff":
+        return (f"{nw} warps -> {nw} slots of shared memory,\nthen __syncthreads() so warp 0 sees them all."
+                + ("\nSlots >= %d were never written." % nw if nw < WARP else ""))
+    if kind == "w0":
+        start = trace["w0_lanes"][0]
+        if s["step"] == 0:
+            if p["variant"] == model.DECK and nw < WARP:
+                return (f"The deck: total = smem[tid] for all 32 lanes.\nLanes {nw}..31 read slots nobody wrote:"
+                        f"\n{_fmt(np.nansum(start[nw:]))} of stale values join the sum.")
+            return f"Warp 0 reads the {nw} partial sums\n(lanes >= {nw} take 0)."
+        return f"warp 0, offset {s['offset']}: lane 0 = {_fmt(trace['w0_lanes'][s['step'], 0])}"
+    if kind == "math":
+        return ("One thread does the scalar math;\nd and eps come from the kernel's parameters\n"
+                "(constant bank). The result goes to shared memory.")
+    return "All threads read rstd from shared memory\nand write y = x * rstd * w back to VRAM."
+
+
+def animation(trace: Trace, warp: int = 0, title: Optional[str] = None,
+              kinds: Optional[Sequence[str]] = None) -> Animation:
+    """The player for a four-phase trace: frames (see :func:`frames`) + the kernel source, current line lit."""
+    p = trace.params
+    title = title or (f"Four phases on the silicon: RMSNorm of one row, d={p['d']}, {p['block']} threads "
+                      f"({p['variant']} phase 2)")
+    return Animation(frames(trace, warp=warp, kinds=kinds), title=title, provenance=trace.provenance,
+                     source=kernel_source().text)
+
+
+# --------------------------------------------------------------------------------------------
+# the seed's reduction, animated
+
+def seed_frames(partials, result: Dict[str, np.ndarray], corrected: bool, dpi: int = 72) -> List[Frame]:
+    """Frames of the seed's reduction (or the fix): the slots after each tree level, what warp 0 read,
+    the lost partials in red.  ``result`` from :func:`seed_reduce_gpu` or ``model.seed_reduce``."""
+    import matplotlib.pyplot as plt
+
+    p = np.asarray(partials, dtype=np.float32)
+    B = p.size
+    weight = model.seed_reduce(p, corrected)["weight"]
+    region = "fixed_tree" if corrected else "seed_tree"
+    snip = kernel_source(region)
+    levels = [lv for lv in result["levels"] if np.isfinite(lv).any()]
+    states = [("partials in shared[tid]", p, None)]
+    s = B >> 1
+    n = B
+    for k, lv in enumerate(levels):
+        if corrected:
+            half = (n + 1) >> 1
+            states.append((f"tree level {k + 1}: slots 0..{n - half - 1} += slots {half}..{n - 1}", lv, half))
+            n = half
+        else:
+            states.append((f"tree level {k + 1}: s = {s}: slots 0..{s - 1} += slots {s}..{2 * s - 1}", lv, s))
+            s >>= 1
+    lost = np.flatnonzero(weight == 0)
+    total = result["out"][0]
+    read = result["finish"][0]
+    frames_: List[Frame] = []
+    captions = [c for c, _, _ in states] + [
+        "warp finish: lanes 0..31 read shared[0..31], 5 shuffles",
+        f"total = {total:g}" + (f": {lost.size} of {B} partials never arrived" if lost.size else ": every partial counted once")]
+    needles = (["float v" if False else None] * len(states))
+    for i, cap in enumerate(captions):
+        fig, axes = plt.subplots(2, 1, figsize=(9, 3.2), gridspec_kw=dict(height_ratios=[1.3, 1]))
+        ax = axes[0]
+        if i < len(states):
+            vals = states[i][1]
+        else:
+            vals = states[-1][1]
+        colors = np.array(["#9ecae1"] * B, dtype=object)
+        if i >= len(states):
+            colors[:] = "#dddddd"
+            colors[: min(32, B)] = "#2ca02c"
+            if not corrected:
+                last_live = (states[-1][2] or B)
+                colors[32:last_live] = "#d62728"
+        ax.bar(np.arange(B), vals, color=list(colors), width=1.0, edgecolor="white", linewidth=0.3)
+        ax.set_xlim(-0.5, B - 0.5)
+        ax.set_title(cap, fontsize=9, loc="left")
+        ax.set_ylabel("shared[slot]", fontsize=7)
+        ax.tick_params(labelsize=6)
+        ax2 = axes[1]
+        wc = np.where(weight == 0, "#d62728", np.where(weight == 1, "#2ca02c", "#ff7f0e"))
+        if i == len(captions) - 1:
+            ax2.bar(np.arange(B), np.maximum(weight, 0.15), color=list(wc), width=1.0)
+            ax2.set_title("how many times each thread's partial reaches the total (red = lost)", fontsize=8, loc="left")
+        else:
+            ax2.bar(np.arange(B), np.ones(B), color="#eeeeee", width=1.0)
+            ax2.set_title("thread -> total: shown at the end", fontsize=8, loc="left", color="#888")
+        ax2.set_xlim(-0.5, B - 0.5)
+        ax2.set_ylim(0, 2.2)
+        ax2.set_xlabel("thread / slot", fontsize=7)
+        ax2.tick_params(labelsize=6)
+        fig.tight_layout()
+        if i == 0:
+            line = None
+        elif i < len(states):
+            line = snip.line_of("shared[tid] = __fadd_rn")
+        else:
+            line = None
+        frames_.append(Frame(png=_png(fig, dpi), caption=cap, line=line))
+    del read, needles
+    return frames_
+
+
+def seed_animation(partials, result: Dict[str, np.ndarray], corrected: bool, provenance: str) -> Animation:
+    """Player for :func:`seed_frames`, with the tree's source (our reconstruction or the fix)."""
+    region = "fixed_tree" if corrected else "seed_tree"
+    B = np.asarray(partials).size
+    title = (f"{'Fixed' if corrected else 'The seed write-up'}'s halving-tree reduction at {B} threads"
+             + ("" if corrected else " (our reconstruction from its description)"))
+    return Animation(seed_frames(partials, result, corrected), title=title, provenance=provenance,
+                     source=kernel_source(region).text)
