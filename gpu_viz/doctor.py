@@ -1,0 +1,278 @@
+"""`gpu-viz doctor`: what this machine offers the course, and what to do when the GPU path fails.
+
+    import gpu_viz.doctor; gpu_viz.doctor.report()      # in a notebook cell
+    gpu-viz doctor [--json]                             # in a shell
+
+It reads (each guarded, none can raise): the GPU and its sm_XX, the NVIDIA driver's CUDA
+version, the CUDA runtime CuPy was built for, NVRTC, CuPy, torch (and its CUDA), ipywidgets,
+Python, whether this is Colab; then reuses :func:`gpu_viz.backend.detect` (which compiles and
+launches a probe kernel) for the verdict, and explains a failure in plain words:
+
+- a CPU runtime (no driver, no GPU): on Colab, Runtime > Change runtime type > GPU;
+- a driver older than the runtime (``cudaErrorInsufficientDriver``): update the driver, or
+  install the CuPy wheel that matches the driver's CUDA;
+- NVRTC missing, or present without the CUDA headers (``cuda_fp16.h``) our kernels include;
+- CuPy missing: the ``pip install cupy-cudaXXx`` line for this driver's CUDA major version.
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import html
+import json
+import os
+import platform
+import sys
+from typing import Dict, List, Optional
+
+from . import backend
+
+#: CuPy wheel per CUDA major version of the driver (https://docs.cupy.dev/en/stable/install.html).
+CUPY_WHEELS = {11: "cupy-cuda11x", 12: "cupy-cuda12x", 13: "cupy-cuda13x"}
+COLAB_GPU_STEPS = "Runtime > Change runtime type > Hardware accelerator: a GPU (e.g. T4) > Save; then run all cells again"
+
+
+@dataclasses.dataclass
+class Item:
+    """One line of the report: ``name: value``; ``ok`` is True/False, or None for plain information."""
+
+    name: str
+    value: str
+    ok: Optional[bool] = None
+
+
+@dataclasses.dataclass
+class Report:
+    """The doctor's findings.
+
+    Attributes:
+        mode: ``"gpu"`` or ``"cpu"`` (from :func:`gpu_viz.backend.detect`).
+        reason: why CPU mode ("" in GPU mode).
+        problem: a short name for what is wrong: ``"ok"``, ``"forced-cpu"``, ``"cpu-runtime"``,
+            ``"driver-too-old"``, ``"cupy-missing"``, ``"nvrtc-headers"``, ``"nvrtc-missing"``,
+            ``"ptx-too-new"`` or ``"other"``.
+        items: the facts, in display order.
+        advice: what to do, in plain words (empty when all is well).
+    """
+
+    mode: str
+    reason: str
+    problem: str
+    items: List[Item]
+    advice: List[str]
+
+    @property
+    def ok(self) -> bool:
+        return self.mode == backend.GPU
+
+    def as_dict(self) -> Dict:
+        return {"mode": self.mode, "reason": self.reason, "problem": self.problem,
+                "items": {i.name: i.value for i in self.items}, "advice": self.advice}
+
+    def text(self) -> str:
+        width = max(len(i.name) for i in self.items)
+        lines = ["gpu-viz doctor", ""]
+        for i in self.items:
+            mark = {True: "ok ", False: "!! ", None: "   "}[i.ok]
+            lines.append(f"  {mark}{i.name.ljust(width)}  {i.value}")
+        lines.append("")
+        if self.ok:
+            lines.append("Verdict: GPU mode -- the course runs live on this GPU.")
+        else:
+            lines.append(f"Verdict: CPU mode -- {self.reason}")
+        for a in self.advice:
+            lines.append(f"  * {a}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{'&#9989;' if i.ok else '&#10060;' if i.ok is False else ''}</td>"
+            f"<td><b>{html.escape(i.name)}</b></td><td>{html.escape(i.value)}</td></tr>" for i in self.items)
+        verdict = ("<b>GPU mode</b>: the course runs live on this GPU." if self.ok
+                   else f"<b>CPU mode</b>: {html.escape(self.reason)}")
+        advice = "".join(f"<li>{html.escape(a)}</li>" for a in self.advice)
+        return (f"<div class='gpu-viz-doctor'><table>{rows}</table><p>{verdict}</p>"
+                + (f"<ul>{advice}</ul>" if advice else "") + "</div>")
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+# ----------------------------------------------------------------------------- probes (each guarded)
+def _cuda_version(v: Optional[int]) -> str:
+    """12040 -> "12.4"."""
+    if not v:
+        return "none"
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def _libcuda_driver_version() -> Optional[int]:
+    """The driver's CUDA version from libcuda (cuDriverGetVersion), or None when no driver loads."""
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        v = ctypes.c_int(0)
+        try:
+            if lib.cuDriverGetVersion(ctypes.byref(v)) == 0 and v.value > 0:
+                return v.value
+        except Exception:
+            return None
+    return None
+
+
+def _import(name):
+    try:
+        return __import__(name), ""
+    except ImportError as exc:
+        return None, f"not installed ({exc})"
+    except Exception as exc:  # a broken install
+        return None, f"fails to import ({type(exc).__name__}: {exc})"
+
+
+def _call(fn, *args):
+    try:
+        return fn(*args), ""
+    except Exception as exc:
+        return None, " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def in_colab() -> bool:
+    """True inside a Google Colab runtime."""
+    return "google.colab" in sys.modules or bool(os.environ.get("COLAB_RELEASE_TAG"))
+
+
+# ----------------------------------------------------------------------------- the report
+def diagnose(show: bool = False) -> Report:
+    """Collect the facts and the advice; print (``show=True``) and return the :class:`Report`."""
+    b = backend.detect(refresh=True)
+    items: List[Item] = [Item("Python", f"{platform.python_version()} ({sys.executable})"),
+                         Item("Colab", "yes" if in_colab() else "no")]
+
+    cupy, cupy_err = _import("cupy")
+    driver_v = runtime_v = None
+    nvrtc_text = "unknown (CuPy missing)"
+    if cupy is not None:
+        items.append(Item("CuPy", getattr(cupy, "__version__", "?"), True))
+        runtime = getattr(getattr(cupy, "cuda", None), "runtime", None)
+        driver_v, _ = _call(runtime.driverGetVersion) if runtime else (None, "")
+        runtime_v, _ = _call(runtime.runtimeGetVersion) if runtime else (None, "")
+        nvrtc = getattr(getattr(cupy, "cuda", None), "nvrtc", None)
+        got, err = _call(nvrtc.getVersion) if nvrtc else (None, "cupy.cuda.nvrtc missing")
+        nvrtc_text = ".".join(map(str, got)) if got else f"unavailable ({err[:200]})"
+    else:
+        items.append(Item("CuPy", cupy_err, False))
+    if not driver_v:
+        driver_v = _libcuda_driver_version()
+    items.append(Item("NVIDIA driver (CUDA)", _cuda_version(driver_v) if driver_v else "no driver found",
+                      bool(driver_v) if b.mode == backend.CPU else True))
+    if cupy is not None:
+        items.append(Item("CUDA runtime (CuPy's)", _cuda_version(runtime_v) if runtime_v else "unknown"))
+        items.append(Item("NVRTC", nvrtc_text, not nvrtc_text.startswith("unavailable")))
+    items.append(Item("GPU", f"{b.device_name} ({b.sm})" if b.is_gpu else "none usable", b.is_gpu))
+
+    torch, torch_err = _import("torch")
+    if torch is not None:
+        tcuda = getattr(getattr(torch, "version", None), "cuda", None)
+        avail, _ = _call(torch.cuda.is_available) if hasattr(torch, "cuda") else (False, "")
+        items.append(Item("torch", f"{torch.__version__} (CUDA {tcuda or 'none: CPU build'}, "
+                                   f"GPU {'visible' if avail else 'not visible'})"))
+    else:
+        items.append(Item("torch", torch_err + " (needed for the PyTorch baselines only)"))
+    widgets, w_err = _import("ipywidgets")
+    items.append(Item("ipywidgets", getattr(widgets, "__version__", "?") if widgets else w_err, bool(widgets)))
+
+    problem, advice = _advise(b, cupy is not None, driver_v, runtime_v, nvrtc_text, torch)
+    rep = Report(mode=b.mode, reason=b.reason, problem=problem, items=items, advice=advice)
+    if show:
+        print(rep.text())
+    return rep
+
+
+def _advise(b, have_cupy, driver_v, runtime_v, nvrtc_text, torch):
+    colab = in_colab()
+    cpu_note = ("Meanwhile the course runs in CPU mode: every trace comes from the CPU model and nothing is "
+                "timed; recorded GPU numbers carry their GPU and date.")
+    if b.is_gpu:
+        advice = []
+        if torch is not None and not getattr(getattr(torch, "version", None), "cuda", None):
+            advice.append("torch is a CPU build: the PyTorch baselines (eager, F.rms_norm, torch.compile) will "
+                          "not run on the GPU. Install a CUDA build: https://pytorch.org/get-started/locally/")
+        return "ok", advice
+    reason = b.reason
+    if reason.startswith("forced by"):
+        return "forced-cpu", [f"CPU mode was asked for by {backend.FORCE_CPU_ENV}; unset it (or set it to 0) "
+                              "and restart the kernel to use the GPU."]
+    if not have_cupy:
+        if driver_v:
+            wheel = CUPY_WHEELS.get(driver_v // 1000, "cupy-cuda12x")
+            return "cupy-missing", [f"CuPy is not installed. Your driver supports CUDA {_cuda_version(driver_v)}: "
+                                    f"run `pip install {wheel}` (in a notebook: `%pip install {wheel}`), then "
+                                    "restart the kernel.", cpu_note]
+        steps = [f"CuPy is not installed, and no NVIDIA driver was found, so there is no GPU to use yet."]
+        steps.append(f"On Colab: {COLAB_GPU_STEPS}." if colab else
+                     "On your own machine: install the NVIDIA driver (nvidia-smi should list the GPU), then "
+                     "`pip install cupy-cuda12x` (CUDA 12 drivers) or `pip install cupy-cuda13x` (CUDA 13).")
+        return "cupy-missing", steps + [cpu_note]
+    if "cannot find the CUDA headers" in reason or "cuda_fp16.h" in reason:
+        major = (runtime_v or 12000) // 1000
+        return "nvrtc-headers", [
+            "NVRTC (the run-time compiler) works but cannot find the CUDA headers the course's kernels include "
+            f"(cuda_fp16.h, cuda_bf16.h). Install them: `pip install nvidia-cuda-runtime-cu{major}` (ships the "
+            "headers), or point CUDA_PATH at a CUDA toolkit (export CUDA_PATH=/usr/local/cuda); then restart "
+            "the kernel.", cpu_note]
+    if ("NVRTC" in reason and ("missing" in reason or "failed to load" in reason)) or \
+            (nvrtc_text.startswith("unavailable") and ("nvrtc" in reason.lower() or driver_v)):
+        major = (runtime_v or 12000) // 1000
+        return "nvrtc-missing", [
+            f"NVRTC, the run-time CUDA compiler CuPy uses to build the kernels, is missing ({nvrtc_text}). "
+            f"Install it: `pip install nvidia-cuda-nvrtc-cu{major} nvidia-cuda-runtime-cu{major}`, or install "
+            "the CUDA toolkit and set CUDA_PATH; then restart the kernel.", cpu_note]
+    if "PTX" in reason:
+        return "ptx-too-new", [
+            "The driver is older than the NVRTC that compiled the kernels and cannot load their PTX. Update "
+            "the NVIDIA driver, or install a CuPy/NVRTC for an older CUDA "
+            f"(`pip install {CUPY_WHEELS.get((driver_v or 12000) // 1000, 'cupy-cuda12x')}`).", cpu_note]
+    insufficient = "insufficient" in reason.lower() or "InsufficientDriver" in reason
+    no_device = "no CUDA-capable" in reason or "reports no GPU" in reason or "NoDevice" in reason
+    if not driver_v or (no_device and not insufficient):
+        first = ("This runtime has no GPU (a CPU runtime reports cudaErrorInsufficientDriver or no device)."
+                 if colab or insufficient else "No NVIDIA GPU is visible to this process.")
+        fix = (f"On Colab: {COLAB_GPU_STEPS}." if colab else
+               "Check that `nvidia-smi` lists a GPU and that CUDA_VISIBLE_DEVICES does not hide it.")
+        return "cpu-runtime", [first, fix, cpu_note]
+    if insufficient or (runtime_v and driver_v < runtime_v):
+        wheel = CUPY_WHEELS.get(driver_v // 1000, "cupy-cuda12x")
+        return "driver-too-old", [
+            f"The NVIDIA driver supports CUDA {_cuda_version(driver_v)}, older than the CUDA runtime "
+            f"{_cuda_version(runtime_v)} CuPy was built for (cudaErrorInsufficientDriver). Update the driver "
+            f"(any driver for CUDA {_cuda_version(runtime_v)} or newer), or install the CuPy built for your "
+            f"driver: `pip uninstall -y cupy-cuda11x cupy-cuda12x cupy-cuda13x && pip install {wheel}`.",
+            cpu_note]
+    return "other", [f"The GPU path failed: {reason}. Run `gpu-viz doctor` in a shell for the same report, "
+                     "and include it when you ask for help.", cpu_note]
+
+
+def report(show: bool = True) -> Report:
+    """Print the doctor's report (the notebook/one-liner entry point) and return the :class:`Report`.
+
+    In a notebook, the returned object also renders as an HTML table.
+    """
+    return diagnose(show=show)
+
+
+# ----------------------------------------------------------------------------- CLI
+def _cli(args) -> int:
+    rep = diagnose(show=not args.json)
+    if args.json:
+        print(json.dumps(rep.as_dict(), indent=1))
+    return 0 if rep.ok or not args.strict else 1
+
+
+def register_cli(subparsers) -> None:
+    """Add the ``doctor`` subcommand to ``gpu-viz``."""
+    p = subparsers.add_parser("doctor", help="check the GPU, driver, CUDA, NVRTC, CuPy, torch; explain failures")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--strict", action="store_true", help="exit 1 when the course would run in CPU mode")
+    p.set_defaults(func=_cli)

@@ -1,0 +1,192 @@
+"""`gpu-viz doctor`: each failure mode, reproduced with a fake `cupy` module, gets the right advice.
+
+The fakes stand in for CuPy only (sys.modules); gpu_viz.backend's real probe runs against them,
+so these tests also pin which backend reason maps to which advice.
+"""
+import sys
+import types
+
+import pytest
+
+from gpu_viz import backend, cli, doctor
+
+
+class CUDARuntimeError(RuntimeError):
+    pass
+
+
+class CompileException(Exception):
+    pass
+
+
+def fake_cupy(*, count=1, count_error=None, driver=12040, runtime=12090, nvrtc=(12, 9),
+              compile_error=None, launch_error=None, name=b"NVIDIA L4", cc=(8, 9)):
+    """A module that behaves like CuPy on a machine with the given driver/runtime/NVRTC."""
+    cupy = types.ModuleType("cupy")
+    cupy.__version__ = "14.2.0"
+
+    def get_count():
+        if count_error:
+            raise count_error
+        return count
+
+    def nvrtc_version():
+        if isinstance(nvrtc, Exception):
+            raise nvrtc
+        return nvrtc
+
+    runtime_ns = types.SimpleNamespace(
+        getDeviceCount=get_count, getDevice=lambda: 0,
+        getDeviceProperties=lambda i: {"name": name, "major": cc[0], "minor": cc[1]},
+        driverGetVersion=lambda: driver, runtimeGetVersion=lambda: runtime)
+    cupy.cuda = types.SimpleNamespace(runtime=runtime_ns, nvrtc=types.SimpleNamespace(getVersion=nvrtc_version))
+
+    class Out:
+        def __init__(self, n):
+            self.n = n
+
+        def get(self):
+            return types.SimpleNamespace(tolist=lambda: [3 * i + 3 for i in range(self.n)])
+
+    def kernel(grid, block, args):
+        if launch_error:
+            raise launch_error
+
+    class RawModule:
+        def __init__(self, code, options=()):
+            if compile_error:
+                raise compile_error
+
+        def get_function(self, name):
+            return kernel
+
+    cupy.RawModule = RawModule
+    cupy.full = lambda n, v, dtype=None: Out(n)
+    cupy.int32 = "int32"
+    return cupy
+
+
+@pytest.fixture
+def env(monkeypatch):
+    """Install a fake cupy (or None = not installed); no real driver; backend cache reset after."""
+    monkeypatch.delenv(backend.FORCE_CPU_ENV, raising=False)
+    monkeypatch.delenv("COLAB_RELEASE_TAG", raising=False)
+    monkeypatch.setattr(doctor, "_libcuda_driver_version", lambda: None)
+
+    def install(module, colab=False):
+        monkeypatch.setitem(sys.modules, "cupy", module)
+        if colab:
+            monkeypatch.setenv("COLAB_RELEASE_TAG", "release-colab-test")
+    yield install
+    monkeypatch.undo()
+    backend.detect(refresh=True)
+
+
+def test_gpu_ok(env):
+    env(fake_cupy())
+    rep = doctor.report(show=False)
+    assert rep.ok and rep.problem == "ok" and rep.mode == "gpu"
+    items = {i.name: i.value for i in rep.items}
+    assert items["GPU"] == "NVIDIA L4 (sm_89)"
+    assert items["NVIDIA driver (CUDA)"] == "12.4" and items["CUDA runtime (CuPy's)"] == "12.9"
+    assert items["NVRTC"] == "12.9" and items["CuPy"] == "14.2.0"
+    assert "Verdict: GPU mode" in rep.text()
+
+
+def test_cpu_runtime_on_colab_says_change_runtime_type(env):
+    err = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
+    env(fake_cupy(count_error=err, driver=0), colab=True)
+    rep = doctor.report(show=False)
+    assert rep.mode == "cpu" and rep.problem == "cpu-runtime"
+    text = rep.text()
+    assert "Runtime > Change runtime type" in text and "GPU" in text
+    assert "CPU mode" in text and "nothing is" in text
+
+
+def test_cpu_runtime_elsewhere_points_at_nvidia_smi(env):
+    env(fake_cupy(count_error=CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")))
+    rep = doctor.report(show=False)
+    assert rep.problem == "cpu-runtime"
+    assert "nvidia-smi" in rep.text() and "Change runtime type" not in rep.text()
+
+
+def test_driver_older_than_runtime(env):
+    err = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
+    env(fake_cupy(count_error=err, driver=11080, runtime=12090))
+    rep = doctor.report(show=False)
+    assert rep.problem == "driver-too-old"
+    advice = " ".join(rep.advice)
+    assert "CUDA 11.8" in advice and "12.9" in advice and "cudaErrorInsufficientDriver" in advice
+    assert "pip install cupy-cuda11x" in advice and "Update the driver" in advice
+
+
+@pytest.mark.parametrize("driver, wheel", [(12040, "cupy-cuda12x"), (13000, "cupy-cuda13x"), (11080, "cupy-cuda11x")])
+def test_cupy_missing_names_the_wheel_for_the_driver(env, monkeypatch, driver, wheel):
+    env(None)  # sys.modules["cupy"] = None: `import cupy` raises ImportError
+    monkeypatch.setattr(doctor, "_libcuda_driver_version", lambda: driver)
+    rep = doctor.report(show=False)
+    assert rep.problem == "cupy-missing" and rep.mode == "cpu"
+    assert f"pip install {wheel}" in rep.advice[0]
+    assert {i.name: i.ok for i in rep.items}["CuPy"] is False
+
+
+def test_cupy_missing_and_no_driver_on_colab(env):
+    env(None, colab=True)
+    rep = doctor.report(show=False)
+    assert rep.problem == "cupy-missing"
+    assert "Change runtime type" in " ".join(rep.advice)
+
+
+def test_nvrtc_without_headers(env):
+    err = CompileException("catastrophic error: cannot open source file \"cuda_fp16.h\"")
+    env(fake_cupy(compile_error=err))
+    rep = doctor.report(show=False)
+    assert rep.problem == "nvrtc-headers"
+    advice = rep.advice[0]
+    assert "cuda_fp16.h" in advice and "pip install nvidia-cuda-runtime-cu12" in advice and "CUDA_PATH" in advice
+
+
+def test_nvrtc_missing(env):
+    missing = RuntimeError('DynamicLibNotFoundError: Failure finding "libnvrtc.so.12"')
+    env(fake_cupy(nvrtc=missing, compile_error=RuntimeError("nvrtc: libnvrtc.so.12 not found")))
+    rep = doctor.report(show=False)
+    assert rep.problem == "nvrtc-missing"
+    assert "pip install nvidia-cuda-nvrtc-cu12" in rep.advice[0]
+    assert {i.name: i.ok for i in rep.items}["NVRTC"] is False
+
+
+def test_ptx_too_new_for_driver(env):
+    env(fake_cupy(launch_error=RuntimeError("CUDA_ERROR_UNSUPPORTED_PTX_VERSION: the provided PTX was compiled "
+                                            "with an unsupported toolchain")))
+    rep = doctor.report(show=False)
+    assert rep.problem == "ptx-too-new" and "Update the NVIDIA driver" in rep.advice[0]
+
+
+def test_forced_cpu(env, monkeypatch):
+    env(fake_cupy())
+    monkeypatch.setenv(backend.FORCE_CPU_ENV, "1")
+    rep = doctor.report(show=False)
+    assert rep.problem == "forced-cpu" and backend.FORCE_CPU_ENV in rep.advice[0]
+
+
+def test_report_prints_and_renders_html(env, capsys):
+    env(fake_cupy())
+    rep = doctor.report()
+    assert "gpu-viz doctor" in capsys.readouterr().out
+    assert "<table>" in rep._repr_html_() and "GPU mode" in rep._repr_html_()
+
+
+def test_cli_json_and_strict(env, capsys):
+    env(fake_cupy(count_error=CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")))
+    assert cli.main(["doctor", "--json"]) == 0
+    import json
+    data = json.loads(capsys.readouterr().out)
+    assert data["mode"] == "cpu" and data["problem"] == "cpu-runtime" and data["advice"]
+    assert cli.main(["doctor", "--strict"]) == 1
+
+
+def test_doctor_on_this_machine_never_raises():
+    rep = doctor.report(show=False)
+    assert rep.mode in ("cpu", "gpu") and rep.items
+    if rep.mode == "cpu":
+        assert rep.advice
