@@ -340,13 +340,12 @@ def _deck_module(weight, eps: float):
         from .rmsnorm import EagerRMSNorm
     except ImportError as exc:
         raise ProviderUnavailable(f"gpu_viz.rmsnorm.EagerRMSNorm is not available ({exc})") from None
-    N = weight.shape[0]
-    try:
-        m = EagerRMSNorm(N, eps=eps)
-    except TypeError:
-        m = EagerRMSNorm(N)
-    m.eps = eps
-    m.weight = torch.nn.Parameter(weight.detach().clone(), requires_grad=False)
+    if hasattr(EagerRMSNorm, "from_weight"):
+        m = EagerRMSNorm.from_weight(weight.detach(), eps)
+    else:
+        m = EagerRMSNorm(weight.shape[0], eps=eps)
+        m.weight = torch.nn.Parameter(weight.detach().clone())
+    m.weight.requires_grad_(False)
     return m.to(weight.device).eval()
 
 
@@ -731,12 +730,15 @@ def _provenance_or_live(provenance: Optional[str]) -> str:
 
 
 def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: str = bench.KERNEL,
-              op: Optional[str] = None, dtype: Optional[str] = None, metric: str = "median_us", ax=None):
+              op: Optional[str] = None, dtype: Optional[str] = None, metric: str = "median_us", ax=None,
+              copy_GBps: Optional[float] = None):
     """Grouped bars: one group per shape, one bar per impl, of ``metric`` ("median_us",
     "GBps" or "speedup_vs_eager") for one ``timing`` (and optionally one ``op`` / ``dtype``).
 
     The title states the provenance: ``provenance`` (e.g. :func:`record_provenance`), or the
-    live label when a GPU is here.  Returns the matplotlib Figure.
+    live label when a GPU is here.  With ``metric="GBps"`` and ``copy_GBps``, the copy
+    bandwidth measured in the same run is drawn as the practical roofline.  Returns the
+    matplotlib Figure.
 
     Raises:
         ValueError: no rows match, an unknown metric, or no provenance in CPU mode.
@@ -775,12 +777,49 @@ def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: st
     ax.set_ylabel(ylabel, fontsize=8)
     if metric == "median_us":
         ax.set_yscale("log")
+    if metric == "GBps" and copy_GBps:
+        ax.axhline(copy_GBps, color="k", ls="--", lw=1)
+        ax.annotate(f"device-to-device copy {copy_GBps:,.0f} GB/s", (0, copy_GBps), xytext=(2, 3),
+                    textcoords="offset points", fontsize=7)
     what = " / ".join(sorted({g[0] for g in groups}))
     ax.set_title(f"{what}, {timing} timing — {label}", fontsize=9)
     ax.legend(fontsize=8, ncol=min(len(impls), 6))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def seed_comparison(rows: Sequence[Dict], provenance: str, dtype: str = "float16") -> Table:
+    """The seed's recorded H100 numbers beside ours for rmsnorm_gate at :data:`SEED_SHAPES`.
+
+    Columns: the seed's fused / eager / speed-up (recorded by its author, "call"-like timing),
+    then ours as called (comparable with the seed's) and kernel-only.  ``provenance`` labels ours.
+    """
+    dt = dtype_name(dtype)
+    mine = {(r["M"], r["N"], r["impl"], r["timing"]): r for r in rows
+            if r["op"] == RMSNORM_GATE and r["dtype"] == dt}
+
+    def cell(M, N, impl, timing):
+        r = mine.get((M, N, impl, timing))
+        return "—" if r is None else f"{r['median_us']:,.2f}"
+
+    def speed(M, N, timing):
+        r = mine.get((M, N, "fused", timing))
+        return "—" if r is None or not r.get("speedup_vs_eager") else f"{r['speedup_vs_eager']:.1f}x"
+
+    header = ["M x N", "seed fused µs", "seed eager µs", "seed speed-up",
+              "ours call: fused", "eager", "compile", "speed-up",
+              "ours kernel: fused", "eager", "compile", "speed-up"]
+    body = []
+    for (M, N, f, e, sp) in SEED_H100["rows"]:
+        line = [f"{M}x{N}", f"{f:.2f}", f"{e:.2f}", f"{sp:.2f}x"]
+        for timing in (bench.CALL, bench.KERNEL):
+            line += [cell(M, N, "fused", timing), cell(M, N, "eager", timing), cell(M, N, "compile", timing),
+                     speed(M, N, timing)]
+        body.append(line)
+    cap = (f"seed: {SEED_H100['source']}. ours ({dt}): {provenance}. "
+           "µs per call, median; speed-up = eager / fused.")
+    return Table(header, body, cap)
 
 
 # -- issue 5's targets on a record ------------------------------------------------------------------
@@ -869,38 +908,78 @@ def record_plan(quick: bool = False) -> List[Tuple[str, List[Tuple[int, int]], T
             (RMSNORM_GATE, list(RECORD_SHAPES), ("float16", "bfloat16"), gate)]
 
 
-def _kernel_report():
+def kernel_report_any(arch: Optional[str] = None) -> Tuple[List[Dict], str]:
+    """``ops.kernel_report()`` rows for one ``arch`` (default: this device's, or the deck's L4 in
+    CPU mode) and where they came from: ptxas (with spills) where nvcc exists, else the live
+    device's attributes (registers, no spill count).
+
+    Raises:
+        ImportError: gpu_viz.ops missing.  RuntimeError: neither source worked (both reasons).
+    """
+    from . import device as _device, ops
+
+    arch = arch or _device.current().sm
     try:
-        from . import ops
-    except ImportError as exc:
-        return {"error": f"gpu_viz.ops not available ({exc})"}
+        return ops.kernel_report(source="ptxas", arches=[arch]), f"ptxas -v for {arch} (nvcc on this machine)"
+    except Exception as exc:
+        first = f"{type(exc).__name__}: {exc}"
+    if backend.has_gpu():
+        rows = [r for r in ops.kernel_report(source="device") if r.get("arch") == arch]
+        return rows, f"cudaFuncGetAttributes on {backend.detect().device_name} (no spill count: {first[:120]})"
+    raise RuntimeError(f"no kernel report: ptxas failed ({first[:300]}) and there is no GPU")
+
+
+def kernel_resources(cases: Sequence[Tuple[str, int, int]], dtype="float16", info=None,
+                     report: Optional[List[Dict]] = None) -> List[Dict]:
+    """For each (op, M, N): the kernel ``ops.launch_config`` picks, its registers and spills
+    (``report`` rows, default :func:`kernel_report_any` for ``info``'s arch) and its occupancy on
+    ``info`` (default ``device.current()``) from :func:`gpu_viz.occupancy.calculate`.
+
+    Returns one dict per case: op, M, N, variant, kernel, block, rows_per_block, grid,
+    registers, spill_stores_bytes, spill_loads_bytes, local_bytes, shared_bytes,
+    blocks_per_sm, occupancy (0..1), limiter.
+    """
+    from . import device as _device, occupancy, ops
+
+    info = info or _device.current()
+    if report is None:
+        report, _src = kernel_report_any(info.sm)
+    by_name = {r["kernel"]: r for r in report if r.get("arch", info.sm) == info.sm}
+    out = []
+    for op, M, N in cases:
+        cfg = ops.launch_config(M, N, dtype, gate=(_check_op(op) == RMSNORM_GATE))
+        r = by_name.get(cfg["kernel"], {})
+        row = {"op": op, "M": M, "N": N, "variant": cfg["variant"], "kernel": cfg["kernel"],
+               "block": cfg["block"], "rows_per_block": cfg["rows_per_block"], "grid": cfg["grid"],
+               "registers": r.get("registers"), "spill_stores_bytes": r.get("spill_stores_bytes"),
+               "spill_loads_bytes": r.get("spill_loads_bytes"), "local_bytes": r.get("local_bytes"),
+               "shared_bytes": r.get("shared_bytes")}
+        if r.get("registers") is not None:
+            occ = occupancy.calculate(info, cfg["block"], occupancy.KernelResources(
+                cfg["kernel"], int(r["registers"]), int(r.get("shared_bytes") or 0)))
+            row.update(blocks_per_sm=occ.blocks_per_sm, occupancy=round(occ.occupancy, 3), limiter=occ.limiter)
+        else:
+            row.update(blocks_per_sm=None, occupancy=None, limiter="no report for this kernel")
+        out.append(row)
+    return out
+
+
+def _kernel_section(plan) -> Dict:
+    """The record's view of the kernels: per-arch report and, per (op, shape, dtype), the
+    launch config with registers, spills and occupancy."""
     try:
-        return ops.kernel_report()
+        report, source = kernel_report_any()
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
-
-
-def _launch_configs(plan) -> List[Dict]:
-    try:
-        from . import ops
-    except ImportError:
-        return []
-    seen, out = set(), []
-    for _op, shapes, dtypes, _p in plan:
-        for (M, N) in shapes:
-            for dt in dtypes:
-                if (M, N, dt) in seen:
-                    continue
-                seen.add((M, N, dt))
-                try:
-                    cfg = ops.launch_config(M, N, dt)
-                    cfg = dict(cfg) if isinstance(cfg, dict) else (
-                        dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else {"config": str(cfg)})
-                except Exception as exc:
-                    cfg = {"error": f"{type(exc).__name__}: {exc}"}
-                out.append(dict({"M": M, "N": N, "dtype": dt}, **{k: v for k, v in cfg.items()
-                                                                   if k not in ("M", "N", "dtype")}))
-    return out
+    cases = []
+    for op, shapes, dtypes, _p in plan:
+        for dt in dtypes:
+            try:
+                cases += [dict(r, dtype=dtype_name(dt))
+                          for r in kernel_resources([(op, M, N) for (M, N) in shapes], dt, report=report)]
+            except Exception as exc:
+                cases.append({"op": op, "dtype": dt, "error": f"{type(exc).__name__}: {exc}"})
+    return {"source": source, "report": report, "launches": cases}
 
 
 def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = DEFAULT_REPS,
@@ -908,10 +987,10 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     """Measure everything issue 5 asks for in one run and save it as one record.
 
     In order: copy bandwidth (:func:`gpu_viz.bench.copy_bandwidth`, 1 GiB), the launch floor
-    (:func:`gpu_viz.bench.launch_floor`), the kernel report (``ops.kernel_report()``) and
-    launch configs, then :func:`run` over :func:`record_plan` (both timings, ``reps`` >= 100
+    (:func:`gpu_viz.bench.launch_floor`), then :func:`run` over :func:`record_plan` (both timings, ``reps`` >= 100
     samples each).  Keys beyond DESIGN.md section 5: ``launch_floor_call_us``, ``copy``
-    (its spread), ``kernel_report``, ``launch_configs``, ``skipped``, ``checks``
+    (its spread), ``kernels`` (:func:`kernel_report_any` and :func:`kernel_resources` per
+    launch: registers, spills, occupancy), ``skipped``, ``checks``
     (:func:`summary_checks`), ``plan``, ``wall_s``.  Saved through
     :func:`gpu_viz.bench.save_record` (``out`` directory, default benchmarks/results/) unless
     ``save=False``; the path is returned as ``record["_path"]`` (not in the file).
@@ -942,7 +1021,7 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
         launch_floor_call_us=round(floor["call"].median_us, 4),
         copy={"bytes": 1 << 30, "median_us": copy["timing"].median_us, "p10_us": copy["timing"].p10_us,
               "p90_us": copy["timing"].p90_us},
-        kernel_report=_kernel_report(), launch_configs=_launch_configs(plan), skipped=skipped,
+        kernels=_kernel_section(plan), skipped=skipped,
         plan=[{"op": op, "shapes": [list(s) for s in shapes], "dtypes": list(d), "providers": list(p)}
               for op, shapes, d, p in plan],
         reps=reps, quick=bool(quick))

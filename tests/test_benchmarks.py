@@ -378,3 +378,55 @@ def test_gpu_seed_defects_fixed():
     results = bm.seed_defect_checks("float16")
     assert len(results) == 7
     assert all(ok for _, ok, _ in results), [r for r in results if not r[1]]
+
+
+def test_cpu_providers_with_the_real_modules():
+    """eager / native / compile (dynamo's eager backend on CPU) of rmsnorm and rmsnorm_gate agree
+    with float64 on CPU tensors: the providers' wiring, not their speed."""
+    pytest.importorskip("gpu_viz.rmsnorm")
+    g = torch.Generator().manual_seed(3)
+    for op in bm.OPS:
+        sets = bm.make_inputs(op, 5, 40, "float32", "cpu", generator=g)
+        inp, w = sets[0], sets[0]["weight"]
+        ref = bm.reference(op, inp["x"], w, inp.get("gate"))
+        for p in ("eager", "native", "compile"):
+            if p not in bm.PROVIDERS[op]:
+                continue
+            fn = bm.setup(op, p, w, sample=inp, compile_backend="eager")
+            ok, detail = bm.compare(fn(inp), ref, "float32")
+            assert ok, (op, p, detail)
+
+
+def test_seed_comparison_quotes_the_seed_and_labels_ours():
+    rows = bm.add_speedups([bm.make_row("rmsnorm_gate", impl, 128, 4096, "float16", _timing(us, t))
+                            for impl, us in (("eager", 30.0), ("fused", 3.0)) for t in ("kernel", "call")])
+    t = bm.seed_comparison(rows, provenance="recorded on NVIDIA H200, 2026-11-29 (not live)")
+    md = t.markdown()
+    assert "| 128x4096 | 4.92 | 55.72 | 11.32x | 3.00 | 30.00 | — | 10.0x |" in md
+    assert "| 1024x8192 | 25.77 | 294.51 | 11.43x | — |" in md
+    assert "not live" in md and "d801038" in md
+
+
+def test_bandwidth_chart_draws_copy_line():
+    rec = _record()
+    fig = bm.bar_chart(rec["rows"], provenance="recorded", metric="GBps", op="rmsnorm_gate",
+                       copy_GBps=rec["copy_GBps"])
+    assert any("copy" in t.get_text() for t in fig.axes[0].texts)
+
+
+def test_kernel_resources_from_a_given_report():
+    ops = pytest.importorskip("gpu_viz.ops")
+    from gpu_viz import device
+
+    info = device.spec_sheet("H200")
+    k = ops.launch_config(16384, 4096, "float16", gate=True)["kernel"]
+    report = [{"kernel": k, "arch": "sm_90", "registers": 64, "spill_stores_bytes": 0, "spill_loads_bytes": 0,
+               "local_bytes": 0, "shared_bytes": 132}]
+    rows = bm.kernel_resources([("rmsnorm_gate", 16384, 4096), ("rmsnorm", 1024, 768)], "float16",
+                               info=info, report=report)
+    assert rows[0]["kernel"] == k and rows[0]["registers"] == 64
+    block = rows[0]["block"]
+    # 64 registers x block threads: 65536 / (64 * block) blocks by registers, and the thread cap
+    assert rows[0]["blocks_per_sm"] == min(65536 // (64 * block), 2048 // block)
+    assert 0 < rows[0]["occupancy"] <= 1
+    assert rows[1]["registers"] is None and rows[1]["occupancy"] is None
