@@ -460,7 +460,7 @@ def eager_kernels(module, x) -> List[str]:
     with torch.no_grad():
         module(x)
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             module(x)
             torch.cuda.synchronize()
     names = []
