@@ -317,12 +317,11 @@ def live_table(raw_kernel, block_sizes: Iterable[int] = SWEEP_BLOCK_SIZES, dynam
 # -- validating a launch before it happens ------------------------------------------------------
 
 def _dims(name: str, value) -> Tuple[int, int, int]:
-    if isinstance(value, (int,)) and not isinstance(value, bool):
-        value = (value,)
-    try:
-        dims = tuple(int(v) for v in value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int or a tuple of 1-3 ints, got {value!r}") from None
+    seq = (value,) if isinstance(value, int) else value
+    if isinstance(value, (str, bytes, bool)) or not isinstance(seq, (tuple, list)) or \
+            not all(isinstance(v, int) and not isinstance(v, bool) for v in seq):
+        raise TypeError(f"{name} must be an int or a tuple of 1-3 ints, got {value!r}")
+    dims = tuple(int(v) for v in seq)
     if not 1 <= len(dims) <= 3:
         raise ValueError(f"{name} must have 1 to 3 dimensions, got {value!r}")
     if any(d < 1 for d in dims):

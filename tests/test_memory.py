@@ -1,0 +1,198 @@
+"""Memory measurements (pure parts on CPU; the kernels on a GPU) and the latency-hiding model."""
+import math
+
+import numpy as np
+import pytest
+
+from gpu_viz import backend, device
+from gpu_viz import memory as M
+from gpu_viz.model import latency as L
+
+H200, L4, T4 = (device.spec_sheet(k) for k in ("H200", "L4", "T4"))
+
+
+# -- pure helpers --------------------------------------------------------------------------------
+
+def test_chase_chain_is_one_cycle_over_every_node(rng):
+    nodes, s = 257, 32
+    order = M.chase_permutation(nodes, seed=int(rng.integers(1 << 30)))
+    nxt = M.chase_next(order, s, nodes * s)
+    j, seen = int(order[0] * s), set()
+    for _ in range(nodes):
+        assert j % s == 0 and j not in seen
+        seen.add(j)
+        j = int(nxt[j])
+    assert j == order[0] * s and len(seen) == nodes
+
+
+def test_chase_permutation_is_not_sequential():
+    order = M.chase_permutation(4096, seed=1)
+    assert np.mean(np.abs(np.diff(order)) == 1) < 0.01  # a prefetcher sees no stride
+
+
+def test_chase_permutation_validates():
+    with pytest.raises(ValueError, match="nodes must be >= 2"):
+        M.chase_permutation(1)
+
+
+def test_littles_law_arithmetic():
+    law = M.littles_law(4000.0, 500.0, 132)
+    assert law.bytes_in_flight == pytest.approx(2.0e6)          # 4000 B/ns x 500 ns
+    assert law.bytes_per_sm == pytest.approx(2.0e6 / 132)
+    assert law.warps_per_sm == pytest.approx(2.0e6 / 132 / 512)
+    assert law.loads_per_sm == pytest.approx(2.0e6 / 132 / 16)
+    assert "MB in flight" in law.explain()
+
+
+@pytest.mark.parametrize("args, match", [((0, 500, 10), "bandwidth_GBps"), ((100, math.nan, 10), "latency_ns"),
+                                         ((100, 500, 0), "sm_count")])
+def test_littles_law_validates(args, match):
+    with pytest.raises(ValueError, match=match):
+        M.littles_law(*args)
+
+
+def test_sweep_configs_respect_the_sm():
+    l4 = M.sweep_configs(L4)
+    assert [c["warps_per_sm"] for c in l4] == [1, 2, 4, 8, 16, 32, 48]      # 1536 threads = 48 warps
+    assert all(c["threads"] <= 1024 and c["threads"] * c["blocks_per_sm"] == 32 * c["warps_per_sm"] for c in l4)
+    assert [c["warps_per_sm"] for c in M.sweep_configs(H200)][-1] == 64
+    with pytest.raises(ValueError, match="multiple of 16"):
+        M.sweep_configs(H200, [24])
+
+
+def test_expected_level_and_labels():
+    assert M.expected_level(4 * M.KiB, H200) == "L1"
+    assert M.expected_level(4 * M.MiB, H200) == "L2"
+    assert M.expected_level(256 * M.MiB, H200) == "DRAM"
+    assert M.expected_level(64 * M.MiB, H200) == "L2/DRAM"
+    assert M.size_label(4096) == "4 KiB" and M.size_label(M.GiB) == "1 GiB" and M.size_label(100) == "100 B"
+    assert M.CHASE_SIZES[0] == 4 * M.KiB and M.CHASE_SIZES[-1] == M.GiB
+
+
+@pytest.mark.skipif(backend.has_gpu(), reason="checks the CPU-mode refusal")
+@pytest.mark.parametrize("fn", [lambda: M.pointer_chase(4096), lambda: M.latency_staircase(),
+                                lambda: M.read_bandwidth(1 << 20), lambda: M.occupancy_sweep(),
+                                lambda: M.hardware_record()])
+def test_measurements_refuse_without_gpu(fn):
+    with pytest.raises(backend.GPUUnavailable, match="needs a CUDA GPU"):
+        fn()
+
+
+# -- the latency-hiding model ----------------------------------------------------------------------
+
+def test_model_one_warp_exact():
+    c, lat, n = 5, 40, 3
+    tr = L.simulate(1, lat, c, n)
+    assert tr.params["cycles"] == n * (lat + c)
+    assert tr.params["utilization"] == pytest.approx((c + 1) / (lat + c))
+
+
+@pytest.mark.parametrize("policy", L.POLICIES)
+def test_model_invariants(policy):
+    lat, c = 30, 4
+    tr = L.simulate(6, lat, c, 3, policy=policy)
+    issued, kind, state = tr["issued"], tr["kind"], tr["state"]
+    T, W = state.shape
+    assert issued.shape == kind.shape == tr["in_flight"].shape == (T,)
+    # at most one issue per cycle, and it is the issuing warp's state
+    for t in np.flatnonzero(issued >= 0):
+        assert state[t, issued[t]] == kind[t]
+        assert np.sum((state[t] == L.COMPUTE) | (state[t] == L.LOAD)) == 1
+    assert np.all(state[issued < 0] != L.COMPUTE)
+    # every load stalls its warp exactly lat - 1 cycles, then the warp may issue again
+    for t in np.flatnonzero(kind == L.LOAD):
+        w = issued[t]
+        assert np.all(state[t + 1: t + lat, w] == L.WAITING)
+        assert t + lat >= T or state[t + lat, w] != L.WAITING
+    # every warp issued (1 + c) * loads instructions
+    for w in range(W):
+        assert np.sum(issued == w) == (1 + c) * 3
+    assert tr.source == "model" and set(tr.simulated) == set(tr.arrays)
+    assert "MODEL (not measured)" in tr.provenance
+
+
+def test_model_more_warps_hide_more_latency():
+    lat, c = 200, 16
+    u = [L.utilization(n, lat, c) for n in (1, 2, 4, 8, L.warps_to_hide(lat, c))]
+    assert all(a < b for a, b in zip(u, u[1:])), u
+    assert u[0] < 0.1 and u[-1] > 0.9
+
+
+def test_model_validates():
+    with pytest.raises(ValueError, match="n_warps must be >= 1"):
+        L.simulate(0)
+    with pytest.raises(ValueError, match="policy must be one of"):
+        L.simulate(2, policy="fifo")
+    with pytest.raises(TypeError, match="latency_cycles must be an int"):
+        L.simulate(2, 200.5)
+
+
+def test_model_frames_feed_the_player():
+    from gpu_viz.widgets import Animation
+
+    tr = L.simulate(4, 60, 6, 2)
+    fr = L.frames(tr, count=5, source_lines={L.LOAD: 1, L.COMPUTE: 2})
+    assert len(fr) == 5 and all(f.png.startswith(b"\x89PNG") for f in fr)
+    assert fr[-1].caption.startswith(f"cycle {tr.params['cycles'] - 1}:")
+    assert {f.line for f in fr} <= {None, 1, 2}
+    anim = Animation(fr, title="latency hiding", provenance=tr.provenance, source="load\nmath")
+    assert "MODEL (not measured)" in anim.static_html()
+
+
+def test_caption_words():
+    tr = L.simulate(1, 10, 2, 1)
+    assert "issues a load; its data arrives at cycle 10" in L.caption(tr, 0)
+    assert "every warp is waiting" in L.caption(tr, 5)
+
+
+# -- on a GPU ------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_latency_staircase_is_sane():
+    info = device.current()
+    l1 = M.pointer_chase(4 * M.KiB)
+    l2 = M.pointer_chase(min(1 * M.MiB, info.l2_bytes // 4))
+    dram = M.dram_latency()
+    for p in (l1, l2, dram):
+        assert p.cycles_per_load > 0 and p.ns_per_load > 0
+        assert 0.3 < p.clock_GHz < 4.0, p
+    assert l1.cycles_per_load < l2.cycles_per_load < dram.cycles_per_load, (l1, l2, dram)
+    assert 10 < l1.cycles_per_load < 200 and dram.ns_per_load > 150, (l1, dram)
+
+
+@pytest.mark.gpu
+def test_staircase_monotone_ish():
+    pts = M.latency_staircase(M.CHASE_SIZES[:8])
+    cyc = [p.cycles_per_load for p in pts]
+    # each step may wobble by 15%, but never falls far below an earlier plateau
+    assert all(b > 0.85 * max(cyc[: i + 1]) for i, b in enumerate(cyc[1:])), cyc
+
+
+@pytest.mark.gpu
+def test_pointer_chase_validates():
+    with pytest.raises(ValueError, match="multiple of stride_bytes"):
+        M.pointer_chase(1000)
+
+
+@pytest.mark.gpu
+def test_read_bandwidth_is_plausible():
+    info = device.current()
+    p = M.read_bandwidth(256 * M.MiB)
+    assert 0.3 * info.peak_bandwidth_GBps < p.GBps < 1.3 * info.peak_bandwidth_GBps, (p, info.peak_bandwidth_GBps)
+
+
+@pytest.mark.gpu
+def test_occupancy_sweep_rises():
+    pts = M.occupancy_sweep()
+    assert pts[-1].GBps > 4 * pts[0].GBps, [round(p.GBps) for p in pts]
+
+
+@pytest.mark.gpu
+def test_hardware_record_shape():
+    rec = M.hardware_record()
+    for key in ("latency", "dram_latency", "bandwidth_vs_size", "occupancy_sweep", "littles_law", "occupancy",
+                "copy_GBps", "launch_floor_us", "device"):
+        assert key in rec
+    assert rec["seconds"] < 60
+    for rows in rec["occupancy"].values():
+        assert all(r["blocks_per_sm"] == r["calculator_blocks_per_sm"] for r in rows)
