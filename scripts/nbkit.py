@@ -13,9 +13,13 @@ slide types: "slide", "subslide", "fragment", "-" (continue current slide), "ski
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-#: Where the course repository lives (Colab badges and the install cell read it).
+#: THE one place naming the course's GitHub repository ("owner/name") and branch: the Colab badge and
+#: the install cell of every notebook are written from these.  After changing them, rewrite the
+#: headers of the committed notebooks with `python scripts/strip_notebooks.py --set-repo`
+#: (tests/test_notebook_format.py fails on a notebook whose header names another repository).
 COURSE_REPO = "cuda-on-the-metal/course"
 COURSE_BRANCH = "main"
+COLAB_BADGE_SVG = "https://colab.research.google.com/assets/colab-badge.svg"
 _TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}
 
 
@@ -39,24 +43,44 @@ def notes(src):
     return md(src, "notes")
 
 
-def colab_url(filename):
-    return f"https://colab.research.google.com/github/{COURSE_REPO}/blob/{COURSE_BRANCH}/notebooks/{filename}"
+def colab_url(filename, repo=None, branch=None):
+    """The URL that opens notebooks/<filename> of the course repository in Colab."""
+    return (f"https://colab.research.google.com/github/{repo or COURSE_REPO}/blob/{branch or COURSE_BRANCH}"
+            f"/notebooks/{filename}")
+
+
+def colab_badge(filename, repo=None, branch=None):
+    """The markdown "Open in Colab" badge for notebooks/<filename>."""
+    return f"[![Open In Colab]({COLAB_BADGE_SVG})]({colab_url(filename, repo, branch)})"
+
+
+def install_spec(repo=None, branch=None):
+    """The pip requirement the install cell uses: the package straight from the course repository."""
+    return f"gpu-viz @ git+https://github.com/{repo or COURSE_REPO}@{branch or COURSE_BRANCH}"
+
+
+def install_source(repo=None, branch=None):
+    """The install cell: installs the package on Colab / a fresh kernel, does nothing where it is installed.
+
+    Only the package itself is new on Colab: its base dependencies (numpy, matplotlib, ipywidgets,
+    ipython) are already there in versions it accepts, and CuPy is preinstalled (cupy-cuda12x).
+    """
+    return (
+        "# Colab or a fresh kernel: install the course package if it is missing.\n"
+        "import importlib, importlib.util, subprocess, sys\n"
+        "if importlib.util.find_spec(\"gpu_viz\") is None:\n"
+        "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\",\n"
+        f"                    \"{install_spec(repo, branch)}\"], check=True)\n"
+        "    importlib.invalidate_caches()"
+    )
 
 
 def header(number, slug, title, intro=""):
     """The three cells every notebook starts with: badge + title, install (skipped on slides), banner."""
     filename = f"{number}_{slug}.ipynb"
-    badge = (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
-             f"({colab_url(filename)})")
     return [
-        md(f"{badge}\n\n# {title}\n\n{intro}".rstrip() + "\n", "slide"),
-        code(
-            "# Colab or a fresh kernel: install the course package if it is missing.\n"
-            "import importlib.util, subprocess, sys\n"
-            "if importlib.util.find_spec(\"gpu_viz\") is None:\n"
-            f"    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\",\n"
-            f"                    \"gpu-viz @ git+https://github.com/{COURSE_REPO}@{COURSE_BRANCH}\"], check=True)",
-            "skip"),
+        md(f"{colab_badge(filename)}\n\n# {title}\n\n{intro}".rstrip() + "\n", "slide"),
+        code(install_source(), "skip"),
         code("import gpu_viz\ngpu_viz.banner();", "slide"),
     ]
 

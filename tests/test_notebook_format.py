@@ -1,0 +1,102 @@
+"""Every notebooks/*.ipynb is committed in the course's format (scripts/strip_notebooks.py rules).
+
+No outputs or execution counts, valid nbformat, slideshow metadata on every cell, the standard
+header (Colab badge + install cell from nbkit.COURSE_REPO + banner), at least one notes cell.
+Fix a failing notebook with `python scripts/strip_notebooks.py` (outputs) or by regenerating it
+with scripts/nbkit.py (header, metadata).
+"""
+import copy
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import nbkit  # noqa: E402
+import strip_notebooks  # noqa: E402
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SELFTEST = ROOT / "tests" / "data" / "99_slides_selftest.ipynb"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_format(path):
+    nb = nbformat.read(str(path), as_version=4)
+    problems = strip_notebooks.check_notebook(nb, path.name)
+    assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
+
+
+def test_notebooks_are_stored_as_nbformat_writes_them():
+    """Canonical JSON (what nbformat.write produces), so diffs stay small and reviewable."""
+    for path in NOTEBOOKS:
+        text = path.read_text()
+        assert text == nbformat.writes(nbformat.reads(text, as_version=4)) + "\n", \
+            f"{path.name} is not in canonical nbformat JSON; rewrite it with scripts/nbkit.py or strip_notebooks.py"
+
+
+def test_selftest_notebook_passes_the_rules():
+    assert strip_notebooks.check_notebook(nbformat.read(str(SELFTEST), as_version=4), SELFTEST.name) == []
+
+
+def _broken(mutate):
+    nb = nbformat.read(str(SELFTEST), as_version=4)
+    mutate(nb)
+    return strip_notebooks.check_notebook(nb, SELFTEST.name)
+
+
+def test_rules_catch_outputs_and_execution_counts():
+    def add_output(nb):
+        cell = nb.cells[2]
+        cell.execution_count = 3
+        cell.outputs = [nbformat.v4.new_output("stream", text="GPU mode: NVIDIA L4\n")]
+    problems = _broken(add_output)
+    assert any("cell 2 has outputs" in p for p in problems) and any("execution count" in p for p in problems)
+
+
+def test_rules_catch_missing_slideshow_metadata_notes_and_header():
+    assert any("cell 3 has no slideshow" in p for p in _broken(lambda nb: nb.cells[3].metadata.clear()))
+    no_notes = _broken(lambda nb: setattr(nb, "cells", [c for c in nb.cells
+                                                          if c.metadata["slideshow"]["slide_type"] != "notes"]))
+    assert any("speaker-notes" in p for p in no_notes)
+    other_repo = _broken(lambda nb: nb.cells[1].__setitem__("source", nb.cells[1].source.replace(
+        nbkit.COURSE_REPO, "someone/else")))
+    assert any("cell 1 is not the install cell" in p for p in other_repo)
+    no_badge = _broken(lambda nb: nb.cells[0].__setitem__("source", "# Title only"))
+    assert any("Colab badge" in p for p in no_badge)
+    assert strip_notebooks.check_notebook(nbformat.read(str(SELFTEST), as_version=4), "selftest.ipynb")
+
+
+def test_strip_removes_what_an_execution_adds():
+    nb = nbformat.read(str(SELFTEST), as_version=4)
+    dirty = copy.deepcopy(nb)
+    dirty.cells[2].outputs = [nbformat.v4.new_output("stream", text="x")]
+    dirty.cells[2].execution_count = 1
+    dirty.cells[2].metadata["execution"] = {"iopub.status.busy": "2026-11-29T16:00:00Z"}
+    dirty.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    dirty.metadata["gpu_viz_build"] = {"mode": "cpu"}
+    strip_notebooks.strip(dirty)
+    assert dirty == nb
+
+
+def test_strip_script_check_mode(tmp_path, capsys):
+    good = tmp_path / SELFTEST.name
+    good.write_text(SELFTEST.read_text())
+    assert strip_notebooks.main(["--check", str(good)]) == 0
+    nb = nbformat.read(str(good), as_version=4)
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", text="x")]
+    nbformat.write(nb, str(good))
+    assert strip_notebooks.main(["--check", str(good)]) == 1
+    assert "has outputs" in capsys.readouterr().out
+    assert strip_notebooks.main([str(good)]) == 0          # strips in place
+    assert strip_notebooks.main(["--check", str(good)]) == 0
+
+
+def test_set_repo_rewrites_badge_and_install_cell(tmp_path):
+    nb = nbformat.read(str(SELFTEST), as_version=4)
+    for i in (0, 1):
+        nb.cells[i].source = nb.cells[i].source.replace(nbkit.COURSE_REPO, "old-owner/old-name")
+    assert strip_notebooks.check_notebook(nb, SELFTEST.name)
+    assert strip_notebooks.set_repo(nb, SELFTEST.name)
+    assert strip_notebooks.check_notebook(nb, SELFTEST.name) == []
