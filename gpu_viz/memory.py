@@ -185,7 +185,7 @@ def pointer_chase(size_bytes: int, *, stride_bytes: int = CHASE_STRIDE, steps: i
         out_index.fill(0xFFFFFFFF)
         out_cycles.fill(-1)
         out_ns.fill(0)
-        kernel((1,), (32,), (buf, np.uint32(start), np.int32(warm_steps), np.int32(steps),
+        kernel((1,), (1,), (buf, np.uint32(start), np.int32(warm_steps), np.int32(steps),
                               out_index, out_cycles, out_ns))
         cp.cuda.get_current_stream().synchronize()
         got = int(out_index.get()[0])
@@ -276,27 +276,43 @@ def _fresh(n_floats: int, seed: int = 0):
     return rs.uniform(0.5, 1.5, n_floats, dtype=cp.float32)
 
 
-def _stream_read_run(x, blocks: int, threads: int, *, size_bytes: int, warps_per_sm: float,
-                     reps: Optional[int] = None) -> BandwidthPoint:
+def stream_read_sums(x, blocks: int, threads: int, what: str = "stream_read"):
+    """Launch ``stream_read`` once on ``x`` (a CuPy float32 array, size a multiple of 4) with
+    ``blocks`` x ``threads``; the block sums (NaN-poisoned first) are checked against a float64
+    sum and returned (CuPy float32 array of ``blocks``).
+
+    Raises:
+        RuntimeError: a sum outside the float32 error bound, or a block that wrote nothing.
+    """
     import cupy as cp
 
+    if x.dtype != cp.float32 or x.size % 4:
+        raise ValueError(f"x must be float32 with a size that is a multiple of 4, got {x.dtype} x {x.size}")
+    kernel = kernels.function(FILE, "stream_read")
+    sums = cp.full(blocks, cp.nan, dtype=cp.float32)
+    kernel((blocks,), (threads,), (x, np.int64(x.size // 4), sums))
+    cp.cuda.get_current_stream().synchronize()
+    _reference_check(x, sums, blocks * threads, what)
+    return sums
+
+
+def _stream_read_run(x, blocks: int, threads: int, *, size_bytes: int, warps_per_sm: float,
+                     reps: int = 20) -> BandwidthPoint:
     kernel = kernels.function(FILE, "stream_read")
     n4 = np.int64(x.size // 4)
-    sums = cp.full(blocks, cp.nan, dtype=cp.float32)
-    kernel((blocks,), (threads,), (x, n4, sums))
-    cp.cuda.get_current_stream().synchronize()
-    _reference_check(x, sums, blocks * threads, f"stream_read({size_label(size_bytes)}, {blocks}x{threads})")
+    what = f"stream_read({size_label(size_bytes)}, {blocks}x{threads})"
+    sums = stream_read_sums(x, blocks, threads, what)
     peak = device.current().peak_bandwidth_GBps or 1000.0
+    # aim for ~1 ms per graph replay (low occupancy runs slower than peak)
     est_us = 3.0 + size_bytes / (peak * 1e3) * max(1.0, 32.0 / max(warps_per_sm, 0.5))
     calls = int(min(20, max(1, round(1000.0 / est_us))))
-    reps = reps or (10 if est_us * calls * 20 > 2e5 else 20)
 
     def fn(i):
         kernel((blocks,), (threads,), (x, n4, sums))
 
     t = bench.time_graph(fn, reps=reps, warmup=2, calls_per_graph=calls, framework="cupy")
     # the replays overwrote the sums: check them again (same inputs, same answer)
-    _reference_check(x, sums, blocks * threads, f"stream_read({size_label(size_bytes)}) after timing")
+    _reference_check(x, sums, blocks * threads, what + " after timing")
     return BandwidthPoint(size_bytes=size_bytes, GBps=t.GBps(size_bytes), median_us=t.median_us,
                           p10_us=t.p10_us, p90_us=t.p90_us, blocks=blocks, threads=threads,
                           warps_per_sm=warps_per_sm)
@@ -384,7 +400,7 @@ def occupancy_sweep(warps_per_sm: Optional[Sequence[int]] = None, size_bytes: Op
     points = []
     for cfg in sweep_configs(info, warps_per_sm):
         points.append(_stream_read_run(x, info.sm_count * cfg["blocks_per_sm"], cfg["threads"],
-                                       size_bytes=size_bytes, warps_per_sm=cfg["warps_per_sm"], reps=5))
+                                       size_bytes=size_bytes, warps_per_sm=cfg["warps_per_sm"], reps=7))
     return points
 
 
@@ -441,9 +457,85 @@ def littles_law(bandwidth_GBps: float, latency_ns: float, sm_count: int,
 
 # -- the record ------------------------------------------------------------------------------------------
 
+OCC_KERNELS = ("occ_light", "occ_heavy", "occ_smem")
+_HEAVY_LIVE, _HEAVY_ROUNDS, _SMEM_TILE = 64, 4, 4096   # as #defined in memory.cu
+
+
 def occupancy_kernels() -> Dict[str, object]:
     """The three occupancy kernels of ``memory.cu``, compiled for this GPU: name -> RawKernel."""
-    return {name: kernels.function(FILE, name) for name in ("occ_light", "occ_heavy", "occ_smem")}
+    return {name: kernels.function(FILE, name) for name in OCC_KERNELS}
+
+
+def occ_reference(name: str, x: np.ndarray, block: int, a: float = 2.0, b: float = 1.0) -> np.ndarray:
+    """float64 reference of ``occ_light`` / ``occ_heavy`` / ``occ_smem`` on host array ``x`` (CPU).
+
+    ``block`` matters for ``occ_smem`` (each thread adds the value of its mirror thread in the block).
+
+    Raises:
+        ValueError: unknown kernel name.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    if name == "occ_light":
+        return a * x + b
+    if name == "occ_heavy":
+        idx = (np.arange(n)[None, :] + np.arange(_HEAVY_LIVE)[:, None]) % n
+        r = x[idx]
+        for _ in range(_HEAVY_ROUNDS):
+            for k in range(_HEAVY_LIVE):
+                r[k] = 0.5 * r[k] + 0.25 * r[(k + 1) % _HEAVY_LIVE]
+        return r.sum(axis=0)
+    if name == "occ_smem":
+        i = np.arange(n)
+        start = (i // block) * block
+        mirror = start + (block - 1 - (i - start))      # block <= 1024 < tile: no wrap
+        other = np.where(mirror < n, x[np.minimum(mirror, n - 1)], 0.0)
+        return x + other
+    raise ValueError(f"name must be one of {OCC_KERNELS}, got {name!r}")
+
+
+#: (rtol, atol) of each occupancy kernel's float32 result against the float64 reference.
+OCC_TOLERANCE = {"occ_light": (2 ** -22, 0.0), "occ_heavy": (1e-4, 1e-6), "occ_smem": (2 ** -23, 0.0)}
+
+
+def check_occ_kernel(name: str, n: int, block: int, dyn_floats: int = 0, seed: int = 0) -> float:
+    """Run one occupancy kernel on ``n`` fresh random floats with ``block`` threads (output NaN-poisoned)
+    and compare with :func:`occ_reference`.  ``dyn_floats`` (``occ_smem`` only) floats of dynamic
+    shared memory.  Returns the max relative error.
+
+    Raises:
+        GPUUnavailable: CPU mode.  RuntimeError: a mismatch (index, both values, count).
+    """
+    _require("an occupancy kernel")
+    import cupy as cp
+
+    n = _pos_int("n", n)
+    block = _pos_int("block", block)
+    dyn_floats = _pos_int("dyn_floats", dyn_floats, 0)
+    k = kernels.function(FILE, name)
+    xh = np.random.default_rng(seed).uniform(0.5, 1.5, n).astype(np.float32)
+    x = cp.asarray(xh)
+    y = cp.full(n, cp.nan, dtype=cp.float32)
+    grid = (-(-n // block),)
+    if name == "occ_light":
+        k(grid, (block,), (x, y, np.float32(2.0), np.float32(1.0), np.int32(n)))
+    elif name == "occ_heavy":
+        k(grid, (block,), (x, y, np.int32(n)))
+    elif name == "occ_smem":
+        k(grid, (block,), (x, y, np.int32(n), np.int32(dyn_floats)), shared_mem=4 * dyn_floats)
+    else:
+        raise ValueError(f"name must be one of {OCC_KERNELS}, got {name!r}")
+    got = y.get().astype(np.float64)
+    ref = occ_reference(name, xh, block)
+    rtol, atol = OCC_TOLERANCE[name]
+    err = np.abs(got - ref)
+    bad = ~(err <= atol + rtol * np.abs(ref))       # NaN (unwritten) counts as bad
+    if bad.any():
+        first = np.flatnonzero(bad)[:5]
+        shown = ", ".join(f"[{i}] got {got[i]!r} ref {ref[i]!r}" for i in first)
+        raise RuntimeError(f"{name}(n={n}, block={block}, dyn_floats={dyn_floats}): {int(bad.sum())} of {n} "
+                           f"outside rtol={rtol:g}, atol={atol:g}: {shown}")
+    return float(np.max(err / np.maximum(np.abs(ref), 1e-30)))
 
 
 def hardware_record() -> Dict:
@@ -490,3 +582,44 @@ def hardware_record() -> Dict:
         "launch_floor_call_us": round(floor[bench.CALL].median_us, 3),
         "seconds": round(time.perf_counter() - t0, 1),
     }
+
+
+# -- recorded runs and summaries (CPU-safe) ---------------------------------------------------------
+
+def recorded_hardware():
+    """The newest committed hardware record (``benchmarks/results/*-hardware.json``) and its label.
+
+    Returns:
+        ``(record, label)`` with ``label = backend.recorded_label(gpu, date)``, or ``(None, None)``.
+    """
+    recs = bench.load_records("*-hardware.json")
+    if not recs:
+        return None, None
+    rec = recs[0]
+    return rec, backend.recorded_label(rec.get("gpu", "?"), rec.get("date", "?"))
+
+
+def _as_row(p) -> Dict:
+    return p.row() if hasattr(p, "row") else dict(p)
+
+
+def summarize_levels(points: Sequence, l2_bytes: int) -> Dict[str, Dict]:
+    """Pick one latency per level from a staircase (LatencyPoints or their ``row()`` dicts).
+
+    L1: the smallest working set; L2: the largest set <= L2 / 4; DRAM: the largest set, if > 2 x L2.
+    Returns ``{"L1": {"cycles", "ns", "size_bytes"}, ...}`` (levels without a point are left out).
+    """
+    rows = sorted((_as_row(p) for p in points), key=lambda r: r["size_bytes"])
+    out = {}
+
+    def put(level, r):
+        out[level] = {"cycles": r["cycles_per_load"], "ns": r["ns_per_load"], "size_bytes": r["size_bytes"]}
+
+    if rows:
+        put("L1", rows[0])
+        l2 = [r for r in rows if 32 * KiB < r["size_bytes"] <= l2_bytes // 4]
+        if l2:
+            put("L2", l2[-1])
+        if rows[-1]["size_bytes"] > 2 * l2_bytes:
+            put("DRAM", rows[-1])
+    return out
