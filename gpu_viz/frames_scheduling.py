@@ -70,8 +70,7 @@ def timeline_figure(trace: Trace, until_ns: Optional[float] = None, title: str =
                 bbox=dict(fc="white", ec="#999"))
     ax.set_title(title or f"{p['blocks']} blocks x {p['threads']} threads, colour = wave "
                           f"(launch order / ({n_sm} SMs x {r} resident))", fontsize=9, loc="left")
-    src = "model: " + p["model"] if p.get("model") else "measured"
-    fig.text(0.01, 0.005, src, fontsize=7, color="#555")
+    fig.text(0.01, 0.005, "Data: " + trace.provenance[:160], fontsize=7, color="#555")
     fig.tight_layout()
     return fig
 

@@ -300,6 +300,32 @@ def sass(file: str = VA_FILE, kernel: str = "vector_add") -> Tuple[Optional[str]
     return "\n".join(rows), f"SASS from nvcc + cuobjdump for {arch} ({where})"
 
 
+#: What each SASS mnemonic of vector_add does, in the deck's six steps' terms.
+SASS_ROLES = (
+    ("S2R", "1 index: read blockIdx.x / threadIdx.x"),
+    ("CS2R", "1 index: read a special register"),
+    ("S2UR", "1 index: read blockIdx.x (uniform register: same for the whole warp)"),
+    ("IMAD.WIDE", "address: base + 4 * i (64-bit)"),
+    ("IMAD", "1 index: i = blockIdx.x * blockDim.x + threadIdx.x"),
+    ("ISETP", "2 bounds check: predicate P0 = (i >= n)"),
+    ("@P0 EXIT", "2 bounds check: lanes with i >= n leave"),
+    ("LDG", "3/4 load: one instruction, 32 lanes' floats"),
+    ("FADD", "5 add: one instruction, 32 adds"),
+    ("STG", "6 store: one instruction, 32 lanes' floats"),
+    ("EXIT", "done"),
+)
+
+
+def classify_sass(text: str) -> list:
+    """[(sass line, role)] for :func:`sass` output; role "setup (stack pointer, constants)" otherwise."""
+    out = []
+    for line in (text or "").splitlines():
+        instr = line.split("*/", 1)[-1].strip()
+        role = next((r for key, r in SASS_ROLES if instr.startswith(key)), "setup: stack pointer, constants, addresses")
+        out.append((line, role))
+    return out
+
+
 def sass_instructions(text: str) -> list:
     """The instruction mnemonics of :func:`sass` output, e.g. ['MOV', 'S2R', ..., 'EXIT']."""
     out = []

@@ -31,7 +31,7 @@ extern "C" __global__ void divergent_branch(const float* x, float* y, int n, int
         unsigned m = __activemask();        // which lanes are running right now?
         if (record) { branch[i] = 0; active[i] = m; }
         v = path_a(v, iters);
-    } else {                                // odd lanes: path B, after path A is done
+    } else {                                // odd lanes: path B, never together with path A
         unsigned m = __activemask();
         if (record) { branch[i] = 1; active[i] = m; }
         v = path_b(v, iters);
