@@ -1,0 +1,747 @@
+"""Production fused ops: RMSNorm and RMSNorm + SiLU gate, one kernel each (``kernels/rmsnorm_gate.cu``).
+
+    rmsnorm(x, weight, eps)            y = x * w * rsqrt(mean(x^2) + eps)
+    rmsnorm_gate(x, gate, weight, eps) y = x * w * silu(g) * rsqrt(mean(x^2) + eps)   (statistic from x)
+
+Layers, thinnest first (Liger's shape: kernel, launcher, public op, autograd):
+
+* ``kernels/rmsnorm_gate.cu`` -- the kernels: ``warp`` (one warp per row, N <= 1024), ``block``
+  (one block per row, the row in registers, N <= 16384), ``wide`` (any N, re-reads the row);
+  a 16-byte vector path and a scalar path for misaligned views, odd N and odd row strides.
+* :func:`launch_config` -- which kernel, block size and grid a shape gets (pure Python).
+* :func:`_launch` -- validates pointers/alignment, picks the kernel, launches it with CuPy on
+  the caller's current stream.
+* :func:`rmsnorm`, :func:`rmsnorm_gate` -- the public ops, for torch CUDA tensors and CuPy
+  arrays (the result has the input's type).  On torch they go through the custom ops
+  ``torch.ops.gpu_viz.rmsnorm`` / ``torch.ops.gpu_viz.rmsnorm_gate`` (``torch.library.custom_op``
+  with ``register_fake`` and ``register_autograd``), so ``torch.compile(fullgraph=True)`` and
+  CUDA-graph capture accept them and autograd differentiates x, weight and gate.
+* :func:`reference_rmsnorm`, :func:`reference_rmsnorm_gate`, :func:`reference_grads` -- float64
+  numpy ground truth; :data:`TOLERANCES` -- per-dtype (atol, rtol) against it.
+* :func:`kernel_report` -- registers / spills of every kernel (ptxas for sm_75/89/90, or the
+  live device's ``cudaFuncGetAttributes``).
+
+Names used by the benchmarks and the notebook (keep stable): ``rmsnorm``, ``rmsnorm_gate``,
+``launch_config``, ``kernel_report``, ``bytes_moved``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import backend
+
+try:  # torch is optional for the package: without it the ops take CuPy arrays only
+    import torch
+except ImportError:  # pragma: no cover - the course environment has torch
+    torch = None
+
+KERNEL_FILE = "rmsnorm_gate.cu"
+
+# ---------------------------------------------------------------------------------------
+# launch configuration (named constants; must match the DEF_* macros of the kernel file)
+
+#: One warp per row up to this row length (32 lanes x the largest EPT).
+WARP_ROW_MAX_N = 1024
+#: Rows (warps) per block in the ``warp`` variant: 128 threads.
+WARP_ROWS_PER_BLOCK = 4
+#: Elements per thread kept in registers (template parameter EPT).
+EPT_CHOICES: Tuple[int, ...] = (8, 16, 32)
+#: The scalar path's ``block`` variant only exists at EPT 8 (EPT 16/32 would spill there).
+SCALAR_BLOCK_EPT: Tuple[int, ...] = (8,)
+#: ``block`` variant: the smallest EPT whose block is at most this many threads wins ...
+BLOCK_TARGET_THREADS = 512
+#: ... within the kernel's ``__launch_bounds__`` (BLOCK_MAX_THREADS(EPT) in the .cu file).
+BLOCK_MAX_THREADS: Dict[int, int] = {8: 1024, 16: 1024, 32: 512}
+#: Rows longer than the register-resident limit go to ``wide``: 1024 threads, two passes.
+WIDE_THREADS = 1024
+#: gridDim.x limit.
+MAX_GRID_X = 2**31 - 1
+#: Row length limit (the kernels index a row with int).
+MAX_N = 2**31 - 1
+
+#: dtype name -> (kernel suffix, bytes per element, elements per 16-byte vector, -DRMSNORM_DTYPES bit)
+DTYPES: Dict[str, Tuple[str, int, int, int]] = {
+    "float32": ("f32", 4, 4, 1),
+    "float16": ("f16", 2, 8, 2),
+    "bfloat16": ("bf16", 2, 8, 4),
+}
+
+OPS: Tuple[str, ...] = ("rmsnorm", "rmsnorm_gate")
+WARP, BLOCK, WIDE = "warp", "block", "wide"
+
+#: (atol, rtol) of the fused ops against the float64 reference on N(0, 1) data.
+#: float32: fp32 products, fp32 accumulation (up to 131072 terms), expf and rsqrtf (<= 2 ulp
+#: each) give ~1e-6 relative; 2e-5 leaves margin.  float16 / bfloat16: the result's one
+#: rounding costs half an ulp (2^-11, 2^-8 relative); the tolerances are about 2x that, plus
+#: an atol for results near zero.
+TOLERANCES: Dict[str, Tuple[float, float]] = {
+    "float32": (2e-5, 2e-5),
+    "float16": (2e-3, 2e-3),
+    "bfloat16": (1.6e-2, 1.6e-2),
+}
+#: (atol, rtol) of the gradients (fp32 composite, then rounded to the input dtype) against
+#: float64 autograd; weight gradients sum over M rows, so they get a looser rtol.
+GRAD_TOLERANCES: Dict[str, Tuple[float, float]] = {
+    "float32": (1e-4, 1e-4),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (6e-2, 6e-2),
+}
+
+
+def dtype_name(dtype) -> str:
+    """``"float16"`` for torch.float16, numpy/CuPy float16, ``"float16"`` or ``"half"``, etc.
+
+    Raises:
+        TypeError: a dtype other than float32 / float16 / bfloat16, naming the ones accepted.
+    """
+    if isinstance(dtype, type) and issubclass(dtype, np.generic) or isinstance(dtype, np.dtype):
+        dtype = np.dtype(dtype).name
+    name = str(dtype).replace("torch.", "")
+    name = {"half": "float16", "float": "float32", "bf16": "bfloat16", "fp16": "float16",
+            "fp32": "float32"}.get(name, name)
+    if name not in DTYPES:
+        raise TypeError(f"dtype {dtype} is not supported: expected float32, float16 or bfloat16")
+    return name
+
+
+def kernel_name(op: str, variant: str, dtype, vec: int, ept: Optional[int] = None) -> str:
+    """The kernel's extern "C" name, e.g. ``rmsnorm_gate_block_f16_v8_e16``."""
+    suffix = DTYPES[dtype_name(dtype)][0]
+    name = f"{op}_{variant}_{suffix}_v{vec}"
+    return name if variant == WIDE else f"{name}_e{ept}"
+
+
+def kernel_names() -> List[str]:
+    """Every kernel the file defines (as its DEF_SCALAR / DEF_VECTOR macros instantiate them)."""
+    return list(_kernel_names())
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel_names() -> Tuple[str, ...]:
+    names = []
+    for dt, (_, _, vec16, _) in DTYPES.items():
+        for op in OPS:
+            for vec in (1, vec16):
+                names += [kernel_name(op, WARP, dt, vec, e) for e in EPT_CHOICES]
+                blocks = SCALAR_BLOCK_EPT if vec == 1 else EPT_CHOICES
+                names += [kernel_name(op, BLOCK, dt, vec, e) for e in blocks]
+                names.append(kernel_name(op, WIDE, dt, vec))
+    return tuple(names)
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchConfig:
+    """One launch: ``kernel`` with ``grid`` x ``block`` threads (1-D).
+
+    ``capacity`` is the longest row the variant holds in registers (``None`` for ``wide``,
+    which takes any N); ``rows_per_block`` is 4 for ``warp``, 1 otherwise.
+    """
+
+    op: str
+    variant: str
+    kernel: str
+    dtype: str
+    M: int
+    N: int
+    vec: int
+    ept: Optional[int]
+    block: int
+    rows_per_block: int
+    grid: int
+    capacity: Optional[int]
+
+    def as_dict(self) -> Dict:
+        return dataclasses.asdict(self)
+
+
+def _check_int(name: str, value, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if not low <= int(value) <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+    return int(value)
+
+
+def _round_up(a: int, b: int) -> int:
+    return -(-a // b) * b
+
+
+def choose_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Optional[bool] = None) -> LaunchConfig:
+    """The :class:`LaunchConfig` for an (M, N) problem; see :func:`launch_config`."""
+    M = _check_int("M", M, 0, MAX_GRID_X * WARP_ROWS_PER_BLOCK)
+    N = _check_int("N", N, 1, MAX_N)
+    dt = dtype_name(dtype)
+    vec16 = DTYPES[dt][2]
+    if vectorized is None:
+        vectorized = N % vec16 == 0
+    elif vectorized and N % vec16:
+        raise ValueError(f"vectorized=True needs N % {vec16} == 0 for {dt} (16-byte loads); got N={N}")
+    vec = vec16 if vectorized else 1
+    op = "rmsnorm_gate" if gate else "rmsnorm"
+    if N <= WARP_ROW_MAX_N:
+        ept = min(e for e in EPT_CHOICES if 32 * e >= N)
+        return LaunchConfig(op, WARP, kernel_name(op, WARP, dt, vec, ept), dt, M, N, vec, ept,
+                            block=32 * WARP_ROWS_PER_BLOCK, rows_per_block=WARP_ROWS_PER_BLOCK,
+                            grid=-(-M // WARP_ROWS_PER_BLOCK), capacity=32 * ept)
+    epts = EPT_CHOICES if vec > 1 else SCALAR_BLOCK_EPT
+    if M > MAX_GRID_X:
+        raise ValueError(f"M={M} rows exceeds gridDim.x={MAX_GRID_X} for N={N} > {WARP_ROW_MAX_N} "
+                         "(one block per row)")
+    nvec = N // vec
+    fits = []
+    for e in epts:
+        threads = _round_up(-(-nvec // (e // vec)), 32)
+        if threads <= BLOCK_MAX_THREADS[e]:
+            fits.append((threads > BLOCK_TARGET_THREADS, e, threads))
+    if fits:
+        _, ept, threads = min(fits)  # within the target if any fits, then the smallest EPT
+        return LaunchConfig(op, BLOCK, kernel_name(op, BLOCK, dt, vec, ept), dt, M, N, vec, ept,
+                            block=threads, rows_per_block=1, grid=M, capacity=threads * ept)
+    return LaunchConfig(op, WIDE, kernel_name(op, WIDE, dt, vec), dt, M, N, vec, None,
+                        block=WIDE_THREADS, rows_per_block=1, grid=M, capacity=None)
+
+
+def launch_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Optional[bool] = None) -> Dict:
+    """How the fused op launches for ``M`` rows of ``N`` elements of ``dtype``.
+
+    Args:
+        M: rows (>= 0; 0 means no launch, ``grid`` is 0).  N: row length (>= 1).
+        dtype: float32 / float16 / bfloat16 (torch, numpy or a name).
+        gate: ``rmsnorm_gate`` instead of ``rmsnorm``.
+        vectorized: 16-byte loads (None: when N allows it, i.e. aligned contiguous input;
+            the op itself also checks pointers and row strides).
+
+    Returns:
+        dict with ``op``, ``variant`` ("warp" | "block" | "wide"), ``kernel`` (its name),
+        ``dtype``, ``M``, ``N``, ``vec`` (elements per load), ``ept`` (elements per thread in
+        registers, None for wide), ``block`` (threads per block), ``rows_per_block``, ``grid``
+        (blocks) and ``capacity`` (longest row the variant holds, None for wide).
+
+    Raises:
+        TypeError: non-int M/N, unsupported dtype.  ValueError: M/N out of range.
+    """
+    return choose_config(M, N, dtype, gate=gate, vectorized=vectorized).as_dict()
+
+
+def bytes_moved(M: int, N: int, dtype, gate: bool = False) -> int:
+    """The fewest bytes the op must move: x (and gate) read once, y written once, w read once."""
+    size = DTYPES[dtype_name(dtype)][1]
+    return size * ((3 if gate else 2) * M * N + N)
+
+
+# ---------------------------------------------------------------------------------------
+# operands: torch tensors and CuPy arrays seen the same way
+
+@dataclasses.dataclass
+class _Operand:
+    name: str
+    fw: str           # "torch" | "cupy"
+    array: object
+    dtype: str
+    shape: Tuple[int, ...]
+    strides: Tuple[int, ...]  # in elements
+
+
+def _framework(a) -> Optional[str]:
+    if torch is not None and isinstance(a, torch.Tensor):
+        return "torch"
+    mod = type(a).__module__ or ""
+    if mod.startswith("cupy") and hasattr(a, "data") and hasattr(a, "strides"):
+        return "cupy"
+    return None
+
+
+def _operand(name: str, a, fw_expected: Optional[str] = None) -> _Operand:
+    fw = _framework(a)
+    if fw is None:
+        kind = type(a).__module__.split(".")[0] + "." + type(a).__name__
+        host = " (host memory: move it to the GPU first)" if kind.startswith("numpy") else ""
+        raise TypeError(f"{name} must be a torch CUDA tensor or a CuPy array, got {kind}{host}")
+    if fw_expected is not None and fw != fw_expected:
+        other = "torch.Tensor" if fw_expected == "torch" else "cupy.ndarray"
+        raise TypeError(f"{name} is a {'torch.Tensor' if fw == 'torch' else 'cupy.ndarray'} but x is a "
+                        f"{other}: pass all operands from the same library")
+    dtype = a.dtype
+    try:
+        dt = dtype_name(dtype)
+    except TypeError:
+        raise TypeError(f"{name} has dtype {dtype}; expected float32, float16 or bfloat16 "
+                        "(integer and float64 tensors are not accepted)") from None
+    if fw == "torch":
+        shape, strides = tuple(a.shape), tuple(a.stride())
+    else:
+        item = a.dtype.itemsize
+        shape = tuple(a.shape)
+        if any(s % item for s in a.strides):
+            raise ValueError(f"{name} has byte strides {a.strides} that are not multiples of its "
+                             f"element size {item}")
+        strides = tuple(s // item for s in a.strides)
+    return _Operand(name, fw, a, dt, shape, strides)
+
+
+def _device_of(op: _Operand):
+    if op.fw == "torch":
+        return op.array.device
+    return ("cuda", op.array.device.id)
+
+
+def _check_last_dim(op: _Operand):
+    if op.shape and op.shape[-1] > 1 and op.strides[-1] != 1:
+        raise ValueError(f"{op.name} must be contiguous in its last dimension (stride 1), got stride "
+                         f"{op.strides[-1]} for shape {op.shape}: pass {op.name}.contiguous()")
+
+
+def _check_eps(eps) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)):
+        raise TypeError(f"eps must be a float, got {type(eps).__name__} {eps!r}")
+    eps = float(eps)
+    if not (math.isfinite(eps) and eps >= 0.0):
+        raise ValueError(f"eps must be finite and >= 0, got {eps}")
+    return eps
+
+
+def _validate(x, weight, gate, eps) -> Dict:
+    """Checks shared by every entry point; returns the operands and (M, N).
+
+    Order: kind, dtype, shape, strides, eps, then device (so the first four can be checked
+    on CPU tensors too).
+    """
+    xo = _operand("x", x)
+    wo = _operand("weight", weight, xo.fw)
+    go = _operand("gate", gate, xo.fw) if gate is not None else None
+    for o in (wo, go):
+        if o is not None and o.dtype != xo.dtype:
+            raise TypeError(f"{o.name} has dtype {o.dtype} but x has {xo.dtype}: all operands must share "
+                            f"one dtype (cast with .to(x.dtype))")
+    if len(xo.shape) < 1:
+        raise ValueError("x must have at least one dimension (..., N), got a 0-d scalar")
+    N = xo.shape[-1]
+    if N < 1:
+        raise ValueError(f"x has shape {xo.shape}: its last dimension N must be >= 1")
+    if wo.shape != (N,):
+        raise ValueError(f"weight must have shape (N,) = ({N},) to match x of shape {xo.shape}, got "
+                         f"{wo.shape}")
+    if go is not None and go.shape != xo.shape:
+        raise ValueError(f"gate must have x's shape {xo.shape}, got {go.shape}")
+    for o in (xo, wo, go):
+        if o is not None:
+            _check_last_dim(o)
+    eps = _check_eps(eps)
+    dev = None
+    for o in (xo, wo, go):
+        if o is None:
+            continue
+        d = _device_of(o)
+        if o.fw == "torch" and d.type != "cuda":
+            raise ValueError(f"{o.name} is on device {d}: the fused ops need CUDA tensors "
+                             f"(move it with {o.name}.cuda())")
+        if dev is None:
+            dev = d
+        elif d != dev:
+            raise ValueError(f"{o.name} is on {d} but x is on {dev}: all operands must be on one device")
+    M = int(np.prod(xo.shape[:-1], dtype=np.int64)) if len(xo.shape) > 1 else 1
+    return {"x": xo, "weight": wo, "gate": go, "M": M, "N": N, "eps": eps, "dtype": xo.dtype}
+
+
+# ---------------------------------------------------------------------------------------
+# launcher
+
+_kernel_cache: Dict[Tuple[str, int], object] = {}
+_stream_cache: Dict[Tuple[int, int], object] = {}
+
+
+def get_kernel(kernel: str, dtype: str, device: int = 0):
+    """The ``cupy.RawKernel`` named ``kernel`` (compiled with NVRTC for ``device``; one module
+    per dtype, so the first call per dtype compiles that dtype's 24 kernels)."""
+    key = (kernel, device)
+    k = _kernel_cache.get(key)
+    if k is None:
+        import cupy
+
+        from . import kernels
+
+        with cupy.cuda.Device(device):
+            module = kernels.load(KERNEL_FILE, options=(f"-DRMSNORM_DTYPES={DTYPES[dtype][3]}",))
+            k = module.get_function(kernel)
+        _kernel_cache[key] = k
+    return k
+
+
+def _torch_stream(device: int):
+    """CuPy view of torch's current stream on ``device`` (cached by pointer)."""
+    import cupy
+
+    ts = torch.cuda.current_stream(device)
+    key = (ts.cuda_stream, device)
+    s = _stream_cache.get(key)
+    if s is None:
+        if ts.cuda_stream == 0:
+            s = cupy.cuda.Stream.null
+        elif hasattr(cupy.cuda.Stream, "from_external"):
+            s = cupy.cuda.Stream.from_external(ts)
+        else:  # CuPy < 14
+            s = cupy.cuda.ExternalStream(ts.cuda_stream, device)
+        _stream_cache[key] = s
+    return s
+
+
+def _rows_view(o: _Operand, M: int, N: int):
+    """(array as (M, N) with last-dim stride 1, row stride in elements); copies only when the
+    leading dimensions cannot be merged into one stride."""
+    a = o.array
+    a2 = a.reshape(M, N)  # a view whenever the leading dims merge; else a copy
+    if o.fw == "torch":
+        stride = a2.stride(0) if M > 1 else N
+    else:
+        stride = a2.strides[0] // a2.dtype.itemsize if M > 1 else N
+    return a2, int(stride)
+
+
+def _ptr(a, fw: str) -> int:
+    return int(a.data_ptr()) if fw == "torch" else int(a.data.ptr)
+
+
+def _empty(xo: _Operand, M: int, N: int):
+    if xo.fw == "torch":
+        return torch.empty((M, N), dtype=xo.array.dtype, device=xo.array.device)
+    import cupy
+
+    with cupy.cuda.Device(xo.array.device.id):
+        return cupy.empty((M, N), dtype=xo.array.dtype)
+
+
+def _launch(info: Dict, out=None, config: Optional[LaunchConfig] = None):
+    """Pick the kernel and launch it on the current stream; returns y shaped like x.
+
+    ``out`` (tests, sanitizer): a contiguous (M, N) array of x's kind/dtype/device to write
+    into, e.g. NaN-poisoned; ``config`` (tests): force a :class:`LaunchConfig` (e.g. a
+    96-thread block), checked against the shape and alignment.
+    """
+    xo, wo, go, M, N, eps, dt = (info[k] for k in ("x", "weight", "gate", "M", "N", "eps", "dtype"))
+    if out is None:
+        out = _empty(xo, M, N)
+    if M > 0:
+        backend.require_gpu("the fused RMSNorm op")
+        fw = xo.fw
+        x2, sx = _rows_view(xo, M, N)
+        g2, sg = _rows_view(go, M, N) if go is not None else (None, 0)
+        itemsize, vec16 = DTYPES[dt][1], DTYPES[dt][2]
+        ptrs = [_ptr(out, fw), _ptr(x2, fw), _ptr(g2, fw) if g2 is not None else 0, _ptr(wo.array, fw)]
+        aligned = (N % vec16 == 0 and all(p % 16 == 0 for p in ptrs if p)
+                   and (M == 1 or (sx * itemsize) % 16 == 0)
+                   and (g2 is None or M == 1 or (sg * itemsize) % 16 == 0))
+        cfg = config or choose_config(M, N, dt, gate=go is not None, vectorized=aligned)
+        _check_forced(cfg, M, N, dt, go is not None, aligned)
+        import cupy
+
+        device = xo.array.device.index if fw == "torch" else xo.array.device.id
+        kern = get_kernel(cfg.kernel, dt, device)
+        args = (np.uint64(ptrs[0]), np.uint64(ptrs[1]), np.uint64(ptrs[2]), np.uint64(ptrs[3]),
+                np.int64(M), np.int32(N), np.int64(sx), np.int64(sg), np.float32(eps))
+        with cupy.cuda.Device(device):
+            if fw == "torch":
+                with _torch_stream(device):
+                    kern((cfg.grid,), (cfg.block,), args)
+            else:
+                kern((cfg.grid,), (cfg.block,), args)  # CuPy's current stream
+    return out.reshape(xo.shape)
+
+
+def _check_forced(cfg: LaunchConfig, M: int, N: int, dt: str, gate: bool, aligned: bool):
+    """A (possibly hand-made) config must fit the problem: guards the forced-config test hook."""
+    problems = []
+    if cfg.kernel not in _kernel_names():
+        problems.append(f"no kernel {cfg.kernel}")
+    if cfg.dtype != dt or cfg.op != ("rmsnorm_gate" if gate else "rmsnorm"):
+        problems.append("op/dtype differ")
+    if cfg.vec > 1 and not aligned:
+        problems.append("vector loads on a misaligned problem")
+    if cfg.capacity is not None and cfg.capacity < N:
+        problems.append(f"capacity {cfg.capacity} < N={N}")
+    if cfg.variant == WARP and cfg.grid * cfg.rows_per_block < M or cfg.variant != WARP and cfg.grid != M:
+        problems.append(f"grid {cfg.grid} does not cover M={M}")
+    limit = {WARP: 32 * WARP_ROWS_PER_BLOCK, WIDE: WIDE_THREADS}.get(cfg.variant) or BLOCK_MAX_THREADS[cfg.ept]
+    if not 1 <= cfg.block <= limit or (cfg.variant == WARP and cfg.block != limit):
+        problems.append(f"block {cfg.block} outside the kernel's bounds ({limit})")
+    if problems:
+        raise ValueError(f"launch config {cfg} does not fit M={M}, N={N}, {dt}: " + "; ".join(problems))
+
+
+def forced_config(M: int, N: int, dtype, *, variant: str, block: int, ept: Optional[int] = None,
+                  vec: int = 1, gate: bool = False) -> LaunchConfig:
+    """A hand-made :class:`LaunchConfig` (tests, sanitizer): e.g. the seed's 96-thread block at
+    N=768.  Validated when launched."""
+    dt = dtype_name(dtype)
+    op = "rmsnorm_gate" if gate else "rmsnorm"
+    rows = WARP_ROWS_PER_BLOCK if variant == WARP else 1
+    cap = None if variant == WIDE else (32 * ept if variant == WARP else block * ept)
+    return LaunchConfig(op, variant, kernel_name(op, variant, dt, vec, ept), dt, M, N, vec, ept, block,
+                        rows, -(-M // rows), cap)
+
+
+# ---------------------------------------------------------------------------------------
+# torch custom ops, fake (meta) kernels and autograd
+
+def _torch_backward(grad, x, weight, gate, eps: float, needs: Sequence[bool]):
+    """Gradients by a composite of fp32 torch ops (not a CUDA kernel of ours):
+
+        a = x * silu(g) (or x),  r = rsqrt(mean(x^2) + eps),  y = a * w * r
+        dx = r * (G w s) - x r^3 mean(G w a),   s = silu(g) (or 1)
+        dw = sum_rows(G a r)
+        dg = G x w r silu'(g),   silu'(g) = sigmoid(g) (1 + g (1 - sigmoid(g)))
+
+    Returns grads in the inputs' dtypes (None where not needed).
+    """
+    N = x.shape[-1]
+    xf = x.float().reshape(-1, N)
+    G = grad.float().reshape(-1, N)
+    wf = weight.float()
+    r = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    if gate is not None:
+        gf = gate.float().reshape(-1, N)
+        sig = torch.sigmoid(gf)
+        s = gf * sig
+    else:
+        s = None
+    a = xf * s if s is not None else xf
+    Gw = G * wf
+    dx = dw = dg = None
+    if needs[0]:
+        Gws = Gw * s if s is not None else Gw
+        dx = (r * Gws - xf * r.pow(3) * (Gw * a).mean(-1, keepdim=True)).reshape(x.shape).to(x.dtype)
+    if needs[1]:
+        dw = (G * a * r).sum(0).to(weight.dtype)
+    if gate is not None and needs[2]:
+        dg = (Gw * xf * r * sig * (1.0 + gf * (1.0 - sig))).reshape(gate.shape).to(gate.dtype)
+    return dx, dw, dg
+
+
+if torch is not None:
+    @torch.library.custom_op("gpu_viz::rmsnorm", mutates_args=())
+    def _rmsnorm_op(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        return _launch(_validate(x, weight, None, eps))
+
+    @_rmsnorm_op.register_fake
+    def _(x, weight, eps):
+        return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+    def _rmsnorm_setup(ctx, inputs, output):
+        x, weight, eps = inputs
+        ctx.save_for_backward(x, weight)
+        ctx.eps = eps
+
+    def _rmsnorm_bwd(ctx, grad):
+        x, weight = ctx.saved_tensors
+        dx, dw, _ = _torch_backward(grad, x, weight, None, ctx.eps, ctx.needs_input_grad[:2])
+        return dx, dw, None
+
+    _rmsnorm_op.register_autograd(_rmsnorm_bwd, setup_context=_rmsnorm_setup)
+
+    @torch.library.custom_op("gpu_viz::rmsnorm_gate", mutates_args=())
+    def _rmsnorm_gate_op(x: torch.Tensor, gate: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        return _launch(_validate(x, weight, gate, eps))
+
+    @_rmsnorm_gate_op.register_fake
+    def _(x, gate, weight, eps):
+        return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+    def _rmsnorm_gate_setup(ctx, inputs, output):
+        x, gate, weight, eps = inputs
+        ctx.save_for_backward(x, gate, weight)
+        ctx.eps = eps
+
+    def _rmsnorm_gate_bwd(ctx, grad):
+        x, gate, weight = ctx.saved_tensors
+        nx, ng, nw = ctx.needs_input_grad[:3]
+        dx, dw, dg = _torch_backward(grad, x, weight, gate, ctx.eps, (nx, nw, ng))
+        return dx, dg, dw, None
+
+    _rmsnorm_gate_op.register_autograd(_rmsnorm_gate_bwd, setup_context=_rmsnorm_gate_setup)
+
+
+# ---------------------------------------------------------------------------------------
+# public ops
+
+def rmsnorm(x, weight, eps: float = 1e-6):
+    """Fused RMSNorm, one kernel: ``y = x * weight * rsqrt(mean(x^2, -1) + eps)``.
+
+    Args:
+        x: ``(..., N)`` torch CUDA tensor or CuPy array, float32 / float16 / bfloat16; the last
+            dimension contiguous (stride 1), leading dimensions any strides (rows of a wider
+            buffer, e.g. ``buf[:, :N]``, are read in place; leading dims that cannot merge into
+            one row stride are copied first).  Any M = prod(leading dims) >= 0, any N >= 1.
+        weight: ``(N,)``, same library, dtype and device, stride 1.
+        eps: >= 0, added to the mean square (fp32 in the kernel).
+
+    Returns:
+        y: x's shape, dtype and library, contiguous; computed in fp32, rounded once; launched
+        on the caller's current stream (``torch.cuda.current_stream()`` / CuPy's current
+        stream) without host synchronisation.  M = 0 returns an empty y, no launch.  NaN/inf
+        in a row make only that row NaN (or 0 where the formula gives 0).
+        torch: differentiable in x and weight (backward: fp32 torch composite, not a fused
+        kernel); ``torch.compile(fullgraph=True)`` and CUDA graphs accept it
+        (``torch.ops.gpu_viz.rmsnorm``).
+
+    Raises:
+        TypeError: not a torch tensor / CuPy array, mixed libraries, unsupported or mismatched
+            dtypes, non-float eps.
+        ValueError: CPU tensors, operands on different devices, weight not of shape (N,),
+            a last dimension with stride != 1, N == 0, negative or non-finite eps.
+        GPUUnavailable: in CPU mode (after the checks above).
+    """
+    if torch is not None and isinstance(x, torch.Tensor):
+        if not torch.compiler.is_compiling():  # traced: the op's own impl checks at run time
+            _validate(x, weight, None, eps)
+        return torch.ops.gpu_viz.rmsnorm(x, weight, float(eps))
+    return _launch(_validate(x, weight, None, eps))
+
+
+def rmsnorm_gate(x, gate, weight, eps: float = 1e-6):
+    """Fused RMSNorm + SiLU gate, one kernel:
+    ``y = x * weight * silu(gate) * rsqrt(mean(x^2, -1) + eps)`` -- the statistic from x only.
+
+    Args:
+        x, gate: ``(..., N)``, same shape (strides may differ), torch CUDA tensors or CuPy
+            arrays, float32 / float16 / bfloat16, last dimension contiguous.
+        weight: ``(N,)``.  eps: as in :func:`rmsnorm`.
+
+    Returns:
+        y as in :func:`rmsnorm`; torch: differentiable in x, gate and weight (fp32 torch
+        composite backward).  ``silu(g) = g / (1 + expf(-g))`` with the accurate expf.
+
+    Raises:
+        as :func:`rmsnorm`, and ValueError when gate's shape differs from x's.
+    """
+    if torch is not None and isinstance(x, torch.Tensor):
+        if not torch.compiler.is_compiling():
+            _validate(x, weight, gate, eps)
+        return torch.ops.gpu_viz.rmsnorm_gate(x, gate, weight, float(eps))
+    return _launch(_validate(x, weight, gate, eps))
+
+
+# ---------------------------------------------------------------------------------------
+# float64 references
+
+def _np64(a, name: str) -> np.ndarray:
+    fw = _framework(a)
+    if fw == "torch":
+        return a.detach().to(device="cpu", dtype=torch.float64).numpy()
+    if fw == "cupy":
+        import cupy
+
+        return cupy.asnumpy(a).astype(np.float64)
+    try:
+        return np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array (numpy, torch or CuPy), got {type(a).__name__}") from None
+
+
+def reference_rmsnorm(x, weight, eps: float = 1e-6) -> np.ndarray:
+    """float64 numpy ``x * w / sqrt(mean(x^2) + eps)``; x ``(..., N)`` of any kind and device."""
+    x64, w64 = _np64(x, "x"), _np64(weight, "weight")
+    ms = np.mean(x64 * x64, axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return x64 * w64 / np.sqrt(ms + _check_eps(eps))
+
+
+def reference_rmsnorm_gate(x, gate, weight, eps: float = 1e-6) -> np.ndarray:
+    """float64 numpy ``x * w * silu(g) / sqrt(mean(x^2) + eps)``."""
+    g64 = _np64(gate, "gate")
+    with np.errstate(over="ignore", invalid="ignore"):
+        silu = g64 / (1.0 + np.exp(-g64))
+        return reference_rmsnorm(x, weight, eps) * silu
+
+
+def reference_grads(x, weight, grad, gate=None, eps: float = 1e-6) -> Dict[str, np.ndarray]:
+    """float64 gradients of ``sum(y * grad)`` by torch autograd on CPU in float64.
+
+    Returns ``{"x": ..., "weight": ..., "gate": ...}`` (no "gate" without one), numpy float64.
+    """
+    if torch is None:
+        raise ImportError("reference_grads needs PyTorch")
+    t = {k: torch.from_numpy(_np64(v, k)).requires_grad_(True)
+         for k, v in (("x", x), ("weight", weight), ("gate", gate)) if v is not None}
+    G = torch.from_numpy(_np64(grad, "grad"))
+    xs = t["x"]
+    r = torch.rsqrt(xs.pow(2).mean(-1, keepdim=True) + eps)
+    y = xs * t["weight"] * r
+    if "gate" in t:
+        y = y * torch.nn.functional.silu(t["gate"])
+    (y * G).sum().backward()
+    return {k: v.grad.numpy() for k, v in t.items()}
+
+
+# ---------------------------------------------------------------------------------------
+# what the compiler decided
+
+_NAME = re.compile(r"^(rmsnorm(?:_gate)?)_(warp|block|wide)_(f32|f16|bf16)_v(\d+)(?:_e(\d+))?$")
+_SUFFIX_TO_DTYPE = {v[0]: k for k, v in DTYPES.items()}
+
+
+def describe_kernel(name: str) -> Dict:
+    """``{"op", "variant", "dtype", "vec", "ept"}`` parsed from a kernel name."""
+    m = _NAME.match(name)
+    if not m:
+        raise ValueError(f"{name!r} is not a kernel of {KERNEL_FILE}")
+    op, variant, suffix, vec, ept = m.groups()
+    return {"op": op, "variant": variant, "dtype": _SUFFIX_TO_DTYPE[suffix], "vec": int(vec),
+            "ept": int(ept) if ept else None}
+
+
+@functools.lru_cache(maxsize=None)
+def _ptxas_rows(arch: str) -> Tuple:
+    from . import kernels
+
+    return tuple(kernels.nvcc_compile(KERNEL_FILE, arch))
+
+
+def kernel_report(source: str = "auto", arches: Optional[Sequence[str]] = None) -> List[Dict]:
+    """Registers and spills of every kernel in ``kernels/rmsnorm_gate.cu``.
+
+    Args:
+        source: ``"ptxas"`` (local nvcc, ``-Xptxas -v``, for each of ``arches``; no GPU needed),
+            ``"device"`` (NVRTC for the live GPU, ``cudaFuncGetAttributes``), or ``"auto"``
+            (device on a GPU, else ptxas).
+        arches: for ptxas, default ``gpu_viz.kernels.ARCHES`` (sm_75, sm_89, sm_90).
+
+    Returns:
+        one dict per (kernel, arch): ``kernel``, ``op``, ``variant``, ``dtype``, ``vec``,
+        ``ept``, ``arch``, ``registers``, ``spill_stores_bytes``, ``spill_loads_bytes`` (ptxas;
+        None from the device), ``local_bytes`` (stack frame / local memory per thread),
+        ``shared_bytes``, ``max_threads_per_block`` (device only, else None), ``source``.
+
+    Raises:
+        ValueError: unknown source.  FileNotFoundError: ptxas without nvcc.
+        GPUUnavailable: ``"device"`` in CPU mode.
+    """
+    if source == "auto":
+        source = "device" if backend.has_gpu() else "ptxas"
+    rows = []
+    if source == "ptxas":
+        from . import kernels
+
+        for arch in arches or kernels.ARCHES:
+            for u in _ptxas_rows(arch):
+                rows.append({"kernel": u.kernel, **describe_kernel(u.kernel), "arch": u.arch,
+                             "registers": u.registers, "spill_stores_bytes": u.spill_stores_bytes,
+                             "spill_loads_bytes": u.spill_loads_bytes, "local_bytes": u.stack_frame_bytes,
+                             "shared_bytes": u.shared_bytes, "max_threads_per_block": None,
+                             "source": "ptxas"})
+    elif source == "device":
+        b = backend.require_gpu("kernel_report(source='device')")
+        for name in kernel_names():
+            d = describe_kernel(name)
+            k = get_kernel(name, d["dtype"], b.device_id)
+            rows.append({"kernel": name, **d, "arch": b.sm, "registers": int(k.num_regs),
+                         "spill_stores_bytes": None, "spill_loads_bytes": None,
+                         "local_bytes": int(k.local_size_bytes), "shared_bytes": int(k.shared_size_bytes),
+                         "max_threads_per_block": int(k.max_threads_per_block), "source": "device"})
+    else:
+        raise ValueError(f"source must be 'auto', 'ptxas' or 'device', got {source!r}")
+    return rows
