@@ -203,7 +203,7 @@ def validate(x, weight, eps=1e-6, block: int = DECK_BLOCK, variant: str = GUARDE
         raise ValueError(f"x must have at least one feature per row: shape {tuple(x.shape)} has d = 0")
     if d > MAX_D:
         raise ValueError(f"x has rows of d = {d} features; the kernel supports d <= {MAX_D}")
-    M = int(np.prod(x.shape[:-1], dtype=np.int64)) if x.ndim > 1 else 1
+    M = math.prod(int(n) for n in x.shape[:-1])  # 1 for a 1-D x
     if M > MAX_ROWS:
         raise ValueError(f"x has {M} rows; one block per row allows at most {MAX_ROWS} (gridDim.x)")
     if tuple(weight.shape) != (d,):
