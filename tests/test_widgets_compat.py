@@ -1,0 +1,144 @@
+"""The live widgets work under ipywidgets 8 (this venv) AND 7.7.1 (what Colab ships).
+
+Each major runs the same check script in a fresh subprocess: 7.7.1 is pip-installed once into
+build/ipywidgets-7.7.1 (`--no-deps`, with the widgetsnbextension 3.6 / jupyterlab_widgets 1 it
+pairs with) and put first on PYTHONPATH.  The script builds every live widget, drives it like a
+learner would (slider, step buttons) and checks the frame shown.  A static scan also checks that
+every `ipywidgets.<Name>` the package and notebooks use exists in both majors.
+
+Add a new live widget to CHECK_SCRIPT's `factories` below.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+IPYW7_DIR = ROOT / "build" / "ipywidgets-7.7.1"
+IPYW7_SPECS = ["ipywidgets==7.7.1", "widgetsnbextension==3.6.*", "jupyterlab_widgets==1.*", "ipython_genutils"]
+
+CHECK_SCRIPT = r'''
+import json, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import ipywidgets
+from gpu_viz.widgets import Animation, Frame, figure_png
+
+def frames(n):
+    out = []
+    for i in range(n):
+        fig, ax = plt.subplots(figsize=(1, 1)); ax.set_title(str(i))
+        out.append(Frame(png=figure_png(fig, dpi=30), caption=f"step {i}", line=1 + i % 2))
+    return out
+
+def find(widget, cls):
+    """Every descendant of widget (children walked) that is an instance of cls."""
+    found, todo = [], [widget]
+    while todo:
+        w = todo.pop()
+        if isinstance(w, cls):
+            found.append(w)
+        todo.extend(getattr(w, "children", ()))
+    return found
+
+def check_animation():
+    fr = frames(4)
+    anim = Animation(fr, title="t", provenance="CPU model, no GPU", source="a\nb", interval_ms=100)
+    box = anim.live()
+    (slider,) = find(box, ipywidgets.IntSlider)
+    (play,) = find(box, ipywidgets.Play)
+    images = find(box, ipywidgets.Image)
+    buttons = {b.description: b for b in find(box, ipywidgets.Button)}
+    assert slider.max == 3 and play.max == 3 and images[0].value == fr[0].png
+    slider.value = 2
+    assert images[0].value == fr[2].png, "moving the slider did not change the frame"
+    [b for d, b in buttons.items() if "step" in d and d.endswith("\u25b6")][0].click()
+    assert slider.value == 3 and images[0].value == fr[3].png, "step forward did not advance"
+    [b for d, b in buttons.items() if d.startswith("\u25c0")][0].click()
+    assert slider.value == 2
+    html = [h.value for h in find(box, ipywidgets.HTML)]
+    assert any("CPU model, no GPU" in h for h in html), "provenance not shown"
+    bundle, meta = anim._repr_mimebundle_()
+    assert "text/html" in bundle and "application/vnd.jupyter.widget-view+json" in bundle
+    assert meta == {"gpu_viz": {"player": True, "frames": 4}}
+    return "Animation.live"
+
+factories = [check_animation]
+done = [f() for f in factories]
+print(json.dumps({"ipywidgets": ipywidgets.__version__, "checked": done}))
+'''
+
+
+def _run_check(env_extra):
+    env = dict(os.environ, MPLBACKEND="Agg", **env_extra)
+    proc = subprocess.run([sys.executable, "-c", CHECK_SCRIPT], capture_output=True, text=True, env=env,
+                          cwd=str(ROOT), timeout=300)
+    assert proc.returncode == 0, f"live widget check failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def ipywidgets7():
+    """A folder holding ipywidgets 7.7.1 (installed once; reused while build/ is kept)."""
+    if not any(IPYW7_DIR.glob("ipywidgets-7.7.1.dist-info")):
+        IPYW7_DIR.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--upgrade",
+                               "--target", str(IPYW7_DIR)] + IPYW7_SPECS, capture_output=True, text=True)
+        if proc.returncode != 0:
+            pytest.fail(f"could not pip install {IPYW7_SPECS} into {IPYW7_DIR}:\n{proc.stderr[-2000:]}")
+    assert any(IPYW7_DIR.glob("ipywidgets-7.7.1.dist-info")), f"ipywidgets 7.7.1 missing from {IPYW7_DIR}"
+    return IPYW7_DIR
+
+
+def test_live_widgets_under_ipywidgets_8():
+    out = _run_check({})
+    assert out["ipywidgets"].startswith("8."), out
+    assert "Animation.live" in out["checked"]
+
+
+@pytest.mark.slow
+def test_live_widgets_under_ipywidgets_7_7_1(ipywidgets7):
+    out = _run_check({"PYTHONPATH": os.pathsep.join([str(ipywidgets7), str(ROOT)])})
+    assert out["ipywidgets"] == "7.7.1", out
+    assert "Animation.live" in out["checked"]
+
+
+# ----------------------------------------------------------------------------- static scan
+_ATTR = re.compile(r"\b(?:w|widgets|ipywidgets|ipw)\.([A-Z][A-Za-z0-9_]*)\b")
+
+
+def _used_widget_names():
+    """Capitalised names used as ipywidgets.<Name> (aliases w, widgets, ipw) in gpu_viz/ and notebooks/."""
+    used = {}
+    sources = [(p, p.read_text()) for p in (ROOT / "gpu_viz").rglob("*.py")]
+    for nbp in (ROOT / "notebooks").glob("*.ipynb"):
+        nb = json.loads(nbp.read_text())
+        sources.append((nbp, "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")))
+    for path, text in sources:
+        if "ipywidgets" not in text:
+            continue
+        for name in _ATTR.findall(text):
+            used.setdefault(name, set()).add(path.name)
+    return used
+
+
+def _names_in(pythonpath):
+    code = "import ipywidgets, json; print(json.dumps(sorted(n for n in dir(ipywidgets) if n[:1].isupper())))"
+    env = dict(os.environ, **({"PYTHONPATH": pythonpath} if pythonpath else {}))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(proc.stdout))
+
+
+@pytest.mark.slow
+def test_only_widget_api_common_to_7_and_8_is_used(ipywidgets7):
+    used = _used_widget_names()
+    assert "Play" in used and "IntSlider" in used  # the scan sees the player's widgets
+    common = _names_in(str(ipywidgets7)) & _names_in(None)
+    missing = {n: sorted(files) for n, files in used.items() if n not in common}
+    assert not missing, f"ipywidgets names not in both 7.7.1 and 8 (Colab ships 7.7.1): {missing}"
