@@ -77,10 +77,11 @@ def grid_stride_trace(n: int = model.DECK_N, grid: int = 1, block: int = model.D
     return model.grid_stride(x, alpha, grid, block, body_line=body, loop_line=loop)
 
 
-def scale(x, alpha: float = 2.0, grid: Optional[int] = None, block: int = 256):
+def scale(x, alpha: float = 2.0, grid: Optional[int] = None, block: int = 256, out=None):
     """y = alpha * x with the plain ``scale_grid_stride`` kernel (a CuPy float32 array in, one out).
 
-    ``grid`` defaults to 4 blocks per SM, whatever n: the loop covers the rest.
+    ``grid`` defaults to 4 blocks per SM, whatever n: the loop covers the rest.  ``out``: a CuPy
+    float32 array of x's shape to write into (no allocation: safe inside CUDA-graph capture).
     """
     import cupy as cp
     from . import device
@@ -90,7 +91,9 @@ def scale(x, alpha: float = 2.0, grid: Optional[int] = None, block: int = 256):
         raise TypeError(f"x must be a 1-D cupy float32 array, got {type(x).__name__}")
     model.check_shape(int(x.size), grid or 1, block)
     grid = grid or 4 * device.current().sm_count
-    y = cp.full_like(x, np.nan)
+    if out is not None and (not isinstance(out, cp.ndarray) or out.dtype != cp.float32 or out.shape != x.shape):
+        raise TypeError(f"out must be a cupy float32 array of shape {x.shape}")
+    y = cp.full_like(x, np.nan) if out is None else out
     if x.size:
         kernels.function(FILE, "scale_grid_stride")((grid,), (block,), (x, y, np.float32(alpha), np.int64(x.size)))
     return y
