@@ -1,0 +1,138 @@
+"""Sanitizer run for kernels/rmsnorm_gate.cu through gpu_viz.ops: small shapes, every dtype.
+
+Run under compute-sanitizer by scripts/gpu-check, one tool at a time, e.g.
+    compute-sanitizer --tool memcheck  python scripts/sanitize/ops.py
+    compute-sanitizer --tool racecheck python scripts/sanitize/ops.py   (also synccheck, initcheck)
+Covers each variant (warp / block / wide), the 16-byte and scalar paths, and every defect of the
+seed write-up: N=768 in a 96-thread block (and 97, 100), N > 8192, N % 8 != 0, misaligned views,
+row strides, M = 0, a NaN row, a non-default stream; plus the backward (torch composite).
+Framework memory pools are off (PYTORCH_NO_CUDA_MEMORY_CACHING=1, CuPy's allocator = cudaMalloc)
+so memcheck sees every buffer's true bounds.  Each launch: fresh random data, NaN-poisoned
+output, float64 reference.  Exit 1 on any mismatch, 2 without a GPU; one line per case.
+"""
+import os
+import sys
+
+os.environ.setdefault("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
+
+import numpy as np  # noqa: E402
+
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+def main() -> int:
+    from gpu_viz import backend
+
+    if not backend.has_gpu():
+        print(f"ops sanitize: no GPU ({backend.detect().reason})", file=sys.stderr)
+        return 2
+    import cupy
+    import torch
+
+    from gpu_viz import ops
+    from gpu_viz.rmsnorm import MismatchError, check_close
+
+    cupy.cuda.set_allocator(None)
+    tdt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+    rng = np.random.default_rng(2026)
+    results = {"ok": 0, "fail": 0}
+
+    def values(M, N, dtype, layout="contiguous", scale=1.0):
+        v = torch.from_numpy((rng.standard_normal((M, N)) * scale).astype(np.float32)).to("cuda", tdt[dtype])
+        if layout == "contiguous":
+            return v
+        if layout == "row_stride":  # rows of a wider buffer, stride N + 3 (scalar path)
+            buf = torch.full((M, N + 3), float("nan"), device="cuda", dtype=tdt[dtype])
+            buf[:, :N] = v
+            return buf[:, :N]
+        buf = torch.full((M * N + 1,), float("nan"), device="cuda", dtype=tdt[dtype])  # misaligned
+        x = buf[1:].view(M, N)
+        x.copy_(v)
+        return x
+
+    def check(label, got, ref, tol, nan_rows=()):
+        try:
+            if nan_rows:
+                g = got.float().cpu().numpy()
+                assert all(np.isnan(g[r]).all() for r in nan_rows), f"{label}: NaN row not NaN"
+                keep = [r for r in range(g.shape[0]) if r not in nan_rows]
+                got, ref = got[keep], ref[keep]
+            rep = check_close(got, ref, *tol, name=label)
+            results["ok"] += 1
+            print(f"ok   {label} max_abs_err={rep['max_abs_err']:.2e}")
+        except (MismatchError, AssertionError) as exc:
+            results["fail"] += 1
+            print(f"FAIL {exc}")
+
+    def forward(M, N, dtype, gate, layout="contiguous", config=None, nan_row=None, stream=None):
+        x = values(M, N, dtype, layout)
+        g = values(M, N, dtype, layout, 3.0) if gate else None
+        w = values(1, N, dtype)[0]
+        if nan_row is not None:
+            x[nan_row, N // 2] = float("nan")
+        info = ops._validate(x, w, g, 1e-6)
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=tdt[dtype])
+        if stream is not None:
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                y = ops._launch(info, out=out, config=config)
+        else:
+            y = ops._launch(info, out=out, config=config)
+        torch.cuda.synchronize()
+        ref = ops.reference_rmsnorm_gate(x, g, w) if gate else ops.reference_rmsnorm(x, w)
+        cfg = config or ops.choose_config(M, N, dtype, gate=gate,
+                                          vectorized=layout == "contiguous" and N % ops.DTYPES[dtype][2] == 0)
+        label = (f"{'rmsnorm_gate' if gate else 'rmsnorm':12s} {dtype:8s} M={M:3d} N={N:6d} {layout:10s} "
+                 f"{cfg.kernel} block={cfg.block}" + (" nan-row" if nan_row is not None else "")
+                 + (" side-stream" if stream is not None else ""))
+        check(label, y, ref, ops.TOLERANCES[dtype], nan_rows=(nan_row,) if nan_row is not None else ())
+
+    side = torch.cuda.Stream()
+    for dtype in DTYPES:
+        vec16 = ops.DTYPES[dtype][2]
+        for gate in (False, True):
+            # warp scalar / vector, block scalar / vector, wide scalar / vector
+            for M, N in ((5, 7), (5, 768), (2, 1025), (2, 8200), (2, 8201), (1, 16392)):
+                forward(M, N, dtype, gate)
+            forward(5, 1000, dtype, gate, "offset")
+            forward(2, 4100, dtype, gate, "row_stride")
+            for block in (96, 97, 100):  # the seed's N=768 / 96-thread case, scalar and vector
+                forward(3, 768, dtype, gate, config=ops.forced_config(
+                    3, 768, dtype, variant="block", block=block, ept=8, gate=gate))
+            forward(3, 768, dtype, gate, config=ops.forced_config(
+                3, 768, dtype, variant="block", block=96, ept=8, vec=vec16, gate=gate))
+            forward(2, 5000, dtype, gate, config=ops.forced_config(
+                2, 5000, dtype, variant="wide", block=100, gate=gate))
+            forward(4, 768, dtype, gate, nan_row=1)
+            forward(4, 4096, dtype, gate, nan_row=2)
+            forward(3, 4096, dtype, gate, stream=side)
+            y0 = ops.rmsnorm(values(0, 64, dtype), values(1, 64, dtype)[0])
+            assert y0.shape == (0, 64)
+            # backward (fp32 torch composite) against float64 autograd
+            x = values(3, 768, dtype).requires_grad_(True)
+            w = values(1, 768, dtype)[0].requires_grad_(True)
+            g = values(3, 768, dtype, scale=3.0).requires_grad_(True) if gate else None
+            G = values(3, 768, dtype)
+            (ops.rmsnorm_gate(x, g, w) if gate else ops.rmsnorm(x, w)).backward(G)
+            ref = ops.reference_grads(x, w, G, gate=g)
+            atol, rtol = ops.GRAD_TOLERANCES[dtype]
+            check(f"grad x      {dtype} gate={gate}", x.grad, ref["x"], (atol, rtol))
+            check(f"grad weight {dtype} gate={gate}", w.grad, ref["weight"], (atol * 2, rtol))
+            if gate:
+                check(f"grad gate   {dtype}", g.grad, ref["gate"], (atol, rtol))
+    # CuPy arrays on a CuPy stream (fp16, fp32: CuPy has no bfloat16)
+    for dtype in ("float16", "float32"):
+        s = cupy.cuda.Stream(non_blocking=True)
+        with s:
+            x = cupy.asarray(rng.standard_normal((3, 771)).astype(dtype))
+            w = cupy.asarray(rng.standard_normal(771).astype(dtype))
+            y = ops.rmsnorm(x, w)
+        s.synchronize()
+        check(f"cupy rmsnorm {dtype} 3x771 on a CuPy stream", y, ops.reference_rmsnorm(x, w), ops.TOLERANCES[dtype])
+    total = results["ok"] + results["fail"]
+    print(f"ops sanitize: {results['fail']} mismatching checks of {total}")
+    return 1 if results["fail"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
