@@ -529,16 +529,28 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
                 def call(i, fn=fn):
                     return fn(sets[i % buffers])
                 t0 = time.perf_counter()
-                pilot = timers.call(call, 5)
-                k = _calls_per_graph(buffers, pilot.median_us)
-                for timing in timings:
-                    if timing == bench.KERNEL:
-                        t = timers.kernel(call, reps, k)
-                        extra = {"buffers": buffers, "calls_per_graph": k}
-                    else:
-                        t = timers.call(call, reps)
-                        extra = {"buffers": buffers}
-                    out.append(make_row(op, p, M, N, dt, t, **extra))
+                try:
+                    pilot = timers.call(call, 5)
+                    k = _calls_per_graph(buffers, pilot.median_us)
+                    new_rows = []
+                    for timing in timings:
+                        if timing == bench.KERNEL:
+                            t = timers.kernel(call, reps, k)
+                            extra = {"buffers": buffers, "calls_per_graph": k}
+                        else:
+                            t = timers.call(call, reps)
+                            extra = {"buffers": buffers}
+                        new_rows.append(make_row(op, p, M, N, dt, t, **extra))
+                except Exception as exc:  # e.g. a launch CUDA-graph capture refuses: say so, go on
+                    out.skipped.append(dict(key, impl=p, reason=f"timing failed: {type(exc).__name__}: {exc}"))
+                    if verbose:
+                        print(f"  skip {op} {p} {M}x{N} {dt}: timing failed: {exc}")
+                    try:
+                        timers.sync()
+                    except Exception:
+                        pass
+                    continue
+                out.extend(new_rows)
                 # every launch checked: the output after timing is still right
                 _poison_pool(torch, M, N, device)
                 y = fn(sets[0])
@@ -559,12 +571,12 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
     return out
 
 
-def _available(op: str, providers: Optional[Iterable[str]]) -> Tuple[str, ...]:
-    if providers is not None:
-        return check_providers(op, providers)
+def _available(op: str, providers: Optional[Iterable[str]], drop_optional: bool = True) -> Tuple[str, ...]:
+    """``providers`` (None: all of ``op``'s), validated, without optional ones that cannot import."""
+    providers = check_providers(op, providers)
     chosen = []
-    for p in PROVIDERS[op]:
-        if p == "liger":
+    for p in providers:
+        if p in OPTIONAL_PROVIDERS and drop_optional:
             try:
                 _liger_rms_norm()
             except ProviderUnavailable:
@@ -606,7 +618,7 @@ def run(op: str, shapes, dtypes=("float16",), providers: Optional[Iterable[str]]
     backend.require_gpu(f"benchmarks.run({op!r})")
     from . import device as _device
 
-    providers = _available(op, providers)
+    providers = _available(op, providers, drop_optional=False) if providers is not None else _available(op, None)
     return _run(op, shapes, dtypes, providers, timings, reps, eps, "cuda", _gpu_timers(),
                 _device.current().l2_bytes, verbose, seed=seed)
 
@@ -1009,8 +1021,13 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     floor = bench.launch_floor()
     say(f"  copy {copy['GBps']:,.0f} GB/s; launch floor {floor['kernel'].median_us:.2f} µs (kernel), "
         f"{floor['call'].median_us:.2f} µs (call)")
-    rows, skipped = [], []
+    rows, skipped, unavailable = [], [], {}
     for op, shapes, dtypes, providers in plan:
+        if "liger" in providers:
+            try:
+                _liger_rms_norm()
+            except ProviderUnavailable as exc:
+                unavailable["liger"] = str(exc)
         providers = _available(op, providers)
         say(f"{op}: {len(shapes)} shapes x {dtypes} x {providers}")
         r = run(op, shapes, dtypes, providers, reps=reps, verbose=verbose)
@@ -1021,7 +1038,7 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
         launch_floor_call_us=round(floor["call"].median_us, 4),
         copy={"bytes": 1 << 30, "median_us": copy["timing"].median_us, "p10_us": copy["timing"].p10_us,
               "p90_us": copy["timing"].p90_us},
-        kernels=_kernel_section(plan), skipped=skipped,
+        kernels=_kernel_section(plan), skipped=skipped, providers_unavailable=unavailable,
         plan=[{"op": op, "shapes": [list(s) for s in shapes], "dtypes": list(d), "providers": list(p)}
               for op, shapes, d, p in plan],
         reps=reps, quick=bool(quick))

@@ -430,3 +430,69 @@ def test_kernel_resources_from_a_given_report():
     assert rows[0]["blocks_per_sm"] == min(65536 // (64 * block), 2048 // block)
     assert 0 < rows[0]["occupancy"] <= 1
     assert rows[1]["registers"] is None and rows[1]["occupancy"] is None
+
+
+def test_run_loop_end_to_end_with_real_cpu_providers():
+    pytest.importorskip("gpu_viz.rmsnorm")
+    timers, _ = _stand_in_timers()
+    for op, provs in (("rmsnorm", ("eager", "native", "compile")), ("rmsnorm_gate", ("eager", "compile"))):
+        rows = bm._run(op, [(4, 48)], ("float32",), provs, ("kernel", "call"), 3, 1e-6, "cpu", timers,
+                       l2_bytes=4096, verbose=False, compile_backend="eager", seed=1)
+        assert not rows.skipped, rows.skipped
+        assert sorted({r["impl"] for r in rows}) == sorted(provs)
+        assert all(r["op"] == op for r in rows)
+
+
+def test_run_loop_reports_a_timing_failure(monkeypatch):
+    def setup_stand_in(provider, weight, eps, sample=None, compile_backend=None):
+        return lambda inp: bm.reference("rmsnorm", inp["x"], weight, None, eps).float()
+
+    monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_stand_in)
+    timers, _ = _stand_in_timers()
+    real_kernel = timers.kernel
+    n = {"kernel": 0}
+
+    def kernel(fn, reps, k):
+        n["kernel"] += 1
+        if n["kernel"] == 2:  # the second provider's capture is refused
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return real_kernel(fn, reps, k)
+
+    timers.kernel = kernel
+    rows = bm._run("rmsnorm", [(4, 32)], ("float32",), ("eager", "fused"), ("kernel", "call"), 3, 1e-6, "cpu",
+                   timers, l2_bytes=1024, verbose=False, seed=2)
+    assert {r["impl"] for r in rows} == {"eager"} and len(rows) == 2
+    assert rows.skipped[0]["impl"] == "fused" and "timing failed" in rows.skipped[0]["reason"]
+
+
+def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeypatch, tmp_path):
+    """Notebook 10's cells in CPU mode with one (hand-made) record in the results folder:
+    nothing is timed, and everything shown carries the record's GPU and date."""
+    import json
+    from pathlib import Path
+
+    import IPython.display
+    import matplotlib
+    import nbformat
+
+    matplotlib.use("Agg")
+    rec = _record()
+    rec["kernels"] = {}
+    (tmp_path / "nvidia-h200-2026-11-29-fused.json").write_text(json.dumps(rec))
+    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(bm, "kernel_report_any", lambda arch=None: ([], "stand-in (test)"))
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
+    monkeypatch.setattr(bm, "run", lambda *a, **k: pytest.fail("CPU mode must not time anything"))
+    nb = nbformat.read(Path(__file__).resolve().parent.parent / "notebooks" / "10_fused_rmsnorm_gate.ipynb", 4)
+    ns = {}
+    for cell in nb.cells:
+        assert "slideshow" in cell.metadata
+        if cell.cell_type == "code" and cell.metadata["slideshow"]["slide_type"] != "skip":
+            exec(compile(cell.source, "<nb10>", "exec"), ns)
+    tables = [o for o in shown if isinstance(o, bm.Table)]
+    label = "recorded on NVIDIA H200, 2026-11-29 (not live)"
+    assert any("seed fused µs" in t.header for t in tables)
+    assert all(label in t.caption for t in tables if "seed fused µs" in t.header or "GB/s" in t.header)
+    assert any(t.header == ["check", "passed", "detail"] for t in tables)
+    assert ns["label"] == label and ns["rows"] and not ns["LIVE"]
