@@ -85,3 +85,12 @@ def queue_animation(trace: Trace, source: Optional[str] = None, frames: int = 10
     p = trace.params
     return Animation(pics, title=f"{p['blocks']} blocks on {p['sm_count']} SMs: the queue drains in waves",
                      provenance=trace.provenance, source=source)
+
+
+def show_figure(fig, dpi: int = 80) -> None:
+    """Display a matplotlib figure as a PNG whatever the backend (Agg included), then close it."""
+    from IPython.display import Image, display
+
+    from .widgets.player import figure_png
+
+    display(Image(data=figure_png(fig, dpi=dpi), format="png"))
