@@ -93,7 +93,8 @@ class LatencyPoint:
         loads: timed loads per repetition.
         cycles_per_load: median SM cycles (``clock64``) per load.
         ns_per_load: median ns (``%globaltimer``) per load.
-        level: :func:`expected_level` of the size.
+        level: :func:`expected_level` of the size alone (:func:`classify_levels` reads the
+            measurement instead).
     """
 
     size_bytes: int
@@ -603,13 +604,39 @@ def _as_row(p) -> Dict:
     return p.row() if hasattr(p, "row") else dict(p)
 
 
-def summarize_levels(points: Sequence, l2_bytes: int) -> Dict[str, Dict]:
-    """Pick one latency per level from a staircase (LatencyPoints or their ``row()`` dicts).
+def classify_levels(points: Sequence, l2_bytes: int) -> List[str]:
+    """Name the level each staircase point was served from, from the measurement itself.
 
-    L1: the smallest working set; L2: the largest set <= L2 / 4; DRAM: the largest set, if > 2 x L2.
-    Returns ``{"L1": {"cycles", "ns", "size_bytes"}, ...}`` (levels without a point are left out).
+    "L1": within 1.5x the fastest point (and <= 1 MiB); "DRAM": the set is > 2 x L2; otherwise
+    "L2" when the set is <= L2 / 2, else "L2/DRAM" (part of the set fits).  Same order as ``points``.
+    """
+    rows = [_as_row(p) for p in points]
+    if not rows:
+        return []
+    fastest = min(r["cycles_per_load"] for r in rows)
+    out = []
+    for r in rows:
+        size = r["size_bytes"]
+        if r["cycles_per_load"] <= 1.5 * fastest and size <= MiB:
+            out.append("L1")
+        elif size > 2 * l2_bytes:
+            out.append("DRAM")
+        elif size <= l2_bytes // 2:
+            out.append("L2")
+        else:
+            out.append("L2/DRAM")
+    return out
+
+
+def summarize_levels(points: Sequence, l2_bytes: int) -> Dict[str, Dict]:
+    """One latency per level from a staircase (LatencyPoints or their ``row()`` dicts).
+
+    L1: the smallest working set; L2: the largest set classified "L2" (:func:`classify_levels`);
+    DRAM: the largest set, if classified "DRAM".  Returns ``{"L1": {"cycles", "ns", "size_bytes"}, ...}``
+    (levels without a point are left out).
     """
     rows = sorted((_as_row(p) for p in points), key=lambda r: r["size_bytes"])
+    levels = classify_levels(rows, l2_bytes)
     out = {}
 
     def put(level, r):
@@ -617,9 +644,26 @@ def summarize_levels(points: Sequence, l2_bytes: int) -> Dict[str, Dict]:
 
     if rows:
         put("L1", rows[0])
-        l2 = [r for r in rows if 32 * KiB < r["size_bytes"] <= l2_bytes // 4]
+        l2 = [r for r, lv in zip(rows, levels) if lv == "L2"]
         if l2:
             put("L2", l2[-1])
-        if rows[-1]["size_bytes"] > 2 * l2_bytes:
+        if levels[-1] == "DRAM":
             put("DRAM", rows[-1])
     return out
+
+
+def recorded_device(record: Dict) -> device.DeviceInfo:
+    """The DeviceInfo stored in a hardware record (``record["device"]``), its ``source`` naming the record.
+
+    Raises:
+        KeyError: the record has no ``device`` entry.
+    """
+    if "device" not in record:
+        raise KeyError("recorded_device: the record has no 'device' entry (not a hardware record?)")
+    d = dict(record["device"])
+    fields = {f.name for f in dataclasses.fields(device.DeviceInfo)}
+    kw = {k: v for k, v in d.items() if k in fields}
+    kw["compute_capability"] = tuple(kw["compute_capability"])
+    kw["source"] = (f"{backend.recorded_label(record.get('gpu', d.get('name', '?')), record.get('date', '?'))}: "
+                    f"{d.get('source', '?')}")
+    return device.DeviceInfo(**kw)
