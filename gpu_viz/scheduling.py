@@ -44,7 +44,8 @@ def scheduling_gpu(blocks: int = model.DECK_BLOCKS, threads: int = DEFAULT_THREA
     """Launch ``scheduled_block`` and return its Trace (same arrays as the model's).
 
     t_start/t_end are %globaltimer ns made relative to the earliest start; clk_* are raw clock64.
-    Checks: every block wrote its record; smid < SM count; t_end >= t_start and clk_end > clk_start.
+    Checks: every block wrote its record; t_end >= t_start and clk_end > clk_start.  (PTX does not
+    promise contiguous %smid values; tests/test_scheduling.py checks smid < SM count on the GPU.)
 
     Raises:
         GPUUnavailable in CPU mode; AssertionError on a missing or impossible record.
@@ -68,8 +69,6 @@ def scheduling_gpu(blocks: int = model.DECK_BLOCKS, threads: int = DEFAULT_THREA
     missing = int((smid == poison).sum())
     if missing:
         raise AssertionError(f"scheduled_block: {missing} of {blocks} blocks did not record their SM")
-    if (smid >= info.sm_count).any():
-        raise AssertionError(f"scheduled_block: %smid up to {int(smid.max())} but the GPU has {info.sm_count} SMs")
     if (t1 < t0).any() or (c1 <= c0).any():
         raise AssertionError("scheduled_block: a block ended before it started (timer not monotone)")
     base = t0.min()

@@ -157,7 +157,8 @@ def divergence_cost(n: int = 1 << 22, block: int = 256, iters: int = 256, reps: 
     """Kernel time (CUDA-graph replay, gpu_viz.bench.time_graph) of divergent vs uniform branches.
 
     Same n threads, same work per thread (``iters`` mul+add on one path); the divergent kernel
-    makes every warp run both paths.  Outputs are checked against float64 before timing.
+    makes every warp run both paths.  Outputs are checked against float64 (every 61st element)
+    before timing.
 
     Returns:
         {"divergent_branch": Timing, "uniform_branch": Timing, "ratio": divergent/uniform median,
@@ -170,7 +171,9 @@ def divergence_cost(n: int = 1 << 22, block: int = 256, iters: int = 256, reps: 
 
     backend.require_gpu("measuring the cost of divergence")
     x = random_f32(n)
-    ref = {k: _f64_paths(x, model.divergence_branch(n, block, k), iters) for k in model.DIVERGENCE_KERNELS}
+    sample = np.arange(0, n, 61)   # the float64 reference on every 61st element keeps the check quick
+    ref = {k: _f64_paths(x[sample], model.divergence_branch(n, block, k)[sample], iters)
+           for k in model.DIVERGENCE_KERNELS}
     dx = cp.asarray(x)
     out: Dict = {"n": n, "block": block, "iters": iters}
     dummy_b, dummy_a = cp.zeros(1, cp.int32), cp.zeros(1, cp.uint32)
@@ -180,7 +183,7 @@ def divergence_cost(n: int = 1 << 22, block: int = 256, iters: int = 256, reps: 
         args = (dx, dy, np.int32(n), np.int32(iters), np.int32(0), dummy_b, dummy_a)
         grid = (-(-n // block),)
         fn(grid, (block,), args)
-        check_close(f"{k}: y", dy.get(), ref[k], atol=1e-4 * (1 + iters), rtol=1e-4)
+        check_close(f"{k}: y (every 61st element)", dy.get()[sample], ref[k], atol=1e-4 * (1 + iters), rtol=1e-4)
         out[k] = bench.time_graph(lambda i: fn(grid, (block,), args), framework="cupy", reps=reps)
     out["ratio"] = out["divergent_branch"].median_us / out["uniform_branch"].median_us
     out["provenance"] = backend.live_label()
