@@ -55,7 +55,9 @@ EPT_CHOICES: Tuple[int, ...] = (8, 16, 32)
 #: The scalar path's ``block`` variant only exists at EPT 8 (EPT 16/32 would spill there).
 SCALAR_BLOCK_EPT: Tuple[int, ...] = (8,)
 #: ``block`` variant: the smallest EPT whose block is at most this many threads wins ...
-BLOCK_TARGET_THREADS = 512
+#: (a bandwidth-bound kernel wants bytes in flight: at full occupancy (2048 threads per SM)
+#: EPT 16 keeps 32 bytes of x per thread in flight, EPT 8 only 16, so 4096 fp16 gets 256 x 16)
+BLOCK_TARGET_THREADS = 256
 #: ... within the kernel's ``__launch_bounds__`` (BLOCK_MAX_THREADS(EPT) in the .cu file).
 BLOCK_MAX_THREADS: Dict[int, int] = {8: 1024, 16: 1024, 32: 512}
 #: Rows longer than the register-resident limit go to ``wide``: 1024 threads, two passes.
@@ -353,7 +355,6 @@ def _validate(x, weight, gate, eps) -> Dict:
 # launcher
 
 _kernel_cache: Dict[Tuple[str, int], object] = {}
-_stream_cache: Dict[Tuple[int, int], object] = {}
 
 
 def get_kernel(kernel: str, dtype: str, device: int = 0):
@@ -373,22 +374,30 @@ def get_kernel(kernel: str, dtype: str, device: int = 0):
     return k
 
 
-def _torch_stream(device: int):
-    """CuPy view of torch's current stream on ``device`` (cached by pointer)."""
-    import cupy
+class _StreamPtr:
+    """What CuPy's ``Function.__call__(..., stream=)`` reads: an object with ``.ptr``."""
 
-    ts = torch.cuda.current_stream(device)
-    key = (ts.cuda_stream, device)
-    s = _stream_cache.get(key)
-    if s is None:
-        if ts.cuda_stream == 0:
-            s = cupy.cuda.Stream.null
-        elif hasattr(cupy.cuda.Stream, "from_external"):
-            s = cupy.cuda.Stream.from_external(ts)
-        else:  # CuPy < 14
-            s = cupy.cuda.ExternalStream(ts.cuda_stream, device)
-        _stream_cache[key] = s
-    return s
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+
+def _launch_on_torch_stream(kern, grid: int, block: int, args, device: int):
+    """Launch ``kern`` on torch's current stream of ``device`` by its raw handle: no CuPy stream
+    object is created, so nothing but cuLaunchKernel happens (safe inside CUDA-graph capture)."""
+    ptr = torch.cuda.current_stream(device).cuda_stream
+    try:
+        fn = kern.kernel  # cupy.cuda.Function for the current device
+    except AttributeError:  # pragma: no cover - very old CuPy
+        fn = None
+    if fn is not None:
+        fn((grid,), (block,), args, 0, _StreamPtr(ptr))
+        return
+    import cupy  # pragma: no cover
+
+    with cupy.cuda.ExternalStream(ptr, device):  # pragma: no cover
+        kern((grid,), (block,), args)
 
 
 def _rows_view(o: _Operand, M: int, N: int):
@@ -446,8 +455,7 @@ def _launch(info: Dict, out=None, config: Optional[LaunchConfig] = None):
                 np.int64(M), np.int32(N), np.int64(sx), np.int64(sg), np.float32(eps))
         with cupy.cuda.Device(device):
             if fw == "torch":
-                with _torch_stream(device):
-                    kern((cfg.grid,), (cfg.block,), args)
+                _launch_on_torch_stream(kern, cfg.grid, cfg.block, args, device)
             else:
                 kern((cfg.grid,), (cfg.block,), args)  # CuPy's current stream
     return out.reshape(xo.shape)

@@ -105,9 +105,12 @@ def test_dtype_name_accepts_the_usual_spellings():
 # ---------------------------------------------------------------------------------------
 # CPU: the launch-config chooser covers every N in 1..70000 with a valid config
 
+_NAMES = {n: ops.describe_kernel(n) for n in ops.kernel_names()}
+
+
 def _assert_valid(cfg: ops.LaunchConfig, M: int, N: int):
-    assert cfg.kernel in ops.kernel_names()
-    d = ops.describe_kernel(cfg.kernel)
+    assert cfg.kernel in _NAMES
+    d = _NAMES[cfg.kernel]
     assert (d["variant"], d["vec"], d["ept"]) == (cfg.variant, cfg.vec, cfg.ept)
     assert N % cfg.vec == 0
     if cfg.variant == ops.WARP:
@@ -146,9 +149,11 @@ def test_launch_config_examples():
     c = ops.launch_config(1024, 768, "float16")
     assert (c["variant"], c["vec"], c["block"], c["rows_per_block"], c["grid"]) == ("warp", 8, 128, 4, 256)
     c = ops.launch_config(16384, 4096, torch.bfloat16)
-    assert (c["variant"], c["vec"], c["ept"], c["block"], c["grid"]) == ("block", 8, 8, 512, 16384)
+    assert (c["variant"], c["vec"], c["ept"], c["block"], c["grid"]) == ("block", 8, 16, 256, 16384)
     c = ops.launch_config(32768, 8192, "float16", gate=True)
-    assert (c["kernel"], c["block"]) == ("rmsnorm_gate_block_f16_v8_e16", 512)
+    assert (c["kernel"], c["block"]) == ("rmsnorm_gate_block_f16_v8_e32", 256)
+    c = ops.launch_config(8, 16384, "float32")
+    assert (c["kernel"], c["block"]) == ("rmsnorm_block_f32_v4_e16", 1024)
     assert ops.launch_config(3, 8201, "float16")["kernel"] == "rmsnorm_wide_f16_v1"
     assert ops.launch_config(3, 131072, "float32")["kernel"] == "rmsnorm_wide_f32_v4"
     assert ops.launch_config(0, 4096, "float32")["grid"] == 0
