@@ -1054,9 +1054,11 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     return record
 
 
-def newest_record(tag: str = "fused") -> Optional[Dict]:
-    """The newest committed record whose file name ends in ``-<tag>.json`` (None if none)."""
+def newest_record(tag: str = "fused", include_quick: bool = False) -> Optional[Dict]:
+    """The newest committed record whose file name ends in ``-<tag>.json`` and that holds rows
+    (``--quick`` records only if ``include_quick``); None if there is none."""
     recs = bench.load_records(f"*-{tag}.json") if tag else bench.load_records()
+    recs = [r for r in recs if r.get("rows") and (include_quick or not r.get("quick"))]
     return recs[0] if recs else None
 
 

@@ -496,3 +496,58 @@ def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeyp
     assert all(label in t.caption for t in tables if "seed fused µs" in t.header or "GB/s" in t.header)
     assert any(t.header == ["check", "passed", "detail"] for t in tables)
     assert ns["label"] == label and ns["rows"] and not ns["LIVE"]
+
+
+def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys):
+    """full_record + `gpu-viz bench` end to end on CPU with stand-ins for every GPU step; the
+    stand-in record goes to tmp_path only (it is never a GPU result)."""
+    import argparse
+    import json
+
+    t = _timing(2.0)
+    monkeypatch.setattr(backend, "require_gpu", lambda what: None)
+    monkeypatch.setattr(backend, "has_gpu", lambda: True)
+    monkeypatch.setattr(backend, "live_label", lambda: "stand-in label")
+    monkeypatch.setattr(bench, "copy_bandwidth", lambda: {"GBps": 1000.0, "timing": t})
+    monkeypatch.setattr(bench, "launch_floor", lambda: {"kernel": t, "call": _timing(5.0, "call")})
+    monkeypatch.setattr(bench, "environment", lambda: {"date": "2000-01-01", "gpu": "Stand-in GPU", "sm": "sm_00"})
+    monkeypatch.setattr(bm, "_kernel_section", lambda plan: {"source": "stand-in"})
+    monkeypatch.setattr(bm, "record_plan", lambda quick=False: [
+        ("rmsnorm", [(4, 32), (16, 512)], ("float16",), ("eager", "native", "compile", "fused", "liger")),
+        ("rmsnorm_gate", [(4, 32)], ("bfloat16",), ("eager", "compile", "fused"))])
+
+    def setup_ok(provider, weight, eps, sample=None, compile_backend=None):
+        if provider == "compile":
+            raise bm.CompileFellBack("torch.compile fell back: stand-in")
+        return lambda inp: bm.reference("rmsnorm", inp["x"], weight, None, eps).to(inp["x"].dtype)
+
+    def setup_gate_ok(provider, weight, eps, sample=None, compile_backend=None):
+        return lambda inp: bm.reference("rmsnorm_gate", inp["x"], weight, inp["gate"], eps).to(inp["x"].dtype)
+
+    monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_ok)
+    monkeypatch.setitem(bm.SETUP, "rmsnorm_gate", setup_gate_ok)
+    timers, _ = _stand_in_timers()
+
+    def run_cpu(op, shapes, dtypes, providers, reps=100, verbose=False, **kw):
+        return bm._run(op, shapes, dtypes, providers, ("kernel", "call"), reps, 1e-6, "cpu", timers,
+                       l2_bytes=1 << 16, verbose=verbose)
+
+    monkeypatch.setattr(bm, "run", run_cpu)
+    parser = argparse.ArgumentParser()
+    bm.register_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["bench", "--out", str(tmp_path), "--tag", "t", "--reps", "3"])
+    assert args.func(args) == 0
+    path = tmp_path / "stand-in-gpu-2000-01-01-t.json"
+    rec = json.loads(path.read_text())
+    assert list(rec)[-1] == "rows" and rec["copy_GBps"] == 1000.0 and rec["launch_floor_us"] == 2.0
+    assert rec["launch_floor_call_us"] == 5.0 and rec["reps"] == 3
+    assert {r["impl"] for r in rec["rows"] if r["op"] == "rmsnorm"} == {"eager", "native", "fused"}
+    assert {r["impl"] for r in rec["rows"] if r["op"] == "rmsnorm_gate"} == {"eager", "compile", "fused"}
+    assert len(rec["rows"]) == (2 * 3 + 3) * 2
+    assert {s["impl"] for s in rec["skipped"]} == {"compile"}
+    if "liger" in rec["providers_unavailable"]:
+        assert "liger_kernel" in rec["providers_unavailable"]["liger"]
+    assert rec["checks"] and all(set(c) == {"check", "passed", "detail"} for c in rec["checks"])
+    out = capsys.readouterr().out
+    assert "Issue 5's targets" in out and "stand-in label" in out and str(path) in out
+    assert "compile not measured" in out or "not measured" in out
