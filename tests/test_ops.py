@@ -571,3 +571,14 @@ def test_kernel_report_from_the_device():
     assert sorted(r["kernel"] for r in rows) == sorted(ops.kernel_names())
     assert all(r["registers"] > 0 and r["local_bytes"] == 0 for r in rows), \
         [r for r in rows if r["local_bytes"]]
+
+
+@gpu
+def test_torch_library_opcheck(rng):
+    """torch's own checks of a custom op: schema, fake kernel vs real, autograd registration,
+    AOT dispatch with dynamic shapes."""
+    x = _device_values(rng, (8, 264), "float32", "contiguous").requires_grad_(True)
+    g = _device_values(rng, (8, 264), "float32", "contiguous", 3.0).requires_grad_(True)
+    w = _device_values(rng, (1, 264), "float32", "contiguous")[0].requires_grad_(True)
+    torch.library.opcheck(torch.ops.gpu_viz.rmsnorm.default, (x, w, 1e-6))
+    torch.library.opcheck(torch.ops.gpu_viz.rmsnorm_gate.default, (x, g, w, 1e-6))
