@@ -385,20 +385,22 @@ def find_notebooks(notebooks_dir: Path, only: Optional[str] = None) -> List[Path
     return paths
 
 
-def _mode_now():
+def _mode_now(force_cpu: bool = False):
     from . import backend
 
+    if force_cpu:
+        return backend.CPU, None
     b = backend.detect()
     return (backend.GPU, b.device_name) if b.is_gpu else (backend.CPU, None)
 
 
-def execute_notebook(source: Path, executed: Path, timeout: int = 600,
-                     kernel_name: str = "python3") -> Dict:
+def execute_notebook(source: Path, executed: Path, timeout: int = 600, kernel_name: str = "python3",
+                     force_cpu: bool = False) -> Dict:
     """Execute ``source`` top to bottom with nbclient (widget state stored); write ``executed``.
 
-    The kernel runs with the notebook's folder as working directory and inherits this process's
-    environment (``GPU_VIZ_FORCE_CPU`` included).  The executed copy is written even when a cell
-    fails, so the error can be read in it.
+    The kernel runs with the notebook's folder as working directory and this process's
+    environment, plus ``GPU_VIZ_FORCE_CPU=1`` when ``force_cpu``.  The executed copy is written
+    even when a cell fails, so the error can be read in it.
 
     Returns:
         ``{"mode", "gpu", "date", "seconds", "error"}``; ``error`` is "" on success.
@@ -407,14 +409,19 @@ def execute_notebook(source: Path, executed: Path, timeout: int = 600,
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+    from . import backend
+
     nb = nbformat.read(str(source), as_version=4)
-    mode, gpu = _mode_now()
+    mode, gpu = _mode_now(force_cpu)
+    env = dict(os.environ)
+    if force_cpu:
+        env[backend.FORCE_CPU_ENV] = "1"
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, store_widget_state=True,
                             resources={"metadata": {"path": str(Path(source).parent.resolve())}})
     t0 = time.perf_counter()
     error = ""
     try:
-        client.execute()
+        client.execute(env=env)
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
         error = f"{type(exc).__name__}: {str(exc)[-3000:]}"
     except Exception as exc:  # kernel failed to start, etc.
@@ -431,8 +438,8 @@ def execute_notebook(source: Path, executed: Path, timeout: int = 600,
 
 
 def _execute_job(args):
-    source, executed, timeout = args
-    return execute_notebook(Path(source), Path(executed), timeout=timeout)
+    source, executed, timeout, force_cpu = args
+    return execute_notebook(Path(source), Path(executed), timeout=timeout, force_cpu=force_cpu)
 
 
 def exporter():
@@ -518,7 +525,7 @@ def write_index(decks: Sequence[Deck], out_dir: Path, built_at: Optional[str] = 
 # ----------------------------------------------------------------------------- build
 def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, only: Optional[str] = None,
           execute: bool = True, executed_dir: Optional[Path] = None, timeout: int = 600, jobs: int = 1,
-          vendor_from: Optional[Path] = None, log=print) -> BuildResult:
+          vendor_from: Optional[Path] = None, force_cpu: bool = False, log=print) -> BuildResult:
     """Execute (unless ``execute=False``) and render every ``NN_*.ipynb``; write the index.
 
     Args:
@@ -530,6 +537,7 @@ def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, 
         timeout: per-cell timeout, s.
         jobs: notebooks executed in parallel (separate kernels).
         vendor_from: a complete vendor folder to copy instead of npm (see :func:`vendor`).
+        force_cpu: execute in CPU mode even on a GPU machine (``GPU_VIZ_FORCE_CPU=1`` for the kernels).
 
     Returns:
         :class:`BuildResult`; a deck whose notebook failed still gets a page (showing the error
@@ -557,10 +565,10 @@ def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, 
         decks.append(Deck(name=src.stem, title=notebook_title(nb, src.stem), source=src,
                           executed=executed_dir / src.name))
     if execute:
-        mode, gpu = _mode_now()
+        mode, gpu = _mode_now(force_cpu)
         log(f"[slides] executing {len(decks)} notebook(s) in {'GPU mode on ' + str(gpu) if gpu else 'CPU mode'}"
             f", {jobs} at a time")
-        jobs_args = [(str(d.source), str(d.executed), timeout) for d in decks]
+        jobs_args = [(str(d.source), str(d.executed), timeout, force_cpu) for d in decks]
         if jobs > 1 and len(decks) > 1:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 infos = list(pool.map(_execute_job, jobs_args))
@@ -598,7 +606,7 @@ def _cli(args) -> int:
         result = build(out_dir=Path(args.out), notebooks_dir=Path(args.notebooks), only=args.only,
                        execute=not args.no_execute, executed_dir=Path(args.executed_dir) if args.executed_dir
                        else None, timeout=args.timeout, jobs=args.jobs,
-                       vendor_from=Path(args.vendor_from) if args.vendor_from else None)
+                       vendor_from=Path(args.vendor_from) if args.vendor_from else None, force_cpu=args.cpu)
     except SlidesError as exc:
         print(f"gpu-viz slides: {exc}", file=sys.stderr)
         return 2
@@ -620,6 +628,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("--executed-dir", help="where executed notebooks go / are read (default: OUT/executed)")
     p.add_argument("--timeout", type=int, default=600, help="per-cell timeout in seconds (default 600)")
     p.add_argument("--jobs", type=int, default=1, help="notebooks executed in parallel (default 1)")
+    p.add_argument("--cpu", action="store_true", help="execute in CPU mode even on a GPU machine")
     p.add_argument("--vendor-from", metavar="DIR",
                    help="copy the vendored JavaScript from DIR (a complete vendor/ folder) instead of npm")
     p.set_defaults(func=_cli)

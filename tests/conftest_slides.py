@@ -2,8 +2,8 @@
 
     from conftest_slides import built_slides, selftest_slides  # noqa: F401  (in a test module)
 
-- ``built_slides``: every notebooks/NN_*.ipynb executed (CPU mode without a GPU, live on a GPU)
-  and rendered by :func:`gpu_viz.slides.build` into a temporary folder.  Returns a
+- ``built_slides``: every notebooks/NN_*.ipynb executed IN CPU MODE (GPU_VIZ_FORCE_CPU=1 for the
+  kernels, on any machine) and rendered by :func:`gpu_viz.slides.build` into a temporary folder.  Returns a
   :class:`gpu_viz.slides.BuildResult`: ``result.deck("03_warps_simt").error`` is "" when the
   notebook executed top to bottom and rendered; ``.executed`` is the executed copy to inspect.
   tests/test_notebooks.py can use it instead of executing the notebooks a second time.
@@ -42,10 +42,10 @@ def built_slides(tmp_path_factory):
     """All course notebooks executed and rendered once (skips while notebooks/ has none)."""
     if not COURSE_NOTEBOOKS:
         pytest.skip("notebooks/ has no NN_*.ipynb yet")
-    return _build("course", tmp_path_factory, slides.DEFAULT_NOTEBOOKS, timeout=600)
+    return _build("course", tmp_path_factory, slides.DEFAULT_NOTEBOOKS, timeout=600, force_cpu=True)
 
 
 @pytest.fixture(scope="session")
 def selftest_slides(tmp_path_factory):
     """tests/data/99_slides_selftest.ipynb executed and rendered once."""
-    return _build("selftest", tmp_path_factory, DATA, timeout=120)
+    return _build("selftest", tmp_path_factory, DATA, timeout=120, force_cpu=True)
