@@ -42,6 +42,45 @@ def _pos(name: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
+def _schedule(n_warps, latency, compute, loads, policy, max_cycles):
+    """Event-driven core of the model: the list of issues ``(cycle, warp, kind)`` and the cycle count.
+
+    Each cycle the scheduler issues from one ready warp (``policy``); when no warp is ready it
+    jumps to the next arrival, so the cost is per instruction, not per cycle.
+    """
+    n_instr = loads * (compute + 1)
+    pc = [0] * n_warps
+    ready_at = [0] * n_warps
+    issues = []
+    last = n_warps - 1
+    t = 0
+    remaining = n_warps
+    while remaining:
+        if t >= max_cycles:
+            raise RuntimeError(f"simulate: not finished after max_cycles={max_cycles}")
+        pick = -1
+        if policy == "greedy" and pc[last] < n_instr and ready_at[last] <= t:
+            pick = last
+        else:
+            for j in range(1, n_warps + 1):
+                w = (last + j) % n_warps
+                if pc[w] < n_instr and ready_at[w] <= t:
+                    pick = w
+                    break
+        if pick < 0:  # everyone waits: jump to the next arrival
+            t = min(ready_at[w] for w in range(n_warps) if pc[w] < n_instr)
+            continue
+        kind = LOAD if pc[pick] % (compute + 1) == 0 else COMPUTE
+        issues.append((t, pick, kind))
+        pc[pick] += 1
+        ready_at[pick] = t + (latency if kind == LOAD else 1)
+        if pc[pick] == n_instr:
+            remaining -= 1
+        last = pick
+        t += 1
+    return issues, t
+
+
 def simulate(n_warps: int = 8, latency_cycles: int = 200, compute_per_load: int = 16,
              loads_per_warp: int = 3, policy: str = "greedy", latency_source: str = "the deck's ~200 cycles",
              max_cycles: int = 1_000_000) -> Trace:
@@ -72,46 +111,27 @@ def simulate(n_warps: int = 8, latency_cycles: int = 200, compute_per_load: int 
     loads_per_warp = _pos("loads_per_warp", loads_per_warp)
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
-    program = ([LOAD] + [COMPUTE] * compute_per_load) * loads_per_warp
-    n_instr = len(program)
-    pc = np.zeros(n_warps, dtype=np.int64)
-    ready_at = np.zeros(n_warps, dtype=np.int64)
-    arrivals: List[int] = []  # arrival cycles of outstanding loads
-    states, issued, kinds, in_flight = [], [], [], []
-    last = n_warps - 1
-    t = 0
-    while np.any(pc < n_instr):
-        if t >= max_cycles:
-            raise RuntimeError(f"simulate: not finished after max_cycles={max_cycles}")
-        row = np.full(n_warps, READY, dtype=np.int8)
-        row[pc >= n_instr] = DONE
-        row[(pc < n_instr) & (ready_at > t)] = WAITING
-        eligible = np.flatnonzero(row == READY)
-        pick = -1
-        if eligible.size:
-            if policy == "greedy" and last in eligible:
-                pick = last                                   # stay on the same warp
-            else:
-                order = (eligible - (last + 1)) % n_warps
-                pick = int(eligible[np.argmin(order)])
-        kind = -1
-        if pick >= 0:
-            kind = program[pc[pick]]
-            row[pick] = kind
-            pc[pick] += 1
-            if kind == LOAD:
-                ready_at[pick] = t + latency_cycles
-                arrivals.append(t + latency_cycles)
-            else:
-                ready_at[pick] = t + 1
-            last = pick
-        arrivals = [a for a in arrivals if a > t]
-        states.append(row)
-        issued.append(pick)
-        kinds.append(kind)
-        in_flight.append(len(arrivals))
-        t += 1
-    issued_a = np.asarray(issued, dtype=np.int16)
+    issues, T = _schedule(n_warps, latency_cycles, compute_per_load, loads_per_warp, policy, max_cycles)
+    t_issue = np.fromiter((i[0] for i in issues), dtype=np.int64, count=len(issues))
+    w_issue = np.fromiter((i[1] for i in issues), dtype=np.int64, count=len(issues))
+    k_issue = np.fromiter((i[2] for i in issues), dtype=np.int64, count=len(issues))
+    state = np.full((T, n_warps), READY, dtype=np.int8)
+    for w in range(n_warps):
+        state[int(t_issue[w_issue == w].max()) + 1:, w] = DONE
+    loads = k_issue == LOAD
+    for t0, w in zip(t_issue[loads], w_issue[loads]):
+        state[t0 + 1: t0 + latency_cycles, w] = WAITING
+    state[t_issue, w_issue] = k_issue
+    issued = np.full(T, -1, dtype=np.int64)
+    issued[t_issue] = w_issue
+    kinds = np.full(T, -1, dtype=np.int8)
+    kinds[t_issue] = k_issue
+    delta = np.zeros(T + latency_cycles + 1, dtype=np.int64)
+    np.add.at(delta, t_issue[loads], 1)
+    np.add.at(delta, t_issue[loads] + latency_cycles, -1)
+    in_flight = np.cumsum(delta)[:T]
+    t = T
+    issued_a = issued.astype(np.int16)
     util = float(np.mean(issued_a >= 0))
     params = {"n_warps": n_warps, "latency_cycles": latency_cycles, "compute_per_load": compute_per_load,
               "loads_per_warp": loads_per_warp, "policy": policy, "cycles": t, "utilization": util,
@@ -119,16 +139,20 @@ def simulate(n_warps: int = 8, latency_cycles: int = 200, compute_per_load: int 
     prov = (f"MODEL (not measured): one warp scheduler, {n_warps} warp{'s' if n_warps > 1 else ''}, "
             f"load latency {latency_cycles} cycles ({latency_source}), {compute_per_load} instructions per load")
     return Trace(kernel=KERNEL, params=params,
-                 arrays={"state": np.stack(states), "issued": issued_a,
-                         "kind": np.asarray(kinds, dtype=np.int8), "in_flight": np.asarray(in_flight, dtype=np.int16)},
+                 arrays={"state": state, "issued": issued_a, "kind": kinds, "in_flight": in_flight.astype(np.int16)},
                  source=MODEL_SOURCE, provenance=prov, steps=[],
                  simulated=("state", "issued", "kind", "in_flight"))
 
 
-def utilization(n_warps: int, latency_cycles: int, compute_per_load: int = 16, loads_per_warp: int = 20,
+def utilization(n_warps: int, latency_cycles: int, compute_per_load: int = 16, loads_per_warp: int = 10,
                 policy: str = "greedy") -> float:
-    """Fraction of cycles the scheduler issues, from :func:`simulate` (20 loads per warp: near steady state)."""
-    return simulate(n_warps, latency_cycles, compute_per_load, loads_per_warp, policy).params["utilization"]
+    """Fraction of cycles the scheduler issues, from :func:`simulate` (10 loads per warp: close to steady state)."""
+    n_warps = _pos("n_warps", n_warps)
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    issues, T = _schedule(n_warps, _pos("latency_cycles", latency_cycles), _pos("compute_per_load", compute_per_load),
+                          _pos("loads_per_warp", loads_per_warp), policy, 10 ** 9)
+    return len(issues) / T
 
 
 def warps_to_hide(latency_cycles: int, compute_per_load: int) -> int:
@@ -144,18 +168,6 @@ def frame_cycles(trace: Trace, count: int = 24) -> List[int]:
     count = _pos("count", count)
     T = trace["issued"].shape[0]
     return sorted(set(int(round(x)) for x in np.linspace(0, T - 1, count)))
-
-
-def _spans(states: np.ndarray):
-    """Per warp: list of (start, length, state) runs."""
-    out = []
-    for w in range(states.shape[1]):
-        col = states[:, w]
-        cut = np.flatnonzero(np.diff(col)) + 1
-        starts = np.concatenate([[0], cut])
-        ends = np.concatenate([cut, [col.size]])
-        out.append([(int(s), int(e - s), int(col[s])) for s, e in zip(starts, ends)])
-    return out
 
 
 def caption(trace: Trace, t: int) -> str:
@@ -200,10 +212,10 @@ def draw(trace: Trace, t: Optional[int] = None, ax=None):
     ax.set_yticklabels([f"warp {w}" for w in range(W)], fontsize=8)
     ax.set_xlim(0, T)
     p = trace.params
-    ax.set_title(f"One warp scheduler, {W} warps, load latency {p['latency_cycles']} cycles -- "
+    fig.suptitle(f"MODEL: one warp scheduler, {W} warps, load latency {p['latency_cycles']} cycles -- "
                  f"cores busy {np.mean(trace['issued'][: t + 1] >= 0):.0%} so far", fontsize=10)
     handles = [Patch(color=STATE_COLORS[s], label=STATE_NAMES[s]) for s in (LOAD, COMPUTE, WAITING, READY)]
-    ax.legend(handles=handles, loc="upper right", fontsize=7, ncol=4, framealpha=0.9)
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=7, ncol=4, frameon=False)
     x = np.arange(t + 1)
     ax2.fill_between(x, trace["in_flight"][: t + 1], step="post", color=STATE_COLORS[LOAD], alpha=0.8,
                      label="loads in flight")
@@ -221,11 +233,11 @@ def draw(trace: Trace, t: Optional[int] = None, ax=None):
     h2, l2 = rate.get_legend_handles_labels()
     ax2.legend(h1 + h2, l1 + l2, loc="upper right", fontsize=7)
     fig.text(0.01, 0.005, "Data: " + trace.provenance, fontsize=7, color="#555")
-    fig.subplots_adjust(left=0.09, right=0.93, top=0.93, bottom=0.12, hspace=0.08)
+    fig.subplots_adjust(left=0.09, right=0.93, top=0.86, bottom=0.12, hspace=0.08)
     return fig
 
 
-def frames(trace: Trace, count: int = 24, source_lines: Optional[Dict[int, int]] = None, dpi: int = 70):
+def frames(trace: Trace, count: int = 16, source_lines: Optional[Dict[int, int]] = None, dpi: int = 60):
     """Frames for :class:`gpu_viz.widgets.Animation`: the run drawn up to each of :func:`frame_cycles`.
 
     ``source_lines`` maps LOAD / COMPUTE to the source line to highlight when that kind issues.
