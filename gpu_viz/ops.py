@@ -704,9 +704,15 @@ def describe_kernel(name: str) -> Dict:
 
 @functools.lru_cache(maxsize=None)
 def _ptxas_rows(arch: str) -> Tuple:
+    """ptxas rows for ``arch``: one nvcc per dtype (-DRMSNORM_DTYPES), run in parallel."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from . import kernels
 
-    return tuple(kernels.nvcc_compile(KERNEL_FILE, arch))
+    with ThreadPoolExecutor(len(DTYPES)) as pool:
+        parts = pool.map(lambda bit: kernels.nvcc_compile(KERNEL_FILE, arch, (f"-DRMSNORM_DTYPES={bit}",)),
+                         [v[3] for v in DTYPES.values()])
+        return tuple(u for part in parts for u in part)
 
 
 def kernel_report(source: str = "auto", arches: Optional[Sequence[str]] = None) -> List[Dict]:

@@ -211,6 +211,44 @@ def test_fake_kernels_on_meta_tensors():
     assert torch.ops.gpu_viz.rmsnorm_gate(x, g, w, 1e-5).shape == x.shape
 
 
+def test_autograd_registration_on_meta_tensors():
+    """The registered backward runs (shapes and dtypes) through the custom op, no GPU needed."""
+    mk = lambda *shape: torch.empty(*shape, device="meta", dtype=torch.bfloat16, requires_grad=True)  # noqa: E731
+    x, g, w = mk(2, 3, 40), mk(2, 3, 40), mk(40)
+    y = torch.ops.gpu_viz.rmsnorm_gate(x, g, w, 1e-6)
+    y.backward(torch.empty_like(y))
+    assert (x.grad.shape, g.grad.shape, w.grad.shape) == (x.shape, g.shape, w.shape)
+    assert x.grad.dtype == g.grad.dtype == w.grad.dtype == torch.bfloat16
+    x, w = mk(5, 7), mk(7)
+    torch.ops.gpu_viz.rmsnorm(x, w, 1e-6).sum().backward()
+    assert x.grad.shape == (5, 7) and w.grad.shape == (7,)
+
+
+@pytest.mark.parametrize("backend", ["graph", "aot_eager"])
+def test_torch_compile_fullgraph_traces_the_ops(backend):
+    """Dynamo traces the public ops into one graph (fullgraph=True: a graph break would raise
+    Unsupported); the graph then runs the real op, which refuses CPU tensors at run time."""
+    graphs = []
+
+    def capture(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def f(x, g, w):
+        return ops.rmsnorm_gate(x, g, w, 1e-5) * 2.0 + ops.rmsnorm(x, w)
+
+    torch._dynamo.reset()
+    cf = torch.compile(f, backend=capture if backend == "graph" else backend, fullgraph=True)
+    x, g, w = torch.randn(4, 8), torch.randn(4, 8), torch.randn(8)
+    if backend == "aot_eager":
+        x.requires_grad_(True), w.requires_grad_(True)
+    with pytest.raises(ValueError, match="x is on device cpu"):
+        cf(x, g, w)
+    if backend == "graph":
+        code = graphs[0].code
+        assert "torch.ops.gpu_viz.rmsnorm_gate" in code and "torch.ops.gpu_viz.rmsnorm(" in code
+
+
 def test_references_match_the_formula(rng):
     x = rng.standard_normal((5, 33))
     g = rng.standard_normal((5, 33))
