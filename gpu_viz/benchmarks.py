@@ -1003,9 +1003,10 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     samples each).  Keys beyond DESIGN.md section 5: ``launch_floor_call_us``, ``copy``
     (its spread), ``kernels`` (:func:`kernel_report_any` and :func:`kernel_resources` per
     launch: registers, spills, occupancy), ``skipped``, ``checks``
-    (:func:`summary_checks`), ``plan``, ``wall_s``.  Saved through
-    :func:`gpu_viz.bench.save_record` (``out`` directory, default benchmarks/results/) unless
-    ``save=False``; the path is returned as ``record["_path"]`` (not in the file).
+    (:func:`summary_checks`), ``plan``, ``wall_s``, ``complete``.  Saved through
+    :func:`gpu_viz.bench.save_record` (``out`` directory, default benchmarks/results/) after
+    every shape (``"complete": false`` until the end, so a run cut short keeps what it
+    measured) unless ``save=False``; the path is returned as ``record["_path"]`` (not in the file).
 
     Budget: under 4 minutes on an H200 (torch.compile per shape is most of it).
 
@@ -1021,44 +1022,59 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     floor = bench.launch_floor()
     say(f"  copy {copy['GBps']:,.0f} GB/s; launch floor {floor['kernel'].median_us:.2f} µs (kernel), "
         f"{floor['call'].median_us:.2f} µs (call)")
-    rows, skipped, unavailable = [], [], {}
+    say("kernel report (registers, spills, occupancy) ...")
+    kernels_section = _kernel_section(plan)
+    record = bench.new_record(
+        [], copy_GBps=round(copy["GBps"], 1), launch_floor_us=round(floor["kernel"].median_us, 4),
+        launch_floor_call_us=round(floor["call"].median_us, 4),
+        copy={"bytes": 1 << 30, "median_us": copy["timing"].median_us, "p10_us": copy["timing"].p10_us,
+              "p90_us": copy["timing"].p90_us},
+        kernels=kernels_section, skipped=[], providers_unavailable={},
+        plan=[{"op": op, "shapes": [list(s) for s in shapes], "dtypes": list(d), "providers": list(p)}
+              for op, shapes, d, p in plan],
+        reps=reps, quick=bool(quick), complete=False)
+    rows = record.pop("rows")
+    name_tag = "quick-" + tag if quick and tag else tag
+    path = None
+
+    def snapshot(final: bool):
+        # rows last, as in DESIGN.md section 5; saved after every shape so a run cut short
+        # still leaves its measurements (marked "complete": false)
+        nonlocal path
+        record.pop("rows", None)
+        record["complete"] = final
+        record["checks"] = [{"check": c, "passed": ok, "detail": d}
+                            for c, ok, d in summary_checks(dict(record, rows=rows))]
+        record["wall_s"] = round(time.perf_counter() - t0, 1)
+        record["rows"] = rows
+        if save:
+            path = bench.save_record(record, tag=name_tag, directory=out)
+
     for op, shapes, dtypes, providers in plan:
         if "liger" in providers:
             try:
                 _liger_rms_norm()
             except ProviderUnavailable as exc:
-                unavailable["liger"] = str(exc)
+                record["providers_unavailable"]["liger"] = str(exc)
         providers = _available(op, providers)
         say(f"{op}: {len(shapes)} shapes x {dtypes} x {providers}")
-        r = run(op, shapes, dtypes, providers, reps=reps, verbose=verbose)
-        rows += list(r)
-        skipped += r.skipped
-    record = bench.new_record(
-        rows, copy_GBps=round(copy["GBps"], 1), launch_floor_us=round(floor["kernel"].median_us, 4),
-        launch_floor_call_us=round(floor["call"].median_us, 4),
-        copy={"bytes": 1 << 30, "median_us": copy["timing"].median_us, "p10_us": copy["timing"].p10_us,
-              "p90_us": copy["timing"].p90_us},
-        kernels=_kernel_section(plan), skipped=skipped, providers_unavailable=unavailable,
-        plan=[{"op": op, "shapes": [list(s) for s in shapes], "dtypes": list(d), "providers": list(p)}
-              for op, shapes, d, p in plan],
-        reps=reps, quick=bool(quick))
-    rows_tmp = record.pop("rows")
-    record["checks"] = [{"check": c, "passed": p, "detail": d}
-                        for c, p, d in summary_checks(dict(record, rows=rows_tmp))]
-    record["wall_s"] = round(time.perf_counter() - t0, 1)
-    record["rows"] = rows_tmp  # rows last, as in DESIGN.md section 5
+        for shape in shapes:
+            r = run(op, [shape], dtypes, providers, reps=reps, verbose=verbose)
+            rows += list(r)
+            record["skipped"] += r.skipped
+            snapshot(final=False)
+    snapshot(final=True)
     if save:
-        path = bench.save_record(record, tag=("quick-" + tag if quick and tag else tag), directory=out)
         record["_path"] = str(path)
         say(f"saved {path} ({record['wall_s']} s)")
     return record
 
 
 def newest_record(tag: str = "fused", include_quick: bool = False) -> Optional[Dict]:
-    """The newest committed record whose file name ends in ``-<tag>.json`` and that holds rows
-    (``--quick`` records only if ``include_quick``); None if there is none."""
+    """The newest committed record whose file name ends in ``-<tag>.json``, complete and with
+    rows (``--quick`` records only if ``include_quick``); None if there is none."""
     recs = bench.load_records(f"*-{tag}.json") if tag else bench.load_records()
-    recs = [r for r in recs if r.get("rows") and (include_quick or not r.get("quick"))]
+    recs = [r for r in recs if r.get("rows") and r.get("complete", True) and (include_quick or not r.get("quick"))]
     return recs[0] if recs else None
 
 

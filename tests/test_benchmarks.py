@@ -540,7 +540,7 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys):
     path = tmp_path / "stand-in-gpu-2000-01-01-t.json"
     rec = json.loads(path.read_text())
     assert list(rec)[-1] == "rows" and rec["copy_GBps"] == 1000.0 and rec["launch_floor_us"] == 2.0
-    assert rec["launch_floor_call_us"] == 5.0 and rec["reps"] == 3
+    assert rec["launch_floor_call_us"] == 5.0 and rec["reps"] == 3 and rec["complete"] is True
     assert {r["impl"] for r in rec["rows"] if r["op"] == "rmsnorm"} == {"eager", "native", "fused"}
     assert {r["impl"] for r in rec["rows"] if r["op"] == "rmsnorm_gate"} == {"eager", "compile", "fused"}
     assert len(rec["rows"]) == (2 * 3 + 3) * 2
@@ -551,3 +551,18 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Issue 5's targets" in out and "stand-in label" in out and str(path) in out
     assert "compile not measured" in out or "not measured" in out
+
+
+def test_newest_record_skips_partial_and_quick(monkeypatch, tmp_path):
+    import json
+
+    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    assert bm.newest_record() is None
+    base = _record()
+    for name, date, extra in (("a-2026-11-01-fused.json", "2026-11-01", {}),
+                              ("a-2026-11-05-fused.json", "2026-11-05", {"complete": False}),
+                              ("a-2026-11-06-quick-fused.json", "2026-11-06", {"quick": True}),
+                              ("a-2026-11-07-hardware.json", "2026-11-07", {"rows": []})):
+        (tmp_path / name).write_text(json.dumps(dict(base, date=date, **extra)))
+    assert bm.newest_record()["date"] == "2026-11-01"
+    assert bm.newest_record(include_quick=True)["date"] == "2026-11-06"
