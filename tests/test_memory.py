@@ -196,3 +196,59 @@ def test_hardware_record_shape():
     assert rec["seconds"] < 60
     for rows in rec["occupancy"].values():
         assert all(r["blocks_per_sm"] == r["calculator_blocks_per_sm"] for r in rows)
+
+
+# -- the recorded path (CPU mode shows a committed record) -------------------------------------------
+
+def _fake_record():
+    """A synthetic hardware record with the keys hardware_record() writes (values invented, for the CPU path)."""
+    import dataclasses
+
+    from gpu_viz import occupancy as O
+
+    info = device.spec_sheet("H200")
+    d = info.as_dict()
+    d["compute_capability"] = list(d["compute_capability"])   # as JSON stores it
+    lat = [dict(size_bytes=s, stride_bytes=128, loads=2048, cycles_per_load=c, ns_per_load=c / 1.98,
+                level=M.expected_level(s, info))
+           for s, c in zip(M.CHASE_SIZES, [33, 33, 35, 270, 280, 290, 300, 600, 900, 1100])]
+    bw = [dict(size_bytes=s, GBps=g, median_us=s / g / 1e3, p10_us=s / g / 1.05e3, p90_us=s / g / 0.95e3,
+               blocks=264, threads=256, warps_per_sm=16, timing="kernel")
+          for s, g in zip(M.BANDWIDTH_SIZES, [50, 200, 800, 3000, 7000, 6000, 4300, 4100, 4050])]
+    sw = [dict(size_bytes=256 << 20, GBps=min(4100, 90 * w), median_us=1, p10_us=1, p90_us=1, blocks=132,
+               threads=32 * w, warps_per_sm=w, timing="kernel") for w in (1, 2, 4, 8, 16, 32, 48, 64)]
+    occ = {n: [r.row() for r in O.table(info, O.KernelResources(n, g, s))]
+           for n, g, s in (("occ_light", 10, 0), ("occ_heavy", 80, 0), ("occ_smem", 14, 16384))}
+    return {"date": "2026-11-29", "gpu": "NVIDIA H200", "sm": "sm_90", "device": d, "latency": lat,
+            "dram_latency": lat[-1], "bandwidth_vs_size": bw, "occupancy_sweep": sw,
+            "littles_law": dataclasses.asdict(M.littles_law(4100, 555, 132)), "occupancy": occ,
+            "copy_GBps": 4000.0, "launch_floor_us": 2.0, "rows": []}
+
+
+def test_recorded_path(tmp_path, monkeypatch):
+    import json
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gpu_viz import bench, chip
+
+    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    assert M.recorded_hardware() == (None, None)
+    (tmp_path / "nvidia-h200-2026-11-29-hardware.json").write_text(json.dumps(_fake_record()))
+    rec, label = M.recorded_hardware()
+    assert label == backend.recorded_label("NVIDIA H200", "2026-11-29")
+    info = M.recorded_device(rec)
+    assert info.sm_count == 132 and info.compute_capability == (9, 0) and "recorded on NVIDIA H200" in info.source
+    served = M.classify_levels(rec["latency"], info.l2_bytes)
+    assert served[:3] == ["L1", "L1", "L1"] and served[3] == "L2" and served[-1] == "DRAM"
+    levels = M.summarize_levels(rec["latency"], info.l2_bytes)
+    assert levels["L1"]["cycles"] == 33 and levels["L2"]["size_bytes"] == 16 * M.MiB and levels["DRAM"]["cycles"] == 1100
+    for fig in (chip.plot_staircase(rec["latency"], info, label), chip.plot_bandwidth(rec["bandwidth_vs_size"], info, label, 4000),
+                chip.plot_sweep(rec["occupancy_sweep"], info, label, 4000, 34), chip.plot_occupancy(rec["occupancy"], info, label),
+                chip.draw_chip(info, latency=levels, bandwidth={"DRAM": 4050}, provenance=label)):
+        assert any(label in t.get_text() for t in fig.findobj(matplotlib.text.Text))
+    plt.close("all")
+    with pytest.raises(KeyError, match="no 'device' entry"):
+        M.recorded_device({"gpu": "x"})
