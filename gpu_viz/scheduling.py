@@ -150,3 +150,27 @@ def summary_row(summary: Dict) -> Dict:
             "timing": "globaltimer", **{k: summary[k] for k in (
                 "sm_count", "resident_blocks_per_sm", "sms_used", "blocks_per_sm_hist", "waves",
                 "waves_observed", "max_concurrent_blocks_per_sm", "makespan_us", "block_us_median")}}
+
+
+def main(argv=None) -> int:
+    """``python -m gpu_viz.scheduling [--record]``: print the deck's launch summary (2048 blocks);
+    with --record save it, plus the 1024-thread variant, as a GPU record (bench.save_record)."""
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--record", action="store_true", help="save benchmarks/results/<gpu>-<date>-scheduling.json")
+    args = ap.parse_args(argv)
+    runs = [scheduling_summary(threads=t) for t in (DEFAULT_THREADS, 1024)]
+    for r in runs:
+        print(json.dumps(r))
+    if args.record:
+        from . import bench
+
+        rec = bench.new_record([summary_row(r) for r in runs], scheduling=runs[0])
+        print(bench.save_record(rec, tag="scheduling"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

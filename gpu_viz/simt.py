@@ -338,3 +338,32 @@ def sass_instructions(text: str) -> list:
             instr = instr.split(None, 1)[1]
         out.append(instr.split()[0].split(".")[0])
     return out
+
+
+def main(argv=None) -> int:
+    """``python -m gpu_viz.simt [--record]``: measure divergent vs uniform branches (GPU only);
+    with --record save the rows as a GPU record (bench.save_record, tag "divergence")."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--record", action="store_true", help="save benchmarks/results/<gpu>-<date>-divergence.json")
+    args = ap.parse_args(argv)
+    if not backend.has_gpu():
+        print(f"no GPU: nothing measured ({backend.detect().reason})")
+        return 2
+    out = divergence_cost()
+    rows = [{"op": "divergence", "impl": k, "n": out["n"], "block": out["block"], "iters": out["iters"],
+             "dtype": "float32", "timing": out[k].timing, "median_us": out[k].median_us,
+             "p10_us": out[k].p10_us, "p90_us": out[k].p90_us} for k in model.DIVERGENCE_KERNELS]
+    for r in rows:
+        print(r)
+    print(f"divergent / uniform = {out['ratio']:.2f}x")
+    if args.record:
+        from . import bench
+
+        print(bench.save_record(bench.new_record(rows, divergence_ratio=out["ratio"]), tag="divergence"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
