@@ -14,6 +14,7 @@ The faults taught in notebook 09:
 """
 from __future__ import annotations
 
+import io
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -152,8 +153,6 @@ def block_reduce_gpu(values) -> np.ndarray:
 
 def _png(fig, dpi: int) -> bytes:
     """PNG bytes of a fixed-layout figure, then close it (no tight bbox: half the render time)."""
-    import io
-
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
@@ -173,29 +172,38 @@ def _fmt(v) -> str:
     return f"{v:.0f}" if a >= 100 else f"{v:.2f}" if a >= 1 else f"{v:.3f}"
 
 
-def _draw_boxes(ax, values, *, norm, cmap, per_row=16, highlight=(), hatch=(), text=True):
-    """Draw ``values`` as register / slot boxes on ``ax`` (data coords: box i at column i % per_row)."""
-    import matplotlib.patches as mpatches
+class _Boxes:
+    """A row (or rows) of register / slot boxes drawn once and updated per frame (fast re-render)."""
 
-    rows = -(-len(values) // per_row)
-    for i, v in enumerate(values):
-        r, c = divmod(i, per_row)
-        yy = rows - 1 - r
-        color = cmap(norm(max(float(v), norm.vmin))) if np.isfinite(v) else (0.9, 0.9, 0.9, 1)
-        edge = "#d62728" if i in hatch else ("#111" if i in highlight else "#888")
-        ax.add_patch(mpatches.Rectangle((c + 0.03, yy + 0.05), 0.94, 0.9, facecolor=color, edgecolor=edge,
-                                        linewidth=2.0 if (i in highlight or i in hatch) else 0.5,
-                                        hatch="///" if i in hatch else None))
-        if text:
+    def __init__(self, ax, n, per_row, norm, cmap, fontsize=7.0, fmt=None):
+        import matplotlib.patches as mpatches
+
+        self.norm, self.cmap, self.rects, self.texts = norm, cmap, [], []
+        self.fmt = fmt or _fmt
+        rows = -(-n // per_row)
+        for i in range(n):
+            r, c = divmod(i, per_row)
+            yy = rows - 1 - r
+            self.rects.append(ax.add_patch(mpatches.Rectangle((c + 0.03, yy + 0.05), 0.94, 0.9)))
+            self.texts.append(ax.text(c + 0.5, yy + 0.5, "", ha="center", va="center", fontsize=fontsize))
+        ax.set_xlim(0, per_row)
+        ax.set_ylim(0, rows)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for sp in ax.spines.values():
+            sp.set_visible(False)
+
+    def update(self, values, highlight=(), hatch=(), text=True):
+        for i, (rect, txt) in enumerate(zip(self.rects, self.texts)):
+            v = values[i]
+            color = self.cmap(self.norm(max(float(v), self.norm.vmin))) if np.isfinite(v) else (0.9, 0.9, 0.9, 1)
+            rect.set_facecolor(color)
+            rect.set_edgecolor("#d62728" if i in hatch else ("#111" if i in highlight else "#888"))
+            rect.set_linewidth(2.0 if (i in highlight or i in hatch) else 0.5)
+            rect.set_hatch("///" if i in hatch else None)
             lum = 0.299 * color[0] + 0.587 * color[1] + 0.114 * color[2]
-            ax.text(c + 0.5, yy + 0.5, _fmt(v), ha="center", va="center", fontsize=7,
-                    color="white" if lum < 0.45 else "black")
-    ax.set_xlim(0, per_row)
-    ax.set_ylim(0, rows)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    for sp in ax.spines.values():
-        sp.set_visible(False)
+            txt.set_text(self.fmt(v) if text and np.isfinite(v) else "")
+            txt.set_color("white" if lum < 0.45 else "black")
 
 
 def _norm(trace: Trace):
@@ -209,26 +217,35 @@ def _norm(trace: Trace):
 
 
 def _strip(ax, values, cmap, name, vmax):
-    ax.imshow(np.asarray(values, dtype=np.float32).reshape(1, -1), aspect="auto", cmap=cmap, vmin=0, vmax=vmax,
-              interpolation="nearest")
+    im = ax.imshow(np.asarray(values, dtype=np.float32).reshape(1, -1), aspect="auto", cmap=cmap, vmin=0,
+                   vmax=vmax, interpolation="nearest")
     ax.set_facecolor("#f1f1f1")
     ax.set_yticks([])
     ax.set_xticks([])
     ax.set_ylabel(name, rotation=0, ha="right", va="center", fontsize=8)
+    return im
+
+
+def _span(ax, color, alpha):
+    import matplotlib.patches as mpatches
+
+    return ax.add_patch(mpatches.Rectangle((0, -0.5), 1, 1, color=color, alpha=alpha, visible=False))
 
 
 def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, dpi: int = 72) -> List[Frame]:
-    """One frame per step of a four-phase trace (18 to 21 frames).
+    """One frame per step of a four-phase trace (18 to 21 frames; 20 at the deck's shape).
 
     Each frame shows: the VRAM row (x read, y as it is written) with the elements this step touches,
     the chosen warp's 32 lanes as registers, a summary of every warp's lanes, the shared-memory slots
-    (and the rstd slot), the phase's scalars, and the deck's memory caption for the phase.
+    (and the rstd slot), the phase's scalars, and the deck's memory caption for the phase.  One
+    figure is drawn and its artists updated per step (a frame costs one PNG render).
 
     Args:
         trace: from :func:`record` / the model (kernel ``rmsnorm_four_phase_trace``).
         warp: which warp's lanes to draw (0..n_warps-1).
         kinds: only the steps of these kinds (``local``, ``shuffle``, ``handoff``, ``w0``, ``math``,
             ``output``); default all.
+        dpi: PNG resolution.
 
     Raises:
         ValueError: not a four-phase trace, ``warp`` out of range, or an unknown kind.
@@ -238,15 +255,16 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
     known = {"local", "shuffle", "handoff", "w0", "math", "output"}
     if kinds is not None and not set(kinds) <= known:
         raise ValueError(f"kinds must be a subset of {sorted(known)}, got {sorted(set(kinds) - known)}")
-
     if trace.kernel != model.KERNEL:
         raise ValueError(f"frames: trace must come from {model.KERNEL}, got {trace.kernel!r}")
     p = trace.params
     d, block, nw = p["d"], p["block"], p["n_warps"]
     if not 0 <= warp < nw:
         raise ValueError(f"warp must be in 0..{nw - 1} for block={block}, got {warp}")
+    steps = [st for st in trace.steps if kinds is None or st.data["kind"] in kinds]
     snip = kernel_source()
-    cmap = plt.get_cmap("viridis")
+    cmap = plt.get_cmap("viridis").copy()
+    cmap.set_bad("#e6e6e6")
     norm = _norm(trace)
     x, y_out = trace["x"], trace["y"]
     local, lanes_all, smem, w0, scalars = (trace["local"], trace["warp_lanes"], trace["smem"],
@@ -255,115 +273,135 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
     deck_reads_stale = p["variant"] == model.DECK and nw < WARP
     never_written = set(range(nw, n0))
     xmax = float(np.max(np.abs(x))) or 1.0
-    ymax = float(np.max(np.abs(y_out[np.isfinite(y_out)]))) if np.isfinite(y_out).any() else 1.0
+    finite_y = np.isfinite(y_out)
+    ymax = float(np.max(np.abs(y_out[finite_y]))) if finite_y.any() else 1.0
+    passes = -(-d // block)
+
+    def as_grid(values):
+        g = np.full(nw * WARP, np.nan, np.float32)
+        g[:block] = values
+        return g.reshape(nw, WARP)
+
+    # phase 1 frames before the last pass show `local` part-way: the same float32 additions
+    # (model.local_sums) over the passes done so far; after the last pass it is the record itself.
+    local_after = {q: as_grid(model.local_sums(x[:(q + 1) * block], block)) for q in range(min(passes, 2) - 1)}
+    local_grid = as_grid(local)
+
+    # -- the figure, drawn once
+    fig = plt.figure(figsize=(9.6, 6.0))
+    gs = fig.add_gridspec(7, 2, height_ratios=[0.35, 0.35, 0.25, 1.6, 2.3, 0.9, 0.55],
+                          width_ratios=[1, 1], hspace=0.75, wspace=0.12,
+                          left=0.1, right=0.98, top=0.86, bottom=0.02)
+    t_title = fig.text(0.02, 0.985, "", fontsize=12, fontweight="bold", ha="left", va="top")
+    t_step = fig.text(0.02, 0.925, "", fontsize=9.5, ha="left")
+    fig.text(0.98, 0.895, f"d={d}, block={block} ({nw} warps), {p['variant']} phase 2"
+                          + (", smem pre-filled with 1000+s" if p["prefill"] else "") + "   data: "
+                          + ("GPU record" if trace.source == GPU_SOURCE else "CPU model"),
+             fontsize=7.5, ha="right", color="#555")
+    ax_x, ax_y = fig.add_subplot(gs[0, :]), fig.add_subplot(gs[1, :])
+    _strip(ax_x, np.abs(x), "Greys", "VRAM x", xmax)
+    im_y = _strip(ax_y, np.full(d, np.nan), "Greens", "VRAM y", ymax)
+    span_x, span_y = _span(ax_x, "#1f77b4", 0.45), _span(ax_y, "#2ca02c", 0.3)
+    t_vram = ax_x.set_title("", fontsize=7.5, loc="left", pad=2)
+    ax_r = fig.add_subplot(gs[3, :])
+    regs_boxes = _Boxes(ax_r, WARP, 16, norm, cmap)
+    t_regs = ax_r.set_title("", fontsize=7.5, loc="left")
+    ax_s = fig.add_subplot(gs[4, 0])
+    im_s = ax_s.imshow(np.full((nw, WARP), np.nan), aspect="auto", cmap=cmap, norm=norm, interpolation="nearest")
+    if nw > 1:
+        ax_s.axhline(warp, color="#d62728", linewidth=0.8)
+    ax_s.set_xticks([0, 8, 16, 24, 31])
+    ax_s.tick_params(labelsize=6, pad=1)
+    t_summ = ax_s.set_title("", fontsize=7.5)
+    ax_t = fig.add_subplot(gs[4, 1])
+    ax_t.axis("off")
+    t_explain = ax_t.text(0.02, 0.95, "", fontsize=8.5, va="top", ha="left", transform=ax_t.transAxes)
+    ax_m = fig.add_subplot(gs[5, :])
+    smem_boxes = _Boxes(ax_m, WARP, WARP, norm, cmap, fontsize=5.5, fmt=lambda v: f"{v:.3g}")
+    t_smem = ax_m.set_title("", fontsize=7.5, loc="left")
+    ax_v = fig.add_subplot(gs[6, :])
+    ax_v.axis("off")
+    t_vals = ax_v.text(0, 0.5, "", fontsize=9, va="center", bbox=dict(facecolor="#fff3c4", edgecolor="#999"))
+
     out: List[Frame] = []
-    for step in trace.steps:
-        s = step.data
-        phase, kind = s["phase"], s["kind"]
-        if kinds is not None and kind not in kinds:
-            continue
-        fig = plt.figure(figsize=(9.6, 6.0))
-        gs = fig.add_gridspec(7, 2, height_ratios=[0.35, 0.35, 0.25, 1.6, 2.3, 0.9, 0.55],
-                              width_ratios=[1, 1], hspace=0.75, wspace=0.12,
-                              left=0.1, right=0.98, top=0.86, bottom=0.02)
-        fig.suptitle(f"{PHASE_TITLES[phase]}:  {PHASE_CAPTIONS[phase]}", fontsize=12, fontweight="bold",
-                     x=0.02, ha="left", y=0.985)
-        fig.text(0.02, 0.925, step.label, fontsize=9.5, ha="left")
-        fig.text(0.98, 0.895, f"d={d}, block={block} ({nw} warps), {p['variant']} phase 2"
-                              + (", smem pre-filled with 1000+s" if p["prefill"] else ""),
-                 fontsize=7.5, ha="right", color="#555")
-        # VRAM: x read, y written
-        ax_x, ax_y = fig.add_subplot(gs[0, :]), fig.add_subplot(gs[1, :])
-        _strip(ax_x, np.abs(x), "Greys", "VRAM x", xmax)
-        done = 0
-        if kind == "output":
-            done = min(d, (s["pass_"] + 1) * block)
-        _strip(ax_y, np.where(np.arange(d) < done, np.abs(y_out), np.nan), "Greens", "VRAM y", ymax)
-        if kind in ("local", "output"):
-            lo_i, hi_i = s["pass_"] * block, min(d, (s["pass_"] + 1) * block)
-            ax_x.axvspan(lo_i - 0.5, hi_i - 0.5, color="#1f77b4", alpha=0.45)
-            ax_x.set_title(f"x[{lo_i}:{hi_i}] read this pass (LDG)" if kind == "local" else
-                           f"x[{lo_i}:{hi_i}] read again, w from L1;  y[{lo_i}:{hi_i}] written (STG)",
-                           fontsize=7.5, loc="left", pad=2)
-            if kind == "output":
-                ax_y.axvspan(lo_i - 0.5, hi_i - 0.5, color="#2ca02c", alpha=0.3)
-        # registers
-        if kind == "local":
-            regs = np.full(WARP, np.nan, np.float32)
-            seg = local[warp * WARP:(warp + 1) * WARP]
-            regs[:seg.size] = seg
-            show_w, what = warp, "local"
-        elif kind == "shuffle":
-            regs, show_w, what = lanes_all[warp, s["step"]], warp, "local"
-        elif kind == "handoff":
-            regs, show_w, what = lanes_all[warp, -1], warp, "local"
-        elif kind == "w0":
-            regs, show_w, what = w0[s["step"]], 0, "total"
-        else:
-            regs, show_w, what = w0[-1], 0, "total"
-        hl = set()
-        if kind in ("shuffle", "w0") and s["step"] > 0:
-            hl = set(range(s["offset"]))
-        elif kind in ("handoff", "math"):
-            hl = {0}
-        ax_r = fig.add_subplot(gs[3, :])
-        stale_regs = never_written | set(range(n0, WARP)) if (deck_reads_stale and kind == "w0" and s["step"] == 0) \
-            else set()
-        _draw_boxes(ax_r, regs, norm=norm, cmap=cmap, highlight=hl, hatch=stale_regs & set(range(n0)))
-        ax_r.set_title(f"registers: warp {show_w}'s 32 lanes, variable '{what}' (lanes 0-15 top, 16-31 below;"
-                       " grey = no such lane; bold = lanes whose value still counts)", fontsize=7.5, loc="left")
-        # all warps
-        ax_s = fig.add_subplot(gs[4, 0])
-        if kind == "local":
-            grid = np.full(nw * WARP, np.nan, np.float32)
-            grid[:block] = local
-            grid = grid.reshape(nw, WARP)
-            ttl = f"all {nw} warps: local sums"
-        elif kind == "shuffle":
-            grid, ttl = lanes_all[:, s["step"]], f"all {nw} warps after shuffle step {s['step']}"
-        else:
-            grid, ttl = lanes_all[:, -1], f"all {nw} warps: lane 0 holds each warp's sum"
-        ax_s.imshow(np.where(np.isfinite(grid), np.maximum(grid, norm.vmin), np.nan), aspect="auto",
-                    cmap=cmap, norm=norm, interpolation="nearest")
-        if nw > 1:
-            ax_s.axhline(warp, color="#d62728", linewidth=0.8)
-        ax_s.set_title(ttl + " (row = warp, column = lane)", fontsize=7.5)
-        ax_s.set_xticks([0, 8, 16, 24, 31])
-        ax_s.tick_params(labelsize=6, pad=1)
-        ax_t = fig.add_subplot(gs[4, 1])
-        ax_t.axis("off")
-        ax_t.text(0.02, 0.95, _explain(step, trace, warp), fontsize=8.5, va="top", ha="left",
-                  transform=ax_t.transAxes)
-        # shared memory
-        show_smem = kind in ("handoff", "w0", "math", "output")
-        if show_smem:
-            slots = smem
-        elif p["prefill"]:
+    try:
+        for step in steps:
+            s = step.data
+            phase, kind = s["phase"], s["kind"]
+            t_title.set_text(f"{PHASE_TITLES[phase]}:  {PHASE_CAPTIONS[phase]}")
+            t_step.set_text(step.label)
+            # VRAM: x read, y written
+            done = min(d, (s["pass_"] + 1) * block) if kind == "output" else 0
+            im_y.set_data(np.where(np.arange(d) < done, np.abs(y_out), np.nan).reshape(1, -1))
+            span_x.set_visible(kind in ("local", "output"))
+            span_y.set_visible(kind == "output")
+            t_vram.set_text("")
+            if kind in ("local", "output"):
+                lo_i, hi_i = s["pass_"] * block, min(d, (s["pass_"] + 1) * block)
+                for sp in (span_x, span_y):
+                    sp.set_x(lo_i - 0.5)
+                    sp.set_width(hi_i - lo_i)
+                t_vram.set_text(f"x[{lo_i}:{hi_i}] read this pass (LDG)" if kind == "local" else
+                                f"x[{lo_i}:{hi_i}] read again, w from L1;  y[{lo_i}:{hi_i}] written (STG)")
+            # registers
+            grid_now = local_after.get(s.get("pass_"), local_grid) if kind == "local" else local_grid
+            if kind == "local":
+                regs, show_w, what = grid_now[warp], warp, "local"
+            elif kind == "shuffle":
+                regs, show_w, what = lanes_all[warp, s["step"]], warp, "local"
+            elif kind == "handoff":
+                regs, show_w, what = lanes_all[warp, -1], warp, "local"
+            else:
+                regs, show_w, what = w0[s["step"] if kind == "w0" else -1], 0, "total"
+            hl = set()
+            if kind in ("shuffle", "w0") and s["step"] > 0:
+                hl = set(range(s["offset"]))
+            elif kind in ("handoff", "math"):
+                hl = {0}
+            stale_regs = (never_written if (deck_reads_stale and kind == "w0" and s["step"] == 0) else set())
+            regs_boxes.update(regs, highlight=hl, hatch=stale_regs)
+            t_regs.set_text(f"registers: warp {show_w}'s 32 lanes, variable '{what}' (lanes 0-15 top, 16-31 below;"
+                            " grey = no such lane; bold = lanes whose value still counts)")
+            # all warps
+            if kind == "local":
+                grid, ttl = grid_now, f"all {nw} warps: local sums"
+            elif kind == "shuffle":
+                grid, ttl = lanes_all[:, s["step"]], f"all {nw} warps after shuffle step {s['step']}"
+            else:
+                grid, ttl = lanes_all[:, -1], f"all {nw} warps: lane 0 holds each warp's sum"
+            im_s.set_data(np.where(np.isfinite(grid), np.maximum(grid, norm.vmin), np.nan))
+            t_summ.set_text(ttl + " (row = warp, column = lane)")
+            t_explain.set_text(_explain(step, trace, warp))
+            # shared memory
+            show_smem = kind in ("handoff", "w0", "math", "output")
             slots = np.full(WARP, np.nan, np.float32)
-            slots[:n0] = model.garbage(np.arange(n0))
-        else:
-            slots = np.full(WARP, np.nan, np.float32)
-        ax_m = fig.add_subplot(gs[5, :])
-        _draw_boxes(ax_m, slots, norm=norm, cmap=cmap, per_row=WARP, text=show_smem or p["prefill"],
-                    hatch=never_written if (deck_reads_stale and show_smem) else (),
-                    highlight=set(range(min(nw, WARP))) if kind == "handoff" else ())
-        note = (f"shared smem[0..31]: slots 0..{min(nw, WARP) - 1} get each warp's lane 0"
-                + (f"; slots {nw}..{n0 - 1} are never written" if nw < n0 else ""))
-        if deck_reads_stale and show_smem:
-            note += " -- and the deck's smem[tid] reads them (red)"
-        ax_m.set_title(note, fontsize=7.5, loc="left")
-        # phase 3 scalars
-        ax_v = fig.add_subplot(gs[6, :])
-        ax_v.axis("off")
-        if phase >= 3:
-            first = kind == "math" and s["what"].startswith("total")
-            msg = (f"total = {scalars[0]:.7g}    mean = total / d = {scalars[1]:.7g}    "
-                   + ("" if first else f"smem_rms = rstd = 1/sqrt(mean + eps) = {scalars[3]:.7g}"))
-            ax_v.text(0, 0.5, msg, fontsize=9, va="center",
-                      bbox=dict(facecolor="#fff3c4", edgecolor="#999"))
-        line = snip.line_of(s["needle"])
-        out.append(Frame(png=_png(fig, dpi), caption=f"{step.label}  [{PHASE_CAPTIONS[phase]}]",
-                         line=line))
+            if show_smem:
+                slots = smem
+            elif p["prefill"]:
+                slots[:n0] = model.garbage(np.arange(n0))
+            smem_boxes.update(slots, text=show_smem,
+                              hatch=never_written if (deck_reads_stale and show_smem) else (),
+                              highlight=set(range(min(nw, WARP))) if kind == "handoff" else ())
+            note = (f"shared smem[0..31]: slots 0..{min(nw, WARP) - 1} get each warp's lane 0"
+                    + (f"; slots {nw}..{n0 - 1} are never written" if nw < n0 else "")
+                    + ("" if show_smem else ("  (now: the pre-filled 1000+s)" if p["prefill"] else "  (now: empty)")))
+            if deck_reads_stale and show_smem:
+                note += " -- and the deck's smem[tid] reads them (red)"
+            t_smem.set_text(note)
+            # phase 3 scalars
+            if phase >= 3:
+                first = kind == "math" and s["what"].startswith("total")
+                t_vals.set_text(f"total = {scalars[0]:.7g}    mean = total / d = {scalars[1]:.7g}    "
+                                + ("" if first else f"smem_rms = rstd = 1/sqrt(mean + eps) = {scalars[3]:.7g}"))
+                t_vals.set_visible(True)
+            else:
+                t_vals.set_visible(False)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
+            out.append(Frame(png=buf.getvalue(), caption=f"{step.label}  [{PHASE_CAPTIONS[phase]}]",
+                             line=snip.line_of(s["needle"])))
+    finally:
+        plt.close(fig)
     return out
 
 
@@ -435,34 +473,32 @@ def seed_frames(partials, result: Dict[str, np.ndarray], corrected: bool, dpi: i
             s >>= 1
     lost = np.flatnonzero(weight == 0)
     total = result["out"][0]
-    read = result["finish"][0]
-    frames_: List[Frame] = []
     captions = [c for c, _, _ in states] + [
-        "warp finish: lanes 0..31 read shared[0..31], 5 shuffles",
-        f"total = {total:g}" + (f": {lost.size} of {B} partials never arrived" if lost.size else ": every partial counted once")]
-    needles = (["float v" if False else None] * len(states))
+        "warp finish: lanes 0..31 read shared[0..31], then 5 shuffles",
+        f"total = {total:g}" + (f": {lost.size} of {B} partials never arrived" if lost.size
+                                else ": every partial counted once")]
+    last_live = B if corrected else (states[-1][2] or B)   # slots still holding partials before the finish
+    frames_: List[Frame] = []
     for i, cap in enumerate(captions):
         fig, axes = plt.subplots(2, 1, figsize=(9, 3.2), gridspec_kw=dict(height_ratios=[1.3, 1]))
         ax = axes[0]
-        if i < len(states):
-            vals = states[i][1]
-        else:
-            vals = states[-1][1]
+        vals = states[min(i, len(states) - 1)][1]
         colors = np.array(["#9ecae1"] * B, dtype=object)
         if i >= len(states):
             colors[:] = "#dddddd"
-            colors[: min(32, B)] = "#2ca02c"
-            if not corrected:
-                last_live = (states[-1][2] or B)
-                colors[32:last_live] = "#d62728"
+            colors[: min(WARP, B)] = "#2ca02c"
+            if not corrected and last_live > WARP:
+                colors[WARP:last_live] = "#d62728"
+                ax.text((WARP + last_live) / 2, float(np.nanmax(vals)) * 0.5, f"slots {WARP}..{last_live - 1}:\nnever read",
+                        ha="center", va="center", fontsize=8, color="white", fontweight="bold")
         ax.bar(np.arange(B), vals, color=list(colors), width=1.0, edgecolor="white", linewidth=0.3)
         ax.set_xlim(-0.5, B - 0.5)
         ax.set_title(cap, fontsize=9, loc="left")
         ax.set_ylabel("shared[slot]", fontsize=7)
         ax.tick_params(labelsize=6)
         ax2 = axes[1]
-        wc = np.where(weight == 0, "#d62728", np.where(weight == 1, "#2ca02c", "#ff7f0e"))
         if i == len(captions) - 1:
+            wc = np.where(weight == 0, "#d62728", np.where(weight == 1, "#2ca02c", "#ff7f0e"))
             ax2.bar(np.arange(B), np.maximum(weight, 0.15), color=list(wc), width=1.0)
             ax2.set_title("how many times each thread's partial reaches the total (red = lost)", fontsize=8, loc="left")
         else:
@@ -473,14 +509,8 @@ def seed_frames(partials, result: Dict[str, np.ndarray], corrected: bool, dpi: i
         ax2.set_xlabel("thread / slot", fontsize=7)
         ax2.tick_params(labelsize=6)
         fig.tight_layout()
-        if i == 0:
-            line = None
-        elif i < len(states):
-            line = snip.line_of("shared[tid] = __fadd_rn")
-        else:
-            line = None
+        line = snip.line_of("shared[tid] = __fadd_rn") if 0 < i < len(states) else None
         frames_.append(Frame(png=_png(fig, dpi), caption=cap, line=line))
-    del read, needles
     return frames_
 
 
@@ -488,7 +518,7 @@ def seed_animation(partials, result: Dict[str, np.ndarray], corrected: bool, pro
     """Player for :func:`seed_frames`, with the tree's source (our reconstruction or the fix)."""
     region = "fixed_tree" if corrected else "seed_tree"
     B = np.asarray(partials).size
-    title = (f"{'Fixed' if corrected else 'The seed write-up'}'s halving-tree reduction at {B} threads"
-             + ("" if corrected else " (our reconstruction from its description)"))
+    title = (f"The fixed halving-tree reduction at {B} threads" if corrected else
+             f"The seed write-up's halving-tree reduction at {B} threads (our reconstruction from its description)")
     return Animation(seed_frames(partials, result, corrected), title=title, provenance=provenance,
                      source=kernel_source(region).text)
