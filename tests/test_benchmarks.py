@@ -566,3 +566,15 @@ def test_newest_record_skips_partial_and_quick(monkeypatch, tmp_path):
         (tmp_path / name).write_text(json.dumps(dict(base, date=date, **extra)))
     assert bm.newest_record()["date"] == "2026-11-01"
     assert bm.newest_record(include_quick=True)["date"] == "2026-11-06"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", bm.OPS)
+def test_gpu_compile_baseline_really_compiles(op):
+    """torch.compile (inductor) of the eager expression compiles one graph per shape on this GPU;
+    if this fails, every "compile" row of the record is excluded (and says why)."""
+    sets = bm.make_inputs(op, 256, 4096, "float16", "cuda")
+    w = sets[0]["weight"]
+    fn = bm.setup(op, "compile", w, sample=sets[0])
+    ok, detail = bm.compare(fn(sets[0]), bm.reference(op, sets[0]["x"], w, sets[0].get("gate")), "float16")
+    assert ok, detail
