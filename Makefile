@@ -23,8 +23,11 @@ test: setup
 test-gpu: setup
 	$(VPY) -m pytest -m gpu
 
+# Extra options for `gpu-viz slides`, e.g. make slides SLIDES_ARGS="--only 03 --jobs 2"
+# (npm vendors the decks' JavaScript on first use; offline: SLIDES_ARGS="--vendor-from DIR").
+SLIDES_ARGS ?=
 slides: setup
-	$(VPY) -m gpu_viz.cli slides
+	$(VPY) -m gpu_viz.cli slides $(SLIDES_ARGS)
 
 clean:
 	rm -rf slides/build test-artifacts

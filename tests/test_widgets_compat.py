@@ -142,3 +142,31 @@ def test_only_widget_api_common_to_7_and_8_is_used(ipywidgets7):
     common = _names_in(str(ipywidgets7)) & _names_in(None)
     missing = {n: sorted(files) for n, files in used.items() if n not in common}
     assert not missing, f"ipywidgets names not in both 7.7.1 and 8 (Colab ships 7.7.1): {missing}"
+
+
+# ----------------------------------------------------------------------------- Colab's image
+#: What a Colab GPU runtime has preinstalled (the course's install cell must not replace any of it):
+#: Python 3.13, cupy-cuda12x 14, ipywidgets 7.7.1, IPython 7.34 (Colab's kernel pins it), numpy 2.0,
+#: matplotlib 3.10.  Update when Colab's image moves.
+COLAB_PREINSTALLED = {"python": "3.13.0", "numpy": "2.0.2", "matplotlib": "3.10.0", "ipywidgets": "7.7.1",
+                      "ipython": "7.34.0", "cupy-cuda12x": "14.0.0"}
+
+
+def test_base_dependencies_install_on_colab_without_reinstalls():
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert SpecifierSet(proj["requires-python"]).contains(COLAB_PREINSTALLED["python"])
+    reqs = [Requirement(r) for r in proj["dependencies"]] + \
+           [Requirement(r) for r in proj["optional-dependencies"]["gpu"]]
+    for req in reqs:
+        name = req.name.lower()
+        assert name in COLAB_PREINSTALLED, (
+            f"base dependency {name!r} is not preinstalled on Colab: the install cell would download it "
+            "(make it optional, or add it here if Colab has it)")
+        assert req.specifier.contains(COLAB_PREINSTALLED[name], prereleases=True), (
+            f"{req} rejects Colab's {name} {COLAB_PREINSTALLED[name]}: installing the course on Colab would "
+            "replace it under the running kernel")
