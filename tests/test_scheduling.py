@@ -117,3 +117,11 @@ def test_silicon_queue_waits():
     s = scheduling.scheduling_summary(tr)
     assert s["waves"] >= 2
     assert s["makespan_us"] > 1.5 * s["block_us_median"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("threads", [32, 96, 256, 1024])
+def test_occupancy_model_equals_cuda_occupancy_api(threads):
+    fn = kernels.function("scheduling.cu", "scheduled_block")
+    model_r = model.resident_blocks_per_sm(device.current(), threads, fn.num_regs)
+    assert scheduling.resident_blocks_gpu(threads) == model_r

@@ -172,3 +172,16 @@ def test_divergence_costs_more_than_uniform():
 def test_ptx_from_nvrtc_on_gpu():
     text, label = simt.ptx()
     assert text is not None and "add.rn.f32" in text, label
+
+
+def test_sanitize_script_imports_and_says_no_gpu():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, GPU_VIZ_FORCE_CPU="1")
+    proc = subprocess.run([sys.executable, str(root / "scripts" / "sanitize" / "traced.py")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and "no GPU" in proc.stderr, proc.stderr

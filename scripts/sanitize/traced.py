@@ -14,17 +14,15 @@ import numpy as np
 
 
 def main() -> int:
-    from gpu_viz import backend
+    from gpu_viz import backend, gridstride, kernels, scheduling, simt
+    from gpu_viz.model import grid_stride as gs_model
+    from gpu_viz.model import vector_add as va_model
+    from gpu_viz.traced import check_close
 
     if not backend.has_gpu():
         print(f"sanitize/traced: no GPU ({backend.detect().reason})", file=sys.stderr)
         return 2
     import cupy as cp
-
-    from gpu_viz import gridstride, kernels, scheduling, simt
-    from gpu_viz.model import grid_stride as gs_model
-    from gpu_viz.model import vector_add as va_model
-    from gpu_viz.traced import check_close
 
     rng = np.random.default_rng(12345)
     failures = []
