@@ -44,14 +44,16 @@ def grid_stride_figure(trace: Trace, frame: int):
         img[:n][cur] = col[cur]
         img[:n][old] = 0.25 * col[old] + 0.75
     img[n:] = (0.6, 0.6, 0.6)   # past the end of the array
-    fig = plt.figure(figsize=(9, 0.9 + 0.13 * rows))
-    ax = fig.add_axes([0.06, 0.03, 0.92, 0.8])
+    height = 1.2 + 0.13 * rows
+    fig = plt.figure(figsize=(9, height))
+    ax = fig.add_axes([0.08, 0.04, 0.9, 1 - 0.75 / height - 0.05])
     ax.imshow(img.reshape(rows, width, 3), aspect="auto", interpolation="nearest")
     ax.set_yticks(range(0, rows, max(1, rows // 8)))
     ax.set_yticklabels([str(r * width) for r in range(0, rows, max(1, rows // 8))], fontsize=7)
     ax.set_xticks([0, width - 1]); ax.set_xticklabels(["+0", f"+{width - 1}"], fontsize=7)
     ax.set_ylabel("element", fontsize=8)
-    fig.suptitle(step.label + f"   (colour = global thread id 0..{T - 1})", fontsize=9, x=0.06, ha="left")
+    fig.suptitle(step.label + f"\ncolour = the global thread id (0..{T - 1}) that handled the element; "
+                 "faded = earlier passes, grey = past the end", fontsize=8, x=0.06, ha="left")
     return fig
 
 
