@@ -31,5 +31,7 @@ def banner() -> str:
         text = ("CPU MODE -- no usable CUDA GPU: " + b.reason +
                 "\nTraces below come from the CPU model; nothing is timed. "
                 "Recorded GPU numbers, where shown, carry their GPU and date.")
+        if not b.reason.startswith("forced by"):
+            text += "\nExpected a GPU? Run gpu_viz.doctor.report() for what to do."
     print(text)
     return text
