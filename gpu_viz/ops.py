@@ -121,11 +121,16 @@ def kernel_name(op: str, variant: str, dtype, vec: int, ept: Optional[int] = Non
 
 def kernel_names() -> List[str]:
     """Every kernel the file defines (as its DEF_SCALAR / DEF_VECTOR macros instantiate them)."""
-    return list(_kernel_names())
+    return list(_kernel_name_list())
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel_names() -> Tuple[str, ...]:
+def _kernel_names() -> "frozenset[str]":
+    return frozenset(_kernel_name_list())
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel_name_list() -> Tuple[str, ...]:
     names = []
     for dt, (_, _, vec16, _) in DTYPES.items():
         for op in OPS:
@@ -604,9 +609,10 @@ def rmsnorm(x, weight, eps: float = 1e-6):
         GPUUnavailable: in CPU mode (after the checks above).
     """
     if torch is not None and isinstance(x, torch.Tensor):
-        if not torch.compiler.is_compiling():  # traced: the op's own impl checks at run time
-            _validate(x, weight, None, eps)
-        return torch.ops.gpu_viz.rmsnorm(x, weight, float(eps))
+        if not isinstance(weight, torch.Tensor):
+            _validate(x, weight, None, eps)  # raises, naming weight
+        # the op's implementation validates everything else (once per call, also when traced)
+        return torch.ops.gpu_viz.rmsnorm(x, weight, _check_eps(eps))
     return _launch(_validate(x, weight, None, eps))
 
 
@@ -627,9 +633,9 @@ def rmsnorm_gate(x, gate, weight, eps: float = 1e-6):
         as :func:`rmsnorm`, and ValueError when gate's shape differs from x's.
     """
     if torch is not None and isinstance(x, torch.Tensor):
-        if not torch.compiler.is_compiling():
-            _validate(x, weight, gate, eps)
-        return torch.ops.gpu_viz.rmsnorm_gate(x, gate, weight, float(eps))
+        if not (isinstance(weight, torch.Tensor) and isinstance(gate, torch.Tensor)):
+            _validate(x, weight, gate, eps)  # raises, naming the argument
+        return torch.ops.gpu_viz.rmsnorm_gate(x, gate, weight, _check_eps(eps))
     return _launch(_validate(x, weight, gate, eps))
 
 
