@@ -25,8 +25,8 @@ from .trace import GPU_SOURCE, Trace
 from .widgets import Animation, Frame
 
 KERNEL_FILE = model.KERNEL_FILE
-#: NVRTC options of every traced launch: no FMA contraction, IEEE division and sqrt.
-OPTIONS = ("--fmad=false", "-prec-div=true", "-prec-sqrt=true", "-ftz=false")
+#: NVRTC options of every traced launch: no FMA contraction (division and sqrt are explicit _rn intrinsics).
+OPTIONS = ("--fmad=false",)
 WARP = model.WARP
 
 #: The deck's memory captions, one per phase.
@@ -263,8 +263,7 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
         raise ValueError(f"warp must be in 0..{nw - 1} for block={block}, got {warp}")
     steps = [st for st in trace.steps if kinds is None or st.data["kind"] in kinds]
     snip = kernel_source()
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("#e6e6e6")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="#e6e6e6")
     norm = _norm(trace)
     x, y_out = trace["x"], trace["y"]
     local, lanes_all, smem, w0, scalars = (trace["local"], trace["warp_lanes"], trace["smem"],
