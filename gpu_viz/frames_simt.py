@@ -14,8 +14,9 @@ from .trace import Trace
 from .widgets.player import Animation, Frame
 
 WARP = 32
-_ROWS = ("i", "pred", "a", "b", "c")       # what each lane's registers hold, in issue order
-_ROW_STAGE = {"i": 0, "pred": 1, "a": 2, "b": 3, "c": 4}  # step after which the row is filled
+_ROWS = ("i", "pred", "a", "b", "c", "C[i]")  # lane registers in issue order, then global memory
+_ROW_STAGE = {"i": 0, "pred": 1, "a": 2, "b": 3, "c": 4, "C[i]": 5}  # step after which a row is filled
+_ROW_ARRAY = {"a": "a", "b": "b", "c": "c", "C[i]": "c"}
 MAX_WARPS_DRAWN = 4
 
 
@@ -55,8 +56,8 @@ def fast_frames(draw, count: int, captions, lines=None, dpi: int = 70) -> List[F
 def vector_add_figure(trace: Trace, frame: int):
     """The figure of step ``frame`` of a vector-add trace: one band of 32 lanes per warp.
 
-    Rows per warp: i (index), pred (i < n), a, b, c; a row is filled once the warp has issued
-    its instruction.  Values are coloured (blue < 0 < red); lanes 0, 1, 2 and 31 print them.
+    Rows per warp: i (index), pred (i < n), registers a, b, c, and C[i] in global memory; a row
+    is filled once the warp has issued its instruction.  Values are coloured (blue < 0 < red); lanes 0, 1, 2 and 31 print them.
     """
     import matplotlib.pyplot as plt
     from matplotlib import cm, colors
@@ -91,7 +92,7 @@ def vector_add_figure(trace: Trace, frame: int):
                     img[y0 + r, lane] = (0.7, 0.9, 0.7) if ok else (0.95, 0.7, 0.7)
                     txt = "T" if ok else "F"
                 else:
-                    v = float(trace[row][t])
+                    v = float(trace[_ROW_ARRAY[row]][t])
                     img[y0 + r, lane] = cmap(norm(v))[:3] if ok else (0.9, 0.9, 0.9)
                     txt = _fmt(v)
                 if lane in LABELLED_LANES:
