@@ -4,6 +4,8 @@ import json
 import math
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -132,6 +134,29 @@ def test_kernel_builds_without_spills(arch):
     for u in usage.values():
         assert u.spill_stores_bytes == 0 and u.spill_loads_bytes == 0, u
         assert u.registers <= 64, u
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_ptx_has_no_fma_and_correctly_rounded_div_sqrt(tmp_path):
+    # the bit-for-bit contract: no contraction into fma.rn.f32 anywhere, IEEE div/sqrt in phase 3
+    out = tmp_path / "t.ptx"
+    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-std=c++17", f"-I{kernels.KERNEL_DIR}", *fp.OPTIONS,
+                    "-o", str(out), str(kernels.kernel_path("rmsnorm_trace.cu"))], check=True)
+    ptx = out.read_text()
+    assert "fma.rn.f32" not in ptx and "fma.f32" not in ptx
+    assert ptx.count("div.rn.f32") == 2 and ptx.count("sqrt.rn.f32") == 1
+    assert "rsqrt.approx" not in ptx
+
+
+def test_record_without_a_gpu_is_the_labelled_model(rng):
+    from gpu_viz import backend
+
+    if backend.has_gpu():
+        pytest.skip("CPU-mode behaviour")
+    t = fp.record(rng.standard_normal(64), block=32)
+    assert t.source == "model" and t.provenance == backend.MODEL_LABEL
+    with pytest.raises(backend.GPUUnavailable):
+        fp.record_gpu(np.ones(4), block=4)
 
 
 def test_every_step_needle_is_a_line_of_the_shown_source():
