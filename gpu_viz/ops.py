@@ -352,7 +352,7 @@ def _validate(x, weight, gate, eps) -> Dict:
             dev = d
         elif d != dev:
             raise ValueError(f"{o.name} is on {d} but x is on {dev}: all operands must be on one device")
-    M = int(np.prod(xo.shape[:-1], dtype=np.int64)) if len(xo.shape) > 1 else 1
+    M = math.prod(xo.shape[:-1])
     return {"x": xo, "weight": wo, "gate": go, "M": M, "N": N, "eps": eps, "dtype": xo.dtype}
 
 
@@ -581,6 +581,15 @@ if torch is not None:
 # ---------------------------------------------------------------------------------------
 # public ops
 
+def _direct(*tensors) -> bool:
+    """Eager call that autograd will not record: launch without the dispatcher round trip
+    (a few µs per call).  Traced calls (torch.compile) and grad-requiring inputs go through
+    ``torch.ops.gpu_viz.*``."""
+    if torch.compiler.is_compiling() or not all(t.device.type == "cuda" for t in tensors):
+        return False
+    return not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
+
+
 def rmsnorm(x, weight, eps: float = 1e-6):
     """Fused RMSNorm, one kernel: ``y = x * weight * rsqrt(mean(x^2, -1) + eps)``.
 
@@ -611,6 +620,8 @@ def rmsnorm(x, weight, eps: float = 1e-6):
     if torch is not None and isinstance(x, torch.Tensor):
         if not isinstance(weight, torch.Tensor):
             _validate(x, weight, None, eps)  # raises, naming weight
+        if _direct(x, weight):  # eager, no autograd: skip the dispatcher (same launcher)
+            return _launch(_validate(x, weight, None, eps))
         # the op's implementation validates everything else (once per call, also when traced)
         return torch.ops.gpu_viz.rmsnorm(x, weight, _check_eps(eps))
     return _launch(_validate(x, weight, None, eps))
@@ -635,6 +646,8 @@ def rmsnorm_gate(x, gate, weight, eps: float = 1e-6):
     if torch is not None and isinstance(x, torch.Tensor):
         if not (isinstance(weight, torch.Tensor) and isinstance(gate, torch.Tensor)):
             _validate(x, weight, gate, eps)  # raises, naming the argument
+        if _direct(x, weight, gate):
+            return _launch(_validate(x, weight, gate, eps))
         return torch.ops.gpu_viz.rmsnorm_gate(x, gate, weight, _check_eps(eps))
     return _launch(_validate(x, weight, gate, eps))
 

@@ -352,6 +352,8 @@ def _forward_case(rng, M, N, dtype, gate, layout, eps=1e-6):
     _check(y, ref, dtype, label)
     _check(yp, ref, dtype, label + " poisoned")
     assert torch.equal(y.reshape(yp.shape), yp), "the public op and the launcher disagree"
+    yo = torch.ops.gpu_viz.rmsnorm_gate(x, g, w, eps) if gate else torch.ops.gpu_viz.rmsnorm(x, w, eps)
+    assert torch.equal(yo, y), "torch.ops.gpu_viz (the dispatcher path) and the direct path disagree"
 
 
 @gpu
