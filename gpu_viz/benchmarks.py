@@ -298,6 +298,7 @@ def compile_checked(fn: Callable, sample_args: Sequence, backend_name: Optional[
     from torch._dynamo.utils import counters
 
     _raise_limits(torch)
+    torch._dynamo.config.suppress_errors = False  # a failed compile must raise, not run eager
     torch._dynamo.reset()
     counters.clear()
     kwargs = {"dynamic": False}
