@@ -388,20 +388,31 @@ class _StreamPtr:
         self.ptr = ptr
 
 
-def _launch_on_torch_stream(kern, grid: int, block: int, args, device: int):
-    """Launch ``kern`` on torch's current stream of ``device`` by its raw handle: no CuPy stream
-    object is created, so nothing but cuLaunchKernel happens (safe inside CUDA-graph capture)."""
-    ptr = torch.cuda.current_stream(device).cuda_stream
-    try:
-        fn = kern.kernel  # cupy.cuda.Function for the current device
-    except AttributeError:  # pragma: no cover - very old CuPy
-        fn = None
-    if fn is not None:
-        fn((grid,), (block,), args, 0, _StreamPtr(ptr))
-        return
-    import cupy  # pragma: no cover
+_RAW_STREAM_OK = [True]
 
-    with cupy.cuda.ExternalStream(ptr, device):  # pragma: no cover
+
+def _launch_on_torch_stream(kern, grid: int, block: int, args, device: int):
+    """Launch ``kern`` on torch's current stream of ``device``.
+
+    First choice: CuPy's ``Function.__call__(..., stream=<object with .ptr>)`` with the raw
+    handle, so no CuPy stream object is created (nothing but cuLaunchKernel happens, which is
+    what CUDA-graph capture wants).  If this CuPy refuses that (TypeError/AttributeError,
+    raised before any launch), fall back to ``cupy.cuda.Stream.from_external(torch_stream)``.
+    """
+    ts = torch.cuda.current_stream(device)
+    if _RAW_STREAM_OK[0]:
+        try:
+            kern.kernel((grid,), (block,), args, shared_mem=0, stream=_StreamPtr(ts.cuda_stream))
+            return
+        except (TypeError, AttributeError):
+            _RAW_STREAM_OK[0] = False
+    import cupy
+
+    if hasattr(cupy.cuda.Stream, "from_external"):
+        stream = cupy.cuda.Stream.from_external(ts)
+    else:  # CuPy < 14
+        stream = cupy.cuda.ExternalStream(ts.cuda_stream, device)
+    with stream:
         kern((grid,), (block,), args)
 
 
