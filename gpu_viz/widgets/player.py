@@ -116,11 +116,11 @@ class Animation:
   </div>
   <div class="gpu-viz-caption" id="{uid}-cap" style="min-height:1.4em;margin:4px 0">{html.escape(meta[0]['caption'])}</div>
   <div style="display:flex;gap:6px;align-items:center">
-    <button type="button" data-act="first" title="first frame">&#x23EE;</button>
+    <button type="button" data-act="first" title="first frame">&#x21E4;</button>
     <button type="button" data-act="prev" title="step back">&#x25C0;</button>
     <button type="button" data-act="play" title="play / pause">&#x25B6;</button>
     <button type="button" data-act="next" title="step forward">&#x25B6;&#x25B6;</button>
-    <button type="button" data-act="last" title="last frame">&#x23ED;</button>
+    <button type="button" data-act="last" title="last frame">&#x21E5;</button>
     <input type="range" min="0" max="{n - 1}" value="0" id="{uid}-range" style="flex:1"/>
     <span id="{uid}-pos">1 / {n}</span>
   </div>
