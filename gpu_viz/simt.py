@@ -55,7 +55,7 @@ def vector_add_gpu(A: np.ndarray, B: np.ndarray, block: int = 64) -> Trace:
     """
     import cupy as cp
 
-    b = backend.require_gpu("the traced vector add")
+    backend.require_gpu("the traced vector add")
     A = model._as_f32("A", A)
     n = A.shape[0]
     B = model._as_f32("B", B, n)
@@ -76,6 +76,8 @@ def vector_add_gpu(A: np.ndarray, B: np.ndarray, block: int = 64) -> Trace:
     arrays = {name: np.ascontiguousarray(rec[:, k]) for k, name in enumerate(model.VECTOR_ADD_FIELDS)}
     if (rec[:, :5] < 0).any():
         raise AssertionError("vector_add_traced: some launched thread did not write its record")
+    if not np.isnan(vals[n:]).all():
+        raise AssertionError("vector_add_traced: a thread with i >= n loaded or stored a value")
     arrays.update(a=np.ascontiguousarray(vals[:, 0]), b=np.ascontiguousarray(vals[:, 1]),
                   c=np.ascontiguousarray(vals[:, 2]), A=A.copy(), B=B.copy())
     check_equal("c[i] == C[i]", arrays["c"][:n].view(np.uint32), C.view(np.uint32))
@@ -124,6 +126,7 @@ def divergence_gpu(x: np.ndarray, block: int = 64, iters: int = 8,
     x = model._as_f32("x", x)
     n = x.shape[0]
     model.check_launch(n, block, min_n=1)
+    model.check_iters(iters)
     branch_ref = model.divergence_branch(n, block, kernel)
     dx = cp.asarray(x)
     dy = cp.full(n, np.nan, cp.float32)

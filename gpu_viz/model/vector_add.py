@@ -132,6 +132,12 @@ PATH_A = (np.float32(1.0001), np.float32(0.5))
 PATH_B = (np.float32(0.9999), np.float32(-0.25))
 
 
+def check_iters(iters) -> None:
+    """Raises ValueError unless ``iters`` is an int >= 0 (loop trips of each path)."""
+    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
+        raise ValueError(f"iters must be an int >= 0, got {iters!r}")
+
+
 def run_paths(x: np.ndarray, branch: np.ndarray, iters: int) -> np.ndarray:
     """y = path_a(x) where branch == 0, path_b(x) where branch == 1, float32 mul then add each step."""
     v = np.asarray(x, np.float32).copy()
@@ -190,8 +196,7 @@ def divergence(x: np.ndarray, block: int = 64, iters: int = 8, kernel: str = "di
     x = _as_f32("x", x)
     n = x.shape[0]
     check_launch(n, block, min_n=1)
-    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
-        raise ValueError(f"iters must be an int >= 0, got {iters!r}")
+    check_iters(iters)
     branch = divergence_branch(n, block, kernel)
     i = np.arange(n)
     arrays = {"x": x.copy(), "y": run_paths(x, branch, iters), "branch": branch,
