@@ -185,3 +185,106 @@ def test_sanitize_script_imports_and_says_no_gpu():
     proc = subprocess.run([sys.executable, str(root / "scripts" / "sanitize" / "traced.py")],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2 and "no GPU" in proc.stderr, proc.stderr
+
+
+# -- CPU: the GPU producers' plumbing, on a fake device ---------------------------------------
+# The kernels are emulated in numpy (from the models) so that the producers' Python -- buffer
+# poisoning, argument order, read-back, reshapes, dtypes, the checks -- runs here.  This proves
+# nothing about silicon (the gpu-marked tests do); it catches plumbing bugs before the GPU run.
+
+class _DevArray(np.ndarray):
+    def get(self):
+        return np.array(self)
+
+
+def _fake_cupy():
+    import types
+
+    cp = types.ModuleType("cupy")
+    dev = lambda a: np.array(a).view(_DevArray)  # noqa: E731
+    cp.asarray = dev
+    cp.full = lambda n, v, dtype=np.float32: dev(np.full(n, v, dtype))
+    cp.zeros = lambda n, dtype=np.float32: dev(np.zeros(n, dtype))
+    cp.full_like = lambda a, v: dev(np.full_like(np.asarray(a), v))
+    cp.ndarray = _DevArray
+    for name in ("float32", "int32", "uint32", "int64", "uint64"):
+        setattr(cp, name, getattr(np, name))
+    stream = types.SimpleNamespace(synchronize=lambda: None)
+    cp.cuda = types.SimpleNamespace(get_current_stream=lambda: stream,
+                                    driver=types.SimpleNamespace(occupancyMaxActiveBlocksPerMultiprocessor=None))
+    return cp
+
+
+def _emulated_kernel(file, name):
+    from gpu_viz.model import grid_stride as gs
+    from gpu_viz.model import scheduling as sc
+
+    def launch(grid, block, args):
+        g, b = grid[0], block[0]
+        T = g * b
+        if name == "vector_add_traced":
+            A, B, C, n, rec, vals = args
+            tr = model.vector_add(np.asarray(A), np.asarray(B), b)
+            r = np.asarray(rec).reshape(T, 7)
+            for k, f in enumerate(model.VECTOR_ADD_FIELDS):
+                r[:, k] = tr[f]
+            ok = tr["index"] < n
+            v = np.asarray(vals).reshape(T, 3)
+            for k, f in enumerate("abc"):
+                v[ok, k] = tr[f][ok]
+            C[:] = tr["c"][:n]
+        elif name in model.DIVERGENCE_KERNELS:
+            x, y, n, iters, record, branch, active = args
+            tr = model.divergence(np.asarray(x)[:n], b, int(iters), name)
+            y[:] = tr["y"]
+            if record:
+                branch[:] = tr["branch"]
+                active[:] = tr["active"]
+        elif name == "scale_grid_stride_traced":
+            x, y, alpha, n, blk, thr, pss, visits = args
+            tr = gs.grid_stride(np.asarray(x)[:n], float(alpha), g, b)
+            for dst, f in ((y, "y"), (blk, "block"), (thr, "thread"), (pss, "pass"), (visits, "visits")):
+                dst[:n] = tr[f]
+        elif name == "scheduled_block":
+            spin, fma, smid, t0, t1, c0, c1, sink = args
+            tr = sc.scheduling(g, b, int(spin), int(fma))
+            for dst, f in ((smid, "smid"), (t0, "t_start"), (t1, "t_end"), (c0, "clk_start"), (c1, "clk_end")):
+                dst[:g] = tr[f] + (1000 if f == "t_start" or f == "t_end" else 0)
+        else:
+            raise AssertionError(f"no emulation for {name}")
+
+    launch.num_regs, launch.shared_size_bytes = 10, 0
+    return launch
+
+
+def test_gpu_producers_plumbing_with_a_fake_device(monkeypatch, rng):
+    import sys
+
+    from gpu_viz import backend, gridstride, scheduling
+    from gpu_viz.model import grid_stride as gs
+    from gpu_viz.traced import check_equal
+
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    monkeypatch.setattr(backend, "require_gpu", lambda what: None)
+    monkeypatch.setattr(backend, "live_label", lambda: "fake device (plumbing test)")
+    monkeypatch.setattr(kernels, "function", _emulated_kernel)
+
+    A, B = rng.standard_normal(70).astype(np.float32), rng.standard_normal(70).astype(np.float32)
+    gpu = simt.vector_add_gpu(A, B, 64)
+    model.vector_add(A, B, 64).assert_equal(gpu, names=DETERMINISTIC_VA + ("smid", "hw_warpid"))
+    assert gpu.source == "gpu" and gpu.simulated == () and len(gpu.steps) == 1 + 6 * 4
+
+    for kernel in model.DIVERGENCE_KERNELS:
+        x = rng.standard_normal(100).astype(np.float32)
+        model.divergence(x, 64, 5, kernel).assert_equal(simt.divergence_gpu(x, 64, 5, kernel))
+
+    for n, g, b in [(2500, 1, 1024), (0, 2, 64), (5, 2, 4)]:
+        x = rng.standard_normal(n).astype(np.float32)
+        gs.grid_stride(x, 1.5, g, b).assert_equal(gridstride.grid_stride_gpu(x, 1.5, g, b),
+                                                  names=("x", "y", "block", "thread", "pass", "visits"))
+
+    tr = scheduling.scheduling_gpu(300, 256, 5000)
+    assert tr["t_start"].min() == 0 and tr.source == "gpu"
+    s = scheduling.scheduling_summary(tr)
+    assert s["blocks"] == 300 and s["resident_blocks_per_sm"] == 6 and s["source"] == "gpu"
+    check_equal("smid", tr["smid"], np.arange(300) % 58)
