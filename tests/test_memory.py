@@ -252,3 +252,43 @@ def test_recorded_path(tmp_path, monkeypatch):
     plt.close("all")
     with pytest.raises(KeyError, match="no 'device' entry"):
         M.recorded_device({"gpu": "x"})
+
+
+# -- the occupancy kernels' references (CPU emulation of the kernels' float32 arithmetic) -------------
+
+def _emulate(name, x, block):
+    f = np.float32
+    n = x.size
+    out = np.empty(n, dtype=np.float32)
+    for i in range(n):
+        if name == "occ_heavy":
+            r = [x[(i + k) % n] for k in range(64)]
+            for _ in range(4):
+                for k in range(64):
+                    r[k] = f(f(f(0.5) * r[k]) + f(f(0.25) * r[(k + 1) % 64]))
+            s = f(0)
+            for v in r:
+                s = f(s + v)
+            out[i] = s
+        else:  # occ_smem
+            start = (i // block) * block
+            m = start + block - 1 - (i - start)
+            out[i] = f(x[i] + (x[m] if m < n else f(0)))
+    return out
+
+
+@pytest.mark.parametrize("name, n, block", [("occ_heavy", 1, 32), ("occ_heavy", 70, 32), ("occ_smem", 1, 32),
+                                            ("occ_smem", 1000, 96), ("occ_smem", 33, 64)])
+def test_occ_reference_matches_kernel_arithmetic(name, n, block, rng):
+    x = rng.uniform(0.5, 1.5, n).astype(np.float32)
+    ref = M.occ_reference(name, x, block)
+    rtol, atol = M.OCC_TOLERANCE[name]
+    got = _emulate(name, x, block).astype(np.float64)
+    assert np.all(np.abs(got - ref) <= atol + rtol * np.abs(ref))
+
+
+def test_occ_reference_light_and_bad_name():
+    x = np.array([1.0, 2.0], dtype=np.float32)
+    assert M.occ_reference("occ_light", x, 32).tolist() == [3.0, 5.0]
+    with pytest.raises(ValueError, match="name must be one of"):
+        M.occ_reference("occ_nope", x, 32)

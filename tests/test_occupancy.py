@@ -210,3 +210,14 @@ def test_heavy_kernel_at_1024_threads_fails_for_resources():
     y = cp.empty_like(x)
     with pytest.raises(cp.cuda.driver.CUDADriverError, match="OUT_OF_RESOURCES|too many resources"):
         k((4,), (1024,), (x, y, cp.int32(4096)))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["occ_light", "occ_heavy", "occ_smem"])
+def test_occupancy_kernels_are_correct(name):
+    from gpu_viz import memory as M
+
+    for n, block in ((1, 32), (1000, 96), (4099, 256), (2048, 512)):
+        M.check_occ_kernel(name, n, block, seed=n)
+    if name == "occ_smem":
+        M.check_occ_kernel(name, 999, 128, dyn_floats=128, seed=3)
