@@ -19,7 +19,7 @@ in the message: the 1024-thread block cap is the first thing it checks.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 from . import backend, device
 

@@ -20,11 +20,11 @@ The model, stated plainly:
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..trace import MODEL_SOURCE, Step, Trace
+from ..trace import MODEL_SOURCE, Trace
 
 READY, COMPUTE, LOAD, WAITING, DONE = 0, 1, 2, 3, 4
 STATE_NAMES = {READY: "ready (not picked)", COMPUTE: "issues math", LOAD: "issues a load",
