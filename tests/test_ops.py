@@ -514,8 +514,11 @@ def test_cupy_arrays(rng, dtype, layout):
     import cupy
 
     for M, N in ((3, 768), (5, 4096), (2, 8201), (2, 40000), (0, 16)):
-        x = cupy.asarray(_device_values(rng, (M, N), dtype, layout))
-        g = cupy.asarray(_device_values(rng, (M, N), dtype, layout, 3.0))
+        if M == 0:
+            x = g = cupy.zeros((0, N), dtype=dtype)
+        else:
+            x = cupy.asarray(_device_values(rng, (M, N), dtype, layout))
+            g = cupy.asarray(_device_values(rng, (M, N), dtype, layout, 3.0))
         w = cupy.asarray(rng.standard_normal(N).astype(dtype))
         for gate in (False, True):
             y = ops.rmsnorm_gate(x, g, w) if gate else ops.rmsnorm(x, w)
