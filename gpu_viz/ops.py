@@ -546,7 +546,17 @@ def _torch_backward(grad, x, weight, gate, eps: float, needs: Sequence[bool]):
     return dx, dw, dg
 
 
-if torch is not None:
+def _registered(name: str) -> bool:
+    """True when ``torch.ops.gpu_viz.<name>`` exists already (a reloaded module keeps the first
+    registration instead of failing on a duplicate)."""
+    try:
+        getattr(torch.ops.gpu_viz, name)
+        return True
+    except (AttributeError, RuntimeError):
+        return False
+
+
+if torch is not None and not _registered("rmsnorm"):
     @torch.library.custom_op("gpu_viz::rmsnorm", mutates_args=())
     def _rmsnorm_op(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
         return _launch(_validate(x, weight, None, eps))
@@ -567,6 +577,7 @@ if torch is not None:
 
     _rmsnorm_op.register_autograd(_rmsnorm_bwd, setup_context=_rmsnorm_setup)
 
+if torch is not None and not _registered("rmsnorm_gate"):
     @torch.library.custom_op("gpu_viz::rmsnorm_gate", mutates_args=())
     def _rmsnorm_gate_op(x: torch.Tensor, gate: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
         return _launch(_validate(x, weight, gate, eps))
