@@ -86,7 +86,8 @@ def draw_chip(info: device.DeviceInfo, latency: Optional[Dict[str, Dict]] = None
     Args:
         info: the device.
         latency: optional ``{"L1": {"cycles": c, "ns": t}, "L2": {...}, "DRAM": {...}}`` measured.
-        bandwidth: optional ``{"L2": GB/s, "DRAM": GB/s, "copy": GB/s}`` measured.
+        bandwidth: optional ``{"L2": GB/s, "DRAM": GB/s, "copy": GB/s, "h2d": GB/s}`` measured
+            (``h2d``: host -> GPU over the host link).
         provenance: where ``latency`` / ``bandwidth`` came from (required when either is given).
 
     Returns:
@@ -102,15 +103,18 @@ def draw_chip(info: device.DeviceInfo, latency: Optional[Dict[str, Dict]] = None
         raise ValueError("provenance is required with measured latency/bandwidth (say where they came from)")
     latency, bandwidth = latency or {}, bandwidth or {}
     fig, ax = plt.subplots(figsize=(11, 6.2))
-    ax.set_xlim(0, 1)
+    ax.set_xlim(-0.015, 1)
     ax.set_ylim(0, 1)
     ax.axis("off")
     ax.set_title(f"Inside the {info.name} ({info.sm}): the whole chip", fontsize=13, weight="bold")
 
     # host and PCIe
-    _box(ax, 0.01, 0.40, 0.12, 0.22, "Host\nCPU + RAM", color=_GREY, fontsize=10)
-    ax.annotate("", xy=(0.19, 0.51), xytext=(0.13, 0.51), arrowprops=dict(arrowstyle="<->", lw=2, color=_GREY))
-    ax.text(0.16, 0.56, "PCIe", ha="center", fontsize=8, color=_GREY)
+    _box(ax, 0.0, 0.40, 0.10, 0.22, "Host\nCPU + RAM", color=_GREY, fontsize=10)
+    ax.annotate("", xy=(0.19, 0.51), xytext=(0.10, 0.51), arrowprops=dict(arrowstyle="<->", lw=2, color=_GREY))
+    link = "PCIe"
+    if "h2d" in bandwidth:
+        link += f"\n{bandwidth['h2d']:,.0f} GB/s\nhost->GPU\n(measured)"
+    ax.text(0.145, 0.53, link, ha="center", va="bottom", fontsize=7.5, color=_GREY)
 
     # GPU outline
     _box(ax, 0.19, 0.04, 0.56, 0.90, "", color=_BLUE, fill=0.03, lw=2)

@@ -539,14 +539,56 @@ def check_occ_kernel(name: str, n: int, block: int, dyn_floats: int = 0, seed: i
     return float(np.max(err / np.maximum(np.abs(ref), 1e-30)))
 
 
+def host_bandwidth(nbytes: int = 256 * MiB, reps: int = 5) -> Dict[str, float]:
+    """Host <-> GPU copy bandwidth over PCIe (or NVLink-C2C), pinned host memory, async copies.
+
+    ``cudaMemcpyAsync`` on the current stream, timed by :func:`gpu_viz.bench.time_calls` ("call"
+    timing: events around each copy).  The round trip host -> GPU -> host is checked byte for byte.
+
+    Returns:
+        ``{"h2d_GBps": ..., "d2h_GBps": ..., "bytes": nbytes}`` (GB/s = 1e9 B/s, at the median).
+
+    Raises:
+        GPUUnavailable: in CPU mode.  RuntimeError: the round trip changed a byte.
+    """
+    _require("the host-to-GPU bandwidth measurement")
+    import cupy as cp
+
+    nbytes = _pos_int("nbytes", nbytes)
+    rt = cp.cuda.runtime
+    src_mem = cp.cuda.alloc_pinned_memory(nbytes)
+    dst_mem = cp.cuda.alloc_pinned_memory(nbytes)
+    src = np.frombuffer(src_mem, dtype=np.uint8, count=nbytes)
+    dst = np.frombuffer(dst_mem, dtype=np.uint8, count=nbytes)
+    src[:] = np.random.default_rng(1).integers(0, 256, nbytes, dtype=np.uint8)
+    dst[:] = ~src[:]                                   # poisoned: every byte differs from src
+    dev = cp.empty(nbytes, dtype=cp.uint8)
+
+    def h2d(i=0):
+        rt.memcpyAsync(dev.data.ptr, src_mem.ptr, nbytes, rt.memcpyHostToDevice,
+                       cp.cuda.get_current_stream().ptr)
+
+    def d2h(i=0):
+        rt.memcpyAsync(dst_mem.ptr, dev.data.ptr, nbytes, rt.memcpyDeviceToHost,
+                       cp.cuda.get_current_stream().ptr)
+
+    t_h2d = bench.time_calls(h2d, reps=reps, warmup=1, framework="cupy")
+    t_d2h = bench.time_calls(d2h, reps=reps, warmup=1, framework="cupy")
+    cp.cuda.get_current_stream().synchronize()
+    if not np.array_equal(src, dst):
+        bad = int(np.flatnonzero(src != dst)[0])
+        raise RuntimeError(f"host_bandwidth: byte {bad} came back as {dst[bad]}, sent {src[bad]}")
+    return {"h2d_GBps": t_h2d.GBps(nbytes), "d2h_GBps": t_d2h.GBps(nbytes), "bytes": nbytes}
+
+
 def hardware_record() -> Dict:
     """Run the measurements of notebooks 01, 04 and 05 (< 60 s on an H200) and return them as a dict.
 
     Pass it on as ``bench.save_record(bench.new_record(rows=[], **hardware_record()), tag="hardware")``.
     Keys: ``device`` (live attributes), ``latency`` (staircase rows), ``dram_latency``,
     ``bandwidth_vs_size``, ``occupancy_sweep``, ``littles_law``, ``occupancy`` (CUDA API vs
-    calculator, per kernel, block sizes 32..1024), ``copy_GBps``, ``launch_floor_us``,
-    ``seconds``.
+    calculator, per kernel, block sizes 32..1024), ``copy_GBps``, ``host_bandwidth`` (PCIe
+    h2d/d2h), ``launch_floor_us``, ``seconds``.
 
     Raises:
         GPUUnavailable: in CPU mode.
@@ -563,6 +605,7 @@ def hardware_record() -> Dict:
     copy = bench.copy_bandwidth(nbytes=GiB if info.mem_bytes >= 8 * GiB else 256 * MiB, reps=20,
                                 framework="cupy")
     floor = bench.launch_floor()
+    host = host_bandwidth()
     best = max(p.GBps for p in sweep)
     law = littles_law(best, dram.ns_per_load, info.sm_count)
     occ = {}
@@ -579,6 +622,7 @@ def hardware_record() -> Dict:
         "littles_law": dataclasses.asdict(law),
         "occupancy": occ,
         "copy_GBps": round(copy["GBps"], 1),
+        "host_bandwidth": {k: round(v, 2) for k, v in host.items()},
         "launch_floor_us": round(floor[bench.KERNEL].median_us, 3),
         "launch_floor_call_us": round(floor[bench.CALL].median_us, 3),
         "seconds": round(time.perf_counter() - t0, 1),

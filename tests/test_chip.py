@@ -38,7 +38,8 @@ def test_chip_with_measurements_needs_provenance():
     lat = {"L1": {"cycles": 33, "ns": 17}, "DRAM": {"cycles": 950, "ns": 480}}
     with pytest.raises(ValueError, match="provenance is required"):
         chip.draw_chip(info, latency=lat)
-    t = texts(chip.draw_chip(info, latency=lat, bandwidth={"DRAM": 4100.0}, provenance="recorded on X, 2026"))
+    t = texts(chip.draw_chip(info, latency=lat, bandwidth={"DRAM": 4100.0, "h2d": 53.2}, provenance="recorded on X, 2026"))
+    assert "53 GB/s\nhost->GPU\n(measured)" in t
     assert "950 cycles" in t and "480 ns" in t and "4,100 GB/s" in t and "measurements: recorded on X, 2026" in t
 
 

@@ -72,6 +72,7 @@ def test_expected_level_and_labels():
 @pytest.mark.skipif(backend.has_gpu(), reason="checks the CPU-mode refusal")
 @pytest.mark.parametrize("fn", [lambda: M.pointer_chase(4096), lambda: M.latency_staircase(),
                                 lambda: M.read_bandwidth(1 << 20), lambda: M.occupancy_sweep(),
+                                lambda: M.host_bandwidth(),
                                 lambda: M.hardware_record()])
 def test_measurements_refuse_without_gpu(fn):
     with pytest.raises(backend.GPUUnavailable, match="needs a CUDA GPU"):
@@ -188,10 +189,16 @@ def test_occupancy_sweep_rises():
 
 
 @pytest.mark.gpu
+def test_host_bandwidth_is_plausible():
+    h = M.host_bandwidth(64 * M.MiB, reps=3)
+    assert 1.0 < h["h2d_GBps"] < 1000.0 and 1.0 < h["d2h_GBps"] < 1000.0, h
+
+
+@pytest.mark.gpu
 def test_hardware_record_shape():
     rec = M.hardware_record()
     for key in ("latency", "dram_latency", "bandwidth_vs_size", "occupancy_sweep", "littles_law", "occupancy",
-                "copy_GBps", "launch_floor_us", "device"):
+                "copy_GBps", "host_bandwidth", "launch_floor_us", "device"):
         assert key in rec
     assert rec["seconds"] < 60
     for rows in rec["occupancy"].values():
@@ -222,7 +229,8 @@ def _fake_record():
     return {"date": "2026-11-29", "gpu": "NVIDIA H200", "sm": "sm_90", "device": d, "latency": lat,
             "dram_latency": lat[-1], "bandwidth_vs_size": bw, "occupancy_sweep": sw,
             "littles_law": dataclasses.asdict(M.littles_law(4100, 555, 132)), "occupancy": occ,
-            "copy_GBps": 4000.0, "launch_floor_us": 2.0, "rows": []}
+            "copy_GBps": 4000.0, "host_bandwidth": {"h2d_GBps": 53.1, "d2h_GBps": 55.0, "bytes": 256 << 20},
+            "launch_floor_us": 2.0, "rows": []}
 
 
 def test_recorded_path(tmp_path, monkeypatch):
