@@ -21,6 +21,8 @@ Layers, thinnest first (Liger's shape: kernel, launcher, public op, autograd):
 * :func:`kernel_report` -- registers / spills of every kernel (ptxas for sm_75/89/90, or the
   live device's ``cudaFuncGetAttributes``).
 
+* :class:`FusedRMSNorm`, :class:`FusedRMSNormGate` -- ``nn.Module`` wrappers holding the weight.
+
 Names used by the benchmarks and the notebook (keep stable): ``rmsnorm``, ``rmsnorm_gate``,
 ``launch_config``, ``kernel_report``, ``bytes_moved``.
 """
@@ -672,6 +674,37 @@ def rmsnorm_gate(x, gate, weight, eps: float = 1e-6):
             return _launch(_validate(x, weight, gate, eps))
         return torch.ops.gpu_viz.rmsnorm_gate(x, gate, weight, _check_eps(eps))
     return _launch(_validate(x, weight, gate, eps))
+
+
+# ---------------------------------------------------------------------------------------
+# nn.Module wrappers (the thinnest layer: a weight parameter and eps)
+
+if torch is not None:
+    class FusedRMSNorm(torch.nn.Module):
+        """``y = rmsnorm(x, self.weight, self.eps)`` with a learnable ``weight`` of shape (N,).
+
+        Args:
+            N: features per row, >= 1.  eps: >= 0.  device, dtype: of the weight (ones).
+        ``forward(x)``: x ``(..., N)`` CUDA tensor of the weight's dtype; see :func:`rmsnorm`.
+        """
+
+        def __init__(self, N: int, eps: float = 1e-6, device=None, dtype=None):
+            super().__init__()
+            N = _check_int("N", N, 1, MAX_N)
+            self.eps = _check_eps(eps)
+            self.weight = torch.nn.Parameter(torch.ones(N, device=device, dtype=dtype))
+
+        def forward(self, x):
+            return rmsnorm(x, self.weight, self.eps)
+
+        def extra_repr(self) -> str:
+            return f"N={self.weight.shape[0]}, eps={self.eps:g}"
+
+    class FusedRMSNormGate(FusedRMSNorm):
+        """``y = rmsnorm_gate(x, gate, self.weight, self.eps)``; ``forward(x, gate)``."""
+
+        def forward(self, x, gate):
+            return rmsnorm_gate(x, gate, self.weight, self.eps)
 
 
 # ---------------------------------------------------------------------------------------

@@ -249,6 +249,16 @@ def test_torch_compile_fullgraph_traces_the_ops(backend):
         assert "torch.ops.gpu_viz.rmsnorm_gate" in code and "torch.ops.gpu_viz.rmsnorm(" in code
 
 
+def test_module_wrappers():
+    m = ops.FusedRMSNormGate(16, eps=1e-5, dtype=torch.bfloat16)
+    assert m.weight.shape == (16,) and m.weight.dtype == torch.bfloat16 and m.eps == 1e-5
+    assert "N=16" in repr(m)
+    with pytest.raises(ValueError, match="x is on device cpu"):
+        m(torch.randn(2, 16, dtype=torch.bfloat16), torch.randn(2, 16, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match=r"N must be in \[1,"):
+        ops.FusedRMSNorm(0)
+
+
 def test_references_match_the_formula(rng):
     x = rng.standard_normal((5, 33))
     g = rng.standard_normal((5, 33))
@@ -606,6 +616,17 @@ def test_gradients_vs_float64(rng, dtype, gate, shape):
     check_close(w.grad, ref["weight"], atol * math.sqrt(M), rtol, name=f"dw {dtype} {shape}")
     if gate:
         check_close(g.grad, ref["gate"], atol, rtol, name=f"dgate {dtype} {shape}")
+
+
+@gpu
+def test_module_wrapper_trains(rng):
+    m = ops.FusedRMSNorm(768, device="cuda")
+    x = _device_values(rng, (16, 768), "float32", "contiguous")
+    m(x).square().sum().backward()
+    ref = ops.reference_grads(x, m.weight, 2 * torch.from_numpy(ops.reference_rmsnorm(x, m.weight)).float())
+    from gpu_viz.rmsnorm import check_close
+
+    check_close(m.weight.grad, ref["weight"], 1e-3, 1e-4, name="dw of FusedRMSNorm")
 
 
 @gpu
