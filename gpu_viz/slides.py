@@ -96,6 +96,16 @@ def vendor_complete(vendor_dir: Path) -> bool:
     return all((vendor_dir / rel).is_file() for rel in VENDOR_REQUIRED)
 
 
+def _stamp_matches(vendor_dir: Path, slides_dir: Path) -> bool:
+    """True when ``vendor_dir`` was vendored from the versions ``slides_dir/package.json`` pins."""
+    try:
+        stamp = json.loads((vendor_dir / VENDOR_STAMP).read_text())["packages"]
+        pins = json.loads((slides_dir / "package.json").read_text())["dependencies"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return stamp == pins
+
+
 def _npm_ci(slides_dir: Path) -> None:
     npm = shutil.which("npm")
     if npm is None:
@@ -141,9 +151,10 @@ def vendor(vendor_dir: Path, vendor_from: Optional[Path] = None, slides_dir: Pat
            refresh: bool = False) -> str:
     """Make ``vendor_dir`` hold every script the decks load; return how ("kept", "copied", "npm").
 
-    Order: keep a complete ``vendor_dir`` (unless ``refresh``); else copy ``vendor_from`` (a
-    complete vendor folder); else copy from ``slides_dir/node_modules``, running ``npm ci`` first
-    when it is missing.
+    Order: copy ``vendor_from`` when given (a complete vendor folder); else keep a complete
+    ``vendor_dir`` (unless ``refresh``); else copy from ``slides_dir/node_modules``; else copy the
+    already-vendored ``slides_dir/build/vendor`` (e.g. carried to a machine with no npm); else run
+    ``npm ci`` (pinned by ``slides_dir/package-lock.json``) and copy from node_modules.
 
     Raises:
         SlidesError: ``vendor_from`` incomplete, or no node_modules and no npm (the message says
@@ -164,7 +175,15 @@ def vendor(vendor_dir: Path, vendor_from: Optional[Path] = None, slides_dir: Pat
         return "kept"
     node_modules = slides_dir / "node_modules"
     how = "copied"
-    if not all((node_modules / p).is_dir() for p in VENDOR_FILES):
+    have_modules = all((node_modules / p).is_dir() for p in VENDOR_FILES)
+    carried = slides_dir / "build" / "vendor"
+    if (not have_modules and vendor_complete(carried) and _stamp_matches(carried, slides_dir)
+            and carried.resolve() != vendor_dir.resolve()):
+        if vendor_dir.exists():
+            shutil.rmtree(vendor_dir)
+        shutil.copytree(carried, vendor_dir)
+        return "copied"
+    if not have_modules:
         _npm_ci(slides_dir)
         how = "npm"
     if vendor_dir.exists():
@@ -602,6 +621,15 @@ def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, 
 
 # ----------------------------------------------------------------------------- CLI
 def _cli(args) -> int:
+    if args.vendor_only:
+        try:
+            how = vendor(Path(args.out) / "vendor", vendor_from=Path(args.vendor_from) if args.vendor_from else None,
+                         refresh=args.vendor_from is None)
+        except SlidesError as exc:
+            print(f"gpu-viz slides: {exc}", file=sys.stderr)
+            return 2
+        print(f"vendor/ {how}: {Path(args.out) / 'vendor'}")
+        return 0
     try:
         result = build(out_dir=Path(args.out), notebooks_dir=Path(args.notebooks), only=args.only,
                        execute=not args.no_execute, executed_dir=Path(args.executed_dir) if args.executed_dir
@@ -628,6 +656,8 @@ def register_cli(subparsers) -> None:
     p.add_argument("--executed-dir", help="where executed notebooks go / are read (default: OUT/executed)")
     p.add_argument("--timeout", type=int, default=600, help="per-cell timeout in seconds (default 600)")
     p.add_argument("--jobs", type=int, default=1, help="notebooks executed in parallel (default 1)")
+    p.add_argument("--vendor-only", action="store_true",
+                   help="only (re)build OUT/vendor (the decks' JavaScript, from npm); execute and render nothing")
     p.add_argument("--cpu", action="store_true", help="execute in CPU mode even on a GPU machine")
     p.add_argument("--vendor-from", metavar="DIR",
                    help="copy the vendored JavaScript from DIR (a complete vendor/ folder) instead of npm")

@@ -241,3 +241,32 @@ def test_selftest_deck_built_live_on_the_gpu(tmp_path, selftest_slides):
     executed = nbformat.read(str(deck.executed), as_version=4)
     assert "GPU mode:" in "".join(o.get("text", "") for o in executed.cells[2].outputs)
     assert "measured on" in deck.html.read_text()  # the player's provenance is the live label
+
+
+def test_vendor_reuses_a_carried_build_vendor_without_npm(tmp_path, monkeypatch, selftest_slides):
+    """The GPU machine has no npm: a complete slides/build/vendor carried there is copied instead."""
+    slides_dir = tmp_path / "slides"
+    slides_dir.mkdir()
+    shutil.copy(slides.SLIDES_DIR / "package.json", slides_dir / "package.json")
+    shutil.copytree(selftest_slides.out_dir / "vendor", slides_dir / "build" / "vendor")
+    monkeypatch.setattr(slides.shutil, "which", lambda name: None)
+    assert slides.vendor(tmp_path / "out" / "vendor", slides_dir=slides_dir) == "copied"
+    assert slides.vendor_complete(tmp_path / "out" / "vendor")
+    # a carried vendor/ from other pinned versions is not reused
+    stamp = slides_dir / "build" / "vendor" / slides.VENDOR_STAMP
+    stamp.write_text(json.dumps({"packages": {"reveal.js": "0.0.1"}}))
+    with pytest.raises(slides.SlidesError, match="npm is not installed"):
+        slides.vendor(tmp_path / "out2" / "vendor", slides_dir=slides_dir)
+
+
+def test_vendor_stamp_records_the_pinned_versions(selftest_slides):
+    stamp = json.loads((selftest_slides.out_dir / "vendor" / slides.VENDOR_STAMP).read_text())
+    pins = json.loads((slides.SLIDES_DIR / "package.json").read_text())["dependencies"]
+    assert stamp["packages"] == pins
+
+
+def test_cli_vendor_only(tmp_path, selftest_slides, capsys):
+    rc = cli.main(["slides", "--vendor-only", "--out", str(tmp_path), "--vendor-from",
+                   str(selftest_slides.out_dir / "vendor")])
+    assert rc == 0 and slides.vendor_complete(tmp_path / "vendor")
+    assert not list(tmp_path.glob("*.html"))
