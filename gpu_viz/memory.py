@@ -174,15 +174,27 @@ def pointer_chase(size_bytes: int, *, stride_bytes: int = CHASE_STRIDE, steps: i
     order_d = cp.asarray(order)
     buf[order_d * s] = (cp.roll(order_d, -1) * s).astype(cp.uint32)
     del order_d
-    start = int(order[0] * s)
-    expect = int(order[(warm_steps + steps) % nodes] * s)
+    # A set larger than the L2 must miss on every timed load: each repetition walks fresh nodes
+    # further along the cycle (never a line an earlier repetition touched), after a write over
+    # 2 x L2 of scratch memory has evicted what the set-up scatter left in the L2.
+    beyond_l2 = size_bytes > 1.5 * info.l2_bytes
+    lap = warm_steps + steps
+    if beyond_l2 and repeats * lap > nodes:
+        raise ValueError(f"pointer_chase: {repeats} repeats x {lap} loads revisit nodes of a {nodes}-node set; "
+                         "lower steps/warm_steps/repeats or grow size_bytes")
+    scratch = cp.empty(max(1, 2 * info.l2_bytes // 4), dtype=cp.uint32) if beyond_l2 else None
 
     kernel = kernels.function(FILE, "pointer_chase")
     out_index = cp.empty(1, dtype=cp.uint32)
     out_cycles = cp.empty(1, dtype=cp.int64)
     out_ns = cp.empty(1, dtype=cp.uint64)
     cyc, ns = [], []
-    for _ in range(repeats):
+    for r in range(repeats):
+        pos = r * lap if beyond_l2 else 0
+        start = int(order[pos % nodes] * s)
+        expect = int(order[(pos + lap) % nodes] * s)
+        if scratch is not None:
+            scratch.fill(r)
         out_index.fill(0xFFFFFFFF)
         out_cycles.fill(-1)
         out_ns.fill(0)
@@ -198,7 +210,7 @@ def pointer_chase(size_bytes: int, *, stride_bytes: int = CHASE_STRIDE, steps: i
             raise RuntimeError(f"pointer_chase({size_label(size_bytes)}): timers read cycles={c}, ns={t}")
         cyc.append(c / steps)
         ns.append(t / steps)
-    del buf
+    del buf, scratch
     return LatencyPoint(size_bytes=size_bytes, stride_bytes=stride_bytes, loads=steps,
                         cycles_per_load=float(np.median(cyc)), ns_per_load=float(np.median(ns)),
                         level=expected_level(size_bytes, info))
