@@ -262,7 +262,6 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
     if not 0 <= warp < nw:
         raise ValueError(f"warp must be in 0..{nw - 1} for block={block}, got {warp}")
     steps = [st for st in trace.steps if kinds is None or st.data["kind"] in kinds]
-    snip = kernel_source()
     cmap = plt.get_cmap("viridis").with_extremes(bad="#e6e6e6")
     norm = _norm(trace)
     x, y_out = trace["x"], trace["y"]
@@ -398,7 +397,7 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
             buf = io.BytesIO()
             fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
             out.append(Frame(png=buf.getvalue(), caption=f"{step.label}  [{PHASE_CAPTIONS[phase]}]",
-                             line=snip.line_of(s["needle"])))
+                             line=step.line))
     finally:
         plt.close(fig)
     return out

@@ -163,7 +163,8 @@ def test_every_step_needle_is_a_line_of_the_shown_source():
     snip = fp.kernel_source()
     for variant, block in (("guarded", 100), ("deck", 256)):
         for step in m.four_phase_trace(np.ones(300), block=block, variant=variant).steps:
-            assert 1 <= snip.line_of(step.data["needle"]) <= len(snip.text.splitlines())
+            assert step.line == snip.line_of(step.data["needle"])
+            assert 1 <= step.line <= len(snip.text.splitlines())
 
 
 def test_frames_and_static_player(rng):

@@ -26,12 +26,13 @@ know because it is whatever shared memory held):
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .. import backend
+from .. import backend, kernels
 from ..trace import MODEL_SOURCE, Step, Trace
 
 F32 = np.float32
@@ -255,8 +256,9 @@ def four_phase_steps(params: Dict) -> List[Step]:
 
     Each Step's ``region`` is ``"four_phase"``, ``data["phase"]`` is 1..4 and ``data["kind"]`` one of
     ``local``, ``shuffle`` (``data["step"]`` 0..5), ``handoff``, ``w0`` (``data["step"]`` 0..5),
-    ``math`` (``data["what"]``), ``output`` (``data["pass"]``).  ``line`` is filled by the
-    frame builder from the kernel source (needles in ``data["needle"]``).
+    ``math`` (``data["what"]``), ``output`` (``data["pass_"]``).  ``line`` is the 1-based line of the
+    ``four_phase`` region of kernels/rmsnorm_trace.cu that the step executes (found by the text in
+    ``data["needle"]``).
     """
     d, block = params["d"], params["block"]
     passes = -(-d // block)
@@ -298,7 +300,8 @@ def four_phase_steps(params: Dict) -> List[Step]:
         steps.append(Step(f"phase 4: pass {p + 1} of {passes}: y[i] = x[i] * rstd * w[i] written to VRAM",
                           "four_phase", None, dict(phase=4, kind="output", pass_=p,
                                                    needle="y[i] = __fmul_rn")))
-    return steps
+    snip = kernels.snippet(KERNEL_FILE, "four_phase")
+    return [dataclasses.replace(st, line=snip.line_of(st.data["needle"])) for st in steps]
 
 
 # --------------------------------------------------------------------------------------------
