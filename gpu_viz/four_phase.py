@@ -356,6 +356,7 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
                 hl = set(range(s["offset"]))
             elif kind in ("handoff", "math"):
                 hl = {0}
+            hl = {lane for lane in hl if np.isfinite(regs[lane])}      # only lanes that exist
             stale_regs = (never_written if (deck_reads_stale and kind == "w0" and s["step"] == 0) else set())
             regs_boxes.update(regs, highlight=hl, hatch=stale_regs)
             t_regs.set_text(f"registers: warp {show_w}'s 32 lanes, variable '{what}' (lanes 0-15 top, 16-31 below;"
