@@ -193,10 +193,11 @@ class _Boxes:
         for sp in ax.spines.values():
             sp.set_visible(False)
 
-    def update(self, values, highlight=(), hatch=(), text=True):
+    def update(self, values, highlight=(), hatch=(), text=True, norm=None):
+        norm = norm or self.norm
         for i, (rect, txt) in enumerate(zip(self.rects, self.texts)):
             v = values[i]
-            color = self.cmap(self.norm(max(float(v), self.norm.vmin))) if np.isfinite(v) else (0.9, 0.9, 0.9, 1)
+            color = self.cmap(norm(max(abs(float(v)), norm.vmin))) if np.isfinite(v) else (0.9, 0.9, 0.9, 1)
             rect.set_facecolor(color)
             rect.set_edgecolor("#d62728" if i in hatch else ("#111" if i in highlight else "#888"))
             rect.set_linewidth(2.0 if (i in highlight or i in hatch) else 0.5)
@@ -284,6 +285,9 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
     # (model.local_sums) over the passes done so far; after the last pass it is the record itself.
     local_after = {q: as_grid(model.local_sums(x[:(q + 1) * block], block)) for q in range(min(passes, 2) - 1)}
     local_grid = as_grid(local)
+    from matplotlib.colors import Normalize
+
+    y_norm = Normalize(vmin=0.0, vmax=ymax)
 
     # -- the figure, drawn once
     fig = plt.figure(figsize=(9.6, 6.0))
@@ -344,13 +348,19 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
             # registers
             grid_now = local_after.get(s.get("pass_"), local_grid) if kind == "local" else local_grid
             if kind == "local":
-                regs, show_w, what = grid_now[warp], warp, "local"
+                regs, show_w, what = grid_now[warp], warp, "'local'"
             elif kind == "shuffle":
-                regs, show_w, what = lanes_all[warp, s["step"]], warp, "local"
+                regs, show_w, what = lanes_all[warp, s["step"]], warp, "'local'"
             elif kind == "handoff":
-                regs, show_w, what = lanes_all[warp, -1], warp, "local"
+                regs, show_w, what = lanes_all[warp, -1], warp, "'local'"
+            elif kind == "output":
+                regs = np.full(WARP, np.nan, np.float32)
+                first = s["pass_"] * block + warp * WARP
+                seg = y_out[first:min(first + WARP, d, (s["pass_"] + 1) * block)] if first < d else y_out[:0]
+                regs[:seg.size] = seg
+                show_w, what = warp, f"y[i] for i = {first}.. (stored to VRAM)"
             else:
-                regs, show_w, what = w0[s["step"] if kind == "w0" else -1], 0, "total"
+                regs, show_w, what = w0[s["step"] if kind == "w0" else -1], 0, "'total'"
             hl = set()
             if kind in ("shuffle", "w0") and s["step"] > 0:
                 hl = set(range(s["offset"]))
@@ -358,9 +368,9 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
                 hl = {0}
             hl = {lane for lane in hl if np.isfinite(regs[lane])}      # only lanes that exist
             stale_regs = (never_written if (deck_reads_stale and kind == "w0" and s["step"] == 0) else set())
-            regs_boxes.update(regs, highlight=hl, hatch=stale_regs)
-            t_regs.set_text(f"registers: warp {show_w}'s 32 lanes, variable '{what}' (lanes 0-15 top, 16-31 below;"
-                            " grey = no such lane; bold = lanes whose value still counts)")
+            regs_boxes.update(regs, highlight=hl, hatch=stale_regs, norm=y_norm if kind == "output" else None)
+            t_regs.set_text(f"registers: warp {show_w}'s 32 lanes, {what} (lanes 0-15 top, 16-31 below;"
+                            " grey = no lane; bold = value still counts)")
             # all warps
             if kind == "local":
                 grid, ttl = grid_now, f"all {nw} warps: local sums"
