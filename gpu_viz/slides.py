@@ -554,7 +554,8 @@ def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, 
         execute: False renders the executed copies already in ``executed_dir``.
         executed_dir: executed notebooks (default ``out_dir/executed``).
         timeout: per-cell timeout, s.
-        jobs: notebooks executed in parallel (separate kernels).
+        jobs: notebooks executed in parallel (separate kernels); CPU mode only, a GPU build runs one
+            at a time so that no notebook's timings are disturbed by another's kernels.
         vendor_from: a complete vendor folder to copy instead of npm (see :func:`vendor`).
         force_cpu: execute in CPU mode even on a GPU machine (``GPU_VIZ_FORCE_CPU=1`` for the kernels).
 
@@ -585,6 +586,10 @@ def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, 
                           executed=executed_dir / src.name))
     if execute:
         mode, gpu = _mode_now(force_cpu)
+        if gpu and jobs > 1:
+            log(f"[slides] GPU mode: executing one notebook at a time (--jobs {jobs} ignored): notebooks that "
+                "share a GPU would disturb each other's timings")
+            jobs = 1
         log(f"[slides] executing {len(decks)} notebook(s) in {'GPU mode on ' + str(gpu) if gpu else 'CPU mode'}"
             f", {jobs} at a time")
         jobs_args = [(str(d.source), str(d.executed), timeout, force_cpu) for d in decks]
