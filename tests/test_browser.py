@@ -159,6 +159,14 @@ def _check_players(dp, name):
                                f"el.dataset.frame === '{frames - 1}'", arg=player.element_handle(), timeout=15000)
         player.locator("button[data-act=last]").click()   # stops playing, jumps to the end
         assert player.get_attribute("data-frame") == str(frames - 1)
+        # a source pane taller than its cap scrolls so the highlighted line is in view
+        hidden = page.evaluate("""(el) => {
+            var src = el.querySelector('pre.gpu-viz-source'); if (!src) return false;
+            var on = Array.from(src.querySelectorAll('span[data-line]')).filter(s => s.style.fontWeight === 'bold');
+            if (!on.length) return false;
+            var top = on[0].offsetTop - (on[0].offsetParent === src ? 0 : src.offsetTop);
+            return top < src.scrollTop || top > src.scrollTop + src.clientHeight; }""", player.element_handle())
+        assert not hidden, f"{name}: player {i}'s highlighted source line is scrolled out of view"
     return count
 
 

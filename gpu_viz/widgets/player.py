@@ -142,6 +142,10 @@ class Animation:
       for (var r = 0; r < rows.length; r++) {{
         var on = meta[i].line !== null && (r + 1) === meta[i].line;
         rows[r].style.background = on ? "#ffe08a" : ""; rows[r].style.fontWeight = on ? "bold" : "";
+        if (on && src.scrollHeight > src.clientHeight) {{  // a height-capped source pane follows the line
+          var top = rows[r].offsetTop - (rows[r].offsetParent === src ? 0 : src.offsetTop);
+          src.scrollTop = Math.max(0, top - src.clientHeight / 3);
+        }}
       }}
     }}
   }}
