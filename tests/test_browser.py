@@ -119,7 +119,8 @@ def _walk_all_slides(dp, name):
     shots = ARTIFACTS / Path(name).stem.replace(".slides", "")
     shots.mkdir(parents=True, exist_ok=True)
     seen = set()
-    for k in range(total + 5):
+    steps = total + page.evaluate("document.querySelectorAll('.reveal .slides .fragment').length") + 5
+    for k in range(steps):
         idx = page.evaluate("JSON.stringify(Reveal.getIndices())")
         seen.add(idx)
         if k < SCREENSHOT_SLIDES:
