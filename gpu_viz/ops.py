@@ -57,9 +57,16 @@ EPT_CHOICES: Tuple[int, ...] = (8, 16, 32)
 #: The scalar path's ``block`` variant only exists at EPT 8 (EPT 16/32 would spill there).
 SCALAR_BLOCK_EPT: Tuple[int, ...] = (8,)
 #: ``block`` variant: the smallest EPT whose block is at most this many threads wins ...
-#: (a bandwidth-bound kernel wants bytes in flight: at full occupancy (2048 threads per SM)
-#: EPT 16 keeps 32 bytes of x per thread in flight, EPT 8 only 16, so 4096 fp16 gets 256 x 16)
-BLOCK_TARGET_THREADS = 256
+#: (H200 run of 2026-11-29: 256 x EPT 16 at N=4096 fp16 took 39 registers, 6 blocks/SM, 75%
+#: occupancy, and lost to Liger's same layout; EPT 8 = one 16-byte vector per thread with
+#: block = N / 8 (512 at 4096, 1024 at 8192) is capped at 32 registers by __launch_bounds__
+#: (1024, 2), so 2048 threads per SM stay resident: as many bytes in flight per SM as EPT 16
+#: at full occupancy, fewer registers.  See benchmarks/NOTES.md.)
+BLOCK_TARGET_THREADS = 1024
+#: 16-byte path: one warp per row only while the row fits in one EPT-8 chunk per lane
+#: (N <= 256); longer rows (e.g. 768) get a ``block`` of N / 8 threads (96 = 3 warps) rather
+#: than a warp padded to EPT 32 (52 registers, 56% occupancy on the first H200 run).
+WARP_ROW_MAX_N_VECTOR = 32 * 8
 #: ... within the kernel's ``__launch_bounds__`` (BLOCK_MAX_THREADS(EPT) in the .cu file).
 BLOCK_MAX_THREADS: Dict[int, int] = {8: 1024, 16: 1024, 32: 512}
 #: Rows longer than the register-resident limit go to ``wide``: 1024 threads, two passes.
@@ -80,8 +87,9 @@ OPS: Tuple[str, ...] = ("rmsnorm", "rmsnorm_gate")
 WARP, BLOCK, WIDE = "warp", "block", "wide"
 
 #: (atol, rtol) of the fused ops against the float64 reference on N(0, 1) data.
-#: float32: fp32 products, fp32 accumulation (up to 131072 terms), expf and rsqrtf (<= 2 ulp
-#: each) give ~1e-6 relative; 2e-5 leaves margin.  float16 / bfloat16: the result's one
+#: float32: fp32 products, fp32 accumulation (up to 131072 terms), rsqrtf (<= 2 ulp) and the
+#: fast silu (__expf: <= 2 + 1.2|g| ulp, __fdividef: <= 2 ulp; ~12 ulp = 1.5e-6 at |g| = 8)
+#: give ~1e-6 relative; 2e-5 leaves margin up to |g| ~ 100 (ulp 6e-8 x 125 = 8e-6).  float16 / bfloat16: the result's one
 #: rounding costs half an ulp (2^-11, 2^-8 relative); the tolerances are about 2x that, plus
 #: an atol for results near zero.
 TOLERANCES: Dict[str, Tuple[float, float]] = {
@@ -193,7 +201,7 @@ def choose_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Opti
         raise ValueError(f"vectorized=True needs N % {vec16} == 0 for {dt} (16-byte loads); got N={N}")
     vec = vec16 if vectorized else 1
     op = "rmsnorm_gate" if gate else "rmsnorm"
-    if N <= WARP_ROW_MAX_N:
+    if N <= (WARP_ROW_MAX_N_VECTOR if vec > 1 else WARP_ROW_MAX_N):
         ept = min(e for e in EPT_CHOICES if 32 * e >= N)
         return LaunchConfig(op, WARP, kernel_name(op, WARP, dt, vec, ept), dt, M, N, vec, ept,
                             block=32 * WARP_ROWS_PER_BLOCK, rows_per_block=WARP_ROWS_PER_BLOCK,
@@ -663,7 +671,9 @@ def rmsnorm_gate(x, gate, weight, eps: float = 1e-6):
 
     Returns:
         y as in :func:`rmsnorm`; torch: differentiable in x, gate and weight (fp32 torch
-        composite backward).  ``silu(g) = g / (1 + expf(-g))`` with the accurate expf.
+        composite backward).  ``silu(g) = g / (1 + e^-g)`` with the fast ``__expf`` /
+        ``__fdividef`` intrinsics (relative error <= ~1.5e-6 for |g| <= 8, inside
+        ``TOLERANCES``; exactly -0 / NaN at the limits like the float64 formula).
 
     Raises:
         as :func:`rmsnorm`, and ValueError when gate's shape differs from x's.

@@ -114,7 +114,8 @@ def _assert_valid(cfg: ops.LaunchConfig, M: int, N: int):
     assert (d["variant"], d["vec"], d["ept"]) == (cfg.variant, cfg.vec, cfg.ept)
     assert N % cfg.vec == 0
     if cfg.variant == ops.WARP:
-        assert N <= ops.WARP_ROW_MAX_N and cfg.block == 32 * ops.WARP_ROWS_PER_BLOCK
+        assert N <= (ops.WARP_ROW_MAX_N_VECTOR if cfg.vec > 1 else ops.WARP_ROW_MAX_N)
+        assert cfg.block == 32 * ops.WARP_ROWS_PER_BLOCK
         assert cfg.capacity == 32 * cfg.ept >= N
         assert cfg.grid * cfg.rows_per_block >= M > (cfg.grid - 1) * cfg.rows_per_block or M == cfg.grid == 0
     elif cfg.variant == ops.BLOCK:
@@ -125,6 +126,8 @@ def _assert_valid(cfg: ops.LaunchConfig, M: int, N: int):
         assert cfg.grid == M
         if cfg.vec == 1:
             assert cfg.ept in ops.SCALAR_BLOCK_EPT
+        elif N <= 1024 * 8:  # the 16-byte path keeps the register-light EPT 8 (<= 32 regs) up to 1024 threads
+            assert cfg.ept == 8
     else:
         assert cfg.variant == ops.WIDE and cfg.block == ops.WIDE_THREADS and cfg.grid == M
         limit = 16384 if cfg.vec > 1 else 8192
@@ -146,12 +149,20 @@ def test_launch_config_covers_every_N(dtype, gate):
 
 
 def test_launch_config_examples():
-    c = ops.launch_config(1024, 768, "float16")
-    assert (c["variant"], c["vec"], c["block"], c["rows_per_block"], c["grid"]) == ("warp", 8, 128, 4, 256)
+    c = ops.launch_config(1024, 768, "float16")  # one 16-byte vector per thread: 96 threads = 3 warps
+    assert (c["variant"], c["vec"], c["ept"], c["block"], c["rows_per_block"], c["grid"]) == ("block", 8, 8, 96, 1, 1024)
+    c = ops.launch_config(1024, 768, "float16", vectorized=False)  # scalar path: still a warp per row
+    assert (c["variant"], c["vec"], c["block"], c["rows_per_block"], c["grid"]) == ("warp", 1, 128, 4, 256)
+    c = ops.launch_config(64, 256, "float16")
+    assert (c["kernel"], c["block"], c["grid"]) == ("rmsnorm_warp_f16_v8_e8", 128, 16)
     c = ops.launch_config(16384, 4096, torch.bfloat16)
-    assert (c["variant"], c["vec"], c["ept"], c["block"], c["grid"]) == ("block", 8, 16, 256, 16384)
+    assert (c["variant"], c["vec"], c["ept"], c["block"], c["grid"]) == ("block", 8, 8, 512, 16384)
     c = ops.launch_config(32768, 8192, "float16", gate=True)
-    assert (c["kernel"], c["block"]) == ("rmsnorm_gate_block_f16_v8_e32", 256)
+    assert (c["kernel"], c["block"]) == ("rmsnorm_gate_block_f16_v8_e8", 1024)
+    c = ops.launch_config(4, 16384, "float16")
+    assert (c["kernel"], c["block"]) == ("rmsnorm_block_f16_v8_e16", 1024)
+    c = ops.launch_config(8, 4096, "float32")  # EPT 8 = two 16-byte vectors of fp32
+    assert (c["kernel"], c["block"]) == ("rmsnorm_block_f32_v4_e8", 512)
     c = ops.launch_config(8, 16384, "float32")
     assert (c["kernel"], c["block"]) == ("rmsnorm_block_f32_v4_e16", 1024)
     assert ops.launch_config(3, 8201, "float16")["kernel"] == "rmsnorm_wide_f16_v1"
@@ -197,6 +208,9 @@ def test_nvcc_build_no_spills(arch):
     for r in rows:  # registers fit the launch bounds: the largest block must be launchable
         bound = {"warp": 128, "wide": 1024}.get(r["variant"]) or ops.BLOCK_MAX_THREADS[r["ept"]]
         assert r["registers"] * bound <= 65536, r
+        if r["vec"] > 1 and r["ept"] == 8:  # __launch_bounds__(.., 2 x 1024 / 16 x 128): full occupancy
+            threads_per_sm = {"sm_75": 1024, "sm_89": 1536, "sm_90": 2048}[arch]
+            assert -(-r["registers"] // 8) * 8 * threads_per_sm <= 65536, r  # 8-register allocation unit
         assert r["arch"] == arch
 
 

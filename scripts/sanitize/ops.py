@@ -92,7 +92,10 @@ def main() -> int:
         vec16 = ops.DTYPES[dtype][2]
         for gate in (False, True):
             # warp scalar / vector, block scalar / vector, wide scalar / vector
-            for M, N in ((5, 7), (5, 768), (2, 1025), (2, 8200), (2, 8201), (1, 16392)):
+            for M, N in ((5, 7), (5, 768), (2, 1025), (2, 8200), (2, 8201), (1, 16392),
+                         # 16-byte path edges of the chooser: last warp-per-row N, first block N
+                         # (40 threads -> 64: idle lanes), 1024-thread EPT-8 block, lean reduction
+                         (5, 256), (5, 264), (3, 8192), (3, 4096)):
                 forward(M, N, dtype, gate)
             forward(5, 1000, dtype, gate, "offset")
             forward(2, 4100, dtype, gate, "row_stride")
