@@ -372,6 +372,26 @@ class BuildResult:
     def ok(self) -> bool:
         return all(d.ok for d in self.decks)
 
+    @classmethod
+    def load(cls, out_dir: Path) -> "BuildResult":
+        """A build made earlier (elsewhere, e.g. on a GPU machine), read back from its ``manifest.json``.
+
+        Paths in the manifest are re-rooted at ``out_dir``.  Raises ``FileNotFoundError`` without one.
+        """
+        out_dir = Path(out_dir)
+        manifest = out_dir / "manifest.json"
+        if not manifest.is_file():
+            raise FileNotFoundError(f"no manifest.json in {out_dir}: not a `gpu-viz slides` build")
+        decks = []
+        for d in json.loads(manifest.read_text())["decks"]:
+            html = out_dir / Path(d["html"]).name if d.get("html") else None
+            decks.append(Deck(name=d["name"], title=d["title"], source=Path(d["source"]),
+                              executed=out_dir / "executed" / Path(d["executed"]).name, html=html,
+                              mode=d["mode"], gpu=d.get("gpu"), date=d.get("date", ""),
+                              seconds=d.get("seconds", 0.0), error=d.get("error", "")))
+        return cls(out_dir=out_dir, executed_dir=out_dir / "executed", index=out_dir / "index.html",
+                   decks=decks, vendored="prebuilt")
+
     def deck(self, name: str) -> Deck:
         for d in self.decks:
             if d.name == name:

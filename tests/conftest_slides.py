@@ -7,6 +7,9 @@
   :class:`gpu_viz.slides.BuildResult`: ``result.deck("03_warps_simt").error`` is "" when the
   notebook executed top to bottom and rendered; ``.executed`` is the executed copy to inspect.
   tests/test_notebooks.py can use it instead of executing the notebooks a second time.
+  With ``GPU_VIZ_SLIDES_BUILD=<dir>`` set, it is instead a build made elsewhere (e.g. the slides
+  built live on the H200 by scripts/gpu-check), read back from its manifest: the same browser tests
+  then check that build.
 - ``selftest_slides``: tests/data/99_slides_selftest.ipynb built the same way (a few seconds).
 
 The build is cached in this module, so importing the fixtures into several modules still builds
@@ -40,6 +43,9 @@ def _build(key, tmp_path_factory, notebooks_dir, **kwargs):
 @pytest.fixture(scope="session")
 def built_slides(tmp_path_factory):
     """All course notebooks executed and rendered once (skips while notebooks/ has none)."""
+    prebuilt = os.environ.get("GPU_VIZ_SLIDES_BUILD")
+    if prebuilt:
+        return slides.BuildResult.load(Path(prebuilt))
     if not COURSE_NOTEBOOKS:
         pytest.skip("notebooks/ has no NN_*.ipynb yet")
     return _build("course", tmp_path_factory, slides.DEFAULT_NOTEBOOKS, timeout=600, force_cpu=True)
