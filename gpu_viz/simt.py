@@ -295,13 +295,21 @@ def sass(file: str = VA_FILE, kernel: str = "vector_add") -> Tuple[Optional[str]
                       "(pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(cuobjdump) + os.pathsep + env.get("PATH", "")
+    def disassemble(cubin):
+        return subprocess.run([cuobjdump, "-sass", "-fun", kernel, str(cubin)], capture_output=True,
+                              text=True, env=env)
+
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
-        origin, why = None, ""
+        origin, why, proc = None, "", None
         if backend.has_gpu():
             try:
                 cubin.write_bytes(_nvrtc_cubin(file, arch))
-                origin = "NVRTC"
+                proc = disassemble(cubin)
+                if proc.returncode == 0:
+                    origin = "NVRTC"
+                else:  # e.g. a cuobjdump older than the NVRTC that wrote the cubin
+                    why = f"cuobjdump could not read NVRTC's cubin ({proc.stderr.strip()[:160]}); "
             except Exception as exc:
                 why = f"NVRTC cubin failed ({type(exc).__name__}: {str(exc)[:200]}); "
         if origin is None:
@@ -313,10 +321,9 @@ def sass(file: str = VA_FILE, kernel: str = "vector_add") -> Tuple[Optional[str]
             if proc.returncode != 0:
                 return None, why + f"SASS not shown: nvcc failed: {proc.stderr.strip()[:300]}"
             origin = "nvcc"
-        proc = subprocess.run([cuobjdump, "-sass", "-fun", kernel, str(cubin)], capture_output=True,
-                              text=True, env=env)
+            proc = disassemble(cubin)
     if proc.returncode != 0:
-        return None, f"SASS not shown: cuobjdump failed: {proc.stderr.strip()[:300]}"
+        return None, why + f"SASS not shown: cuobjdump failed: {proc.stderr.strip()[:300]}"
     rows = []
     for line in proc.stdout.splitlines():
         s = line.strip()
@@ -330,7 +337,8 @@ def sass(file: str = VA_FILE, kernel: str = "vector_add") -> Tuple[Optional[str]
                 break
     if not rows:
         return None, f"SASS not shown: cuobjdump printed no instructions for {kernel}"
-    return "\n".join(rows), f"SASS of a {origin} cubin for {arch} ({where}), disassembled by cuobjdump"
+    label = f"SASS of a {origin} cubin for {arch} ({where}), disassembled by cuobjdump"
+    return "\n".join(rows), (label + f" [{why.rstrip('; ')}]" if why else label)
 
 
 #: What each SASS mnemonic of vector_add does, in the deck's six steps' terms.

@@ -172,7 +172,9 @@ def test_divergence_costs_more_than_uniform():
 @pytest.mark.skipif(simt.find_tool("cuobjdump") is None, reason="cuobjdump not installed")
 def test_sass_of_nvrtc_cubin_on_gpu():
     text, label = simt.sass()
-    assert text is not None and "NVRTC" in label, label
+    # NVRTC's own cubin, or -- where the installed cuobjdump is older than NVRTC -- nvcc's, saying why
+    assert text is not None, label
+    assert "NVRTC cubin" in label or ("nvcc cubin" in label and "could not read NVRTC" in label), label
     ops = simt.sass_instructions(text)
     assert ops.count("FADD") == 1 and ops.count("STG") == 1
 
