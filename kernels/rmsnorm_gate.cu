@@ -61,15 +61,18 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
     return *reinterpret_cast<const Pack<T, VEC>*>(p);
 }
 
-// Cache-hinted moves of one pack (hints only: the values are the same as load_pack's).
+// Cache-hinted loads of one pack (hints only: the values are the same as load_pack's).
 //   load_stream  x, gate: read once per launch -> ld.global.cs (evict-first in L1/L2)
 //   load_shared  weight: read by every row     -> ld.global.nc (read-only path, stays cached)
-//   store_stream y: written once               -> st.global.cs
-// The 16-byte packs go through uint4 (the overloads CUDA provides); other sizes plain.
+// The 16-byte packs use inline PTX (NVRTC needs no header for it; the same instructions as
+// CUDA's __ldcs / __ldg on a uint4); other pack sizes are plain loads.  y is stored with the
+// default write-back policy: in a model the next GEMM reads it, so it should stay in L2.
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> load_stream(const T* p) {
     if constexpr (sizeof(Pack<T, VEC>) == 16) {
-        const uint4 u = __ldcs(reinterpret_cast<const uint4*>(p));
+        uint4 u;
+        asm("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
+            : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
         Pack<T, VEC> r;
         *reinterpret_cast<uint4*>(&r) = u;
         return r;
@@ -81,21 +84,14 @@ __device__ __forceinline__ Pack<T, VEC> load_stream(const T* p) {
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> load_shared(const T* p) {
     if constexpr (sizeof(Pack<T, VEC>) == 16) {
-        const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+        uint4 u;
+        asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+            : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
         Pack<T, VEC> r;
         *reinterpret_cast<uint4*>(&r) = u;
         return r;
     } else {
         return load_pack<T, VEC>(p);
-    }
-}
-
-template <typename T, int VEC>
-__device__ __forceinline__ void store_stream(T* p, const Pack<T, VEC>& v) {
-    if constexpr (sizeof(Pack<T, VEC>) == 16) {
-        __stcs(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(&v));
-    } else {
-        *reinterpret_cast<Pack<T, VEC>*>(p) = v;
     }
 }
 
@@ -197,7 +193,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
             Pack<T, VEC> py;
             #pragma unroll
             for (int k = 0; k < VEC; ++k) py.v[k] = from_f32<T>(v[c * VEC + k] * to_f32(pw[c].v[k]) * r);
-            store_stream<T, VEC>(yr + (long long)j * VEC, py);
+            *reinterpret_cast<Pack<T, VEC>*>(yr + (long long)j * VEC) = py;
         }
     }
 }
