@@ -1,12 +1,15 @@
 """Every notebook executes top to bottom: in CPU mode anywhere (CI), and live on a GPU (marked gpu).
 
-Executed copies land in test-artifacts/executed-<mode>/ for inspection (and for the slide build).
+CPU mode reads the one CPU-mode execution the slide build makes (``built_slides`` in
+conftest_slides.py), so CI executes each notebook once.  The GPU run executes here and leaves
+its copies in test-artifacts/executed-gpu/ for inspection.
 """
 import os
 from pathlib import Path
 
 import nbformat
 import pytest
+from conftest_slides import built_slides  # noqa: F401  (session fixture: one CPU-mode build)
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -60,14 +63,13 @@ def _text(nb):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_in_cpu_mode(path):
-    try:
-        nb = execute(path, "cpu")
-    except CellExecutionError as exc:
-        pytest.fail(f"{path.name} failed in CPU mode:\n{str(exc)[-3000:]}")
+def test_notebook_runs_in_cpu_mode(path, built_slides):  # noqa: F811
+    deck = built_slides.deck(path.stem)
+    assert deck.mode == "cpu", f"{path.name} was built in {deck.mode!r} mode, expected a CPU-mode run"
+    assert not deck.error, f"{path.name} failed in CPU mode:\n{deck.error[-3000:]}"
+    nb = nbformat.read(deck.executed, as_version=4)
     assert not _errors(nb)
-    text = _text(nb)
-    assert "CPU MODE" in text, f"{path.name}: the first cells must print the mode (gpu_viz.banner())"
+    assert "CPU MODE" in _text(nb), f"{path.name}: the first cells must print the mode (gpu_viz.banner())"
 
 
 @pytest.mark.gpu
