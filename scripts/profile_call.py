@@ -1,0 +1,53 @@
+"""Where does an as-called-from-Python fused op spend its host time?  (GPU machine)
+
+Usage: python scripts/profile_call.py [M N]
+Prints µs per call (host wall clock, back-to-back calls, one sync at the end) for the fused ops,
+the deck's four-phase kernel and F.rms_norm, then cProfile's top functions for ops.rmsnorm.
+"""
+import cProfile
+import pstats
+import sys
+import time
+
+import torch
+
+from gpu_viz import ops, rmsnorm
+
+M, N = (int(a) for a in sys.argv[1:3]) if len(sys.argv) > 2 else (512, 2048)
+x = torch.randn(M, N, device="cuda", dtype=torch.float16)
+g = torch.randn(M, N, device="cuda", dtype=torch.float16)
+w = torch.randn(N, device="cuda", dtype=torch.float16)
+wp = torch.nn.Parameter(w.clone())
+
+
+def per_call(fn, n=2000):
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / n * 1e6
+
+
+cases = {
+    "ops.rmsnorm": lambda: ops.rmsnorm(x, w),
+    "ops.rmsnorm (weight Parameter, grad on)": lambda: ops.rmsnorm(x, wp),
+    "ops.rmsnorm_gate": lambda: ops.rmsnorm_gate(x, g, w),
+    "torch.ops.gpu_viz.rmsnorm": lambda: torch.ops.gpu_viz.rmsnorm(x, w, 1e-6),
+    "rmsnorm.four_phase": lambda: rmsnorm.four_phase(x, w, 1e-6, block=1024),
+    "F.rms_norm": lambda: torch.nn.functional.rms_norm(x, (N,), w, 1e-6),
+    "torch.empty_like": lambda: torch.empty_like(x),
+}
+for name, fn in cases.items():
+    print(f"{name:45s} {per_call(fn):8.2f} µs/call")
+with torch.no_grad():
+    print(f"{'ops.rmsnorm (no_grad, Parameter)':45s} {per_call(lambda: ops.rmsnorm(x, wp)):8.2f} µs/call")
+prof = cProfile.Profile()
+prof.enable()
+for _ in range(2000):
+    ops.rmsnorm(x, w)
+torch.cuda.synchronize()
+prof.disable()
+pstats.Stats(prof).sort_stats("tottime").print_stats(18)
