@@ -10,7 +10,8 @@
 // every input element is read once and every output element written once (except `wide`).
 //
 // Variants (gpu_viz.ops.launch_config picks one per (M, N, dtype, alignment)):
-//   warp   one warp per row, 4 rows per block, the row in registers: N <= 32 * EPT (<= 1024).
+//   warp   one warp per row, 4 rows per block, the row in registers: N <= 32 * EPT (<= 1024);
+//          the chooser uses it for N <= 256 on the 16-byte path (one EPT-8 chunk per lane).
 //          Warp-shuffle reduction only, no shared memory, no __syncthreads.
 //   block  one block per row (blockDim chosen per N, any value 1..1024), the row in registers:
 //          N <= blockDim * EPT (<= 16384 on the 16-byte path, <= 8192 on the scalar path).
