@@ -8,7 +8,8 @@ Layers, thinnest first (Liger's shape: kernel, launcher, public op, autograd):
 * ``kernels/rmsnorm_gate.cu`` -- the kernels: ``warp`` (one warp per row; chosen for N <= 256 on
   the 16-byte path, N <= 1024 on the scalar path), ``block`` (one block per row, the row in
   registers, N <= 16384; on the 16-byte path one vector per thread, block = N / 8, up to
-  N = 8192), ``wide`` (any N, re-reads the row); a 16-byte vector path and a scalar path for misaligned views, odd N and odd row strides.
+  N = 8192), ``wide`` (any N, re-reads the row); a 16-byte vector path and a scalar path for
+  misaligned views, odd N and odd row strides.
 * :func:`launch_config` -- which kernel, block size and grid a shape gets (pure Python).
 * :func:`_launch` -- validates pointers/alignment, picks the kernel, launches it with CuPy on
   the caller's current stream.
