@@ -26,8 +26,8 @@
 //        strides are 16-byte aligned and N % VEC == 0; else 1 (the scalar path).
 //   EPT  elements per thread kept in registers (8, 16, 32; the scalar block variant only 8).
 // Numerics: silu(g) = __fdividef(g, 1 + __expf(-g)) (fast intrinsics, relative error
-// <= ~1.5e-6 for |g| <= 8, see silu below); r uses rsqrtf (max 2 ulp). NaN/Inf in a row make that row NaN/0 like the float64 formula,
-// and never touch other rows. 64-bit row offsets (M * stride may exceed 2^31).
+// <= ~1.5e-6 for |g| <= 8, see silu below); r uses rsqrtf (max 2 ulp).  NaN/Inf in a row
+// make that row NaN/0 like the float64 formula, and never touch other rows. 64-bit row offsets (M * stride may exceed 2^31).
 // Compile with -DRMSNORM_DTYPES=<mask> (1 f32, 2 f16, 4 bf16) to build one dtype's kernels only.
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
