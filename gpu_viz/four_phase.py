@@ -41,7 +41,13 @@ PHASE_TITLES = {1: "Phase 1 - local sums", 2: "Phase 2 - the reduction",
 
 
 def default_inputs(d: int = 2048, seed: int = 0):
-    """A random row and weight, float32 (d,) each: x ~ N(0, 1), w ~ 1 + 0.1 N(0, 1)."""
+    """A random row and weight, float32 (d,) each: x ~ N(0, 1), w ~ 1 + 0.1 N(0, 1).
+
+    Raises:
+        ValueError: ``d`` is not a positive integer (the row length).
+    """
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"d (the row length) must be a positive integer, got {d!r}")
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(d).astype(np.float32)
     w = (1 + 0.1 * rng.standard_normal(d)).astype(np.float32)

@@ -65,8 +65,12 @@ def kernel_path(name: str) -> Path:
     """Path of ``kernels/<name>``.
 
     Raises:
+        ValueError: ``name`` is not a bare file name (no paths: only ``kernels/`` is read).
         FileNotFoundError: naming the files that do exist.
     """
+    if not isinstance(name, str) or not name or Path(name).name != name:
+        raise ValueError(f"kernel file name must be a bare file name in {KERNEL_DIR} (e.g. 'rmsnorm.cu'), "
+                         f"got {name!r}")
     path = KERNEL_DIR / name
     if not path.is_file():
         raise FileNotFoundError(

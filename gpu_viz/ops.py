@@ -30,6 +30,7 @@ Names used by the benchmarks and the notebook (keep stable): ``rmsnorm``, ``rmsn
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -108,12 +109,28 @@ GRAD_TOLERANCES: Dict[str, Tuple[float, float]] = {
 }
 
 
+_DTYPE_NAMES: Dict[object, str] = {}
+
+
 def dtype_name(dtype) -> str:
     """``"float16"`` for torch.float16, numpy/CuPy float16, ``"float16"`` or ``"half"``, etc.
 
     Raises:
         TypeError: a dtype other than float32 / float16 / bfloat16, naming the ones accepted.
     """
+    try:  # memoised: this sits on every call's path
+        return _DTYPE_NAMES[dtype]
+    except (KeyError, TypeError):
+        pass
+    name = _dtype_name(dtype)
+    try:
+        _DTYPE_NAMES[dtype] = name
+    except TypeError:  # unhashable
+        pass
+    return name
+
+
+def _dtype_name(dtype) -> str:
     if isinstance(dtype, type) and issubclass(dtype, np.generic) or isinstance(dtype, np.dtype):
         dtype = np.dtype(dtype).name
     name = str(dtype).replace("torch.", "")
@@ -195,7 +212,11 @@ def choose_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Opti
     """The :class:`LaunchConfig` for an (M, N) problem; see :func:`launch_config`."""
     M = _check_int("M", M, 0, MAX_GRID_X * WARP_ROWS_PER_BLOCK)
     N = _check_int("N", N, 1, MAX_N)
-    dt = dtype_name(dtype)
+    return _choose_config(M, N, dtype_name(dtype), bool(gate), vectorized)
+
+
+@functools.lru_cache(maxsize=4096)  # on every call's path; a pure function of its arguments
+def _choose_config(M: int, N: int, dt: str, gate: bool, vectorized: Optional[bool]) -> LaunchConfig:
     vec16 = DTYPES[dt][2]
     if vectorized is None:
         vectorized = N % vec16 == 0
@@ -404,6 +425,15 @@ class _StreamPtr:
 _RAW_STREAM_OK = [True]
 
 
+def _torch_stream_ptr(device: int) -> int:
+    """torch's current stream on ``device`` as a raw cudaStream_t (what Triton reads too);
+    falls back to the public ``torch.cuda.current_stream`` where the C hook is missing."""
+    get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if get is not None:
+        return get(device)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
 def _launch_on_torch_stream(kern, grid: int, block: int, args, device: int):
     """Launch ``kern`` on torch's current stream of ``device``.
 
@@ -412,14 +442,15 @@ def _launch_on_torch_stream(kern, grid: int, block: int, args, device: int):
     what CUDA-graph capture wants).  If this CuPy refuses that (TypeError/AttributeError,
     raised before any launch), fall back to ``cupy.cuda.Stream.from_external(torch_stream)``.
     """
-    ts = torch.cuda.current_stream(device)
     if _RAW_STREAM_OK[0]:
         try:
-            kern.kernel((grid,), (block,), args, shared_mem=0, stream=_StreamPtr(ts.cuda_stream))
+            kern.kernel((grid,), (block,), args, shared_mem=0, stream=_StreamPtr(_torch_stream_ptr(device)))
             return
         except (TypeError, AttributeError):
             _RAW_STREAM_OK[0] = False
     import cupy
+
+    ts = torch.cuda.current_stream(device)
 
     if hasattr(cupy.cuda.Stream, "from_external"):
         stream = cupy.cuda.Stream.from_external(ts)
@@ -482,7 +513,8 @@ def _launch(info: Dict, out=None, config: Optional[LaunchConfig] = None):
         kern = get_kernel(cfg.kernel, dt, device)
         args = (np.uint64(ptrs[0]), np.uint64(ptrs[1]), np.uint64(ptrs[2]), np.uint64(ptrs[3]),
                 np.int64(M), np.int32(N), np.int64(sx), np.int64(sg), np.float32(eps))
-        with cupy.cuda.Device(device):
+        switch = cupy.cuda.runtime.getDevice() != device  # the common case needs no switch
+        with (cupy.cuda.Device(device) if switch else contextlib.nullcontext()):
             if fw == "torch":
                 _launch_on_torch_stream(kern, cfg.grid, cfg.block, args, device)
             else:
@@ -515,6 +547,10 @@ def forced_config(M: int, N: int, dtype, *, variant: str, block: int, ept: Optio
     """A hand-made :class:`LaunchConfig` (tests, sanitizer): e.g. the seed's 96-thread block at
     N=768.  Validated when launched."""
     dt = dtype_name(dtype)
+    if variant not in (WARP, BLOCK, WIDE):
+        raise ValueError(f"variant must be one of {(WARP, BLOCK, WIDE)}, got {variant!r}")
+    if variant != WIDE and ept is None:
+        raise ValueError(f"variant {variant!r} holds the row in registers: pass ept (elements per thread)")
     op = "rmsnorm_gate" if gate else "rmsnorm"
     rows = WARP_ROWS_PER_BLOCK if variant == WARP else 1
     cap = None if variant == WIDE else (32 * ept if variant == WARP else block * ept)
@@ -740,6 +776,9 @@ def _np64(a, name: str) -> np.ndarray:
 def reference_rmsnorm(x, weight, eps: float = 1e-6) -> np.ndarray:
     """float64 numpy ``x * w / sqrt(mean(x^2) + eps)``; x ``(..., N)`` of any kind and device."""
     x64, w64 = _np64(x, "x"), _np64(weight, "weight")
+    if x64.ndim < 1 or w64.shape != x64.shape[-1:]:
+        raise ValueError(f"weight must have shape (N,) = {x64.shape[-1:]} to match x of shape {x64.shape}, "
+                         f"got {w64.shape}")
     ms = np.mean(x64 * x64, axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", over="ignore"):
         return x64 * w64 / np.sqrt(ms + _check_eps(eps))
@@ -748,6 +787,8 @@ def reference_rmsnorm(x, weight, eps: float = 1e-6) -> np.ndarray:
 def reference_rmsnorm_gate(x, gate, weight, eps: float = 1e-6) -> np.ndarray:
     """float64 numpy ``x * w * silu(g) / sqrt(mean(x^2) + eps)``."""
     g64 = _np64(gate, "gate")
+    if g64.shape != np.shape(x):
+        raise ValueError(f"gate must have x's shape {tuple(np.shape(x))}, got {g64.shape}")
     with np.errstate(over="ignore", invalid="ignore"):
         silu = g64 / (1.0 + np.exp(-g64))
         return reference_rmsnorm(x, weight, eps) * silu

@@ -267,40 +267,41 @@ def test_silicon_output_within_tolerance_of_float64(rng, d, block):
 
 
 @pytest.mark.browser
-def test_static_player_steps_through_the_four_phases_in_chromium(tmp_path, rng):
-    """Click 'step forward' through the static player (no kernel) and read each caption."""
-    exe = os.environ.get("GPU_VIZ_CHROMIUM") or next(
-        (c for c in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
-         if c and Path(c).is_file()), None)
-    if exe is None:
-        pytest.skip("Chromium not found ($GPU_VIZ_CHROMIUM, /usr/bin/chromium, PATH)")
-    from playwright.sync_api import sync_playwright
+def test_static_player_steps_through_the_four_phases_in_chromium(browser, tmp_path, rng):
+    """Click 'step forward' through the static player (no kernel) and read each caption.
 
+    ``browser`` is the one session Chromium (tests/conftest_browser.py): a second Playwright of its
+    own here would clash with the one tests/test_browser.py's tests keep open."""
     x, w = _row(rng, 2048)
     anim = fp.animation(m.four_phase_trace(x, w, block=1024), warp=1)
     page_file = tmp_path / "player.html"
     page_file.write_text("<html><body>" + anim.static_html() + "</body></html>")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=exe, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page()
-            errors = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(page_file.as_uri())
-            player = page.locator(".gpu-viz-player")
-            n = int(player.get_attribute("data-frames"))
-            assert n == 20
-            phases, lit = [], []
-            for i in range(n):
-                assert player.get_attribute("data-frame") == str(i)
-                caption = page.locator(".gpu-viz-caption").inner_text()
-                phases.append(int(re.match(r"phase (\d)", caption).group(1)))
-                lit.append(page.evaluate("Array.from(document.querySelectorAll('span[data-line]'))"
-                                         ".filter(s => s.style.fontWeight === 'bold').length"))
-                if i < n - 1:
-                    player.locator("button[data-act=next]").click()
-            assert phases == sorted(phases) and set(phases) == {1, 2, 3, 4}
-            assert all(c == 1 for c in lit), "every frame lights exactly one source line"
-            assert not errors, errors
-        finally:
-            browser.close()
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(page_file.as_uri())
+        player = page.locator(".gpu-viz-player")
+        n = int(player.get_attribute("data-frames"))
+        assert n == 20
+        phases, lit = [], []
+        for i in range(n):
+            assert player.get_attribute("data-frame") == str(i)
+            caption = page.locator(".gpu-viz-caption").inner_text()
+            phases.append(int(re.match(r"phase (\d)", caption).group(1)))
+            lit.append(page.evaluate("Array.from(document.querySelectorAll('span[data-line]'))"
+                                     ".filter(s => s.style.fontWeight === 'bold').length"))
+            if i < n - 1:
+                player.locator("button[data-act=next]").click()
+        assert phases == sorted(phases) and set(phases) == {1, 2, 3, 4}
+        assert all(c == 1 for c in lit), "every frame lights exactly one source line"
+        assert not errors, errors
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5, True, "8"])
+def test_default_inputs_names_d(bad):
+    with pytest.raises(ValueError, match="d \\(the row length\\) must be a positive integer"):
+        fp.default_inputs(d=bad)

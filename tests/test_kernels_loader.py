@@ -132,3 +132,11 @@ def test_nvrtc_load_attributes_and_error(tmp_path, monkeypatch):
     with pytest.raises(kernels.KernelCompileError) as ei:
         kernels.load("bad.cu")
     assert ei.value.line == 2 and "nope" in ei.value.log
+
+
+@pytest.mark.parametrize("bad", ["../pyproject.toml", "/etc/passwd", "sub/x.cu", "", None, 3])
+def test_only_kernel_dir_files_are_read(bad):
+    with pytest.raises(ValueError, match="bare file name"):
+        kernels.read_source(bad)
+    with pytest.raises(ValueError, match="bare file name"):
+        kernels.snippet(bad, "phase1")

@@ -661,3 +661,37 @@ def test_torch_library_opcheck(rng):
     w = _device_values(rng, (1, 264), "float32", "contiguous")[0].requires_grad_(True)
     torch.library.opcheck(torch.ops.gpu_viz.rmsnorm.default, (x, w, 1e-6))
     torch.library.opcheck(torch.ops.gpu_viz.rmsnorm_gate.default, (x, g, w, 1e-6))
+
+
+def test_reference_helpers_check_shapes():
+    """The float64 references refuse shapes the op refuses (no silent broadcasting)."""
+    x = np.ones((2, 3))
+    with pytest.raises(ValueError, match=r"weight must have shape \(N,\) = \(3,\)"):
+        ops.reference_rmsnorm(x, np.ones(4))
+    with pytest.raises(ValueError, match="weight must have shape"):
+        ops.reference_rmsnorm(x, np.ones(1))
+    with pytest.raises(ValueError, match=r"gate must have x's shape \(2, 3\)"):
+        ops.reference_rmsnorm_gate(x, np.ones(3), np.ones(3))
+    assert ops.reference_rmsnorm(x, np.ones(3)).shape == (2, 3)
+
+
+def test_forced_config_names_a_bad_variant():
+    with pytest.raises(ValueError, match="variant must be one of"):
+        ops.forced_config(4, 8, "float32", variant="foo", block=32)
+    with pytest.raises(ValueError, match="pass ept"):
+        ops.forced_config(4, 8, "float32", variant="block", block=32)
+
+
+def test_launch_path_caches_are_pure():
+    """dtype names and launch configs are memoised on the call path: same answers, every time."""
+    import torch
+
+    assert ops.dtype_name(torch.float16) == ops.dtype_name(torch.float16) == "float16"
+    assert ops.dtype_name(np.dtype("float32")) == "float32"
+    with pytest.raises(TypeError, match="not supported"):
+        ops.dtype_name(torch.int32)
+    with pytest.raises(TypeError, match="not supported"):
+        ops.dtype_name(torch.int32)  # a failure is not cached as a success
+    a = ops.choose_config(512, 4096, "float16")
+    assert ops.choose_config(512, 4096, torch.float16) is a
+    assert ops.choose_config(513, 4096, "float16").grid == 513
