@@ -433,6 +433,30 @@ def _mode_now(force_cpu: bool = False):
     return (backend.GPU, b.device_name) if b.is_gpu else (backend.CPU, None)
 
 
+def kernel_config():
+    """traitlets config for the kernel manager that nbclient starts for each notebook.
+
+    ipykernel >= 7.4 logs "[IPKernelApp] WARNING | Kernel is running over TCP without encryption"
+    once per kernel unless the manager provisions CurveZMQ keys.  jupyter_client's documented
+    setting ``KernelManager.transport_encryption = "auto"`` provisions them when the kernelspec
+    declares ``supported_encryption: curve`` (ipykernel's does), so the warning goes away because
+    its cause does: nothing is filtered, a kernel's real warnings and errors still print.  With a
+    jupyter_client older than that setting, or a pyzmq without CurveZMQ, the config is empty (those
+    kernels run as before).
+    """
+    from traitlets.config import Config
+
+    cfg = Config()
+    try:
+        import zmq
+        from jupyter_client.manager import KernelManager
+    except ImportError:
+        return cfg
+    if "transport_encryption" in KernelManager.class_trait_names() and zmq.has("curve"):
+        cfg.KernelManager.transport_encryption = "auto"
+    return cfg
+
+
 def execute_notebook(source: Path, executed: Path, timeout: int = 600, kernel_name: str = "python3",
                      force_cpu: bool = False) -> Dict:
     """Execute ``source`` top to bottom with nbclient (widget state stored); write ``executed``.
@@ -456,7 +480,8 @@ def execute_notebook(source: Path, executed: Path, timeout: int = 600, kernel_na
     if force_cpu:
         env[backend.FORCE_CPU_ENV] = "1"
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, store_widget_state=True,
-                            resources={"metadata": {"path": str(Path(source).parent.resolve())}})
+                            resources={"metadata": {"path": str(Path(source).parent.resolve())}},
+                            config=kernel_config())
     t0 = time.perf_counter()
     error = ""
     try:
@@ -645,13 +670,61 @@ def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, 
 
 
 # ----------------------------------------------------------------------------- CLI
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (argparse names the option in its error message)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _os_error_message(exc: OSError, out: Path) -> str:
+    """One line for an OSError of the build: names --out when the path is (in) the output folder."""
+    what = exc.strerror or str(exc)
+    path = Path(exc.filename) if exc.filename else None
+    try:
+        in_out = path is not None and (path.resolve() == out.resolve() or out.resolve() in path.resolve().parents
+                                       or path.resolve() in out.resolve().parents)
+    except (OSError, RuntimeError):
+        in_out = False
+    if in_out:
+        return (f"cannot create or write the output folder --out {out}: {what} ({path}); "
+                "pass --out a folder you can write")
+    return f"{what}" + (f": {path}" if path else "")
+
+
+def _check_out(out: Path) -> Optional[str]:
+    """Create ``out`` and try writing in it; an error message naming --out, or None when it is usable."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".gpu-viz-write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(out)
+        return _os_error_message(exc, out)
+    return None
+
+
 def _cli(args) -> int:
+    out = Path(args.out)
+    problem = _check_out(out)
+    if problem:
+        print(f"gpu-viz slides: {problem}", file=sys.stderr)
+        return 2
     if args.vendor_only:
         try:
             how = vendor(Path(args.out) / "vendor", vendor_from=Path(args.vendor_from) if args.vendor_from else None,
                          refresh=args.vendor_from is None)
         except SlidesError as exc:
             print(f"gpu-viz slides: {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(f"gpu-viz slides: {_os_error_message(exc, out)}", file=sys.stderr)
             return 2
         print(f"vendor/ {how}: {Path(args.out) / 'vendor'}")
         return 0
@@ -662,6 +735,9 @@ def _cli(args) -> int:
                        vendor_from=Path(args.vendor_from) if args.vendor_from else None, force_cpu=args.cpu)
     except SlidesError as exc:
         print(f"gpu-viz slides: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"gpu-viz slides: {_os_error_message(exc, out)}", file=sys.stderr)
         return 2
     failed = [d for d in result.decks if not d.ok]
     for d in failed:
@@ -679,8 +755,8 @@ def register_cli(subparsers) -> None:
     p.add_argument("--only", metavar="PATTERN", help="comma-separated globs/substrings of notebook names")
     p.add_argument("--no-execute", action="store_true", help="render the executed copies already built")
     p.add_argument("--executed-dir", help="where executed notebooks go / are read (default: OUT/executed)")
-    p.add_argument("--timeout", type=int, default=600, help="per-cell timeout in seconds (default 600)")
-    p.add_argument("--jobs", type=int, default=1, help="notebooks executed in parallel (default 1)")
+    p.add_argument("--timeout", type=_positive_int, default=600, help="per-cell timeout in seconds, >= 1 (default 600)")
+    p.add_argument("--jobs", type=_positive_int, default=1, help="notebooks executed in parallel, >= 1 (default 1)")
     p.add_argument("--vendor-only", action="store_true",
                    help="only (re)build OUT/vendor (the decks' JavaScript, from npm); execute and render nothing")
     p.add_argument("--cpu", action="store_true", help="execute in CPU mode even on a GPU machine")

@@ -116,8 +116,16 @@ def main(argv=None) -> int:
     paths = [Path(x) for x in args.paths] or sorted(NOTEBOOKS.glob("*.ipynb"))
     bad = 0
     for path in paths:
-        original = path.read_text()
-        nb = nbformat.reads(original, as_version=4)
+        try:
+            original = path.read_text()
+            nb = nbformat.reads(original, as_version=4)
+        except OSError as exc:
+            print(f"strip_notebooks: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        except (ValueError, nbformat.reader.NotJSONError) as exc:  # not JSON / not a notebook
+            print(f"strip_notebooks: {path} is not a notebook: {str(exc).splitlines()[0] if str(exc) else exc}",
+                  file=sys.stderr)
+            return 2
         strip(nb)
         if args.set_repo:
             set_repo(nb, path.name)
@@ -128,7 +136,11 @@ def main(argv=None) -> int:
                 bad += 1
                 print(f"{path}:\n  " + "\n  ".join(problems))
         elif text != original:
-            path.write_text(text)
+            try:
+                path.write_text(text)
+            except OSError as exc:
+                print(f"strip_notebooks: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+                return 2
             print(f"stripped {path}")
     return 1 if bad else 0
 

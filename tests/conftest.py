@@ -5,6 +5,8 @@ import pytest
 
 from gpu_viz import backend
 
+from conftest_browser import browser  # noqa: F401  (the one session Chromium, for every module)
+
 
 def pytest_collection_modifyitems(config, items):
     if backend.has_gpu():

@@ -5,13 +5,13 @@ need the network fails here.  Per deck: loads with no console error and no faile
 every slide reachable through the Reveal API, speaker notes present, a static player advances
 frames, screenshots of the first slides in test-artifacts/slides/<deck>/ (gitignored).
 
-Chromium: $GPU_VIZ_CHROMIUM, else /usr/bin/chromium, else `chromium` on PATH.  Missing, these
-tests skip on a developer machine and FAIL in CI (CI=true): .ci/run installs it.
+The ``browser`` fixture is the one session Chromium of tests/conftest_browser.py (shared with every
+other browser test; a second Playwright would clash with it).  Chromium missing, these tests
+skip on a developer machine and FAIL in CI (CI=true): .ci/run installs it.
 """
 import functools
 import http.server
-import os
-import shutil
+import re
 import threading
 from pathlib import Path
 
@@ -22,40 +22,7 @@ from conftest_slides import COURSE_NOTEBOOKS, built_slides, selftest_slides  # n
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "slides"
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOT_SLIDES = 3
-
-
-def _chromium_path():
-    for cand in (os.environ.get("GPU_VIZ_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                 shutil.which("chromium-browser")):
-        if cand and Path(cand).is_file():
-            return cand
-    return None
-
-
-def _in_ci():
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-@pytest.fixture(scope="session")
-def browser():
-    exe = _chromium_path()
-    if exe is None:
-        msg = ("Chromium not found (looked at $GPU_VIZ_CHROMIUM, /usr/bin/chromium, PATH); "
-               "install it with `apt-get install chromium` (.ci/run does)")
-        if _in_ci():
-            pytest.fail(msg)
-        pytest.skip(msg)
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as exc:
-        pytest.fail(f"the playwright Python package is missing ({exc}); pip install -e '.[dev]'")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -171,6 +138,37 @@ def _check_players(dp, name):
     return count
 
 
+_TOO_WIDE_JS = """() => {
+    var sec = Reveal.getCurrentSlide(); if (!sec) return [];
+    var box = sec.getBoundingClientRect(), out = [];
+    var items = sec.querySelectorAll('.jp-CodeCell .jp-InputArea-editor pre, .jp-CodeCell .jp-InputArea, div.gpu-viz-player');
+    items.forEach(function (el) {
+        if (el.closest('aside.notes') || el.offsetParent === null) return;
+        var r = el.getBoundingClientRect(), what = el.className + ': ' + el.textContent.trim().slice(0, 60);
+        if (el.scrollWidth > el.clientWidth + 1)
+            out.push(what + ' (scrollWidth ' + el.scrollWidth + ' > clientWidth ' + el.clientWidth + ')');
+        else if (r.right > box.right + 1 || el.scrollWidth > sec.clientWidth)
+            out.push(what + ' (wider than its slide)');
+    });
+    return out; }"""
+
+
+def _too_wide(dp):
+    """Every slide: code cell inputs and players that are wider than the slide (their right part would
+    be cut off by the section's overflow-x: hidden, or need a scrollbar).  Returns descriptions."""
+    page = dp.page
+    page.evaluate("Reveal.slide(0, 0)")
+    problems = []
+    for _ in range(page.evaluate("Reveal.getTotalSlides()") + 5):
+        page.wait_for_timeout(50)
+        idx = page.evaluate("JSON.stringify(Reveal.getIndices())")
+        problems += [f"slide {idx}: {p}" for p in page.evaluate(_TOO_WIDE_JS)]
+        if page.evaluate("Reveal.isLastSlide()"):
+            break
+        page.evaluate("Reveal.next()")
+    return problems
+
+
 # ----------------------------------------------------------------------------- self-test deck
 @pytest.fixture
 def selftest_page(browser, selftest_slides):
@@ -198,6 +196,15 @@ def test_selftest_deck_in_chromium(selftest_page):
                            timeout=15000)
     assert _check_players(dp, "99_slides_selftest") == 1
     dp.assert_clean("99_slides_selftest deck")
+
+
+def test_selftest_code_inputs_and_players_fit_their_slide(selftest_page):
+    """Bug class: content wider than its slide is cut off at the right edge.  The self-test deck has a
+    code cell with a long comment line and a long unbreakable identifier: both must wrap."""
+    dp = selftest_page
+    dp.open_deck("99_slides_selftest.slides.html")
+    assert dp.page.locator(".jp-CodeCell .jp-InputArea-editor pre", has_text="LONG_NAME").count() == 1
+    assert _too_wide(dp) == []
 
 
 def test_selftest_speaker_view_opens(selftest_page):
@@ -241,6 +248,7 @@ def test_course_deck_in_chromium(browser, built_slides, name):
         assert dp.page.locator("aside.notes").count() >= 1, f"{name}: no speaker notes"
         _walk_all_slides(dp, deck.html.name)
         _check_players(dp, name)
+        assert _too_wide(dp) == [], f"{name}: content wider than its slide"
         dp.assert_clean(f"{name} deck")
     finally:
         dp.close()
@@ -276,3 +284,14 @@ def test_selftest_deck_opens_from_a_file_url(browser, selftest_slides):
         dp.assert_clean("99_slides_selftest deck over file://")
     finally:
         dp.close()
+
+
+def test_only_one_place_starts_playwright():
+    """Bug class: a test module starting its own Playwright while the session browser is alive
+    fails ("Sync API inside the asyncio loop") -- but only when both run in one session.  Every
+    browser test must take the shared ``browser`` fixture of tests/conftest_browser.py."""
+    tests = Path(__file__).resolve().parent
+    pattern = re.compile("|".join(("sync" + "_playwright", "playwright" + r"\.sync_api", r"\.chromium\.launch\(")))
+    offenders = sorted(str(p.relative_to(tests)) for p in tests.rglob("*.py")
+                       if p.name != "conftest_browser.py" and pattern.search(p.read_text()))
+    assert offenders == [], f"start no browser of your own, use the `browser` fixture: {offenders}"

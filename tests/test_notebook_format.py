@@ -93,6 +93,27 @@ def test_strip_script_check_mode(tmp_path, capsys):
     assert strip_notebooks.main(["--check", str(good)]) == 0
 
 
+@pytest.mark.parametrize("check", [False, True])
+def test_strip_script_bad_paths_are_clear_errors(tmp_path, capsys, check):
+    """Bug class: a path the script cannot read (missing, a folder, not a notebook) escaping as a
+    traceback.  Each exits 2 with one line naming the path."""
+    not_json = tmp_path / "not_json.ipynb"
+    not_json.write_text("this is not JSON")
+    for path in ("/nonexistent.ipynb", str(tmp_path), str(not_json)):
+        assert strip_notebooks.main((["--check"] if check else []) + [path]) == 2, path
+        err = capsys.readouterr().err
+        assert path in err and "Traceback" not in err, err
+
+
+def test_strip_script_missing_path_from_the_command_line(tmp_path):
+    import subprocess
+
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "strip_notebooks.py"), "/nonexistent.ipynb"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "/nonexistent.ipynb" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
 def test_set_repo_rewrites_badge_and_install_cell(tmp_path):
     nb = nbformat.read(str(SELFTEST), as_version=4)
     for i in (0, 1):

@@ -5,6 +5,7 @@ conftest_slides.py), so CI executes each notebook once.  The GPU run executes he
 its copies in test-artifacts/executed-gpu/ for inspection.
 """
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -70,6 +71,33 @@ def test_notebook_runs_in_cpu_mode(path, built_slides):  # noqa: F811
     nb = nbformat.read(deck.executed, as_version=4)
     assert not _errors(nb)
     assert "CPU MODE" in _text(nb), f"{path.name}: the first cells must print the mode (gpu_viz.banner())"
+    assert not _garbled_provenance(_text(nb)), f"{path.name}: {_garbled_provenance(_text(nb))}"
+
+
+# A provenance label already starts with its own verb phrase ("recorded on ...", "measured on ...",
+# "CPU model, ..."): a sentence that puts "from"/"come from"/"by" in front of it reads wrong
+# ("Measurements shown come from recorded on NVIDIA H200").
+_GARBLED = re.compile(r"\b(?:from|by|of|on)\s+(?:recorded on|measured on|CPU model, no GPU)\b")
+
+
+def _garbled_provenance(text):
+    return sorted({m.group(0) for m in _GARBLED.finditer(text)})
+
+
+def test_garbled_provenance_check_catches_the_pattern():
+    assert _garbled_provenance("Measurements shown come from recorded on NVIDIA H200, 2026-11-29 (not live).")
+    assert _garbled_provenance("Data by measured on NVIDIA L4 (sm_89) just now")
+    assert not _garbled_provenance("Measurements shown: recorded on NVIDIA H200, 2026-11-29 (not live).")
+    assert not _garbled_provenance("Data: CPU model, no GPU: computed in numpy, nothing was measured")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_no_provenance_label_follows_a_preposition_in_the_source(path):
+    """Bug class, without executing: an f-string that puts 'from'/'by'/'on' right before a label
+    placeholder ({record_label}, {backend.live_label()}, {backend.provenance()}, ...)."""
+    src = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+    bad = re.findall(r"\b(?:from|by|of|on)\s+\{[^}]*(?:label|provenance)[^}]*\}", src)
+    assert not bad, f"{path.name}: a provenance label reads 'recorded on ...': drop the preposition in {bad}"
 
 
 @pytest.mark.gpu

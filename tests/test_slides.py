@@ -270,3 +270,67 @@ def test_cli_vendor_only(tmp_path, selftest_slides, capsys):
                    str(selftest_slides.out_dir / "vendor")])
     assert rc == 0 and slides.vendor_complete(tmp_path / "vendor")
     assert not list(tmp_path.glob("*.html"))
+
+
+# ----------------------------------------------------------------------------- CLI argument and output-folder errors
+@pytest.mark.parametrize("option", ["--jobs", "--timeout"])
+@pytest.mark.parametrize("value", ["0", "-1", "-5", "x", "1.5"])
+def test_cli_rejects_a_count_below_one_naming_the_option(tmp_path, capsys, option, value):
+    """Bug class: a count option taking nonsense silently.  argparse exits 2 naming the option."""
+    with pytest.raises(SystemExit) as info:
+        cli.main(["slides", "--notebooks", str(tmp_path), "--out", str(tmp_path / "out"), option, value])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}" in err and "Traceback" not in err
+
+
+def test_cli_accepts_a_count_of_one(tmp_path, capsys):
+    # past argparse: fails later only because the folder holds no notebook
+    assert cli.main(["slides", "--notebooks", str(tmp_path), "--out", str(tmp_path / "out"),
+                     "--jobs", "1", "--timeout", "1"]) == 2
+    assert "no notebook matches" in capsys.readouterr().err
+
+
+def _unwritable_outs(tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    return ["/proc/forbidden", str(a_file), str(a_file / "sub")]
+
+
+@pytest.mark.parametrize("vendor_only", [False, True])
+def test_cli_unusable_out_folder_is_a_clear_error_naming_out(tmp_path, capsys, vendor_only):
+    """Bug class: an OSError from the output folder escaping as a traceback.  Exit 2, naming --out."""
+    for out in _unwritable_outs(tmp_path):
+        args = ["slides", "--notebooks", str(DATA), "--out", out] + (["--vendor-only"] if vendor_only else [])
+        assert cli.main(args) == 2, out
+        err = capsys.readouterr().err
+        assert "--out" in err and out in err and "Traceback" not in err, err
+
+
+def test_cli_os_error_while_building_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    """An OSError raised later in the build (a file in OUT cannot be written) exits 2 too."""
+    out = tmp_path / "out"
+
+    def failing_build(**kwargs):
+        raise PermissionError(13, "Permission denied", str(out / "index.html"))
+
+    monkeypatch.setattr(slides, "build", failing_build)
+    assert cli.main(["slides", "--notebooks", str(DATA), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "Permission denied" in err and "Traceback" not in err
+
+
+# ----------------------------------------------------------------------------- kernel log noise
+def test_executing_a_notebook_prints_no_kernel_warning_and_keeps_errors(tmp_path, capfd):
+    """Bug class: kernel start-up log lines (e.g. "[IPKernelApp] WARNING | Kernel is running over TCP
+    without encryption") printed once per notebook by `make slides`.  The kernel's own stderr reaches
+    this process's fd 2; it must carry no such line -- while a failing cell is still reported."""
+    src = tmp_path / "01_t.ipynb"
+    nb = new_notebook(cells=[new_code_cell("print('ok')"), new_code_cell("1/0")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(src))
+    info = slides.execute_notebook(src, tmp_path / "out" / "01_t.ipynb", timeout=120)
+    err = capfd.readouterr().err
+    assert "without encryption" not in err, err
+    assert not re.search(r"\[IPKernelApp\] (WARNING|ERROR)", err), err
+    assert "ZeroDivisionError" in info["error"], "a real error in a cell must still be reported"
