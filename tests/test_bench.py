@@ -45,8 +45,15 @@ def test_committed_records_have_the_design_fields():
         for key in ("date", "gpu", "sm", "driver", "cuda", "torch", "cupy"):
             assert key in rec, f"{rec['_file']} lacks {key!r}"
         for row in rec.get("rows", []):
-            for key in ("op", "impl", "M", "N", "dtype", "timing", "median_us", "p10_us", "p90_us"):
+            # every timed row: what, which implementation, how timed, the spread (DESIGN.md section 5);
+            # the RMSNorm ops' rows also carry their (M, N) shape
+            keys = ["op", "impl", "dtype", "timing", "median_us", "p10_us", "p90_us"]
+            if row.get("op") in ("rmsnorm", "rmsnorm_gate"):
+                keys += ["M", "N", "GBps"]
+            for key in keys:
                 assert key in row, f"{rec['_file']}: a row lacks {key!r}: {row}"
+            assert row["timing"] in ("kernel", "call"), f"{rec['_file']}: timing {row['timing']!r}"
+            assert row["p10_us"] <= row["median_us"] <= row["p90_us"], f"{rec['_file']}: spread out of order: {row}"
 
 
 def test_timing_in_cpu_mode_says_why(monkeypatch):
