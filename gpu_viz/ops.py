@@ -40,6 +40,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import backend
+from .arrays import framework as _framework
+from .arrays import to_numpy64 as _np64
 
 try:  # torch is optional for the package: without it the ops take CuPy arrays only
     import torch
@@ -286,15 +288,6 @@ class _Operand:
     dtype: str
     shape: Tuple[int, ...]
     strides: Tuple[int, ...]  # in elements
-
-
-def _framework(a) -> Optional[str]:
-    if torch is not None and isinstance(a, torch.Tensor):
-        return "torch"
-    mod = type(a).__module__ or ""
-    if mod.startswith("cupy") and hasattr(a, "data") and hasattr(a, "strides"):
-        return "cupy"
-    return None
 
 
 def _operand(name: str, a, fw_expected: Optional[str] = None) -> _Operand:
@@ -758,20 +751,6 @@ if torch is not None:
 
 # ---------------------------------------------------------------------------------------
 # float64 references
-
-def _np64(a, name: str) -> np.ndarray:
-    fw = _framework(a)
-    if fw == "torch":
-        return a.detach().to(device="cpu", dtype=torch.float64).numpy()
-    if fw == "cupy":
-        import cupy
-
-        return cupy.asnumpy(a).astype(np.float64)
-    try:
-        return np.asarray(a, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array (numpy, torch or CuPy), got {type(a).__name__}") from None
-
 
 def reference_rmsnorm(x, weight, eps: float = 1e-6) -> np.ndarray:
     """float64 numpy ``x * w / sqrt(mean(x^2) + eps)``; x ``(..., N)`` of any kind and device."""

@@ -29,6 +29,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import backend
+from .arrays import framework as _framework
+from .arrays import to_numpy64 as _to_numpy64
 
 try:  # torch is an optional dependency of the package; this module's eager half needs it
     import torch
@@ -143,15 +145,6 @@ def _check_eps(eps) -> float:
     if not math.isfinite(float(eps)) or float(eps) < 0:
         raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
     return float(eps)
-
-
-def _framework(a) -> Optional[str]:
-    if torch is not None and isinstance(a, torch.Tensor):
-        return "torch"
-    mod = type(a).__module__
-    if mod.startswith("cupy") and type(a).__name__ == "ndarray":
-        return "cupy"
-    return None
 
 
 def _dtype_name(a) -> str:
@@ -338,19 +331,6 @@ def _cupy_empty_like(x):
 
 # ---------------------------------------------------------------------------------------
 # reference and comparison
-
-def _to_numpy64(a, name: str) -> np.ndarray:
-    fw = _framework(a)
-    if fw == "torch":
-        return a.detach().to(device="cpu", dtype=torch.float64).numpy()
-    if fw == "cupy":
-        import cupy
-
-        return cupy.asnumpy(a).astype(np.float64)
-    if isinstance(a, np.ndarray) or np.isscalar(a) or isinstance(a, (list, tuple)):
-        return np.asarray(a, dtype=np.float64)
-    raise TypeError(f"{name} must be a numpy array, torch tensor or CuPy array, got {type(a).__name__}")
-
 
 def reference(x, weight, eps: float = 1e-6) -> np.ndarray:
     """RMSNorm in float64 numpy: ``x / sqrt(mean(x^2, -1) + eps) * weight``.
