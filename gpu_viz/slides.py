@@ -716,23 +716,16 @@ def _cli(args) -> int:
     if problem:
         print(f"gpu-viz slides: {problem}", file=sys.stderr)
         return 2
-    if args.vendor_only:
-        try:
-            how = vendor(Path(args.out) / "vendor", vendor_from=Path(args.vendor_from) if args.vendor_from else None,
-                         refresh=args.vendor_from is None)
-        except SlidesError as exc:
-            print(f"gpu-viz slides: {exc}", file=sys.stderr)
-            return 2
-        except OSError as exc:
-            print(f"gpu-viz slides: {_os_error_message(exc, out)}", file=sys.stderr)
-            return 2
-        print(f"vendor/ {how}: {Path(args.out) / 'vendor'}")
-        return 0
+    vendor_from = Path(args.vendor_from) if args.vendor_from else None
     try:
+        if args.vendor_only:
+            how = vendor(Path(args.out) / "vendor", vendor_from=vendor_from, refresh=vendor_from is None)
+            print(f"vendor/ {how}: {Path(args.out) / 'vendor'}")
+            return 0
         result = build(out_dir=Path(args.out), notebooks_dir=Path(args.notebooks), only=args.only,
                        execute=not args.no_execute, executed_dir=Path(args.executed_dir) if args.executed_dir
-                       else None, timeout=args.timeout, jobs=args.jobs,
-                       vendor_from=Path(args.vendor_from) if args.vendor_from else None, force_cpu=args.cpu)
+                       else None, timeout=args.timeout, jobs=args.jobs, vendor_from=vendor_from,
+                       force_cpu=args.cpu)
     except SlidesError as exc:
         print(f"gpu-viz slides: {exc}", file=sys.stderr)
         return 2
