@@ -7,9 +7,9 @@ Layers, thinnest first (Liger's shape: kernel, launcher, public op, autograd):
 
 * ``kernels/rmsnorm_gate.cu`` -- the kernels: ``warp`` (one warp per row; chosen for N <= 256 on
   the 16-byte path, N <= 1024 on the scalar path), ``block`` (one block per row, the row in
-  registers, N <= 16384; on the 16-byte path one vector per thread, block = N / 8, up to
-  N = 8192), ``wide`` (any N, re-reads the row); a 16-byte vector path and a scalar path for
-  misaligned views, odd N and odd row strides.
+  registers, N <= 16384; on the 16-byte path one vector per thread for rows under 8 KB, two or
+  more per thread in blocks of <= 512 for longer rows), ``wide`` (any N, re-reads the row); a
+  16-byte vector path and a scalar path for misaligned views, odd N and odd row strides.
 * :func:`launch_config` -- which kernel, block size and grid a shape gets (pure Python).
 * :func:`_launch` -- validates pointers/alignment, picks the kernel, launches it with CuPy on
   the caller's current stream.
@@ -61,13 +61,20 @@ WARP_ROWS_PER_BLOCK = 4
 EPT_CHOICES: Tuple[int, ...] = (8, 16, 32)
 #: The scalar path's ``block`` variant only exists at EPT 8 (EPT 16/32 would spill there).
 SCALAR_BLOCK_EPT: Tuple[int, ...] = (8,)
-#: ``block`` variant: the smallest EPT whose block is at most this many threads wins ...
-#: (H200 run of 2026-11-29: 256 x EPT 16 at N=4096 fp16 took 39 registers, 6 blocks/SM, 75%
-#: occupancy, and lost to Liger's same layout; EPT 8 = one 16-byte vector per thread with
-#: block = N / 8 (512 at 4096, 1024 at 8192) is capped at 32 registers by __launch_bounds__
-#: (1024, 2), so 2048 threads per SM stay resident: as many bytes in flight per SM as EPT 16
-#: at full occupancy, fewer registers.  See benchmarks/NOTES.md.)
+#: ``block`` variant, rows shorter than MULTI_VECTOR_ROW_BYTES (and the scalar path): the
+#: smallest EPT whose block is at most this many threads wins -- on the 16-byte path one vector
+#: per thread, block = N / 8 (fp16/bf16): the shortest latency for short rows (1x2048,
+#: 128x4096 rows of 4 KB or less).
 BLOCK_TARGET_THREADS = 1024
+#: 16-byte path, rows of at least this many bytes (fp16 N >= 4096, fp32 N >= 2048): the smallest
+#: EPT giving each thread at least MULTI_VECTOR_BYTES_PER_THREAD (two 16-byte loads in flight)
+#: within MULTI_VECTOR_TARGET_THREADS threads: fp16 N=4096 -> 256 x EPT 16, 8192 -> 512 x
+#: EPT 16, 16384 -> 512 x EPT 32.  H200, 2026-11-29 (benchmarks/NOTES.md, "Session 2"): at
+#: 32768x8192 fp16, 512 x EPT 16 runs 262.6 µs under ncu, Liger's Triton kernel 262.0, our
+#: former 1024 x EPT 8 (one vector per thread) 336 µs in the benchmark harness.
+MULTI_VECTOR_ROW_BYTES = 8192
+MULTI_VECTOR_BYTES_PER_THREAD = 32
+MULTI_VECTOR_TARGET_THREADS = 512
 #: 16-byte path: one warp per row only while the row fits in one EPT-8 chunk per lane
 #: (N <= 256); longer rows (e.g. 768) get a ``block`` of N / 8 threads (96 = 3 warps) rather
 #: than a warp padded to EPT 32 (52 registers, 56% occupancy on the first H200 run).
@@ -236,11 +243,17 @@ def _choose_config(M: int, N: int, dt: str, gate: bool, vectorized: Optional[boo
         raise ValueError(f"M={M} rows exceeds gridDim.x={MAX_GRID_X} for N={N} > {WARP_ROW_MAX_N} "
                          "(one block per row)")
     nvec = N // vec
+    size = DTYPES[dt][1]
+    multi = vec > 1 and N * size >= MULTI_VECTOR_ROW_BYTES
     fits = []
     for e in epts:
         threads = _round_up(-(-nvec // (e // vec)), 32)
         if threads <= BLOCK_MAX_THREADS[e]:
-            fits.append((threads > BLOCK_TARGET_THREADS, e, threads))
+            if multi:
+                miss = e * size < MULTI_VECTOR_BYTES_PER_THREAD or threads > MULTI_VECTOR_TARGET_THREADS
+            else:
+                miss = threads > BLOCK_TARGET_THREADS
+            fits.append((miss, e, threads))
     if fits:
         _, ept, threads = min(fits)  # within the target if any fits, then the smallest EPT
         return LaunchConfig(op, BLOCK, kernel_name(op, BLOCK, dt, vec, ept), dt, M, N, vec, ept,

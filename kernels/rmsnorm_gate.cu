@@ -26,7 +26,7 @@
 //        strides are 16-byte aligned and N % VEC == 0; else 1 (the scalar path).
 //   EPT  elements per thread kept in registers (8, 16, 32; the scalar block variant only 8).
 // Numerics: silu(g) = __fdividef(g, 1 + __expf(-g)) (fast intrinsics, relative error
-// <= ~1.5e-6 for |g| <= 8, see silu below); r uses rsqrtf (max 2 ulp).  NaN/Inf in a row
+// <= ~1.5e-6 for |g| <= 8, see silu below); r = rsqrtf(__fdividef(sum, N) + eps), 2 + 2 ulp.  NaN/Inf in a row
 // make that row NaN/0 like the float64 formula, and never touch other rows. 64-bit row offsets (M * stride may exceed 2^31).
 // Compile with -DRMSNORM_DTYPES=<mask> (1 f32, 2 f16, 4 bf16) to build one dtype's kernels only.
 #include <cuda_fp16.h>
@@ -56,6 +56,19 @@ template <typename T, int VEC>
 struct alignas(sizeof(T) * VEC) Pack {
     T v[VEC];
 };
+
+// Element k of a pack, widened to fp32.  bf16 is read from the pack's 32-bit words (an
+// exact shift / mask: a bf16 is the high half of its float) -- element by element through
+// cvt.f32.bf16, ptxas unpacked every 16-bit value into a register of its own on sm_90
+// (bf16 kernels 15-25 registers above the fp16 ones, fewer blocks per SM).
+template <typename T, int VEC>
+__device__ __forceinline__ float elem(const Pack<T, VEC>& p, int k) { return to_f32(p.v[k]); }
+template <int VEC>
+__device__ __forceinline__ float elem(const Pack<__nv_bfloat16, VEC>& p, int k) {
+    if (VEC == 1) return to_f32(p.v[0]);
+    const unsigned u = reinterpret_cast<const unsigned*>(p.v)[k >> 1];  // little-endian pairs
+    return __uint_as_float((k & 1) ? (u & 0xffff0000u) : (u << 16));
+}
 
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
@@ -155,24 +168,44 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     T* yr = out + row * (long long)N;
 
     // phase 1: issue EVERY load of the row -- x (and g) streaming, the weight through the
-    // read-only path -- before the reduction, so a row costs one memory round trip; keep
-    // x (* silu(g)) as fp32 and the weight packed in registers; sum x^2.
-    float v[EPT];
-    Pack<T, VEC> pw[CHUNKS];
+    // read-only path -- before the first use of any of them, so a row costs one memory round
+    // trip.  On the 16-byte path the loads sit in a loop of their own: one predicated LDG.128
+    // per chunk, back to back (with the use in the same loop, ptxas branched around each
+    // chunk and waited for chunk 0 before issuing chunk 1: one round trip per chunk).  One
+    // chunk (EPT == VEC) needs no split, and splitting it costs registers on sm_89.
+    constexpr bool LOADS_FIRST = VEC > 1 && CHUNKS > 1;
+    Pack<T, VEC> px[CHUNKS], pg[CHUNKS], pw[CHUNKS];
+    if (LOADS_FIRST) {
+        #pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            const int j = t + c * nthreads;
+            if (j < nvec) {
+                px[c] = load_stream<T, VEC>(xr + (long long)j * VEC);
+                if (GATE) pg[c] = load_stream<T, VEC>(gr + (long long)j * VEC);
+                pw[c] = load_shared<T, VEC>(w + (long long)j * VEC);
+            }
+        }
+    }
+    // ... then sum x^2; the gate op keeps x * silu(g) as fp32 in v, rmsnorm keeps x packed
+    // (half the registers in fp16/bf16: more blocks per SM, more bytes in flight) and widens
+    // it again in phase 2.  (The scalar path loads here, chunk by chunk: split like the above,
+    // its 64-bit addresses spill.)
+    float v[GATE ? EPT : 1];
     float sumsq = 0.0f;
     #pragma unroll
     for (int c = 0; c < CHUNKS; ++c) {
         const int j = t + c * nthreads;
         if (j < nvec) {
-            const Pack<T, VEC> px = load_stream<T, VEC>(xr + (long long)j * VEC);
-            Pack<T, VEC> pg;
-            if (GATE) pg = load_stream<T, VEC>(gr + (long long)j * VEC);
-            pw[c] = load_shared<T, VEC>(w + (long long)j * VEC);
+            if (!LOADS_FIRST) {
+                px[c] = load_stream<T, VEC>(xr + (long long)j * VEC);
+                if (GATE) pg[c] = load_stream<T, VEC>(gr + (long long)j * VEC);
+                pw[c] = load_shared<T, VEC>(w + (long long)j * VEC);
+            }
             #pragma unroll
             for (int k = 0; k < VEC; ++k) {
-                const float xf = to_f32(px.v[k]);
+                const float xf = elem(px[c], k);
                 sumsq = fmaf(xf, xf, sumsq);
-                v[c * VEC + k] = GATE ? xf * silu(to_f32(pg.v[k])) : xf;
+                if (GATE) v[c * VEC + k] = xf * silu(elem(pg[c], k));
             }
         }
     }
@@ -185,7 +218,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
         total = (blockDim.x & 31) == 0 ? block_allreduce_sum_full_warps(sumsq, red)
                                        : block_reduce_sum(sumsq, red);
     }
-    const float r = rsqrtf(total / (float)N + eps);
+    const float r = rsqrtf(__fdividef(total, (float)N) + eps);
     // phase 2: y = v * w * r, written once.
     #pragma unroll
     for (int c = 0; c < CHUNKS; ++c) {
@@ -193,7 +226,10 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
         if (j < nvec) {
             Pack<T, VEC> py;
             #pragma unroll
-            for (int k = 0; k < VEC; ++k) py.v[k] = from_f32<T>(v[c * VEC + k] * to_f32(pw[c].v[k]) * r);
+            for (int k = 0; k < VEC; ++k) {
+                const float a = GATE ? v[c * VEC + k] : elem(px[c], k);
+                py.v[k] = from_f32<T>(a * elem(pw[c], k) * r);
+            }
             *reinterpret_cast<Pack<T, VEC>*>(yr + (long long)j * VEC) = py;
         }
     }
@@ -221,12 +257,12 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __res
         const Pack<T, VEC> px = load_pack<T, VEC>(xr + (long long)j * VEC);
         #pragma unroll
         for (int k = 0; k < VEC; ++k) {
-            const float xf = to_f32(px.v[k]);
+            const float xf = elem(px, k);
             sumsq = fmaf(xf, xf, sumsq);
         }
     }
     __shared__ float red[GPU_VIZ_REDUCE_SLOTS];
-    const float r = rsqrtf(block_reduce_sum(sumsq, red) / (float)N + eps);
+    const float r = rsqrtf(__fdividef(block_reduce_sum(sumsq, red), (float)N) + eps);
     #pragma unroll 2
     for (int j = threadIdx.x; j < nvec; j += blockDim.x) {
         const Pack<T, VEC> px = load_pack<T, VEC>(xr + (long long)j * VEC);
@@ -236,9 +272,9 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __res
         Pack<T, VEC> py;
         #pragma unroll
         for (int k = 0; k < VEC; ++k) {
-            float p = to_f32(px.v[k]);
-            if (GATE) p *= silu(to_f32(pg.v[k]));
-            py.v[k] = from_f32<T>(p * to_f32(pw.v[k]) * r);
+            float p = elem(px, k);
+            if (GATE) p *= silu(elem(pg, k));
+            py.v[k] = from_f32<T>(p * elem(pw, k) * r);
         }
         *reinterpret_cast<Pack<T, VEC>*>(yr + (long long)j * VEC) = py;
     }

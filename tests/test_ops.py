@@ -126,8 +126,16 @@ def _assert_valid(cfg: ops.LaunchConfig, M: int, N: int):
         assert cfg.grid == M
         if cfg.vec == 1:
             assert cfg.ept in ops.SCALAR_BLOCK_EPT
-        elif N <= 1024 * 8:  # the 16-byte path keeps the register-light EPT 8 (<= 32 regs) up to 1024 threads
-            assert cfg.ept == 8
+        else:
+            size = ops.DTYPES[cfg.dtype][1]
+            if N * size < ops.MULTI_VECTOR_ROW_BYTES:  # short rows: one 16-byte vector per thread
+                assert cfg.ept == 8 and cfg.block <= 1024
+            else:  # long rows: >= 32 bytes per thread in <= 512 threads, the smallest such EPT
+                assert cfg.ept * size >= ops.MULTI_VECTOR_BYTES_PER_THREAD or N > 512 * cfg.ept
+                if N <= 512 * 32:
+                    assert cfg.block <= ops.MULTI_VECTOR_TARGET_THREADS
+                smaller = [e for e in ops.EPT_CHOICES if e < cfg.ept and e * size >= ops.MULTI_VECTOR_BYTES_PER_THREAD]
+                assert all(-(-N // e) > ops.MULTI_VECTOR_TARGET_THREADS for e in smaller)
     else:
         assert cfg.variant == ops.WIDE and cfg.block == ops.WIDE_THREADS and cfg.grid == M
         limit = 16384 if cfg.vec > 1 else 8192
@@ -155,16 +163,18 @@ def test_launch_config_examples():
     assert (c["variant"], c["vec"], c["block"], c["rows_per_block"], c["grid"]) == ("warp", 1, 128, 4, 256)
     c = ops.launch_config(64, 256, "float16")
     assert (c["kernel"], c["block"], c["grid"]) == ("rmsnorm_warp_f16_v8_e8", 128, 16)
-    c = ops.launch_config(16384, 4096, torch.bfloat16)
-    assert (c["variant"], c["vec"], c["ept"], c["block"], c["grid"]) == ("block", 8, 8, 512, 16384)
+    c = ops.launch_config(1, 2048, torch.bfloat16)  # a 4 KB row: one vector per thread
+    assert (c["variant"], c["vec"], c["ept"], c["block"], c["grid"]) == ("block", 8, 8, 256, 1)
+    c = ops.launch_config(16384, 4096, torch.bfloat16)  # 8 KB rows: two vectors per thread
+    assert (c["variant"], c["vec"], c["ept"], c["block"], c["grid"]) == ("block", 8, 16, 256, 16384)
     c = ops.launch_config(32768, 8192, "float16", gate=True)
-    assert (c["kernel"], c["block"]) == ("rmsnorm_gate_block_f16_v8_e8", 1024)
+    assert (c["kernel"], c["block"]) == ("rmsnorm_gate_block_f16_v8_e16", 512)
     c = ops.launch_config(4, 16384, "float16")
-    assert (c["kernel"], c["block"]) == ("rmsnorm_block_f16_v8_e16", 1024)
+    assert (c["kernel"], c["block"]) == ("rmsnorm_block_f16_v8_e32", 512)
     c = ops.launch_config(8, 4096, "float32")  # EPT 8 = two 16-byte vectors of fp32
     assert (c["kernel"], c["block"]) == ("rmsnorm_block_f32_v4_e8", 512)
     c = ops.launch_config(8, 16384, "float32")
-    assert (c["kernel"], c["block"]) == ("rmsnorm_block_f32_v4_e16", 1024)
+    assert (c["kernel"], c["block"]) == ("rmsnorm_block_f32_v4_e32", 512)
     assert ops.launch_config(3, 8201, "float16")["kernel"] == "rmsnorm_wide_f16_v1"
     assert ops.launch_config(3, 131072, "float32")["kernel"] == "rmsnorm_wide_f32_v4"
     assert ops.launch_config(0, 4096, "float32")["grid"] == 0

@@ -1,0 +1,83 @@
+"""Our fused kernels next to Liger's rms_norm at one shape, two ways (GPU machine).
+
+Usage:
+  ncu --clock-control none -k 'regex:rmsnorm_|_rms_norm' --section SpeedOfLight ... \\
+      env NCU=1 python scripts/profile_kernels.py [M N]     # each kernel launched once, for ncu
+  python scripts/profile_kernels.py [M N]                   # interleaved timing rounds
+
+Without ncu: the same inputs (fp16, M x N, default 32768 x 8192) timed in 5 interleaved rounds
+of CUDA-graph replays (one launch per graph, events around each replay, 40 samples per round):
+ours through the public op (output allocated in the graph's pool, as ``gpu-viz bench``),
+ours into a preallocated output, Liger's Triton rms_norm, the gate op, and a device copy of
+x into a buffer of x's size (the bandwidth yardstick, same harness).  Prints each round's
+median (µs), so drift between rounds and differences between harness paths are visible.
+Data for benchmarks/NOTES.md, not a record.
+"""
+import os
+import statistics
+import sys
+
+import torch
+
+from gpu_viz import benchmarks, ops
+
+M, N = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (32768, 8192)
+x = torch.randn(M, N, device="cuda", dtype=torch.float16)
+g = (2 * torch.randn(M, N, device="cuda")).half()
+w = (1 + 0.5 * torch.randn(N, device="cuda")).half()
+out = torch.empty_like(x)
+liger = benchmarks._liger_rms_norm()
+
+if "NCU" in os.environ:
+    for gate in (False, True):
+        for ept in (8, 16, 32):
+            if ops.BLOCK_MAX_THREADS[ept] >= N // ept >= 32:
+                cfg = ops.forced_config(M, N, "float16", variant="block", block=N // ept, ept=ept, vec=8, gate=gate)
+                ops._launch(ops._validate(x, w, g if gate else None, 1e-6), out=out, config=cfg)
+    liger(x, w, 1e-6)
+    torch.cuda.synchronize()
+    sys.exit(0)
+
+info = ops._validate(x, w, None, 1e-6)
+info_g = ops._validate(x, w, g, 1e-6)
+cases = {
+    "ours via ops.rmsnorm (allocates y)": lambda: ops.rmsnorm(x, w),
+    "ours into preallocated y": lambda: ops._launch(info, out=out),
+    "liger rms_norm": lambda: liger(x, w, 1e-6),
+    "gate via ops.rmsnorm_gate": lambda: ops.rmsnorm_gate(x, g, w),
+    "gate into preallocated y": lambda: ops._launch(info_g, out=out),
+    "copy x -> y (torch)": lambda: out.copy_(x),
+}
+graphs = {}
+for name, fn in cases.items():
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    gr = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(gr):
+        fn()
+    graphs[name] = gr
+nbytes = {"copy x -> y (torch)": 2 * M * N * 2}
+for name in cases:
+    nbytes.setdefault(name, ops.bytes_moved(M, N, "float16", gate=name.startswith("gate")))
+rounds = {name: [] for name in cases}
+for r in range(5):
+    for name, gr in graphs.items():
+        for _ in range(3):
+            gr.replay()
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(41)]
+        ev[0].record()
+        for i in range(40):
+            gr.replay()
+            ev[i + 1].record()
+        torch.cuda.synchronize()
+        us = [1e3 * ev[i].elapsed_time(ev[i + 1]) for i in range(40)]
+        rounds[name].append((statistics.median(us), min(us), max(us)))
+print(f"{M}x{N} fp16; per round: median µs [min..max]; GB/s at the median of the rounds")
+for name, rs in rounds.items():
+    med = statistics.median(r[0] for r in rs)
+    print(f"{name:36s} " + "  ".join(f"{a:7.1f} [{b:.0f}..{c:.0f}]" for a, b, c in rs)
+          + f"   -> {nbytes[name] / med / 1e3:7.0f} GB/s")
