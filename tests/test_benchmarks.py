@@ -149,6 +149,32 @@ def test_compare_names_the_mismatch():
     assert not ok and "shape" in detail
 
 
+@pytest.mark.parametrize("op", ["rmsnorm", "rmsnorm_gate"])
+@pytest.mark.parametrize("chunk", [96, 1000, 1 << 22])  # one row, several rows, everything at once
+def test_check_rows_matches_whole_tensor_compare(op, chunk):
+    """The row-blocked float64 check (no multi-GB temporaries before timing) gives the same
+    verdict as one whole-tensor compare, names the global row of a mismatch, and catches NaN."""
+    g = torch.Generator().manual_seed(5)
+    x, gate = torch.randn(37, 96, generator=g), 2 * torch.randn(37, 96, generator=g)
+    w = 1 + 0.5 * torch.randn(96, generator=g)
+    gate = gate if op == "rmsnorm_gate" else None
+    y = bm.reference(op, x, w, gate).to(torch.float16)
+    ok, detail = bm.check_rows(op, y, x, w, gate, dtype="float16", chunk_elements=chunk)
+    assert ok and detail.startswith("max |err|"), detail
+    assert bm.compare(y, bm.reference(op, x, w, gate), "float16")[0]
+    bad = y.clone()
+    bad[29, 3] = bad[29, 3] * 1.1 + 0.1
+    ok, detail = bm.check_rows(op, bad, x, w, gate, dtype="float16", chunk_elements=chunk)
+    assert not ok and "[29, 3]" in detail, detail
+    assert not bm.compare(bad, bm.reference(op, x, w, gate), "float16")[0]
+    bad = y.clone()
+    bad[36, 95] = float("nan")  # the very last element, in the last (possibly partial) block
+    ok, detail = bm.check_rows(op, bad, x, w, gate, dtype="float16", chunk_elements=chunk)
+    assert not ok and "1 NaN/inf" in detail and "[36, 95]" in detail, detail
+    ok, detail = bm.check_rows(op, y[:, :10], x, w, gate, dtype="float16", chunk_elements=chunk)
+    assert not ok and "shape" in detail
+
+
 # -- torch.compile: really compiled, or excluded ---------------------------------------------------
 
 def _expr(x, w):
