@@ -9,6 +9,11 @@ import pstats
 import sys
 import time
 
+from gpu_viz import backend
+
+if not backend.has_gpu():  # a GPU-machine script: say so instead of a CUDA traceback
+    sys.exit(f"{__file__.rsplit('/', 1)[-1]}: needs a CUDA GPU; {backend.detect().reason}")
+
 import torch
 
 from gpu_viz import ops, rmsnorm

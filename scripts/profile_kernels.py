@@ -13,15 +13,28 @@ x into a buffer of x's size (the bandwidth yardstick, same harness).  Prints eac
 median (µs), so drift between rounds and differences between harness paths are visible.
 Data for benchmarks/NOTES.md, not a record.
 """
+import argparse
 import os
 import statistics
 import sys
+
+_ap = argparse.ArgumentParser(description="fused kernels next to Liger's rms_norm (see the module docstring)")
+_ap.add_argument("M", type=int, nargs="?", default=32768, help="rows (default 32768)")
+_ap.add_argument("N", type=int, nargs="?", default=8192, help="row length, a multiple of 32 (default 8192)")
+_args = _ap.parse_args()
+M, N = _args.M, _args.N
+if M < 1 or N < 32 or N % 32:
+    _ap.error(f"need M >= 1 and N a positive multiple of 32, got M={M}, N={N}")
+
+from gpu_viz import backend
+
+if not backend.has_gpu():  # a GPU-machine script: say so instead of a CUDA traceback
+    sys.exit(f"{__file__.rsplit('/', 1)[-1]}: needs a CUDA GPU; {backend.detect().reason}")
 
 import torch
 
 from gpu_viz import benchmarks, ops
 
-M, N = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (32768, 8192)
 x = torch.randn(M, N, device="cuda", dtype=torch.float16)
 g = (2 * torch.randn(M, N, device="cuda")).half()
 w = (1 + 0.5 * torch.randn(N, device="cuda")).half()

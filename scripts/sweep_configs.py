@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from gpu_viz import bench, benchmarks, ops
+from gpu_viz import backend, bench, benchmarks, ops
 
 FULL = [
     ("rmsnorm", 16384, 4096, "float16"), ("rmsnorm", 32768, 8192, "float16"),
@@ -55,6 +55,9 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=60)
     ap.add_argument("--json")
     a = ap.parse_args(argv)
+    if not backend.has_gpu():  # a GPU-machine script: say so instead of a CUDA traceback
+        print(f"sweep_configs: needs a CUDA GPU; {backend.detect().reason}", file=sys.stderr)
+        return 2
     copy = bench.copy_bandwidth()["GBps"]
     floor = bench.launch_floor()
     print(f"copy {copy:.0f} GB/s; empty kernel {floor['kernel'].median_us if 'kernel' in floor else floor}", flush=True)
