@@ -27,6 +27,7 @@ import dataclasses
 import html as _html
 import gc
 import math
+import numbers
 import os
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -239,35 +240,54 @@ def reference(op: str, x, weight, gate=None, eps: float = EPS):
 def compare(out, ref, dtype) -> Tuple[bool, str]:
     """Check ``out`` against the float64 ``ref`` with :data:`TOLERANCES` of ``dtype``.
 
+    An element is wrong when it is further than ``atol + rtol * |ref|`` from the reference,
+    when it is NaN/inf where the reference is finite, or when the reference is NaN/inf (a
+    NaN/inf input row) and the output is not the same NaN/inf.
+
     Returns (ok, detail); detail names the mismatch count, NaN/inf count and the worst
     element with both values (llm.c validate_result / Liger assert_verbose_allclose style).
     """
-    return _compare(out, ref, dtype)[:2]
-
-
-def _compare(out, ref, dtype, row0: int = 0) -> Tuple[bool, str, float]:
-    """:func:`compare`, plus the largest finite |error| (rows numbered from ``row0``)."""
-    import torch
-
-    atol, rtol = TOLERANCES[dtype_name(dtype)]
     if tuple(out.shape) != tuple(ref.shape):
-        return False, f"shape {tuple(out.shape)} != expected {tuple(ref.shape)}", math.inf
-    o = out.double()
-    err = (o - ref).abs()
-    bad_val = ~torch.isfinite(o)
-    bound = atol + rtol * ref.abs()
-    bad = (err > bound) | bad_val
-    n_bad = int(bad.sum())
-    n_nonfinite = int(bad_val.sum())
-    finite_err = torch.where(bad_val, torch.zeros_like(err), err)
-    max_err = float(finite_err.max()) if err.numel() else 0.0
-    if n_bad == 0:
-        return True, f"max |err| {max_err:.3g} within atol={atol:g}, rtol={rtol:g}", max_err
-    idx = int(torch.nonzero(bad.flatten())[0])  # the first mismatch
-    row, col = divmod(idx, ref.shape[-1])
-    return False, (f"{n_bad} of {ref.numel()} elements outside atol={atol:g}, rtol={rtol:g} "
-                   f"({n_nonfinite} NaN/inf); e.g. [{row + row0}, {col}]: got {float(o.flatten()[idx]):.6g}, "
-                   f"expected {float(ref.flatten()[idx]):.6g}; max finite |err| {max_err:.3g}"), max_err
+        return False, f"shape {tuple(out.shape)} != expected {tuple(ref.shape)}"
+    tally = _Tally(dtype, ref.numel())
+    tally.add(out, ref, 0)
+    return tally.verdict()
+
+
+class _Tally:
+    """Mismatches of :func:`compare`, accumulated over blocks of rows (:func:`check_rows`)."""
+
+    def __init__(self, dtype, numel: int):
+        self.atol, self.rtol = TOLERANCES[dtype_name(dtype)]
+        self.numel, self.n_bad, self.n_nonfinite, self.max_err, self.example = numel, 0, 0, 0.0, None
+
+    def add(self, out, ref, row0: int) -> None:
+        """Compare one block; its rows are numbered from ``row0`` in the detail."""
+        import torch
+
+        o = out.double()
+        finite_o, finite_r = torch.isfinite(o), torch.isfinite(ref)
+        same = (o == ref) | (torch.isnan(o) & torch.isnan(ref))
+        both = finite_o & finite_r
+        err = torch.where(both, (o - ref).abs(), torch.zeros_like(o))
+        bad = torch.where(both, err > self.atol + self.rtol * ref.abs(), ~same)
+        n_bad = int(bad.sum())
+        self.n_bad += n_bad
+        self.n_nonfinite += int((bad & ~finite_o).sum())
+        if err.numel():
+            self.max_err = max(self.max_err, float(err.max()))
+        if n_bad and self.example is None:
+            idx = int(torch.nonzero(bad.flatten())[0])  # the first mismatch
+            row, col = divmod(idx, ref.shape[-1])
+            self.example = (f"[{row + row0}, {col}]: got {float(o.flatten()[idx]):.6g}, "
+                            f"expected {float(ref.flatten()[idx]):.6g}")
+
+    def verdict(self) -> Tuple[bool, str]:
+        tol = f"atol={self.atol:g}, rtol={self.rtol:g}"
+        if self.n_bad == 0:
+            return True, f"max |err| {self.max_err:.3g} within {tol}"
+        return False, (f"{self.n_bad} of {self.numel} elements outside {tol} ({self.n_nonfinite} NaN/inf); "
+                       f"e.g. {self.example}; max finite |err| {self.max_err:.3g}")
 
 
 #: :func:`check_rows` builds the float64 reference this many elements (rows x N) at a time.
@@ -276,34 +296,39 @@ CHECK_CHUNK_ELEMENTS = 1 << 22
 
 def check_rows(op: str, out, x, weight, gate=None, eps: float = EPS, dtype=None,
                chunk_elements: int = CHECK_CHUNK_ELEMENTS) -> Tuple[bool, str]:
-    """:func:`compare` of ``out`` (M, N) with :func:`reference`, a block of rows at a time.
+    """``compare(out, reference(op, x, weight, gate, eps), dtype)``, a block of rows at a time.
 
-    Same verdict and detail as ``compare(out, reference(...), dtype)`` (the first mismatching
-    block reports; row numbers are global), but the float64 temporaries never exceed
-    ``chunk_elements`` x ~6 x 8 bytes.  Why it matters: on the H200 (2026-11-29), after a
-    whole-tensor float64 check at 32768x8192 had allocated and freed several GB, the fused
-    kernel and Liger's were timed ~9 % slower (292 / 287 µs instead of 267 / 266 µs) in the
-    same process, even with the caching allocator emptied (benchmarks/NOTES.md, "Session 2").
+    ``x``, ``out`` (and ``gate``): the same shape (..., N); leading dimensions are flattened
+    into rows (a 1-D tensor is one row), as :func:`compare` numbers them.  ``dtype``: the
+    tolerance class (default: x's dtype).  Same verdict and detail as the whole-tensor
+    :func:`compare`, but the float64 temporaries never exceed ``chunk_elements`` (>= 1) x ~6 x
+    8 bytes.  Why it matters: on the H200 (2026-11-29), after a whole-tensor float64 check at
+    32768x8192 had allocated and freed several GB, the fused kernel and Liger's were timed ~9 %
+    slower (292 / 287 µs instead of 267 / 266 µs) in the same process, even with the caching
+    allocator emptied (benchmarks/NOTES.md, "Session 2").
+
+    Raises:
+        ValueError: ``chunk_elements`` < 1.  TypeError: a non-int ``chunk_elements``.
     """
+    if isinstance(chunk_elements, bool) or not isinstance(chunk_elements, numbers.Integral):
+        raise TypeError(f"chunk_elements must be an int, got {type(chunk_elements).__name__}")
+    if chunk_elements < 1:
+        raise ValueError(f"chunk_elements must be >= 1, got {chunk_elements}")
     dtype = dtype or str(x.dtype).replace("torch.", "")
-    M, N = x.shape[0], x.shape[-1]
     if tuple(out.shape) != tuple(x.shape):
         return False, f"shape {tuple(out.shape)} != expected {tuple(x.shape)}"
+    N = x.shape[-1] if x.dim() else 1
+    x2, out2 = x.reshape(-1, N), out.reshape(-1, N)
+    g2 = gate.reshape(-1, N) if gate is not None else None
+    M = x2.shape[0]
     rows = max(1, int(chunk_elements) // max(1, N))
-    worst = 0.0
-    detail = "no rows"
+    tally = _Tally(dtype, x2.numel())
     for r0 in range(0, M, rows):
         sl = slice(r0, min(M, r0 + rows))
-        ref = reference(op, x[sl], weight, gate[sl] if gate is not None else None, eps)
-        ok, detail, err = _compare(out[sl], ref, dtype, row0=r0)
+        ref = reference(op, x2[sl], weight, g2[sl] if g2 is not None else None, eps)
+        tally.add(out2[sl], ref, r0)
         del ref
-        if not ok:
-            return False, detail
-        worst = max(worst, err)
-    if M:
-        atol, rtol = TOLERANCES[dtype_name(dtype)]
-        detail = f"max |err| {worst:.3g} within atol={atol:g}, rtol={rtol:g}"
-    return True, detail
+    return tally.verdict()
 
 
 def _raise_limits(torch) -> None:

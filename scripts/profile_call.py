@@ -4,10 +4,19 @@ Usage: python scripts/profile_call.py [M N]
 Prints µs per call (host wall clock, back-to-back calls, one sync at the end) for the fused ops,
 the deck's four-phase kernel and F.rms_norm, then cProfile's top functions for ops.rmsnorm.
 """
+import argparse
 import cProfile
 import pstats
 import sys
 import time
+
+_ap = argparse.ArgumentParser(description="host time per call of the fused ops (see the module docstring)")
+_ap.add_argument("M", type=int, nargs="?", default=512, help="rows (default 512)")
+_ap.add_argument("N", type=int, nargs="?", default=2048, help="row length (default 2048)")
+_args = _ap.parse_args()
+M, N = _args.M, _args.N
+if M < 1 or N < 1:
+    _ap.error(f"need M >= 1 and N >= 1, got M={M}, N={N}")
 
 from gpu_viz import backend
 
@@ -18,7 +27,6 @@ import torch
 
 from gpu_viz import ops, rmsnorm
 
-M, N = (int(a) for a in sys.argv[1:3]) if len(sys.argv) > 2 else (512, 2048)
 x = torch.randn(M, N, device="cuda", dtype=torch.float16)
 g = torch.randn(M, N, device="cuda", dtype=torch.float16)
 w = torch.randn(N, device="cuda", dtype=torch.float16)

@@ -55,6 +55,13 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=60)
     ap.add_argument("--json")
     a = ap.parse_args(argv)
+    if a.reps < 1:
+        ap.error(f"--reps must be >= 1, got {a.reps}")
+    if a.json:  # fail now, not after the sweep
+        try:
+            open(a.json, "a").close()
+        except OSError as exc:
+            ap.error(f"--json {a.json}: cannot write ({exc.strerror})")
     if not backend.has_gpu():  # a GPU-machine script: say so instead of a CUDA traceback
         print(f"sweep_configs: needs a CUDA GPU; {backend.detect().reason}", file=sys.stderr)
         return 2

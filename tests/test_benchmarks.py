@@ -175,6 +175,47 @@ def test_check_rows_matches_whole_tensor_compare(op, chunk):
     assert not ok and "shape" in detail
 
 
+@pytest.mark.parametrize("chunk", [1, 8, 200, 1 << 22])
+def test_check_rows_same_detail_as_compare(chunk):
+    """Several mismatches in different blocks: the same count, example and worst error as one
+    whole-tensor compare; leading dims flattened (3-D) and a 1-D row as compare numbers them."""
+    g = torch.Generator().manual_seed(9)
+    cases = [torch.randn(10, 100, generator=g), torch.randn(4, 3, 8, generator=g), torch.randn(300, generator=g)]
+    for x in cases:
+        w = 1 + 0.5 * torch.randn(x.shape[-1], generator=g)
+        y = bm.reference("rmsnorm", x, w).to(torch.float16)
+        flat = y.view(-1)
+        for i in (3, flat.numel() // 2, flat.numel() - 1):
+            flat[i] += 1.0
+        want = bm.compare(y, bm.reference("rmsnorm", x, w), "float16")
+        assert not want[0] and "3 of" in want[1]
+        assert bm.check_rows("rmsnorm", y, x, w, dtype="float16", chunk_elements=chunk) == want
+
+
+def test_compare_nan_inputs_need_nan_outputs():
+    """A NaN in a row's input makes the reference row NaN: a finite output there is wrong (it was
+    accepted before, since |out - NaN| > bound is False); the NaN row itself is right."""
+    g = torch.Generator().manual_seed(2)
+    x, w = torch.randn(6, 64, generator=g), 1 + 0.5 * torch.randn(64, generator=g)
+    finite_y = bm.reference("rmsnorm", x, w).to(torch.float16)
+    x[4, 3] = float("nan")
+    ref = bm.reference("rmsnorm", x, w)
+    ok, detail = bm.compare(finite_y, ref, "float16")
+    assert not ok and "64 of 384" in detail and "[4, 0]" in detail, detail
+    assert bm.check_rows("rmsnorm", finite_y, x, w, dtype="float16", chunk_elements=64) == (ok, detail)
+    good = ref.to(torch.float16)  # row 4 all NaN, the others finite
+    assert bm.compare(good, ref, "float16")[0]
+    assert bm.check_rows("rmsnorm", good, x, w, dtype="float16", chunk_elements=64)[0]
+
+
+@pytest.mark.parametrize("chunk, err", [(0, ValueError), (-5, ValueError), (2.5, TypeError), (None, TypeError),
+                                        (True, TypeError)])
+def test_check_rows_rejects_bad_chunk(chunk, err):
+    x, w = torch.ones(2, 8), torch.ones(8)
+    with pytest.raises(err, match="chunk_elements"):
+        bm.check_rows("rmsnorm", x, x, w, dtype="float32", chunk_elements=chunk)
+
+
 # -- torch.compile: really compiled, or excluded ---------------------------------------------------
 
 def _expr(x, w):
