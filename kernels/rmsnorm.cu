@@ -27,23 +27,8 @@
 // parameters, which live in the constant bank), writes shared memory; phase 4 reads VRAM +
 // shared + L1 (w[i] is re-read by every block, hot in L1/L2), writes VRAM.
 
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
+#include "convert.cuh"  // to_f32 / from_f32<T>
 #include "reduce.cuh"
-
-// ----------------------------------------------------------------------------------------
-// element conversions: loads widen to fp32, stores round to nearest even
-
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T> __device__ __forceinline__ T from_f32(float v);
-template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
-    return __float2bfloat16_rn(v);
-}
 
 #define FULL 0xffffffffu  // all 32 lanes of a warp take part in the shuffle
 

@@ -29,8 +29,7 @@
 // <= ~1.5e-6 for |g| <= 8, see silu below); r = rsqrtf(__fdividef(sum, N) + eps), 2 + 2 ulp.  NaN/Inf in a row
 // make that row NaN/0 like the float64 formula, and never touch other rows. 64-bit row offsets (M * stride may exceed 2^31).
 // Compile with -DRMSNORM_DTYPES=<mask> (1 f32, 2 f16, 4 bf16) to build one dtype's kernels only.
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
+#include "convert.cuh"  // to_f32 / from_f32<T>
 #include "reduce.cuh"
 
 #ifndef RMSNORM_DTYPES
@@ -38,18 +37,7 @@
 #endif
 
 // ---------------------------------------------------------------------------------------
-// conversions and packed loads
-
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T> __device__ __forceinline__ T from_f32(float v);
-template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
-    return __float2bfloat16_rn(v);
-}
+// packed loads
 
 // VEC elements moved as one load/store (16 bytes when VEC * sizeof(T) == 16).
 template <typename T, int VEC>
@@ -81,12 +69,16 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
 // The 16-byte packs use inline PTX (NVRTC needs no header for it; the same instructions as
 // CUDA's __ldcs / __ldg on a uint4); other pack sizes are plain loads.  y is stored with the
 // default write-back policy: in a model the next GEMM reads it, so it should stay in L2.
-template <typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_stream(const T* p) {
+template <bool STREAMING, typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_hinted(const T* p) {
     if constexpr (sizeof(Pack<T, VEC>) == 16) {
         uint4 u;
-        asm("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
-            : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
+        if constexpr (STREAMING)
+            asm("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
+                : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
+        else
+            asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+                : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
         Pack<T, VEC> r;
         *reinterpret_cast<uint4*>(&r) = u;
         return r;
@@ -96,18 +88,9 @@ __device__ __forceinline__ Pack<T, VEC> load_stream(const T* p) {
 }
 
 template <typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_shared(const T* p) {
-    if constexpr (sizeof(Pack<T, VEC>) == 16) {
-        uint4 u;
-        asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-            : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
-        Pack<T, VEC> r;
-        *reinterpret_cast<uint4*>(&r) = u;
-        return r;
-    } else {
-        return load_pack<T, VEC>(p);
-    }
-}
+__device__ __forceinline__ Pack<T, VEC> load_stream(const T* p) { return load_hinted<true, T, VEC>(p); }
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_shared(const T* p) { return load_hinted<false, T, VEC>(p); }
 
 // [region silu]
 // silu(g) = g * sigmoid(g) = g / (1 + e^-g), with the fast intrinsics: __expf (ex2.approx,
@@ -175,15 +158,16 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     // chunk (EPT == VEC) needs no split, and splitting it costs registers on sm_89.
     constexpr bool LOADS_FIRST = VEC > 1 && CHUNKS > 1;
     Pack<T, VEC> px[CHUNKS], pg[CHUNKS], pw[CHUNKS];
+    auto load_chunk = [&](int c, int j) {  // chunk c = vector j of the row: x, g, weight
+        px[c] = load_stream<T, VEC>(xr + (long long)j * VEC);
+        if (GATE) pg[c] = load_stream<T, VEC>(gr + (long long)j * VEC);
+        pw[c] = load_shared<T, VEC>(w + (long long)j * VEC);
+    };
     if (LOADS_FIRST) {
         #pragma unroll
         for (int c = 0; c < CHUNKS; ++c) {
             const int j = t + c * nthreads;
-            if (j < nvec) {
-                px[c] = load_stream<T, VEC>(xr + (long long)j * VEC);
-                if (GATE) pg[c] = load_stream<T, VEC>(gr + (long long)j * VEC);
-                pw[c] = load_shared<T, VEC>(w + (long long)j * VEC);
-            }
+            if (j < nvec) load_chunk(c, j);
         }
     }
     // ... then sum x^2; the gate op keeps x * silu(g) as fp32 in v, rmsnorm keeps x packed
@@ -196,11 +180,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     for (int c = 0; c < CHUNKS; ++c) {
         const int j = t + c * nthreads;
         if (j < nvec) {
-            if (!LOADS_FIRST) {
-                px[c] = load_stream<T, VEC>(xr + (long long)j * VEC);
-                if (GATE) pg[c] = load_stream<T, VEC>(gr + (long long)j * VEC);
-                pw[c] = load_shared<T, VEC>(w + (long long)j * VEC);
-            }
+            if (!LOADS_FIRST) load_chunk(c, j);
             #pragma unroll
             for (int k = 0; k < VEC; ++k) {
                 const float xf = elem(px[c], k);
