@@ -105,13 +105,14 @@ def _check_op(op: str) -> str:
 
 
 def dtype_name(dtype) -> str:
-    """``"float16"`` / ``torch.float16`` / ``numpy.float16`` -> ``"float16"``; ValueError otherwise."""
-    name = str(dtype).replace("torch.", "")
-    name = {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "float": "float32",
-            "fp32": "float32"}.get(name, name)
-    if name not in DTYPES:
-        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    return name
+    """``"float16"`` / ``torch.float16`` / ``numpy.float16`` -> ``"float16"`` (the fused ops'
+    :func:`gpu_viz.ops.dtype_name`); ValueError otherwise."""
+    from .ops import dtype_name as ops_dtype_name
+
+    try:
+        return ops_dtype_name(dtype)
+    except TypeError:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}") from None
 
 
 def check_providers(op: str, providers: Optional[Iterable[str]]) -> Tuple[str, ...]:
@@ -587,7 +588,9 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
                 finally:
                     y = None
                     if str(device) != "cpu":
-                        gc.collect()  # the timing's CUDA graphs (and their memory pools) too
+                        # the poisoned blocks, this output and any garbage (e.g. the last timing's
+                        # graph) go back to the driver before the next timing, as in the recorded run
+                        gc.collect()
                         torch.cuda.empty_cache()
 
             ok_fns = []

@@ -6,11 +6,12 @@ Usage:
   python scripts/profile_kernels.py [M N]                   # interleaved timing rounds
 
 Without ncu: the same inputs (fp16, M x N, default 32768 x 8192) timed in 5 interleaved rounds
-of CUDA-graph replays (one launch per graph, events around each replay, 40 samples per round):
+of ``gpu_viz.bench.time_graph`` (one launch per graph, 40 replays per round):
 ours through the public op (output allocated in the graph's pool, as ``gpu-viz bench``),
 ours into a preallocated output, Liger's Triton rms_norm, the gate op, and a device copy of
-x into a buffer of x's size (the bandwidth yardstick, same harness).  Prints each round's
-median (µs), so drift between rounds and differences between harness paths are visible.
+x into a buffer of x's size (captured, a memcpy node: on the H200 slower than the
+timed-from-Python copy that ``gpu-viz bench`` uses as its yardstick).  Prints each round's
+median and p10..p90 (µs), so drift between rounds and differences between harness paths are visible.
 Data for benchmarks/NOTES.md, not a record.
 """
 import argparse
@@ -33,7 +34,7 @@ if not backend.has_gpu():  # a GPU-machine script: say so instead of a CUDA trac
 
 import torch
 
-from gpu_viz import benchmarks, ops
+from gpu_viz import bench, benchmarks, ops
 
 x = torch.randn(M, N, device="cuda", dtype=torch.float16)
 g = (2 * torch.randn(M, N, device="cuda")).half()
@@ -61,36 +62,15 @@ cases = {
     "gate into preallocated y": lambda: ops._launch(info_g, out=out),
     "copy x -> y (torch)": lambda: out.copy_(x),
 }
-graphs = {}
-for name, fn in cases.items():
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    gr = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(gr):
-        fn()
-    graphs[name] = gr
 nbytes = {"copy x -> y (torch)": 2 * M * N * 2}
 for name in cases:
     nbytes.setdefault(name, ops.bytes_moved(M, N, "float16", gate=name.startswith("gate")))
 rounds = {name: [] for name in cases}
-for r in range(5):
-    for name, gr in graphs.items():
-        for _ in range(3):
-            gr.replay()
-        ev = [torch.cuda.Event(enable_timing=True) for _ in range(41)]
-        ev[0].record()
-        for i in range(40):
-            gr.replay()
-            ev[i + 1].record()
-        torch.cuda.synchronize()
-        us = [1e3 * ev[i].elapsed_time(ev[i + 1]) for i in range(40)]
-        rounds[name].append((statistics.median(us), min(us), max(us)))
-print(f"{M}x{N} fp16; per round: median µs [min..max]; GB/s at the median of the rounds")
-for name, rs in rounds.items():
-    med = statistics.median(r[0] for r in rs)
-    print(f"{name:36s} " + "  ".join(f"{a:7.1f} [{b:.0f}..{c:.0f}]" for a, b, c in rs)
+for r in range(5):  # interleaved: drift between rounds shows, and hits every case alike
+    for name, fn in cases.items():
+        rounds[name].append(bench.time_graph(lambda i, fn=fn: fn(), reps=40, warmup=3, calls_per_graph=1))
+print(f"{M}x{N} fp16; per round: median µs [p10..p90]; GB/s at the median of the rounds")
+for name, ts in rounds.items():
+    med = statistics.median(t.median_us for t in ts)
+    print(f"{name:36s} " + "  ".join(f"{t.median_us:7.1f} [{t.p10_us:.0f}..{t.p90_us:.0f}]" for t in ts)
           + f"   -> {nbytes[name] / med / 1e3:7.0f} GB/s")

@@ -67,7 +67,7 @@ def main(argv=None) -> int:
         return 2
     copy = bench.copy_bandwidth()["GBps"]
     floor = bench.launch_floor()
-    print(f"copy {copy:.0f} GB/s; empty kernel {floor['kernel'].median_us if 'kernel' in floor else floor}", flush=True)
+    print(f"copy {copy:.0f} GB/s; empty kernel {floor[bench.KERNEL].median_us:.2f} µs", flush=True)
     results = []
     real_choose = ops.choose_config
     for op, M, N, dt in (QUICK if a.quick else FULL):
@@ -90,7 +90,7 @@ def main(argv=None) -> int:
                 continue
             pct = 100 * nbytes / (r["median_us"] * 1e-6) / 1e9 / copy
             print(f"{op:13s} {M:>6d}x{N:<5d} {dt:9s} {name:34s} {r['median_us']:9.2f} µs "
-                  f"(p10 {r['p10_us'] if 'p10_us' in r else float('nan'):.2f}) {pct:5.1f} % of copy", flush=True)
+                  f"(p10 {r['p10_us']:.2f}) {pct:5.1f} % of copy", flush=True)
             results.append({"op": op, "M": M, "N": N, "dtype": dt, "config": name, "median_us": r["median_us"],
                             "pct_of_copy": pct, "row": r})
     if a.json:
