@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 VPY := $(VENV)/bin/python
-# CI sets TORCH_SPEC=torch==2.13.0 (the CPU build); on a GPU machine plain torch is right.
+# CI pins TORCH_SPEC=torch==2.13.0; on a GPU machine plain torch is right; CPU-only: README.
 TORCH_SPEC ?= torch
 
 .PHONY: setup test test-gpu slides clean
