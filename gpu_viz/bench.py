@@ -232,6 +232,51 @@ def launch_floor() -> Dict[str, Timing]:
             CALL: time_calls(fn, framework="cupy", reps=500)}
 
 
+_COPY16 = r'''
+extern "C" __global__ void gpu_viz_copy16(uint4* __restrict__ y, const uint4* __restrict__ x, long long n) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i];
+}'''
+
+
+def copy_kernel_floor(nbytes: int, l2_bytes: int, block: int = 512, reps: int = 200) -> Timing:
+    """Kernel-only time (µs, graph replay) of the least a kernel that reads ``nbytes`` and
+    writes ``nbytes`` can do: one 16-byte load and one store per thread, nothing else.
+
+    The buffer pairs rotate (:func:`rotation_count` over ``l2_bytes``) so the reads come from
+    DRAM, as in the benchmark rows.  The floor under any row-wise kernel of that size, e.g.
+    RMSNorm at 128x4096 fp16 (``nbytes`` = 1 MiB): on the H200 (2026-11-29) 2.19 µs cold,
+    1.54 µs with the data in L2, against an empty kernel's 0.64 µs (benchmarks/NOTES.md,
+    "Session 3").  The copy is checked (bit-exact) after timing.
+
+    Raises:
+        ValueError: ``nbytes`` not a positive multiple of 16, ``block`` outside 32..1024.
+        GPUUnavailable: in CPU mode.  AssertionError: the copy came out wrong.
+    """
+    if not isinstance(nbytes, int) or nbytes <= 0 or nbytes % 16:
+        raise ValueError(f"nbytes must be a positive multiple of 16, got {nbytes!r}")
+    if not isinstance(block, int) or not 32 <= block <= 1024:
+        raise ValueError(f"block must be an int in 32..1024, got {block!r}")
+    backend.require_gpu("the copy-kernel floor")
+    import cupy
+
+    k = cupy.RawKernel(_COPY16, "gpu_viz_copy16")
+    sets = rotation_count(2 * nbytes, l2_bytes)
+    n = nbytes // 16
+    src = [cupy.random.randint(0, 255, nbytes, dtype=cupy.uint8) for _ in range(sets)]
+    dst = [cupy.zeros(nbytes, dtype=cupy.uint8) for _ in range(sets)]
+    grid = -(-n // block)
+
+    def fn(i):
+        j = i % sets
+        k((grid,), (block,), (dst[j], src[j], cupy.int64(n)))
+
+    t = time_graph(fn, framework="cupy", reps=reps, calls_per_graph=max(sets, 20))
+    cupy.cuda.get_current_stream().synchronize()
+    assert all(bool((d == s_).all()) for d, s_ in zip(dst, src)), "the copy kernel copied wrong"
+    return t
+
+
 # -- records ------------------------------------------------------------------------------
 
 def _driver_version() -> str:

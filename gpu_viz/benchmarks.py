@@ -975,8 +975,12 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL) -> List[Tuple[str, 
             if r is None or not floor:
                 out.append((name, False, "not measured" if r is None else "no launch_floor_us in the record"))
                 continue
-            out.append((name, r["median_us"] <= FLOOR_FACTOR * floor,
-                        f"{r['median_us']:.2f} µs = {r['median_us'] / floor:.2f}x the floor {floor:.2f} µs"))
+            detail = f"{r['median_us']:.2f} µs = {r['median_us'] / floor:.2f}x the floor {floor:.2f} µs"
+            bare = record.get("copy_kernel_floor_us")
+            if bare:  # context: the least any kernel moving x -> y of this shape takes
+                detail += (f"; a bare copy kernel moving the same x -> y bytes: {bare:.2f} µs = "
+                           f"{bare / floor:.2f}x")
+            out.append((name, r["median_us"] <= FLOOR_FACTOR * floor, detail))
     return out
 
 
@@ -1083,8 +1087,10 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     """Measure everything issue 5 asks for in one run and save it as one record.
 
     In order: copy bandwidth (:func:`gpu_viz.bench.copy_bandwidth`, 1 GiB), the launch floor
-    (:func:`gpu_viz.bench.launch_floor`), then :func:`run` over :func:`record_plan` (both timings, ``reps`` >= 100
-    samples each).  Keys beyond DESIGN.md section 5: ``launch_floor_call_us``, ``copy``
+    (:func:`gpu_viz.bench.launch_floor`), a bare copy kernel at :data:`FLOOR_SHAPE` fp16
+    (:func:`gpu_viz.bench.copy_kernel_floor`), then :func:`run` over :func:`record_plan` (both timings, ``reps`` >= 100
+    samples each).  Keys beyond DESIGN.md section 5: ``launch_floor_call_us``,
+    ``copy_kernel_floor_us``, ``copy``
     (its spread), ``kernels`` (:func:`kernel_report_any` and :func:`kernel_resources` per
     launch: registers, spills, occupancy), ``skipped``, ``checks``
     (:func:`summary_checks`), ``plan``, ``wall_s``, ``complete``.  Saved through
@@ -1104,13 +1110,19 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     say(f"{backend.live_label()}: copy bandwidth and launch floor ...")
     copy = bench.copy_bandwidth()
     floor = bench.launch_floor()
+    from . import device as _device
+
+    fM, fN = FLOOR_SHAPE
+    copy_floor = bench.copy_kernel_floor(fM * fN * 2, _device.current().l2_bytes)
     say(f"  copy {copy['GBps']:,.0f} GB/s; launch floor {floor['kernel'].median_us:.2f} µs (kernel), "
-        f"{floor['call'].median_us:.2f} µs (call)")
+        f"{floor['call'].median_us:.2f} µs (call); copy kernel at {fM}x{fN} fp16 "
+        f"{copy_floor.median_us:.2f} µs")
     say("kernel report (registers, spills, occupancy) ...")
     kernels_section = _kernel_section(plan)
     record = bench.new_record(
         [], copy_GBps=round(copy["GBps"], 1), launch_floor_us=round(floor["kernel"].median_us, 4),
         launch_floor_call_us=round(floor["call"].median_us, 4),
+        copy_kernel_floor_us=round(copy_floor.median_us, 4),
         copy={"bytes": 1 << 30, "median_us": copy["timing"].median_us, "p10_us": copy["timing"].p10_us,
               "p90_us": copy["timing"].p90_us},
         kernels=kernels_section, skipped=[], providers_unavailable={},

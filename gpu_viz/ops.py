@@ -400,6 +400,32 @@ def _validate(x, weight, gate, eps) -> Dict:
 # launcher
 
 _kernel_cache: Dict[Tuple[str, int], object] = {}
+_l2_cache: Dict[int, int] = {}
+
+
+def l2_bytes(device: int) -> int:
+    """L2 cache size of CUDA device ``device`` in bytes (cudaDevAttrL2CacheSize, cached)."""
+    n = _l2_cache.get(device)
+    if n is None:
+        import cupy
+
+        rt = cupy.cuda.runtime
+        n = _l2_cache[device] = int(rt.deviceGetAttribute(rt.cudaDevAttrL2CacheSize, device))
+    return n
+
+
+def fits_l2(M: int, N: int, dtype, gate: bool, l2: int) -> bool:
+    """Whether one launch's x, gate and y (``M`` x ``N`` each) fit in ``l2`` bytes of L2 together.
+
+    The kernels take it as their last argument: where it holds, x and gate are loaded
+    evict-first (``ld.global.cs``) and y is stored plainly, so y -- often a recycled buffer --
+    stays in L2; otherwise the op's load/store policies apply (kernels/rmsnorm_gate.cu,
+    "Cache-hinted loads").  Measured on the H200 (benchmarks/NOTES.md, "Session 3"): the
+    gate at 512x4096 and 1024x8192 was ~5 % faster with the former, at 16384x4096 and
+    32768x8192 ~6 % slower.
+    """
+    arrays = 3 if gate else 2
+    return arrays * M * N * DTYPES[dtype_name(dtype)][1] <= l2
 
 
 def get_kernel(kernel: str, dtype: str, device: int = 0):
@@ -517,8 +543,9 @@ def _launch(info: Dict, out=None, config: Optional[LaunchConfig] = None):
 
         device = xo.array.device.index if fw == "torch" else xo.array.device.id
         kern = get_kernel(cfg.kernel, dt, device)
+        fits = fits_l2(M, N, dt, go is not None, l2_bytes(device))
         args = (np.uint64(ptrs[0]), np.uint64(ptrs[1]), np.uint64(ptrs[2]), np.uint64(ptrs[3]),
-                np.int64(M), np.int32(N), np.int64(sx), np.int64(sg), np.float32(eps))
+                np.int64(M), np.int32(N), np.int64(sx), np.int64(sg), np.float32(eps), np.int32(fits))
         switch = cupy.cuda.runtime.getDevice() != device  # the common case needs no switch
         with (cupy.cuda.Device(device) if switch else contextlib.nullcontext()):
             if fw == "torch":

@@ -63,22 +63,86 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
     return *reinterpret_cast<const Pack<T, VEC>*>(p);
 }
 
-// Cache-hinted loads of one pack (hints only: the values are the same as load_pack's).
-//   load_stream  x, gate: read once per launch -> ld.global.cs (evict-first in L1/L2)
-//   load_shared  weight: read by every row     -> ld.global.nc (read-only path, stays cached)
-// The 16-byte packs use inline PTX (NVRTC needs no header for it; the same instructions as
-// CUDA's __ldcs / __ldg on a uint4); other pack sizes are plain loads.  y is stored with the
-// default write-back policy: in a model the next GEMM reads it, so it should stay in L2.
-template <bool STREAMING, typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_hinted(const T* p) {
+// Cache-hinted loads and stores of one pack (hints only: the values are load_pack's).  The
+// 16-byte packs use inline PTX (NVRTC needs no header for it); other pack sizes are plain.
+//   weight (read by every row): ld.global.nc
+//   x, gate (read once), y (written once): by the kernel argument `fits_l2` (the host sets it
+//     when x, gate and y of the launch together fit in L2, gpu_viz.ops.fits_l2):
+//     fits:      x, gate ld.global.cs (evict-first), y st.global -- y, often a recycled
+//                buffer, stays in L2;
+//     otherwise: the op's LOAD_POLICY / STORE_POLICY below.
+//   Selected by a predicate inside each access (no branch; a row's loads still issue back
+//   to back).
+// Policies, per op (RMSNORM_* for rmsnorm, RMSNORM_GATE_* for rmsnorm_gate; -D to override,
+// which scripts/explore_schedules.py does to time them; defaults = the shipped behaviour):
+//   load  0 ld.global   1 ld.global.cs (evict-first)   2 ld.global.L1::no_allocate
+//         3 .L1::no_allocate with an L2 evict_first policy (sm_80+; else 1)
+//   store 0 st.global   1 st.global.cs (evict-first)   2 an L2 evict_first policy (sm_80+; else 1)
+// Chosen by measurement (H200, 2026-11-29, benchmarks/NOTES.md "Session 3").  Beyond L2 what
+// mattered was NOT loading x and gate .cs (the former rule for every size): gate 32768x8192
+// fp16 395.0 -> 370.2 µs, 16384x4096 101.5 -> 92.7, fp32 rmsnorm 4096x4096 36.0 -> 34.1,
+// rmsnorm 32768x8192 fp16 265.1 -> 259.3; the other combinations were within ~1 % (fp32
+// rmsnorm best with store 2; the gate stores plainly: with store 2's policy register,
+// rmsnorm_gate_block_f32_v4_e8 spilled at its 32-register bound).  Within L2 the .cs rule
+// stays: the gate at 512x4096 and 1024x8192 was ~5 % slower with plain loads.
+#ifndef RMSNORM_LOAD_POLICY
+#define RMSNORM_LOAD_POLICY 2
+#endif
+#ifndef RMSNORM_STORE_POLICY
+#define RMSNORM_STORE_POLICY 2
+#endif
+#ifndef RMSNORM_GATE_LOAD_POLICY
+#define RMSNORM_GATE_LOAD_POLICY 0
+#endif
+#ifndef RMSNORM_GATE_STORE_POLICY
+#define RMSNORM_GATE_STORE_POLICY 0
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define RMSNORM_SM80 true
+#else
+#define RMSNORM_SM80 false
+#endif
+
+#define RMSNORM_LD4(INSTR, u, p) \
+    asm(INSTR " {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p))
+
+// An L2 evict_first cache policy (sm_80+), made once per thread and passed to the hinted
+// loads/stores (a createpolicy per access costs registers); 0 where unused.
+template <bool USED>
+__device__ __forceinline__ unsigned long long evict_first_policy() {
+    unsigned long long pol = 0;
+    if constexpr (USED && RMSNORM_SM80)
+        asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+
+// Two accesses in one asm, one of them executed: `@q` the first (q = fits != 0), `@!q` the
+// second -- a predicate, not a branch, so the loads of a row still issue back to back.
+#define RMSNORM_LD4_SEL(IF_FITS, ELSE, u, p, fits)                                            \
+    asm("{\n\t.reg .pred q;\n\tsetp.ne.s32 q, %5, 0;\n\t"                                 \
+        "@q " IF_FITS " {%0, %1, %2, %3}, [%4];\n\t@!q " ELSE " {%0, %1, %2, %3}, [%4];\n\t}" \
+        : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "r"(fits))
+
+// POLICY: a load policy above for x and gate (ld.global.cs instead where `fits` != 0); -1 for
+// the weight (ld.global.nc).
+template <int POLICY, typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_hinted(const T* p, unsigned long long l2_policy, int fits) {
     if constexpr (sizeof(Pack<T, VEC>) == 16) {
         uint4 u;
-        if constexpr (STREAMING)
-            asm("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
-                : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
-        else
-            asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-                : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
+        if constexpr (POLICY == -1) {
+            RMSNORM_LD4("ld.global.nc.v4.u32", u, p);
+        } else if constexpr (POLICY == 0) {
+            RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.v4.u32", u, p, fits);
+        } else if constexpr (POLICY == 2) {
+            RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.L1::no_allocate.v4.u32", u, p, fits);
+        } else if constexpr (POLICY == 3 && RMSNORM_SM80) {
+            asm("{\n\t.reg .pred q;\n\tsetp.ne.s32 q, %6, 0;\n\t"
+                "@q ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];\n\t"
+                "@!q ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n\t}"
+                : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(l2_policy), "r"(fits));
+        } else {
+            RMSNORM_LD4("ld.global.cs.v4.u32", u, p);
+        }
         Pack<T, VEC> r;
         *reinterpret_cast<uint4*>(&r) = u;
         return r;
@@ -87,10 +151,28 @@ __device__ __forceinline__ Pack<T, VEC> load_hinted(const T* p) {
     }
 }
 
-template <typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_stream(const T* p) { return load_hinted<true, T, VEC>(p); }
-template <typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_shared(const T* p) { return load_hinted<false, T, VEC>(p); }
+// POLICY: a store policy above (a plain st.global instead where `fits` != 0).
+template <int POLICY, typename T, int VEC>
+__device__ __forceinline__ void store_hinted(T* p, const Pack<T, VEC>& v, unsigned long long l2_policy,
+                                             int fits) {
+    if constexpr (sizeof(Pack<T, VEC>) == 16 && POLICY != 0) {
+        const uint4 u = *reinterpret_cast<const uint4*>(&v);
+        if constexpr (POLICY == 2 && RMSNORM_SM80) {
+            asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.s32 q, %6, 0;\n\t"
+                         "@q st.global.v4.u32 [%0], {%1, %2, %3, %4};\n\t"
+                         "@!q st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;\n\t}"
+                         :: "l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "l"(l2_policy), "r"(fits)
+                         : "memory");
+        } else {
+            asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.s32 q, %5, 0;\n\t"
+                         "@q st.global.v4.u32 [%0], {%1, %2, %3, %4};\n\t"
+                         "@!q st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};\n\t}"
+                         :: "l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "r"(fits) : "memory");
+        }
+    } else {
+        *reinterpret_cast<Pack<T, VEC>*>(p) = v;
+    }
+}
 
 // [region silu]
 // silu(g) = g * sigmoid(g) = g / (1 + e^-g), with the fast intrinsics: __expf (ex2.approx,
@@ -131,7 +213,7 @@ template <typename T, bool GATE, int VEC, int EPT, bool WARP_ROW>
 __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __restrict__ x,
                                              const T* __restrict__ gate, const T* __restrict__ w,
                                              long long M, int N, long long x_stride,
-                                             long long gate_stride, float eps) {
+                                             long long gate_stride, float eps, int fits_l2) {
     constexpr int CHUNKS = EPT / VEC;
     long long row;
     int t, nthreads;
@@ -157,11 +239,17 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     // chunk and waited for chunk 0 before issuing chunk 1: one round trip per chunk).  One
     // chunk (EPT == VEC) needs no split, and splitting it costs registers on sm_89.
     constexpr bool LOADS_FIRST = VEC > 1 && CHUNKS > 1;
+    // Cache policies (see "Cache-hinted loads" above): `fits_l2` (set by the host when x,
+    // gate and y of the launch together fit in L2) selects .cs loads and plain stores, else
+    // the op's LOAD / STORE policies -- by a predicate inside each access, no branch.
+    constexpr int LOAD = GATE ? RMSNORM_GATE_LOAD_POLICY : RMSNORM_LOAD_POLICY;
+    constexpr int STORE = GATE ? RMSNORM_GATE_STORE_POLICY : RMSNORM_STORE_POLICY;
+    const unsigned long long load_pol = evict_first_policy<LOAD == 3>();
     Pack<T, VEC> px[CHUNKS], pg[CHUNKS], pw[CHUNKS];
     auto load_chunk = [&](int c, int j) {  // chunk c = vector j of the row: x, g, weight
-        px[c] = load_stream<T, VEC>(xr + (long long)j * VEC);
-        if (GATE) pg[c] = load_stream<T, VEC>(gr + (long long)j * VEC);
-        pw[c] = load_shared<T, VEC>(w + (long long)j * VEC);
+        px[c] = load_hinted<LOAD, T, VEC>(xr + (long long)j * VEC, load_pol, fits_l2);
+        if (GATE) pg[c] = load_hinted<LOAD, T, VEC>(gr + (long long)j * VEC, load_pol, fits_l2);
+        pw[c] = load_hinted<-1, T, VEC>(w + (long long)j * VEC, 0, 0);
     };
     if (LOADS_FIRST) {
         #pragma unroll
@@ -200,6 +288,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     }
     const float r = rsqrtf(__fdividef(total, (float)N) + eps);
     // phase 2: y = v * w * r, written once.
+    const unsigned long long store_pol = evict_first_policy<STORE == 2>();
     #pragma unroll
     for (int c = 0; c < CHUNKS; ++c) {
         const int j = t + c * nthreads;
@@ -210,7 +299,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
                 const float a = GATE ? v[c * VEC + k] : elem(px[c], k);
                 py.v[k] = from_f32<T>(a * elem(pw[c], k) * r);
             }
-            *reinterpret_cast<Pack<T, VEC>*>(yr + (long long)j * VEC) = py;
+            store_hinted<STORE, T, VEC>(yr + (long long)j * VEC, py, store_pol, fits_l2);
         }
     }
 }
@@ -224,7 +313,7 @@ template <typename T, bool GATE, int VEC>
 __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __restrict__ x,
                                              const T* __restrict__ gate, const T* __restrict__ w,
                                              long long M, int N, long long x_stride,
-                                             long long gate_stride, float eps) {
+                                             long long gate_stride, float eps, int /*fits_l2*/) {
     const long long row = blockIdx.x;
     const int nvec = N / VEC;
     const T* xr = x + row * x_stride;
@@ -267,17 +356,23 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __res
 #define RMSNORM_PARAMS(T)                                                                      \
     T* __restrict__ out, const T* __restrict__ x, const T* __restrict__ gate,                  \
         const T* __restrict__ w, long long M, int N, long long x_stride, long long gate_stride, \
-        float eps
-#define RMSNORM_ARGS out, x, gate, w, M, N, x_stride, gate_stride, eps
+        float eps, int fits_l2
+#define RMSNORM_ARGS out, x, gate, w, M, N, x_stride, gate_stride, eps, fits_l2
 
 // launch bounds: warp variant 4 rows (128 threads) per block; block variant up to 1024
 // threads for EPT <= 16 (<= 64 registers) and up to 512 threads for EPT 32.
 #define WARP_BLOCK_THREADS 128
-#define BLOCK_MAX_THREADS(EPT) ((EPT) >= 32 ? 512 : 1024)
+#define BLOCK_MAX_THREADS(EPT) ((EPT) >= 32 ? 512 : (EPT) == 16 ? RMSNORM_E16_MAX_THREADS : 1024)
 // minimum resident blocks per SM asked of ptxas: the 16-byte EPT 8 kernels (one or two
 // vectors per thread, what the chooser picks for N <= 1024 * VEC) get 2 blocks of 1024 /
 // 16 warp-blocks of 128 = 2048 threads per SM, i.e. <= 32 registers: full occupancy.
-#define BLOCK_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 2 : 1)
+#ifndef RMSNORM_E16_MIN_BLOCKS  // experiment knobs (scripts/explore_schedules.py)
+#define RMSNORM_E16_MIN_BLOCKS 1
+#endif
+#ifndef RMSNORM_E16_MAX_THREADS
+#define RMSNORM_E16_MAX_THREADS 1024
+#endif
+#define BLOCK_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 2 : ((EPT) == 16 ? RMSNORM_E16_MIN_BLOCKS : 1))
 #define WARP_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 16 : 1)
 #define WIDE_THREADS 1024
 

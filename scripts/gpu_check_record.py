@@ -5,6 +5,7 @@ Writes benchmarks/results/<gpu>-<date>-<tag>.json: the run's environment, pytest
 failures, every compute-sanitizer run's verdict, and every notebook's execution status.
 """
 import argparse
+import os
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -51,7 +52,10 @@ def main():
     ap.add_argument("logdir", type=Path)
     ap.add_argument("--tag", default="gpu-check")
     args = ap.parse_args()
-    rec = bench.new_record(rows=[], kind="gpu-check",
+    # what a partial re-run covered (scripts/gpu-check's GPU_CHECK_* variables; unset = all)
+    scope = {k: os.environ[k] for k in ("GPU_CHECK_TESTS", "GPU_CHECK_SANITIZE", "GPU_CHECK_NOTEBOOKS",
+                                        "GPU_CHECK_RECORDS") if k in os.environ}
+    rec = bench.new_record(rows=[], kind="gpu-check", scope=scope or "all",
                            pytest_gpu=pytest_summary(args.logdir),
                            sanitizer=sanitizer_summary(args.logdir))
     status = args.logdir / "notebooks.json"

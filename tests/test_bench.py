@@ -83,6 +83,16 @@ def test_cupy_timings_are_sane():
 
 
 @pytest.mark.gpu
+def test_copy_kernel_floor_is_above_the_empty_kernel():
+    from gpu_viz import device
+
+    empty = bench.launch_floor()["kernel"].median_us
+    t = bench.copy_kernel_floor(1 << 20, device.current().l2_bytes, reps=50)  # copies checked inside
+    assert t.timing == bench.KERNEL and t.p10_us <= t.median_us <= t.p90_us
+    assert empty < t.median_us < 100  # 1 MiB each way from DRAM: more than an empty launch
+
+
+@pytest.mark.gpu
 def test_torch_copy_bandwidth_and_environment():
     torch = pytest.importorskip("torch")
     bw = bench.copy_bandwidth(nbytes=1 << 28, reps=10)

@@ -1,10 +1,12 @@
 """gpu_viz.benchmarks: the plumbing on CPU (bytes, rows, checks, errors, gating), a GPU smoke test."""
 import time
+import types
 
 import numpy as np
 import pytest
 
 from gpu_viz import backend, bench, benchmarks as bm
+from gpu_viz import device as gpu_device
 
 torch = pytest.importorskip("torch")
 
@@ -373,6 +375,22 @@ def test_summary_checks_fail_bandwidth_speed_floor():
     assert not floor["rmsnorm fused 128x4096 float16: within 1.5x of the launch floor"]
 
 
+def test_floor_check_names_the_copy_kernel_floor_without_changing_the_verdict():
+    name = "rmsnorm fused 128x4096 float16: within 1.5x of the launch floor"
+    rec = _record(small_us=3.5)
+    rec["copy_kernel_floor_us"] = 3.2  # a bare copy slower than 1.5x: context, not an excuse
+    ok, detail = {c: (o, d) for c, o, d in bm.summary_checks(rec)}[name]
+    assert not ok and detail.endswith("a bare copy kernel moving the same x -> y bytes: 3.20 µs = 1.60x")
+    ok, detail = {c: (o, d) for c, o, d in bm.summary_checks(_record(small_us=2.5))}[name]
+    assert ok and "copy kernel" not in detail  # absent from older records
+
+
+@pytest.mark.parametrize("nbytes, block", [(0, 512), (-16, 512), (24, 512), (1.5, 512), (1024, 16), (1024, 2048)])
+def test_copy_kernel_floor_rejects_bad_arguments(nbytes, block):
+    with pytest.raises(ValueError, match="nbytes|block"):
+        bench.copy_kernel_floor(nbytes, 1 << 20, block=block)
+
+
 def test_summary_checks_missing_baseline_fails_with_reason():
     rec = _record(drop=("rmsnorm", "compile", 128, 4096, "float16"))
     checks = {c: (ok, d) for c, ok, d in bm.summary_checks(rec)}
@@ -577,6 +595,10 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(backend, "live_label", lambda: "stand-in label")
     monkeypatch.setattr(bench, "copy_bandwidth", lambda: {"GBps": 1000.0, "timing": t})
     monkeypatch.setattr(bench, "launch_floor", lambda: {"kernel": t, "call": _timing(5.0, "call")})
+    floor_calls = []
+    monkeypatch.setattr(bench, "copy_kernel_floor",
+                        lambda nbytes, l2_bytes: floor_calls.append((nbytes, l2_bytes)) or _timing(3.0))
+    monkeypatch.setattr(gpu_device, "current", lambda: types.SimpleNamespace(l2_bytes=1 << 20))
     monkeypatch.setattr(bench, "environment", lambda: {"date": "2000-01-01", "gpu": "Stand-in GPU", "sm": "sm_00"})
     monkeypatch.setattr(bm, "_kernel_section", lambda plan: {"source": "stand-in"})
     monkeypatch.setattr(bm, "record_plan", lambda quick=False: [
@@ -608,6 +630,7 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys):
     rec = json.loads(path.read_text())
     assert list(rec)[-1] == "rows" and rec["copy_GBps"] == 1000.0 and rec["launch_floor_us"] == 2.0
     assert rec["launch_floor_call_us"] == 5.0 and rec["reps"] == 3 and rec["complete"] is True
+    assert rec["copy_kernel_floor_us"] == 3.0 and floor_calls == [(128 * 4096 * 2, 1 << 20)]
     assert {r["impl"] for r in rec["rows"] if r["op"] == "rmsnorm"} == {"eager", "native", "fused"}
     assert {r["impl"] for r in rec["rows"] if r["op"] == "rmsnorm_gate"} == {"eager", "compile", "fused"}
     assert len(rec["rows"]) == (2 * 3 + 3) * 2

@@ -11,6 +11,7 @@ skip on a developer machine and FAIL in CI (CI=true): .ci/run installs it.
 """
 import functools
 import http.server
+import os
 import re
 import threading
 from pathlib import Path
@@ -238,6 +239,10 @@ def test_index_page_links_every_deck(browser, selftest_slides):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", COURSE_NOTEBOOKS)
 def test_course_deck_in_chromium(browser, built_slides, name):
+    if os.environ.get("GPU_VIZ_SLIDES_BUILD") and name not in {d.name for d in built_slides.decks}:
+        # a build made elsewhere of some notebooks only (scripts/gpu-check GPU_CHECK_NOTEBOOKS):
+        # its manifest names what it built; a deck it lists but did not render still fails
+        pytest.skip(f"{name} is not part of the build in GPU_VIZ_SLIDES_BUILD")
     deck = built_slides.deck(name)
     assert deck.html is not None, f"{name}: no deck was rendered: {deck.error}"
     base, server = _serve(built_slides.out_dir)

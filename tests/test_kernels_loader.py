@@ -140,3 +140,17 @@ def test_only_kernel_dir_files_are_read(bad):
         kernels.read_source(bad)
     with pytest.raises(ValueError, match="bare file name"):
         kernels.snippet(bad, "phase1")
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+@pytest.mark.parametrize("load, store", [(0, 0), (1, 1), (2, 2), (3, 2)])
+def test_rmsnorm_cache_policies_build_for_both_ops(arch, load, store):
+    """Every cache-hint policy of rmsnorm_gate.cu (scripts/explore_schedules.py times them)
+    builds for T4 (sm_75: the sm_80-only policies fall back to .cs) and H100/H200, for both
+    ops, fp16 only, without spills (fp32's register-bound gate kernel is covered above with
+    the shipped defaults)."""
+    opts = [f"-D{p}{k}_POLICY={v}" for p in ("RMSNORM_", "RMSNORM_GATE_") for k, v in (("LOAD", load), ("STORE", store))]
+    rows = kernels.nvcc_compile("rmsnorm_gate.cu", arch, opts + ["-DRMSNORM_DTYPES=2"])
+    assert len(rows) == 2 * (5 + 7), [r.kernel for r in rows]  # 2 ops x (5 scalar + 7 16-byte kernels)
+    assert not [r.kernel for r in rows if r.spill_stores_bytes]

@@ -195,6 +195,13 @@ def test_launch_config_errors(args, err, msg):
         ops.launch_config(4, 12, "float16", vectorized=True)
 
 
+def test_fits_l2():
+    assert ops.fits_l2(1024, 4096, "float16", False, 16 << 20)  # x + y = 2 x 8 MiB
+    assert not ops.fits_l2(1024, 4096, "float16", True, 16 << 20)  # x + gate + y = 3 x 8 MiB
+    assert not ops.fits_l2(1024, 4096, torch.float32, False, 16 << 20)
+    assert ops.fits_l2(0, 4096, "bfloat16", True, 0)
+
+
 def test_bytes_moved():
     assert ops.bytes_moved(1024, 4096, "float16", gate=True) == 2 * (3 * 1024 * 4096 + 4096)  # the seed's formula
     assert ops.bytes_moved(10, 7, "float32") == 4 * (2 * 70 + 7)
@@ -449,6 +456,21 @@ def test_every_variant_at_every_block_size(rng, dtype):
             torch.cuda.synchronize()
             ref = ops.reference_rmsnorm_gate(x, g, w) if gate else ops.reference_rmsnorm(x, w)
             _check(y, ref, dtype, f"{cfg.kernel} block={block} N={N}")
+
+
+@gpu
+@pytest.mark.parametrize("l2", [0, 1 << 40], ids=["beyond-L2-policies", "in-L2-policies"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_both_cache_policy_paths(rng, monkeypatch, l2, dtype):
+    """The kernels pick their load/store instructions by `fits_l2` (x, gate and y within L2).
+    The other tests' problems are small, so they fit: force each side here, every variant the
+    chooser reaches (warp, block EPT 8/16/32, wide; 16-byte and scalar), both ops, vs float64."""
+    asked = []
+    monkeypatch.setattr(ops, "l2_bytes", lambda device: asked.append(device) or l2)
+    for M, N in [(6, 768), (5, 4096), (3, 8192), (4, 16384), (3, 8200), (9, 7), (5, 256), (2, 65536)]:
+        for gate in (False, True):
+            _forward_case(rng, M, N, dtype, gate, "contiguous")
+    assert asked, "ops._launch did not consult the L2 size"
 
 
 @gpu
