@@ -21,6 +21,7 @@ import dataclasses
 import datetime as _dt
 import json
 import math
+import numbers
 import platform
 import re
 import shutil
@@ -245,18 +246,28 @@ def copy_kernel_floor(nbytes: int, l2_bytes: int, block: int = 512, reps: int = 
 
     The buffer pairs rotate (:func:`rotation_count` over ``l2_bytes``) so the reads come from
     DRAM, as in the benchmark rows.  The floor under any row-wise kernel of that size, e.g.
-    RMSNorm at 128x4096 fp16 (``nbytes`` = 1 MiB): on the H200 (2026-11-29) 2.19 µs cold,
-    1.54 µs with the data in L2, against an empty kernel's 0.64 µs (benchmarks/NOTES.md,
-    "Session 3").  The copy is checked (bit-exact) after timing.
+    RMSNorm at 128x4096 fp16 (``nbytes`` = 1 MiB): 2.28 µs on the H200 against an empty
+    kernel's 0.83 µs in the same run (results/nvidia-h200-2026-11-29-fused.json); with the
+    data in L2 it is still 1.54 µs (benchmarks/NOTES.md, "Session 3").  The copy is checked
+    (bit-exact) after timing.
 
     Raises:
-        ValueError: ``nbytes`` not a positive multiple of 16, ``block`` outside 32..1024.
+        TypeError: a non-int argument.  ValueError: ``nbytes`` not a positive multiple of 16,
+        ``l2_bytes`` < 0, ``block`` outside 32..1024, ``reps`` < 1.
         GPUUnavailable: in CPU mode.  AssertionError: the copy came out wrong.
     """
-    if not isinstance(nbytes, int) or nbytes <= 0 or nbytes % 16:
-        raise ValueError(f"nbytes must be a positive multiple of 16, got {nbytes!r}")
-    if not isinstance(block, int) or not 32 <= block <= 1024:
-        raise ValueError(f"block must be an int in 32..1024, got {block!r}")
+    for name, value in (("nbytes", nbytes), ("l2_bytes", l2_bytes), ("block", block), ("reps", reps)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    nbytes, l2_bytes, block, reps = int(nbytes), int(l2_bytes), int(block), int(reps)
+    if nbytes <= 0 or nbytes % 16:
+        raise ValueError(f"nbytes must be a positive multiple of 16 (one uint4 per thread), got {nbytes}")
+    if l2_bytes < 0:
+        raise ValueError(f"l2_bytes must be >= 0 (the L2 size, to rotate beyond it), got {l2_bytes}")
+    if not 32 <= block <= 1024:
+        raise ValueError(f"block must be in 32..1024 threads, got {block}")
+    if reps < 1:
+        raise ValueError(f"reps must be >= 1, got {reps}")
     backend.require_gpu("the copy-kernel floor")
     import cupy
 

@@ -404,9 +404,14 @@ _l2_cache: Dict[int, int] = {}
 
 
 def l2_bytes(device: int) -> int:
-    """L2 cache size of CUDA device ``device`` in bytes (cudaDevAttrL2CacheSize, cached)."""
+    """L2 cache size of CUDA device ``device`` in bytes (cudaDevAttrL2CacheSize, cached).
+
+    Raises:
+        gpu_viz.backend.GPUUnavailable: in CPU mode.
+    """
     n = _l2_cache.get(device)
     if n is None:
+        backend.require_gpu("the L2 size")
         import cupy
 
         rt = cupy.cuda.runtime
@@ -423,9 +428,19 @@ def fits_l2(M: int, N: int, dtype, gate: bool, l2: int) -> bool:
     "Cache-hinted loads").  Measured on the H200 (benchmarks/NOTES.md, "Session 3"): the
     gate at 512x4096 and 1024x8192 was ~5 % faster with the former, at 16384x4096 and
     32768x8192 ~6 % slower.
+
+    Raises:
+        TypeError: non-int ``M`` / ``N`` / ``l2``, an unsupported dtype.
+        ValueError: ``M`` < 0, ``N`` < 1, ``l2`` < 0.
     """
-    arrays = 3 if gate else 2
-    return arrays * M * N * DTYPES[dtype_name(dtype)][1] <= l2
+    M = _check_int("M", M, 0, 2**62)
+    N = _check_int("N", N, 1, MAX_N)
+    l2 = _check_int("l2", l2, 0, 2**62)
+    return _fits_l2(M, N, DTYPES[dtype_name(dtype)][1], bool(gate), l2)
+
+
+def _fits_l2(M: int, N: int, itemsize: int, gate: bool, l2: int) -> bool:
+    return (3 if gate else 2) * M * N * itemsize <= l2
 
 
 def get_kernel(kernel: str, dtype: str, device: int = 0):
@@ -543,7 +558,7 @@ def _launch(info: Dict, out=None, config: Optional[LaunchConfig] = None):
 
         device = xo.array.device.index if fw == "torch" else xo.array.device.id
         kern = get_kernel(cfg.kernel, dt, device)
-        fits = fits_l2(M, N, dt, go is not None, l2_bytes(device))
+        fits = _fits_l2(M, N, itemsize, go is not None, l2_bytes(device))  # M, N checked already
         args = (np.uint64(ptrs[0]), np.uint64(ptrs[1]), np.uint64(ptrs[2]), np.uint64(ptrs[3]),
                 np.int64(M), np.int32(N), np.int64(sx), np.int64(sg), np.float32(eps), np.int32(fits))
         switch = cupy.cuda.runtime.getDevice() != device  # the common case needs no switch

@@ -81,10 +81,10 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
 // Chosen by measurement (H200, 2026-11-29, benchmarks/NOTES.md "Session 3").  Beyond L2 what
 // mattered was NOT loading x and gate .cs (the former rule for every size): gate 32768x8192
 // fp16 395.0 -> 370.2 µs, 16384x4096 101.5 -> 92.7, fp32 rmsnorm 4096x4096 36.0 -> 34.1,
-// rmsnorm 32768x8192 fp16 265.1 -> 259.3; the other combinations were within ~1 % (fp32
-// rmsnorm best with store 2; the gate stores plainly: with store 2's policy register,
-// rmsnorm_gate_block_f32_v4_e8 spilled at its 32-register bound).  Within L2 the .cs rule
-// stays: the gate at 512x4096 and 1024x8192 was ~5 % slower with plain loads.
+// rmsnorm 32768x8192 fp16 265.1 -> 259.9; the other combinations were within ~1 % (fp32
+// rmsnorm best with store 2; the gate's store policies within 0.1 %: it stores plainly).
+// Within L2 the .cs rule stays: the gate at 512x4096 and 1024x8192 was ~5 % slower with
+// plain loads.
 #ifndef RMSNORM_LOAD_POLICY
 #define RMSNORM_LOAD_POLICY 2
 #endif

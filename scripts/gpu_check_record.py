@@ -51,11 +51,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("logdir", type=Path)
     ap.add_argument("--tag", default="gpu-check")
+    ap.add_argument("--phases", default="", help="the phases scripts/gpu-check ran (space-separated)")
     args = ap.parse_args()
-    # what a partial re-run covered (scripts/gpu-check's GPU_CHECK_* variables; unset = all)
-    scope = {k: os.environ[k] for k in ("GPU_CHECK_TESTS", "GPU_CHECK_SANITIZE", "GPU_CHECK_NOTEBOOKS",
-                                        "GPU_CHECK_RECORDS") if k in os.environ}
-    rec = bench.new_record(rows=[], kind="gpu-check", scope=scope or "all",
+    # what the run covered: its phases and scripts/gpu-check's GPU_CHECK_* variables (unset = all)
+    scope = {"phases": args.phases.split() or "not given"}
+    scope.update({k: os.environ[k] for k in ("GPU_CHECK_TESTS", "GPU_CHECK_SANITIZE", "GPU_CHECK_NOTEBOOKS",
+                                             "GPU_CHECK_RECORDS") if k in os.environ})
+    rec = bench.new_record(rows=[], kind="gpu-check", scope=scope,
                            pytest_gpu=pytest_summary(args.logdir),
                            sanitizer=sanitizer_summary(args.logdir))
     status = args.logdir / "notebooks.json"

@@ -385,10 +385,25 @@ def test_floor_check_names_the_copy_kernel_floor_without_changing_the_verdict():
     assert ok and "copy kernel" not in detail  # absent from older records
 
 
-@pytest.mark.parametrize("nbytes, block", [(0, 512), (-16, 512), (24, 512), (1.5, 512), (1024, 16), (1024, 2048)])
-def test_copy_kernel_floor_rejects_bad_arguments(nbytes, block):
-    with pytest.raises(ValueError, match="nbytes|block"):
-        bench.copy_kernel_floor(nbytes, 1 << 20, block=block)
+@pytest.mark.parametrize("kw, err, name", [
+    (dict(nbytes=0), ValueError, "nbytes"), (dict(nbytes=-16), ValueError, "nbytes"),
+    (dict(nbytes=24), ValueError, "nbytes"), (dict(nbytes=1.5), TypeError, "nbytes"),
+    (dict(l2_bytes=-1), ValueError, "l2_bytes"), (dict(l2_bytes=None), TypeError, "l2_bytes"),
+    (dict(block=16), ValueError, "block"), (dict(block=2048), ValueError, "block"),
+    (dict(reps=0), ValueError, "reps"), (dict(block=True), TypeError, "block")])
+def test_copy_kernel_floor_rejects_bad_arguments(kw, err, name):
+    args = dict(nbytes=1024, l2_bytes=1 << 20) | kw
+    with pytest.raises(err, match=name):
+        bench.copy_kernel_floor(**args)
+
+
+def test_copy_kernel_floor_takes_numpy_ints_then_needs_a_gpu(monkeypatch):
+    def cpu_mode(what):
+        raise backend.GPUUnavailable(f"{what} needs a CUDA GPU (stand-in)")
+
+    monkeypatch.setattr(backend, "require_gpu", cpu_mode)  # the arguments passed validation
+    with pytest.raises(backend.GPUUnavailable, match="copy-kernel floor"):
+        bench.copy_kernel_floor(np.int64(1024), np.int64(1 << 20), block=np.int32(256))
 
 
 def test_summary_checks_missing_baseline_fails_with_reason():

@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gpu_viz import ops  # noqa: E402
+from gpu_viz import backend, ops  # noqa: E402
 
 DTYPES = ("float32", "float16", "bfloat16")
 TORCH_DTYPE = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -200,6 +200,26 @@ def test_fits_l2():
     assert not ops.fits_l2(1024, 4096, "float16", True, 16 << 20)  # x + gate + y = 3 x 8 MiB
     assert not ops.fits_l2(1024, 4096, torch.float32, False, 16 << 20)
     assert ops.fits_l2(0, 4096, "bfloat16", True, 0)
+
+
+def test_l2_bytes_needs_a_gpu(monkeypatch):
+    def cpu_mode(what):
+        raise backend.GPUUnavailable(f"{what} needs a CUDA GPU (stand-in)")
+
+    monkeypatch.setattr(backend, "require_gpu", cpu_mode)
+    monkeypatch.setattr(ops, "_l2_cache", {})
+    with pytest.raises(backend.GPUUnavailable, match="L2 size"):
+        ops.l2_bytes(0)
+
+
+@pytest.mark.parametrize("args, err, name", [((-1, 8, "float16", False, 1 << 20), ValueError, "M"),
+                                             ((4, 0, "float16", False, 1 << 20), ValueError, "N"),
+                                             ((4, 8, "float16", False, -1), ValueError, "l2"),
+                                             ((4.0, 8, "float16", False, 1 << 20), TypeError, "M"),
+                                             ((4, 8, "int8", False, 1 << 20), TypeError, "int8")])
+def test_fits_l2_rejects_bad_arguments(args, err, name):
+    with pytest.raises(err, match=name):
+        ops.fits_l2(*args)
 
 
 def test_bytes_moved():
