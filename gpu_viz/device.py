@@ -203,6 +203,17 @@ def current() -> DeviceInfo:
     b = backend.detect()
     if not b.is_gpu:
         return SPEC_SHEETS[DECK_GPU]
-    if b.device_id not in _live_cache:
-        _live_cache[b.device_id] = _live(b.device_id)
-    return _live_cache[b.device_id]
+    return live(b.device_id)
+
+
+def live(device_id: int) -> DeviceInfo:
+    """CUDA device ``device_id``, read live once (cudaDeviceGetAttribute) and cached.
+
+    Raises:
+        gpu_viz.backend.GPUUnavailable: in CPU mode.
+    """
+    info = _live_cache.get(device_id)
+    if info is None:
+        backend.require_gpu("reading the GPU's attributes")
+        info = _live_cache[device_id] = _live(device_id)
+    return info

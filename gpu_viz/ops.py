@@ -40,6 +40,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import backend
+from . import device as _device
 from .arrays import framework as _framework
 from .arrays import to_numpy64 as _np64
 
@@ -400,23 +401,15 @@ def _validate(x, weight, gate, eps) -> Dict:
 # launcher
 
 _kernel_cache: Dict[Tuple[str, int], object] = {}
-_l2_cache: Dict[int, int] = {}
 
 
 def l2_bytes(device: int) -> int:
-    """L2 cache size of CUDA device ``device`` in bytes (cudaDevAttrL2CacheSize, cached).
+    """L2 cache size of CUDA device ``device`` in bytes (:func:`gpu_viz.device.live`, cached).
 
     Raises:
         gpu_viz.backend.GPUUnavailable: in CPU mode.
     """
-    n = _l2_cache.get(device)
-    if n is None:
-        backend.require_gpu("the L2 size")
-        import cupy
-
-        rt = cupy.cuda.runtime
-        n = _l2_cache[device] = int(rt.deviceGetAttribute(rt.cudaDevAttrL2CacheSize, device))
-    return n
+    return _device.live(device).l2_bytes
 
 
 def fits_l2(M: int, N: int, dtype, gate: bool, l2: int) -> bool:

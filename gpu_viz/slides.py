@@ -719,10 +719,10 @@ def _cli(args) -> int:
     vendor_from = Path(args.vendor_from) if args.vendor_from else None
     try:
         if args.vendor_only:
-            how = vendor(Path(args.out) / "vendor", vendor_from=vendor_from, refresh=vendor_from is None)
-            print(f"vendor/ {how}: {Path(args.out) / 'vendor'}")
+            how = vendor(out / "vendor", vendor_from=vendor_from, refresh=vendor_from is None)
+            print(f"vendor/ {how}: {out / 'vendor'}")
             return 0
-        result = build(out_dir=Path(args.out), notebooks_dir=Path(args.notebooks), only=args.only,
+        result = build(out_dir=out, notebooks_dir=Path(args.notebooks), only=args.only,
                        execute=not args.no_execute, executed_dir=Path(args.executed_dir) if args.executed_dir
                        else None, timeout=args.timeout, jobs=args.jobs, vendor_from=vendor_from,
                        force_cpu=args.cpu)

@@ -362,17 +362,11 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __res
 // launch bounds: warp variant 4 rows (128 threads) per block; block variant up to 1024
 // threads for EPT <= 16 (<= 64 registers) and up to 512 threads for EPT 32.
 #define WARP_BLOCK_THREADS 128
-#define BLOCK_MAX_THREADS(EPT) ((EPT) >= 32 ? 512 : (EPT) == 16 ? RMSNORM_E16_MAX_THREADS : 1024)
+#define BLOCK_MAX_THREADS(EPT) ((EPT) >= 32 ? 512 : 1024)
 // minimum resident blocks per SM asked of ptxas: the 16-byte EPT 8 kernels (one or two
 // vectors per thread, what the chooser picks for N <= 1024 * VEC) get 2 blocks of 1024 /
 // 16 warp-blocks of 128 = 2048 threads per SM, i.e. <= 32 registers: full occupancy.
-#ifndef RMSNORM_E16_MIN_BLOCKS  // experiment knobs (scripts/explore_schedules.py)
-#define RMSNORM_E16_MIN_BLOCKS 1
-#endif
-#ifndef RMSNORM_E16_MAX_THREADS
-#define RMSNORM_E16_MAX_THREADS 1024
-#endif
-#define BLOCK_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 2 : ((EPT) == 16 ? RMSNORM_E16_MIN_BLOCKS : 1))
+#define BLOCK_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 2 : 1)
 #define WARP_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 16 : 1)
 #define WIDE_THREADS 1024
 

@@ -7,8 +7,7 @@ Usage:
       inductor's generated code and the configs its autotuner chose (inductor_*.py / .json)
   python scripts/explore_schedules.py floor OUTDIR      # 128x4096: empty / copy / ours, cold and hot L2
   ncu --profile-from-start off ... python scripts/explore_schedules.py ncu OUTDIR
-      compile's kernel, ours, and ours at 3 blocks per SM (RMSNORM_E16_MAX_THREADS=512,
-      RMSNORM_E16_MIN_BLOCKS=3), each launched once between cudaProfilerStart/Stop
+      compile's kernel and ours, each launched once between cudaProfilerStart/Stop
 
 Variants are the kernel file's cache policies (RMSNORM[_GATE]_LOAD_POLICY / _STORE_POLICY, see
 "Cache-hinted loads" in kernels/rmsnorm_gate.cu), each compiled with NVRTC and launched directly
@@ -43,7 +42,6 @@ from gpu_viz import backend
 if not backend.has_gpu():
     sys.exit(f"{__file__.rsplit('/', 1)[-1]}: needs a CUDA GPU; {backend.detect().reason}")
 
-import cupy
 import numpy as np
 import torch
 
@@ -211,17 +209,10 @@ if _args.part == "variants":
     sys.exit(0)
 
 # ---------------------------------------------------------------------------------------------
-_COPY = r'''
-extern "C" __global__ void copy16(uint4* __restrict__ y, const uint4* __restrict__ x, long long n) {
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i];
-}'''
-
 if _args.part == "floor":
     M, N, dt = 128, 4096, "float16"
-    l2 = cupy.cuda.runtime.getDeviceProperties(0)["l2CacheSize"]
+    l2 = ops.l2_bytes(torch.cuda.current_device())
     cold = bench.rotation_count(ops.bytes_moved(M, N, dt), l2)
-    copy = cupy.RawKernel(_COPY, "copy16")
     floor = bench.launch_floor()["kernel"].median_us
     rows = {"empty kernel (1x32)": [floor]}
     for label, count in (("cold", cold), ("hot", 1)):
@@ -230,20 +221,13 @@ if _args.part == "floor":
         ours = launcher("rmsnorm", M, N, dt, sets, cfg.block, cfg.ept)
         ok, detail = check("rmsnorm", ours, sets, dt)
         assert ok, detail
-        nvec = M * N // 8
-        ys = [torch.empty(M, N, dtype=torch.float16, device="cuda") for _ in sets]
-
-        def cp(i, sets=sets, ys=ys):
-            j = i % len(sets)
-            copy.kernel((nvec // 512,), (512,), (np.uint64(ys[j].data_ptr()), np.uint64(sets[j]["x"].data_ptr()), np.int64(nvec)), shared_mem=0,
-                 stream=ops._StreamPtr(torch.cuda.current_stream().cuda_stream))
-        cp(0)
-        torch.cuda.synchronize()
-        assert torch.equal(ys[0], sets[0]["x"]), "copy kernel wrong"
         c = compiled_fn("rmsnorm", sets)
-        fns = {f"copy kernel 128x512 threads, {label}": cp, f"ours {cfg.block}x{cfg.ept}, {label}": ours,
+        fns = {f"ours {cfg.block}x{cfg.ept}, {label}": ours,
                f"torch.compile, {label}": lambda i, c=c, sets=sets: c(sets[i % len(sets)])}
         for r in range(_args.rounds):
+            # the bare copy of x -> y (checked inside); l2_bytes=0: one buffer pair, L2-resident
+            rows.setdefault(f"copy kernel 128x512 threads, {label}", []).append(
+                bench.copy_kernel_floor(M * N * 2, l2 if label == "cold" else 0, reps=100).median_us)
             for n, fn in fns.items():
                 rows.setdefault(n, []).append(
                     bench.time_graph(fn, reps=100, warmup=3, calls_per_graph=max(count, 20)).median_us)
@@ -261,18 +245,10 @@ if _args.part == "ncu":
         c = compiled_fn(op, sets)
         cfg = ops.choose_config(M, N, dt, gate=op == "rmsnorm_gate")
         ours = launcher(op, M, N, dt, sets, cfg.block, cfg.ept)
-        alt = None
-        if cfg.ept == 16 and N // 16 <= 512:
-            alt = launcher(op, M, N, dt, sets, cfg.block, 16,
-                           ("-DRMSNORM_E16_MAX_THREADS=512", "-DRMSNORM_E16_MIN_BLOCKS=3"))
-        c(sets[0]); ours(0)
-        if alt:
-            alt(0)
+        c(sets[0]); ours(0)  # warm: compiles and autotuning stay outside the profiled range
         torch.cuda.synchronize()
         torch.cuda.profiler.start()
         c(sets[0]); ours(0)
-        if alt:
-            alt(0)
         torch.cuda.synchronize()
         torch.cuda.profiler.stop()
     sys.exit(0)

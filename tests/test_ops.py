@@ -206,9 +206,11 @@ def test_l2_bytes_needs_a_gpu(monkeypatch):
     def cpu_mode(what):
         raise backend.GPUUnavailable(f"{what} needs a CUDA GPU (stand-in)")
 
+    from gpu_viz import device
+
     monkeypatch.setattr(backend, "require_gpu", cpu_mode)
-    monkeypatch.setattr(ops, "_l2_cache", {})
-    with pytest.raises(backend.GPUUnavailable, match="L2 size"):
+    monkeypatch.setattr(device, "_live_cache", {})
+    with pytest.raises(backend.GPUUnavailable, match="GPU's attributes"):
         ops.l2_bytes(0)
 
 
