@@ -246,10 +246,10 @@ def copy_kernel_floor(nbytes: int, l2_bytes: int, block: int = 512, reps: int = 
 
     The buffer pairs rotate (:func:`rotation_count` over ``l2_bytes``) so the reads come from
     DRAM, as in the benchmark rows.  The floor under any row-wise kernel of that size, e.g.
-    RMSNorm at 128x4096 fp16 (``nbytes`` = 1 MiB): 2.28 µs on the H200 against an empty
-    kernel's 0.83 µs in the same run (results/nvidia-h200-2026-11-29-fused.json); with the
-    data in L2 it is still 1.54 µs (benchmarks/NOTES.md, "Session 3").  The copy is checked
-    (bit-exact) after timing.
+    RMSNorm at 128x4096 fp16 (``nbytes`` = 1 MiB): 2.23-2.28 µs on the H200 against an
+    empty kernel's 0.83 µs in the same run (results/nvidia-h200-2026-11-29-fused.json, sessions
+    3 and 4); with the data in L2 it is still 1.50-1.54 µs, and reading the 1 MiB alone 1.40
+    (benchmarks/NOTES.md, "Session 4").  The copy is checked (bit-exact) after timing.
 
     Raises:
         TypeError: a non-int argument.  ValueError: ``nbytes`` not a positive multiple of 16,

@@ -554,11 +554,20 @@ def _gpu_timers() -> _Timers:
         sync=torch.cuda.synchronize)
 
 
-def _calls_per_graph(buffers: int, pilot_us: float, target_us: float = 200.0, most: int = 64) -> int:
-    """Calls per captured graph: at least one pass over every rotated buffer set, and enough
-    calls that one replay lasts ~``target_us`` (so the replay launch is amortised)."""
+def _calls_per_graph(buffers: int, pilot_us: float, target_us: float = 1000.0, most: int = 64) -> int:
+    """Calls per captured graph: whole passes over the rotated buffer sets (every set read
+    equally often, and never the same set twice in a row across replays), and enough calls
+    that one replay lasts ~``target_us`` of kernel time, so the replay's own launch (a few
+    µs) is amortised.  ``pilot_us``: one call's kernel time (µs) from a short graph pilot.
+
+    Session 3's record took the pilot from as-called timing (Python overhead included) with a
+    200 µs target: 2 calls per replay at fp32 4096x4096 (one pass over 2 sets) and 1 at
+    32768x8192, which added ~1-2 µs per call to every provider there (H200, 2026-11-29:
+    fused 262.2 -> 259.9 µs, Liger 264.0 -> 261.9 with 4 calls; benchmarks/NOTES.md).
+    """
     want = max(1, math.ceil(target_us / max(pilot_us, 0.5)))
-    return int(max(buffers, min(want, most)))
+    calls = max(buffers, min(want, most))
+    return int(-(-calls // buffers) * buffers)
 
 
 def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, device, timers: _Timers,
@@ -615,7 +624,7 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
                     return fn(sets[i % buffers])
                 t0 = time.perf_counter()
                 try:
-                    pilot = timers.call(call, 5)
+                    pilot = timers.kernel(call, 3, buffers)  # one pass over the sets per replay
                     k = _calls_per_graph(buffers, pilot.median_us)
                     new_rows = []
                     for timing in timings:
@@ -678,7 +687,8 @@ def run(op: str, shapes, dtypes=("float16",), providers: Optional[Iterable[str]]
     fresh random inputs; every provider's output is compared with a float64 reference
     (:data:`TOLERANCES`); a provider that is wrong, unavailable or whose torch.compile fell
     back is NOT timed and goes to ``.skipped`` with the reason.  The rest are timed with
-    ``reps`` (>= 1) samples per timing ("kernel": CUDA-graph replay; "call": from Python),
+    ``reps`` (>= 1) samples per timing ("kernel": CUDA-graph replay of whole passes over the
+    input sets, ~1 ms of kernel time per replay; "call": from Python),
     rotating through enough input sets that their traffic exceeds 3x the L2
     (:func:`gpu_viz.bench.rotation_count`), and checked again afterwards.
 

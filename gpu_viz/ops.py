@@ -73,6 +73,13 @@ BLOCK_TARGET_THREADS = 1024
 #: EPT 16, 16384 -> 512 x EPT 32.  H200, 2026-11-29 (benchmarks/NOTES.md, "Session 2"): at
 #: 32768x8192 fp16, 512 x EPT 16 runs 262.6 µs under ncu, Liger's Triton kernel 262.0, our
 #: former 1024 x EPT 8 (one vector per thread) 336 µs in the benchmark harness.
+#: The bytes counted are every input's (x, and the gate's for rmsnorm_gate): the gate at fp16
+#: N=4096 gets 512 x EPT 8 (one vector of x and one of gate per thread), 24.72 µs at 4096x4096
+#: against 24.94 for 256 x EPT 16 (H200, session 4 of 2026-11-29, benchmarks/NOTES.md).
+#: Problems whose x, gate and y fit in L2 (:func:`fits_l2`) take the short-row rule instead
+#: (smallest EPT within BLOCK_TARGET_THREADS): one vector per thread, e.g. gate 512x4096 fp16
+#: 4.60 µs with 512 x EPT 8 against 5.01 with 256 x EPT 16, 1024x8192 13.39 (1024 x 8)
+#: against 14.42 (512 x 16), rmsnorm 512x4096 3.41 against 3.51 (same run).
 MULTI_VECTOR_ROW_BYTES = 8192
 MULTI_VECTOR_BYTES_PER_THREAD = 32
 MULTI_VECTOR_TARGET_THREADS = 512
@@ -218,15 +225,20 @@ def _round_up(a: int, b: int) -> int:
     return -(-a // b) * b
 
 
-def choose_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Optional[bool] = None) -> LaunchConfig:
-    """The :class:`LaunchConfig` for an (M, N) problem; see :func:`launch_config`."""
+def choose_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Optional[bool] = None,
+                  fits_l2: bool = False) -> LaunchConfig:
+    """The :class:`LaunchConfig` for an (M, N) problem; see :func:`launch_config`.  A pure
+    function: ``fits_l2`` is given (the op passes :func:`fits_l2` for its device)."""
     M = _check_int("M", M, 0, MAX_GRID_X * WARP_ROWS_PER_BLOCK)
     N = _check_int("N", N, 1, MAX_N)
-    return _choose_config(M, N, dtype_name(dtype), bool(gate), vectorized)
+    if not isinstance(fits_l2, (bool, np.bool_)):
+        raise TypeError(f"fits_l2 must be a bool (see gpu_viz.ops.fits_l2), got {type(fits_l2).__name__} {fits_l2!r}")
+    return _choose_config(M, N, dtype_name(dtype), bool(gate), vectorized, bool(fits_l2))
 
 
 @functools.lru_cache(maxsize=4096)  # on every call's path; a pure function of its arguments
-def _choose_config(M: int, N: int, dt: str, gate: bool, vectorized: Optional[bool]) -> LaunchConfig:
+def _choose_config(M: int, N: int, dt: str, gate: bool, vectorized: Optional[bool],
+                   fits_l2: bool = False) -> LaunchConfig:
     vec16 = DTYPES[dt][2]
     if vectorized is None:
         vectorized = N % vec16 == 0
@@ -245,13 +257,15 @@ def _choose_config(M: int, N: int, dt: str, gate: bool, vectorized: Optional[boo
                          "(one block per row)")
     nvec = N // vec
     size = DTYPES[dt][1]
-    multi = vec > 1 and N * size >= MULTI_VECTOR_ROW_BYTES
+    multi = vec > 1 and N * size >= MULTI_VECTOR_ROW_BYTES and not fits_l2
+    inputs = 2 if gate else 1  # rows read per row written: x (and gate)
     fits = []
     for e in epts:
         threads = _round_up(-(-nvec // (e // vec)), 32)
         if threads <= BLOCK_MAX_THREADS[e]:
             if multi:
-                miss = e * size < MULTI_VECTOR_BYTES_PER_THREAD or threads > MULTI_VECTOR_TARGET_THREADS
+                miss = (e * size * inputs < MULTI_VECTOR_BYTES_PER_THREAD
+                        or threads > MULTI_VECTOR_TARGET_THREADS)
             else:
                 miss = threads > BLOCK_TARGET_THREADS
             fits.append((miss, e, threads))
@@ -263,7 +277,8 @@ def _choose_config(M: int, N: int, dt: str, gate: bool, vectorized: Optional[boo
                         block=WIDE_THREADS, rows_per_block=1, grid=M, capacity=None)
 
 
-def launch_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Optional[bool] = None) -> Dict:
+def launch_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Optional[bool] = None,
+                  fits_l2: Optional[bool] = None) -> Dict:
     """How the fused op launches for ``M`` rows of ``N`` elements of ``dtype``.
 
     Args:
@@ -272,6 +287,10 @@ def launch_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Opti
         gate: ``rmsnorm_gate`` instead of ``rmsnorm``.
         vectorized: 16-byte loads (None: when N allows it, i.e. aligned contiguous input;
             the op itself also checks pointers and row strides).
+        fits_l2: x, gate and y fit in L2 together (:func:`fits_l2`): rows of 8 KB and more
+            then get one 16-byte vector per thread where the block allows it (see
+            MULTI_VECTOR_ROW_BYTES).  None: as the op decides on the current GPU; False in
+            CPU mode (no L2 to ask).
 
     Returns:
         dict with ``op``, ``variant`` ("warp" | "block" | "wide"), ``kernel`` (its name),
@@ -280,9 +299,12 @@ def launch_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Opti
         (blocks) and ``capacity`` (longest row the variant holds, None for wide).
 
     Raises:
-        TypeError: non-int M/N, unsupported dtype.  ValueError: M/N out of range.
+        TypeError: non-int M/N, unsupported dtype, a non-bool ``fits_l2``.
+        ValueError: M/N out of range.
     """
-    return choose_config(M, N, dtype, gate=gate, vectorized=vectorized).as_dict()
+    if fits_l2 is None:
+        fits_l2 = _fits_current_device(M, N, dtype, gate)
+    return choose_config(M, N, dtype, gate=gate, vectorized=vectorized, fits_l2=fits_l2).as_dict()
 
 
 def bytes_moved(M: int, N: int, dtype, gate: bool = False) -> int:
@@ -420,7 +442,8 @@ def fits_l2(M: int, N: int, dtype, gate: bool, l2: int) -> bool:
     stays in L2; otherwise the op's load/store policies apply (kernels/rmsnorm_gate.cu,
     "Cache-hinted loads").  Measured on the H200 (benchmarks/NOTES.md, "Session 3"): the
     gate at 512x4096 and 1024x8192 was ~5 % faster with the former, at 16384x4096 and
-    32768x8192 ~6 % slower.
+    32768x8192 ~6 % slower.  The launch config follows it too (:func:`launch_config`,
+    MULTI_VECTOR_ROW_BYTES): problems that fit get one 16-byte vector per thread.
 
     Raises:
         TypeError: non-int ``M`` / ``N`` / ``l2``, an unsupported dtype.
@@ -434,6 +457,15 @@ def fits_l2(M: int, N: int, dtype, gate: bool, l2: int) -> bool:
 
 def _fits_l2(M: int, N: int, itemsize: int, gate: bool, l2: int) -> bool:
     return (3 if gate else 2) * M * N * itemsize <= l2
+
+
+def _fits_current_device(M: int, N: int, dtype, gate: bool) -> bool:
+    """:func:`fits_l2` on the current CUDA device's L2; False in CPU mode."""
+    if not backend.has_gpu():
+        return False
+    import cupy
+
+    return fits_l2(M, N, dtype, gate, l2_bytes(cupy.cuda.runtime.getDevice()))
 
 
 def get_kernel(kernel: str, dtype: str, device: int = 0):
@@ -545,13 +577,13 @@ def _launch(info: Dict, out=None, config: Optional[LaunchConfig] = None):
         aligned = (N % vec16 == 0 and all(p % 16 == 0 for p in ptrs if p)
                    and (M == 1 or (sx * itemsize) % 16 == 0)
                    and (g2 is None or M == 1 or (sg * itemsize) % 16 == 0))
-        cfg = config or choose_config(M, N, dt, gate=go is not None, vectorized=aligned)
+        device = xo.array.device.index if fw == "torch" else xo.array.device.id
+        fits = _fits_l2(M, N, itemsize, go is not None, l2_bytes(device))  # M, N checked already
+        cfg = config or choose_config(M, N, dt, gate=go is not None, vectorized=aligned, fits_l2=fits)
         _check_forced(cfg, M, N, dt, go is not None, aligned)
         import cupy
 
-        device = xo.array.device.index if fw == "torch" else xo.array.device.id
         kern = get_kernel(cfg.kernel, dt, device)
-        fits = _fits_l2(M, N, itemsize, go is not None, l2_bytes(device))  # M, N checked already
         args = (np.uint64(ptrs[0]), np.uint64(ptrs[1]), np.uint64(ptrs[2]), np.uint64(ptrs[3]),
                 np.int64(M), np.int32(N), np.int64(sx), np.int64(sg), np.float32(eps), np.int32(fits))
         switch = cupy.cuda.runtime.getDevice() != device  # the common case needs no switch

@@ -156,17 +156,25 @@ if _args.part == "variants":
         if _args.only not in f"{op} {M}x{N} {dt}":
             continue
         sets = inputs(op, M, N, dt, count)
-        cfg = ops.choose_config(M, N, dt, gate=op == "rmsnorm_gate")
+        cfg = ops.choose_config(M, N, dt, gate=op == "rmsnorm_gate", fits_l2=ops.fits_l2(
+            M, N, dt, op == "rmsnorm_gate", ops.l2_bytes(torch.cuda.current_device())))
         base = (cfg.block, cfg.ept)
         vs = {f"default {cfg.block}x{cfg.ept}": dict(block=cfg.block, ept=cfg.ept)}
         # (load, store) policies of kernels/rmsnorm_gate.cu, set for this op only
         prefix = "RMSNORM_GATE_" if op == "rmsnorm_gate" else "RMSNORM_"
         combos = {"former: load 1 (.cs) + store 0": (1, 0), "load 0 + store 0": (0, 0),
                   "load 0 + store 1": (0, 1), "load 0 + store 2": (0, 2), "load 2 + store 1": (2, 1),
-                  "load 2 + store 2": (2, 2), "load 3 + store 2": (3, 2)}
+                  "load 2 + store 2": (2, 2), "load 3 + store 2": (3, 2), "load 2 + store 0": (2, 0),
+                  "load 3 + store 0": (3, 0)}
         for name, (L, S) in combos.items():
             vs[name] = dict(block=base[0], ept=base[1],
                             options=(f"-D{prefix}LOAD_POLICY={L}", f"-D{prefix}STORE_POLICY={S}"))
+        if cfg.variant == "block":  # the other block sizes this row could launch with
+            vec = ops.DTYPES[dt][2]
+            for e in ops.EPT_CHOICES:
+                threads = (N // vec) // (e // vec)
+                if e != cfg.ept and N % (32 * e) == 0 and 32 <= threads <= 1024:
+                    vs[f"config {threads}x{e}"] = dict(block=threads, ept=e)
         fns = {}
         for name, v in vs.items():
             try:
@@ -209,6 +217,24 @@ if _args.part == "variants":
     sys.exit(0)
 
 # ---------------------------------------------------------------------------------------------
+_FLOOR_PARTS = r'''
+extern "C" __global__ void empty() {}
+extern "C" __global__ void copy16(uint4* __restrict__ y, const uint4* __restrict__ x, long long n) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i];
+}
+// reads every byte; writes only if every word's top bit is set (never: the input is drawn in
+// 0..2^31-2; checked after timing), so the load cannot be dropped and nothing is stored
+extern "C" __global__ void load_only(int* __restrict__ sink, const uint4* __restrict__ x, long long n) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { uint4 v = x[i]; if ((v.x | v.y | v.z | v.w) == 0xffffffffu) sink[0] = 1; }
+}
+extern "C" __global__ void store_only(uint4* __restrict__ y, long long n) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = make_uint4((unsigned)i, (unsigned)i, (unsigned)i, (unsigned)i);
+}
+'''
+
 if _args.part == "floor":
     M, N, dt = 128, 4096, "float16"
     l2 = ops.l2_bytes(torch.cuda.current_device())
@@ -217,7 +243,7 @@ if _args.part == "floor":
     rows = {"empty kernel (1x32)": [floor]}
     for label, count in (("cold", cold), ("hot", 1)):
         sets = inputs("rmsnorm", M, N, dt, count)
-        cfg = ops.choose_config(M, N, dt)
+        cfg = ops.choose_config(M, N, dt, fits_l2=ops.fits_l2(M, N, dt, False, l2))
         ours = launcher("rmsnorm", M, N, dt, sets, cfg.block, cfg.ept)
         ok, detail = check("rmsnorm", ours, sets, dt)
         assert ok, detail
@@ -231,6 +257,40 @@ if _args.part == "floor":
             for n, fn in fns.items():
                 rows.setdefault(n, []).append(
                     bench.time_graph(fn, reps=100, warmup=3, calls_per_graph=max(count, 20)).median_us)
+    # where the floor's time goes: the same grid doing nothing, reading only, writing only,
+    # and copies at other block sizes (each timed like the rows above, cold and hot)
+    import cupy
+    mod = cupy.RawModule(code=_FLOOR_PARTS)
+    nbytes = M * N * 2
+    n16 = nbytes // 16
+    for label, count in (("cold", cold), ("hot", 1)):
+        src = [cupy.random.randint(0, 2**31 - 1, n16 * 4, dtype=cupy.int32) for _ in range(count)]
+        dst = [cupy.empty(n16 * 4, dtype=cupy.int32) for _ in range(count)]
+        sink = cupy.zeros(1, dtype=cupy.int32)
+
+        def part(name, block, with_src=True, with_dst=True, k=None):
+            k = mod.get_function(name)
+            grid = -(-n16 // block)
+
+            def fn(i):
+                j = i % count
+                args = ((dst[j],) if with_dst else (sink,)) + ((src[j],) if with_src else ()) + (cupy.int64(n16),)
+                k((grid,), (block,), args)
+            return fn
+
+        parts = {f"empty kernel, grid 128x512, {label}": (lambda i, e=mod.get_function("empty"): e((128,), (512,), ())),
+                 f"load only (1 MiB) 128x512, {label}": part("load_only", 512, with_dst=False),
+                 f"store only (1 MiB) 128x512, {label}": part("store_only", 512, with_src=False)}
+        for block in (128, 256, 1024):
+            parts[f"copy kernel {n16 // block}x{block} threads, {label}"] = part("copy16", block)
+        for r in range(_args.rounds):
+            for n, fn in parts.items():
+                rows.setdefault(n, []).append(
+                    bench.time_graph(fn, reps=100, warmup=3, calls_per_graph=max(count, 20),
+                                     framework="cupy").median_us)
+        cupy.cuda.get_current_stream().synchronize()
+        assert all(bool((d == s_).all()) for d, s_ in zip(dst, src)), "copy16 copied wrong"
+        assert int(sink[0]) == 0, "load_only's sink was written (its input held the magic value)"
     log(f"128x4096 fp16, kernel time (graph replay) µs per round; rotation for cold: {cold} sets")
     for n, ts in rows.items():
         log(f"  {n:40s} " + " ".join(f"{t:7.3f}" for t in ts) + f"  -> {statistics.median(ts):.3f} "
@@ -243,7 +303,8 @@ if _args.part == "ncu":
     for op, M, N, dt, count in (CASES[0], CASES[3]):
         sets = inputs(op, M, N, dt, 1)
         c = compiled_fn(op, sets)
-        cfg = ops.choose_config(M, N, dt, gate=op == "rmsnorm_gate")
+        cfg = ops.choose_config(M, N, dt, gate=op == "rmsnorm_gate", fits_l2=ops.fits_l2(
+            M, N, dt, op == "rmsnorm_gate", ops.l2_bytes(torch.cuda.current_device())))
         ours = launcher(op, M, N, dt, sets, cfg.block, cfg.ept)
         c(sets[0]); ours(0)  # warm: compiles and autotuning stay outside the profiled range
         torch.cuda.synchronize()

@@ -314,8 +314,14 @@ def test_run_loop_times_only_correct_providers(monkeypatch):
         assert r["dtype"] == "float32" and r["timing"] in ("kernel", "call")
         assert r["GBps"] > 0 and r["reps"] == 7 and r["buffers"] >= 1
         assert r["speedup_vs_eager"] is not None
-        if r["timing"] == "kernel":
-            assert r["calls_per_graph"] >= r["buffers"]
+        if r["timing"] == "kernel":  # whole passes over the rotated sets
+            assert r["calls_per_graph"] >= r["buffers"] and r["calls_per_graph"] % r["buffers"] == 0
+    # each timed provider's pilot is a kernel timing (not as-called) of one pass over the sets
+    kernel_calls = [k for kind, k in calls if kind == "kernel"]
+    kernel_rows = [r for r in rows if r["timing"] == "kernel"]
+    assert len(kernel_calls) == 2 * len(kernel_rows) == 2 * 2 * 2  # 2 shapes x (eager, fused) x 2
+    assert kernel_calls[0::2] == [r["buffers"] for r in kernel_rows]  # the pilots
+    assert kernel_calls[1::2] == [r["calls_per_graph"] for r in kernel_rows]
     # rotation: 8x64 fp32 moves ~4 KiB, so several buffer sets are needed to pass 3x the 64 KiB "L2"
     assert rows[0]["buffers"] == bench.rotation_count(bm.fewest_bytes("rmsnorm", 8, 64, "float32"), 64 * 1024)
     assert rows[0]["buffers"] > 1
@@ -324,7 +330,21 @@ def test_run_loop_times_only_correct_providers(monkeypatch):
 def test_calls_per_graph_covers_every_buffer_set():
     assert bm._calls_per_graph(buffers=64, pilot_us=3.0) == 64
     assert bm._calls_per_graph(buffers=1, pilot_us=3000.0) == 1
-    assert bm._calls_per_graph(buffers=2, pilot_us=5.0) == 40
+    assert bm._calls_per_graph(buffers=1, pilot_us=260.0) == 4  # 32768x8192: ~1 ms per replay
+    assert bm._calls_per_graph(buffers=2, pilot_us=34.0) == 30  # fp32 4096x4096
+    assert bm._calls_per_graph(buffers=2, pilot_us=5.0) == 64
+
+
+@pytest.mark.parametrize("buffers", [1, 2, 3, 5, 7, 40, 64])
+@pytest.mark.parametrize("pilot_us", [0.1, 1.0, 3.0, 34.0, 117.0, 260.0, 999.0, 5000.0])
+def test_calls_per_graph_is_whole_passes_over_the_sets(buffers, pilot_us):
+    """Every set equally often per replay, so consecutive replays never read one set twice in a
+    row (an odd count over 2 sets did: the second read partly hit L2)."""
+    k = bm._calls_per_graph(buffers=buffers, pilot_us=pilot_us)
+    assert k % buffers == 0 and k >= buffers
+    assert k <= max(64, buffers) + buffers - 1
+    if k > buffers:  # more than one pass only while a replay is still under ~1 ms
+        assert (k - buffers) * pilot_us < 1000.0
 
 
 # -- issue 5's checks on hand-made records ------------------------------------------------------------
@@ -554,7 +574,7 @@ def test_run_loop_reports_a_timing_failure(monkeypatch):
 
     def kernel(fn, reps, k):
         n["kernel"] += 1
-        if n["kernel"] == 2:  # the second provider's capture is refused
+        if n["kernel"] > 2:  # eager: pilot + timing; fused's first capture (its pilot) is refused
             raise RuntimeError("operation not permitted when stream is capturing")
         return real_kernel(fn, reps, k)
 

@@ -108,7 +108,11 @@ def test_dtype_name_accepts_the_usual_spellings():
 _NAMES = {n: ops.describe_kernel(n) for n in ops.kernel_names()}
 
 
-def _assert_valid(cfg: ops.LaunchConfig, M: int, N: int):
+def _threads(N: int, vec: int, ept: int) -> int:
+    return -(-(N // vec) // (ept // vec) // 32) * 32 if N % vec == 0 else None
+
+
+def _assert_valid(cfg: ops.LaunchConfig, M: int, N: int, fits_l2: bool = False):
     assert cfg.kernel in _NAMES
     d = _NAMES[cfg.kernel]
     assert (d["variant"], d["vec"], d["ept"]) == (cfg.variant, cfg.vec, cfg.ept)
@@ -128,13 +132,20 @@ def _assert_valid(cfg: ops.LaunchConfig, M: int, N: int):
             assert cfg.ept in ops.SCALAR_BLOCK_EPT
         else:
             size = ops.DTYPES[cfg.dtype][1]
+            inputs = 2 if cfg.op == "rmsnorm_gate" else 1  # x (and gate) bytes in flight per thread
             if N * size < ops.MULTI_VECTOR_ROW_BYTES:  # short rows: one 16-byte vector per thread
                 assert cfg.ept == 8 and cfg.block <= 1024
+            elif fits_l2:  # x, gate, y in L2: the smallest EPT whose block fits in 1024 threads
+                assert cfg.block <= ops.BLOCK_TARGET_THREADS
+                smaller = [e for e in ops.EPT_CHOICES if e < cfg.ept]
+                assert all(_threads(N, cfg.vec, e) > min(ops.BLOCK_TARGET_THREADS, ops.BLOCK_MAX_THREADS[e])
+                           for e in smaller)
             else:  # long rows: >= 32 bytes per thread in <= 512 threads, the smallest such EPT
-                assert cfg.ept * size >= ops.MULTI_VECTOR_BYTES_PER_THREAD or N > 512 * cfg.ept
+                assert cfg.ept * size * inputs >= ops.MULTI_VECTOR_BYTES_PER_THREAD or N > 512 * cfg.ept
                 if N <= 512 * 32:
                     assert cfg.block <= ops.MULTI_VECTOR_TARGET_THREADS
-                smaller = [e for e in ops.EPT_CHOICES if e < cfg.ept and e * size >= ops.MULTI_VECTOR_BYTES_PER_THREAD]
+                smaller = [e for e in ops.EPT_CHOICES
+                           if e < cfg.ept and e * size * inputs >= ops.MULTI_VECTOR_BYTES_PER_THREAD]
                 assert all(-(-N // e) > ops.MULTI_VECTOR_TARGET_THREADS for e in smaller)
     else:
         assert cfg.variant == ops.WIDE and cfg.block == ops.WIDE_THREADS and cfg.grid == M
@@ -149,9 +160,10 @@ def test_launch_config_covers_every_N(dtype, gate):
     variants = set()
     for N in range(1, 70001):
         for vectorized in ((True, False) if N % vec16 == 0 else (False,)):
-            cfg = ops.choose_config(7, N, dtype, gate=gate, vectorized=vectorized)
-            _assert_valid(cfg, 7, N)
-            variants.add((cfg.variant, cfg.vec > 1))
+            for fits in (False, True):
+                cfg = ops.choose_config(7, N, dtype, gate=gate, vectorized=vectorized, fits_l2=fits)
+                _assert_valid(cfg, 7, N, fits)
+                variants.add((cfg.variant, cfg.vec > 1))
         assert ops.choose_config(7, N, dtype, gate=gate).vec == (vec16 if N % vec16 == 0 else 1)
     assert variants == {(v, vec) for v in (ops.WARP, ops.BLOCK, ops.WIDE) for vec in (True, False)}
 
@@ -165,16 +177,26 @@ def test_launch_config_examples():
     assert (c["kernel"], c["block"], c["grid"]) == ("rmsnorm_warp_f16_v8_e8", 128, 16)
     c = ops.launch_config(1, 2048, torch.bfloat16)  # a 4 KB row: one vector per thread
     assert (c["variant"], c["vec"], c["ept"], c["block"], c["grid"]) == ("block", 8, 8, 256, 1)
-    c = ops.launch_config(16384, 4096, torch.bfloat16)  # 8 KB rows: two vectors per thread
+    c = ops.launch_config(16384, 4096, torch.bfloat16, fits_l2=False)  # 8 KB rows: two vectors per thread
     assert (c["variant"], c["vec"], c["ept"], c["block"], c["grid"]) == ("block", 8, 16, 256, 16384)
-    c = ops.launch_config(32768, 8192, "float16", gate=True)
+    c = ops.launch_config(16384, 4096, torch.bfloat16, gate=True, fits_l2=False)  # one of x + one of gate
+    assert (c["variant"], c["vec"], c["ept"], c["block"], c["grid"]) == ("block", 8, 8, 512, 16384)
+    c = ops.launch_config(32768, 8192, "float16", gate=True, fits_l2=False)
     assert (c["kernel"], c["block"]) == ("rmsnorm_gate_block_f16_v8_e16", 512)
-    c = ops.launch_config(4, 16384, "float16")
+    c = ops.launch_config(4, 16384, "float16", fits_l2=False)
     assert (c["kernel"], c["block"]) == ("rmsnorm_block_f16_v8_e32", 512)
-    c = ops.launch_config(8, 4096, "float32")  # EPT 8 = two 16-byte vectors of fp32
+    c = ops.launch_config(8, 4096, "float32", fits_l2=False)  # EPT 8 = two 16-byte vectors of fp32
     assert (c["kernel"], c["block"]) == ("rmsnorm_block_f32_v4_e8", 512)
-    c = ops.launch_config(8, 16384, "float32")
+    c = ops.launch_config(8, 16384, "float32", fits_l2=False)
     assert (c["kernel"], c["block"]) == ("rmsnorm_block_f32_v4_e32", 512)
+    # x, gate and y in L2: the short-row rule, one vector per thread where the block allows
+    for gate in (False, True):
+        c = ops.launch_config(512, 4096, "float16", gate=gate, fits_l2=True)
+        assert (c["ept"], c["block"]) == (8, 512)
+        c = ops.launch_config(1024, 8192, "bfloat16", gate=gate, fits_l2=True)
+        assert (c["ept"], c["block"]) == (8, 1024)
+        c = ops.launch_config(4, 16384, "float16", gate=gate, fits_l2=True)  # 2048 threads would not fit
+        assert (c["ept"], c["block"]) == (16, 1024)
     assert ops.launch_config(3, 8201, "float16")["kernel"] == "rmsnorm_wide_f16_v1"
     assert ops.launch_config(3, 131072, "float32")["kernel"] == "rmsnorm_wide_f32_v4"
     assert ops.launch_config(0, 4096, "float32")["grid"] == 0
@@ -193,6 +215,27 @@ def test_launch_config_errors(args, err, msg):
         ops.launch_config(*args)
     with pytest.raises(ValueError, match=r"vectorized=True needs N % 8 == 0"):
         ops.launch_config(4, 12, "float16", vectorized=True)
+
+
+def test_launch_config_fits_l2_argument(monkeypatch):
+    # None: as the op decides on the current GPU; in CPU mode there is no L2 to ask
+    monkeypatch.setenv(backend.FORCE_CPU_ENV, "1")
+    monkeypatch.setattr(backend, "_cached", None)
+    assert ops.launch_config(512, 4096, "float16") == ops.launch_config(512, 4096, "float16", fits_l2=False)
+    for bad in (1, "yes", 0.0):
+        with pytest.raises(TypeError, match="fits_l2 must be a bool"):
+            ops.choose_config(512, 4096, "float16", fits_l2=bad)
+    assert ops.choose_config(512, 4096, "float16", fits_l2=np.bool_(True)).ept == 8
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M, N, gate", [(512, 4096, True), (512, 4096, False), (1024, 8192, True),
+                                        (16384, 4096, True), (4, 16384, False)])
+def test_launch_config_follows_this_gpus_l2(M, N, gate):
+    """launch_config's default is what the op launches here: fits_l2 for this device's L2."""
+    l2 = ops.l2_bytes(torch.cuda.current_device())
+    fits = ops.fits_l2(M, N, "float16", gate, l2)
+    assert ops.launch_config(M, N, "float16", gate=gate) == ops.launch_config(M, N, "float16", gate=gate, fits_l2=fits)
 
 
 def test_fits_l2():
@@ -484,7 +527,8 @@ def test_every_variant_at_every_block_size(rng, dtype):
 @pytest.mark.parametrize("l2", [0, 1 << 40], ids=["beyond-L2-policies", "in-L2-policies"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_both_cache_policy_paths(rng, monkeypatch, l2, dtype):
-    """The kernels pick their load/store instructions by `fits_l2` (x, gate and y within L2).
+    """The kernels pick their load/store instructions by `fits_l2` (x, gate and y within L2),
+    and the chooser picks rows of 8 KB and more their block by it (one vector per thread in L2).
     The other tests' problems are small, so they fit: force each side here, every variant the
     chooser reaches (warp, block EPT 8/16/32, wide; 16-byte and scalar), both ops, vs float64."""
     asked = []

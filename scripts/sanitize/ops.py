@@ -81,7 +81,8 @@ def main() -> int:
         torch.cuda.synchronize()
         ref = ops.reference_rmsnorm_gate(x, g, w) if gate else ops.reference_rmsnorm(x, w)
         cfg = config or ops.choose_config(M, N, dtype, gate=gate,
-                                          vectorized=layout == "contiguous" and N % ops.DTYPES[dtype][2] == 0)
+                                          vectorized=layout == "contiguous" and N % ops.DTYPES[dtype][2] == 0,
+                                          fits_l2=ops.fits_l2(M, N, dtype, gate, ops.l2_bytes(0)))
         label = (f"{'rmsnorm_gate' if gate else 'rmsnorm':12s} {dtype:8s} M={M:3d} N={N:6d} {layout:10s} "
                  f"{cfg.kernel} block={cfg.block}" + (" nan-row" if nan_row is not None else "")
                  + (" side-stream" if stream is not None else ""))
@@ -109,6 +110,8 @@ def main() -> int:
             forward(4, 768, dtype, gate, nan_row=1)
             forward(4, 4096, dtype, gate, nan_row=2)
             forward(3, 4096, dtype, gate, stream=side)
+            for N in (4096, 8192, 16384):  # the configs of problems beyond L2 (these small ones fit)
+                forward(3, N, dtype, gate, config=ops.choose_config(3, N, dtype, gate=gate, fits_l2=False))
             y0 = ops.rmsnorm(values(0, 64, dtype), values(1, 64, dtype)[0])
             assert y0.shape == (0, 64)
             # backward (fp32 torch composite) against float64 autograd
