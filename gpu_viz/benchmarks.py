@@ -555,16 +555,25 @@ def _gpu_timers() -> _Timers:
 
 
 def _calls_per_graph(buffers: int, pilot_us: float, target_us: float = 1000.0, most: int = 64) -> int:
-    """Calls per captured graph: whole passes over the rotated buffer sets (every set read
-    equally often, and never the same set twice in a row across replays), and enough calls
-    that one replay lasts ~``target_us`` of kernel time, so the replay's own launch (a few
-    µs) is amortised.  ``pilot_us``: one call's kernel time (µs) from a short graph pilot.
+    """Calls per captured graph: whole passes over the ``buffers`` (>= 1) rotated input sets
+    (every set read equally often; with two or more sets, never one set twice in a row across
+    replays), enough that one replay lasts ~``target_us`` of kernel time so the replay's own
+    launch (a few µs) is amortised -- but at most ``most`` calls, rounded up to a whole pass
+    (short calls: 64 x 2.3 µs = ~150 µs per replay).  ``pilot_us``: one call's kernel time (µs)
+    from a short graph pilot.
+
+    Raises:
+        ValueError: ``buffers`` < 1, ``pilot_us`` not a finite number >= 0.
 
     Session 3's record took the pilot from as-called timing (Python overhead included) with a
     200 µs target: 2 calls per replay at fp32 4096x4096 (one pass over 2 sets) and 1 at
     32768x8192, which added ~1-2 µs per call to every provider there (H200, 2026-11-29:
     fused 262.2 -> 259.9 µs, Liger 264.0 -> 261.9 with 4 calls; benchmarks/NOTES.md).
     """
+    if buffers < 1:
+        raise ValueError(f"buffers must be >= 1 (input sets to rotate over), got {buffers}")
+    if not (math.isfinite(pilot_us) and pilot_us >= 0):
+        raise ValueError(f"pilot_us must be a finite time >= 0 µs, got {pilot_us}")
     want = max(1, math.ceil(target_us / max(pilot_us, 0.5)))
     calls = max(buffers, min(want, most))
     return int(-(-calls // buffers) * buffers)
@@ -624,11 +633,11 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
                     return fn(sets[i % buffers])
                 t0 = time.perf_counter()
                 try:
-                    pilot = timers.kernel(call, 3, buffers)  # one pass over the sets per replay
-                    k = _calls_per_graph(buffers, pilot.median_us)
                     new_rows = []
                     for timing in timings:
                         if timing == bench.KERNEL:
+                            pilot = timers.kernel(call, 3, buffers)  # one pass over the sets
+                            k = _calls_per_graph(buffers, pilot.median_us)
                             t = timers.kernel(call, reps, k)
                             extra = {"buffers": buffers, "calls_per_graph": k}
                         else:
@@ -688,7 +697,7 @@ def run(op: str, shapes, dtypes=("float16",), providers: Optional[Iterable[str]]
     (:data:`TOLERANCES`); a provider that is wrong, unavailable or whose torch.compile fell
     back is NOT timed and goes to ``.skipped`` with the reason.  The rest are timed with
     ``reps`` (>= 1) samples per timing ("kernel": CUDA-graph replay of whole passes over the
-    input sets, ~1 ms of kernel time per replay; "call": from Python),
+    input sets, ~1 ms of kernel time per replay or 64 calls; "call": from Python),
     rotating through enough input sets that their traffic exceeds 3x the L2
     (:func:`gpu_viz.bench.rotation_count`), and checked again afterwards.
 

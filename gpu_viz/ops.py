@@ -76,8 +76,9 @@ BLOCK_TARGET_THREADS = 1024
 #: The bytes counted are every input's (x, and the gate's for rmsnorm_gate): the gate at fp16
 #: N=4096 gets 512 x EPT 8 (one vector of x and one of gate per thread), 24.72 µs at 4096x4096
 #: against 24.94 for 256 x EPT 16 (H200, session 4 of 2026-11-29, benchmarks/NOTES.md).
-#: Problems whose x, gate and y fit in L2 (:func:`fits_l2`) take the short-row rule instead
-#: (smallest EPT within BLOCK_TARGET_THREADS): one vector per thread, e.g. gate 512x4096 fp16
+#: Problems whose x, gate and y fit in L2 (:func:`fits_l2`) get one vector per thread instead,
+#: where that block has at most BLOCK_TARGET_THREADS (fp16/bf16 N <= 8192; measured only
+#: there, so fp32 and N=16384 keep the rule above), e.g. gate 512x4096 fp16
 #: 4.60 µs with 512 x EPT 8 against 5.01 with 256 x EPT 16, 1024x8192 13.39 (1024 x 8)
 #: against 14.42 (512 x 16), rmsnorm 512x4096 3.41 against 3.51 (same run).
 MULTI_VECTOR_ROW_BYTES = 8192
@@ -231,9 +232,17 @@ def choose_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Opti
     function: ``fits_l2`` is given (the op passes :func:`fits_l2` for its device)."""
     M = _check_int("M", M, 0, MAX_GRID_X * WARP_ROWS_PER_BLOCK)
     N = _check_int("N", N, 1, MAX_N)
-    if not isinstance(fits_l2, (bool, np.bool_)):
-        raise TypeError(f"fits_l2 must be a bool (see gpu_viz.ops.fits_l2), got {type(fits_l2).__name__} {fits_l2!r}")
-    return _choose_config(M, N, dtype_name(dtype), bool(gate), vectorized, bool(fits_l2))
+    if vectorized is not None:
+        vectorized = _check_bool("vectorized", vectorized, "or None (decide from N)")
+    fits_l2 = _check_bool("fits_l2", fits_l2, "(see gpu_viz.ops.fits_l2; launch_config takes None "
+                          "for the current GPU)")
+    return _choose_config(M, N, dtype_name(dtype), _check_bool("gate", gate), vectorized, fits_l2)
+
+
+def _check_bool(name: str, value, more: str = "") -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool{' ' + more if more else ''}, got {type(value).__name__} {value!r}")
+    return bool(value)
 
 
 @functools.lru_cache(maxsize=4096)  # on every call's path; a pure function of its arguments
@@ -257,7 +266,10 @@ def _choose_config(M: int, N: int, dt: str, gate: bool, vectorized: Optional[boo
                          "(one block per row)")
     nvec = N // vec
     size = DTYPES[dt][1]
-    multi = vec > 1 and N * size >= MULTI_VECTOR_ROW_BYTES and not fits_l2
+    # x, gate, y in L2: one 16-byte vector per thread where such a block exists (fp16/bf16,
+    # N <= 8192), else the rule below (fp32 has no EPT-4 kernel; N=16384 would need 2048 threads)
+    one_vector = vec in epts and _round_up(nvec, 32) <= min(BLOCK_TARGET_THREADS, BLOCK_MAX_THREADS[vec])
+    multi = vec > 1 and N * size >= MULTI_VECTOR_ROW_BYTES and not (fits_l2 and one_vector)
     inputs = 2 if gate else 1  # rows read per row written: x (and gate)
     fits = []
     for e in epts:
@@ -288,7 +300,8 @@ def launch_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Opti
         vectorized: 16-byte loads (None: when N allows it, i.e. aligned contiguous input;
             the op itself also checks pointers and row strides).
         fits_l2: x, gate and y fit in L2 together (:func:`fits_l2`): rows of 8 KB and more
-            then get one 16-byte vector per thread where the block allows it (see
+            then get one 16-byte vector per thread where that block fits in 1024 threads
+            (fp16/bf16, N <= 8192; fp32 has no such kernel and keeps its config; see
             MULTI_VECTOR_ROW_BYTES).  None: as the op decides on the current GPU; False in
             CPU mode (no L2 to ask).
 
@@ -299,11 +312,14 @@ def launch_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Opti
         (blocks) and ``capacity`` (longest row the variant holds, None for wide).
 
     Raises:
-        TypeError: non-int M/N, unsupported dtype, a non-bool ``fits_l2``.
+        TypeError: non-int M/N, unsupported dtype, a non-bool ``gate`` / ``vectorized`` /
+            ``fits_l2`` (None allowed for the last two).
         ValueError: M/N out of range.
     """
     if fits_l2 is None:
-        fits_l2 = _fits_current_device(M, N, dtype, gate)
+        M = _check_int("M", M, 0, MAX_GRID_X * WARP_ROWS_PER_BLOCK)  # before asking the GPU
+        N = _check_int("N", N, 1, MAX_N)
+        fits_l2 = _fits_current_device(M, N, dtype, _check_bool("gate", gate))
     return choose_config(M, N, dtype, gate=gate, vectorized=vectorized, fits_l2=fits_l2).as_dict()
 
 
@@ -443,7 +459,8 @@ def fits_l2(M: int, N: int, dtype, gate: bool, l2: int) -> bool:
     "Cache-hinted loads").  Measured on the H200 (benchmarks/NOTES.md, "Session 3"): the
     gate at 512x4096 and 1024x8192 was ~5 % faster with the former, at 16384x4096 and
     32768x8192 ~6 % slower.  The launch config follows it too (:func:`launch_config`,
-    MULTI_VECTOR_ROW_BYTES): problems that fit get one 16-byte vector per thread.
+    MULTI_VECTOR_ROW_BYTES): problems that fit get one 16-byte vector per thread where that
+    block fits in 1024 threads (fp16/bf16 rows up to 8192).
 
     Raises:
         TypeError: non-int ``M`` / ``N`` / ``l2``, an unsupported dtype.

@@ -327,6 +327,31 @@ def test_run_loop_times_only_correct_providers(monkeypatch):
     assert rows[0]["buffers"] > 1
 
 
+def test_call_timing_alone_needs_no_graph(monkeypatch):
+    """timings=("call",): nothing is captured (no pilot either), so a provider that a CUDA graph
+    refuses is still timed as called."""
+    def setup_stand_in(provider, weight, eps, sample=None, compile_backend=None):
+        return lambda inp: bm.reference("rmsnorm", inp["x"], weight, None, eps).float()
+
+    monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_stand_in)
+    timers, calls = _stand_in_timers()
+
+    def refuse(fn, reps, k):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    timers.kernel = refuse
+    rows = bm._run("rmsnorm", [(4, 32)], ("float32",), ("eager", "fused"), ("call",), 3, 1e-6, "cpu",
+                   timers, l2_bytes=1024, verbose=False, seed=2)
+    assert {r["impl"] for r in rows} == {"eager", "fused"} and not rows.skipped
+    assert all(r["timing"] == "call" and "calls_per_graph" not in r for r in rows)
+
+
+@pytest.mark.parametrize("buffers, pilot_us", [(0, 3.0), (-1, 3.0), (2, float("nan")), (2, float("inf")), (2, -1.0)])
+def test_calls_per_graph_rejects_bad_arguments(buffers, pilot_us):
+    with pytest.raises(ValueError, match="buffers must be|pilot_us must be"):
+        bm._calls_per_graph(buffers=buffers, pilot_us=pilot_us)
+
+
 def test_calls_per_graph_covers_every_buffer_set():
     assert bm._calls_per_graph(buffers=64, pilot_us=3.0) == 64
     assert bm._calls_per_graph(buffers=1, pilot_us=3000.0) == 1

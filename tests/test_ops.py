@@ -135,11 +135,10 @@ def _assert_valid(cfg: ops.LaunchConfig, M: int, N: int, fits_l2: bool = False):
             inputs = 2 if cfg.op == "rmsnorm_gate" else 1  # x (and gate) bytes in flight per thread
             if N * size < ops.MULTI_VECTOR_ROW_BYTES:  # short rows: one 16-byte vector per thread
                 assert cfg.ept == 8 and cfg.block <= 1024
-            elif fits_l2:  # x, gate, y in L2: the smallest EPT whose block fits in 1024 threads
-                assert cfg.block <= ops.BLOCK_TARGET_THREADS
-                smaller = [e for e in ops.EPT_CHOICES if e < cfg.ept]
-                assert all(_threads(N, cfg.vec, e) > min(ops.BLOCK_TARGET_THREADS, ops.BLOCK_MAX_THREADS[e])
-                           for e in smaller)
+            elif fits_l2 and cfg.vec in ops.EPT_CHOICES and _threads(N, cfg.vec, cfg.vec) <= min(
+                    ops.BLOCK_TARGET_THREADS, ops.BLOCK_MAX_THREADS[cfg.vec]):
+                # x, gate, y in L2 and a one-vector-per-thread block exists: that one
+                assert cfg.ept == cfg.vec and cfg.block == _threads(N, cfg.vec, cfg.vec)
             else:  # long rows: >= 32 bytes per thread in <= 512 threads, the smallest such EPT
                 assert cfg.ept * size * inputs >= ops.MULTI_VECTOR_BYTES_PER_THREAD or N > 512 * cfg.ept
                 if N <= 512 * 32:
@@ -195,8 +194,10 @@ def test_launch_config_examples():
         assert (c["ept"], c["block"]) == (8, 512)
         c = ops.launch_config(1024, 8192, "bfloat16", gate=gate, fits_l2=True)
         assert (c["ept"], c["block"]) == (8, 1024)
-        c = ops.launch_config(4, 16384, "float16", gate=gate, fits_l2=True)  # 2048 threads would not fit
-        assert (c["ept"], c["block"]) == (16, 1024)
+        # no one-vector block (2048 threads; fp32 has no EPT 4): the config beyond L2, unchanged
+        for M, N, dt in ((4, 16384, "float16"), (8, 8192, "float32"), (8, 4096, "float32")):
+            assert ops.launch_config(M, N, dt, gate=gate, fits_l2=True) == ops.launch_config(
+                M, N, dt, gate=gate, fits_l2=False)
     assert ops.launch_config(3, 8201, "float16")["kernel"] == "rmsnorm_wide_f16_v1"
     assert ops.launch_config(3, 131072, "float32")["kernel"] == "rmsnorm_wide_f32_v4"
     assert ops.launch_config(0, 4096, "float32")["grid"] == 0
@@ -222,10 +223,28 @@ def test_launch_config_fits_l2_argument(monkeypatch):
     monkeypatch.setenv(backend.FORCE_CPU_ENV, "1")
     monkeypatch.setattr(backend, "_cached", None)
     assert ops.launch_config(512, 4096, "float16") == ops.launch_config(512, 4096, "float16", fits_l2=False)
-    for bad in (1, "yes", 0.0):
+    for bad in (1, "yes", 0.0, None):
         with pytest.raises(TypeError, match="fits_l2 must be a bool"):
             ops.choose_config(512, 4096, "float16", fits_l2=bad)
     assert ops.choose_config(512, 4096, "float16", fits_l2=np.bool_(True)).ept == 8
+    for name, bad in (("gate", "no"), ("gate", [1]), ("gate", 1), ("vectorized", "yes"), ("vectorized", 2),
+                      ("vectorized", [1])):
+        with pytest.raises(TypeError, match=f"{name} must be a bool"):
+            ops.choose_config(512, 4096, "float16", **{name: bad})
+        with pytest.raises(TypeError, match=f"{name} must be a bool"):
+            ops.launch_config(512, 4096, "float16", **{name: bad})
+
+
+def test_launch_config_checks_M_before_asking_the_gpu(monkeypatch):
+    """With fits_l2=None on a GPU, a bad M/N is reported with the chooser's range, not fits_l2's."""
+    monkeypatch.setattr(backend, "has_gpu", lambda: True)
+    monkeypatch.setattr(ops, "l2_bytes", lambda device: 60 << 20)
+    monkeypatch.setattr(ops, "_fits_current_device", lambda M, N, dtype, gate: ops.fits_l2(M, N, dtype, gate, 60 << 20))
+    with pytest.raises(ValueError, match=rf"M must be in \[0, {ops.MAX_GRID_X * ops.WARP_ROWS_PER_BLOCK}\]"):
+        ops.launch_config(-1, 4096, "float16")
+    with pytest.raises(ValueError, match=r"N must be in \[1,"):
+        ops.launch_config(4, 0, "float16")
+    assert ops.launch_config(512, 4096, "float16", gate=True)["ept"] == 8  # fits in 60 MiB
 
 
 @pytest.mark.gpu
