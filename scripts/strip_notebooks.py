@@ -30,6 +30,12 @@ NAME_RE = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
 SLIDE_TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}
 EXECUTION_NB_KEYS = ("widgets", "gpu_viz_build", "papermill")
 CELL_META_DROP = {"collapsed", "scrolled", "execution", "ExecuteTime"}
+#: A markdown claim that numbers are measured now ("timed live", "the live speed-up", "the same
+#: table, live") ...
+LIVE_CLAIM_RE = re.compile(r"\b(?:measured|timed|timings?|tables?|speed-?ups?)\b[^.\n]{0,40}?\blive\b"
+                           r"|\blive\s+(?:speed-?ups?|tables?|timings?|numbers|measurements?)\b", re.I)
+#: ... must sit in a cell that also says what CPU mode shows.
+CPU_MODE_RE = re.compile(r"\bCPU mode\b|\brecorded\b|\bcommitted record\b", re.I)
 
 
 def strip(nb):
@@ -48,7 +54,10 @@ def check_notebook(nb, filename: str) -> List[str]:
     Rules: valid nbformat 4; NN_topic.ipynb name; no outputs or execution counts; a ``slideshow``
     slide_type on every cell; the standard header (nbkit.header: Colab badge for this file and a
     ``# title`` in cell 0, the install cell from nbkit.COURSE_REPO skipped on slides in cell 1,
-    ``gpu_viz.banner()`` in cell 2); at least one speaker-notes cell.
+    ``gpu_viz.banner()`` in cell 2); at least one speaker-notes cell; no markdown cell that
+    says a number is live (measured / timed / a table or speed-up "live") without also saying
+    what CPU mode shows instead (``LIVE_CLAIM_RE``, ``CPU_MODE_RE``): in CPU mode nothing is
+    timed, and the text must not claim otherwise.
     """
     problems = []
     try:
@@ -86,6 +95,12 @@ def check_notebook(nb, filename: str) -> List[str]:
         problems.append("cell 2 does not call gpu_viz.banner()")
     if not any(c.metadata.get("slideshow", {}).get("slide_type") == "notes" for c in cells):
         problems.append("no speaker-notes cell (nbkit.notes)")
+    for i, cell in enumerate(cells):
+        if cell.cell_type == "markdown":
+            claim = LIVE_CLAIM_RE.search(cell.source)
+            if claim and not CPU_MODE_RE.search(cell.source):
+                problems.append(f"cell {i} says {claim.group(0)!r} but not what CPU mode shows "
+                                "(nothing timed; a committed record, labelled)")
     return problems
 
 

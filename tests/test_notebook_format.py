@@ -121,3 +121,35 @@ def test_set_repo_rewrites_badge_and_install_cell(tmp_path):
     assert strip_notebooks.check_notebook(nb, SELFTEST.name)
     assert strip_notebooks.set_repo(nb, SELFTEST.name)
     assert strip_notebooks.check_notebook(nb, SELFTEST.name) == []
+
+
+@pytest.mark.parametrize("text", [
+    "## 3. The same table, live",
+    "3. The same table, live on this GPU",
+    "timing method. Here, measured live, against stronger baselines:",
+    "5. The live speed-up: eager, `F.rms_norm`, `torch.compile`",
+    "checked against float64 and timed live against its baselines.",
+])
+def test_rules_catch_a_live_claim_without_cpu_mode(text):
+    """Bug class: markdown that says the numbers are measured live, shown unchanged in CPU mode
+    (where nothing is timed and the table is a committed record): notebooks 08 and 10 had these
+    five lines.  Each is flagged alone, and passes once the cell says what CPU mode shows."""
+    def put(nb, extra=""):
+        nb.cells[3].cell_type = "markdown"
+        nb.cells[3].source = text + extra
+        nb.cells[3].pop("outputs", None)
+        nb.cells[3].pop("execution_count", None)
+    problems = _broken(put)
+    assert any("cell 3 says" in p and "CPU mode" in p for p in problems), problems
+    assert _broken(lambda nb: put(nb, "\nIn CPU mode nothing is timed: the committed record, labelled.")) == []
+
+
+@pytest.mark.parametrize("text", ["kernel parameters live in the constant bank",
+                                  "one keeping 64 values live:", "Live only (needs a running kernel)"])
+def test_live_rule_leaves_other_senses_of_live_alone(text):
+    def put(nb):
+        nb.cells[3].cell_type = "markdown"
+        nb.cells[3].source = text
+        nb.cells[3].pop("outputs", None)
+        nb.cells[3].pop("execution_count", None)
+    assert _broken(put) == []
