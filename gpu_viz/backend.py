@@ -87,11 +87,47 @@ def _cpu(reason: str) -> Backend:
     return Backend(mode=CPU, reason=reason)
 
 
-def _explain_runtime_error(exc: BaseException) -> str:
+def libcuda_driver_version() -> Optional[int]:
+    """The NVIDIA driver's CUDA version from libcuda (``cuDriverGetVersion``, e.g. 12040), or
+    None when no driver library loads (a machine without an NVIDIA driver)."""
+    import ctypes
+
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        v = ctypes.c_int(0)
+        try:
+            if lib.cuDriverGetVersion(ctypes.byref(v)) == 0 and v.value > 0:
+                return v.value
+        except Exception:
+            return None
+    return None
+
+
+def _driver_version(cupy) -> Optional[int]:
+    """The driver's CUDA version: CuPy's ``driverGetVersion`` (0 without a driver), else libcuda's."""
+    try:
+        v = int(cupy.cuda.runtime.driverGetVersion())
+        if v > 0:
+            return v
+    except Exception:
+        pass
+    return libcuda_driver_version()
+
+
+def _explain_runtime_error(exc: BaseException, driver_version: Optional[int] = None) -> str:
+    """The CPU-mode reason for a CUDA runtime error; ``driver_version``: the driver's CUDA
+    version (e.g. 12040), None when no NVIDIA driver was found."""
     text = f"{type(exc).__name__}: {exc}"
     if "InsufficientDriver" in text or "insufficient" in text.lower():
-        return ("the NVIDIA driver is missing or older than the CUDA runtime CuPy was built for "
-                f"(a CPU-only runtime reports this too) [{text}]")
+        # the runtime reports the same error with no driver at all (a machine or a Colab
+        # runtime without a GPU) and with a driver too old for it: say which one this is
+        if not driver_version:
+            return f"no NVIDIA driver on this machine, so no GPU to run on [{text}]"
+        return (f"the NVIDIA driver (CUDA {driver_version // 1000}.{driver_version % 1000 // 10}) is older "
+                f"than the CUDA runtime CuPy was built for [{text}]")
     if "NoDevice" in text or "no CUDA-capable device" in text:
         return f"no CUDA-capable GPU is visible to this process [{text}]"
     if "libcuda" in text or "driver" in text.lower():
@@ -121,7 +157,7 @@ def _probe() -> Backend:
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:
-        return _cpu(_explain_runtime_error(exc))
+        return _cpu(_explain_runtime_error(exc, _driver_version(cupy)))
     if count < 1:
         return _cpu("the CUDA runtime reports no GPU")
     try:

@@ -16,7 +16,6 @@ launches a probe kernel) for the verdict, and explains a failure in plain words:
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import html
 import json
@@ -106,20 +105,8 @@ def _cuda_version(v: Optional[int]) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def _libcuda_driver_version() -> Optional[int]:
-    """The driver's CUDA version from libcuda (cuDriverGetVersion), or None when no driver loads."""
-    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
-        try:
-            lib = ctypes.CDLL(name)
-        except OSError:
-            continue
-        v = ctypes.c_int(0)
-        try:
-            if lib.cuDriverGetVersion(ctypes.byref(v)) == 0 and v.value > 0:
-                return v.value
-        except Exception:
-            return None
-    return None
+#: The driver's CUDA version from libcuda, None without a driver (shared with the backend's probe).
+_libcuda_driver_version = backend.libcuda_driver_version
 
 
 def _import(name):

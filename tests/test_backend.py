@@ -84,11 +84,41 @@ def test_cupy_import_crashes(monkeypatch):
 
 
 def test_insufficient_driver_is_cpu_mode(monkeypatch):
+    """A driver older than the runtime: the reason says so and names the driver's CUDA version
+    (from CuPy's driverGetVersion)."""
     err = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
-    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(count_error=err))
+    cp = fake_cupy(count_error=err)
+    cp.cuda.runtime.driverGetVersion = lambda: 11080
+    monkeypatch.setitem(sys.modules, "cupy", cp)
     b = backend.detect(refresh=True)
     assert b.mode == "cpu"
-    assert "older than the CUDA runtime" in b.reason and "cudaErrorInsufficientDriver" in b.reason
+    assert "older than the CUDA runtime" in b.reason and "CUDA 11.8" in b.reason
+    assert "cudaErrorInsufficientDriver" in b.reason and "no NVIDIA driver" not in b.reason
+
+
+@pytest.mark.parametrize("cupy_says", [0, RuntimeError("no driver"), None])
+def test_insufficient_driver_without_any_driver_says_no_driver(monkeypatch, cupy_says):
+    """Bug class: the runtime's cudaErrorInsufficientDriver also means "no driver at all" (a
+    laptop, CI, a Colab CPU runtime), and the banner used to tell those users their driver was
+    missing *or too old*.  With no driver version from CuPy (0, an error, or no such call) and
+    no libcuda, the reason says there is no driver and no GPU; with libcuda reporting a version,
+    that version is named instead."""
+    err = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+    cp = fake_cupy(count_error=err)
+    if isinstance(cupy_says, Exception):
+        def boom():
+            raise cupy_says
+        cp.cuda.runtime.driverGetVersion = boom
+    elif cupy_says is not None:
+        cp.cuda.runtime.driverGetVersion = lambda: cupy_says
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    monkeypatch.setattr(backend, "libcuda_driver_version", lambda: None)
+    b = backend.detect(refresh=True)
+    assert b.mode == "cpu" and "no NVIDIA driver on this machine" in b.reason
+    assert "older" not in b.reason and "cudaErrorInsufficientDriver" in b.reason
+    monkeypatch.setattr(backend, "libcuda_driver_version", lambda: 12040)
+    b = backend.detect(refresh=True)
+    assert "CUDA 12.4" in b.reason and "older than the CUDA runtime" in b.reason
 
 
 def test_no_device(monkeypatch):
