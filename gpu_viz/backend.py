@@ -89,45 +89,77 @@ def _cpu(reason: str) -> Backend:
 
 def libcuda_driver_version() -> Optional[int]:
     """The NVIDIA driver's CUDA version from libcuda (``cuDriverGetVersion``, e.g. 12040), or
-    None when no driver library loads (a machine without an NVIDIA driver)."""
-    import ctypes
-
+    None when no driver library loads (a machine without an NVIDIA driver).  Never raises."""
+    try:
+        import ctypes
+    except Exception:  # a Python without _ctypes
+        return None
     for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
         try:
             lib = ctypes.CDLL(name)
-        except OSError:
-            continue
-        v = ctypes.c_int(0)
-        try:
+            v = ctypes.c_int(0)
             if lib.cuDriverGetVersion(ctypes.byref(v)) == 0 and v.value > 0:
-                return v.value
-        except Exception:
-            return None
+                return int(v.value)
+        except Exception:  # not there, or no cuDriverGetVersion in it: try the next name
+            continue
     return None
 
 
-def _driver_version(cupy) -> Optional[int]:
-    """The driver's CUDA version: CuPy's ``driverGetVersion`` (0 without a driver), else libcuda's."""
+def _positive_int(value) -> Optional[int]:
     try:
-        v = int(cupy.cuda.runtime.driverGetVersion())
-        if v > 0:
-            return v
+        v = int(value)
     except Exception:
-        pass
-    return libcuda_driver_version()
+        return None
+    return v if v > 0 else None
 
 
-def _explain_runtime_error(exc: BaseException, driver_version: Optional[int] = None) -> str:
-    """The CPU-mode reason for a CUDA runtime error; ``driver_version``: the driver's CUDA
-    version (e.g. 12040), None when no NVIDIA driver was found."""
+def driver_cuda_version(cupy=None) -> Optional[int]:
+    """The NVIDIA driver's CUDA version (e.g. 12040): CuPy's ``driverGetVersion`` (0 without a
+    driver) when ``cupy`` is given and answers, else :func:`libcuda_driver_version`; None when
+    no driver is found.  Never raises (the CPU-mode probe and the doctor both call it)."""
+    if cupy is not None:
+        try:
+            v = _positive_int(cupy.cuda.runtime.driverGetVersion())
+        except Exception:
+            v = None
+        if v:
+            return v
+    try:
+        return _positive_int(libcuda_driver_version())
+    except Exception:
+        return None
+
+
+def runtime_cuda_version(cupy) -> Optional[int]:
+    """The CUDA runtime version CuPy was built for (e.g. 12090), None if it does not say."""
+    try:
+        return _positive_int(cupy.cuda.runtime.runtimeGetVersion())
+    except Exception:
+        return None
+
+
+def _cuda(v: int) -> str:
+    return f"CUDA {v // 1000}.{v % 1000 // 10}"
+
+
+def _explain_runtime_error(exc: BaseException, cupy=None) -> str:
+    """The CPU-mode reason for a CUDA runtime error.  ``cupy``: asked for the driver's and the
+    runtime's CUDA versions when the error is cudaErrorInsufficientDriver (None: not known)."""
     text = f"{type(exc).__name__}: {exc}"
     if "InsufficientDriver" in text or "insufficient" in text.lower():
         # the runtime reports the same error with no driver at all (a machine or a Colab
         # runtime without a GPU) and with a driver too old for it: say which one this is
-        if not driver_version:
+        if cupy is None:
+            return ("the NVIDIA driver is missing or older than the CUDA runtime CuPy was built for "
+                    f"[{text}]")
+        driver, runtime = driver_cuda_version(cupy), runtime_cuda_version(cupy)
+        if not driver:
             return f"no NVIDIA driver on this machine, so no GPU to run on [{text}]"
-        return (f"the NVIDIA driver (CUDA {driver_version // 1000}.{driver_version % 1000 // 10}) is older "
-                f"than the CUDA runtime CuPy was built for [{text}]")
+        if runtime and driver < runtime:
+            return (f"the NVIDIA driver ({_cuda(driver)}) is older than the CUDA runtime CuPy was built "
+                    f"for ({_cuda(runtime)}) [{text}]")
+        return (f"the NVIDIA driver ({_cuda(driver)}) is insufficient for the CUDA runtime CuPy was built "
+                f"for{f' ({_cuda(runtime)})' if runtime else ''} [{text}]")
     if "NoDevice" in text or "no CUDA-capable device" in text:
         return f"no CUDA-capable GPU is visible to this process [{text}]"
     if "libcuda" in text or "driver" in text.lower():
@@ -157,7 +189,7 @@ def _probe() -> Backend:
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:
-        return _cpu(_explain_runtime_error(exc, _driver_version(cupy)))
+        return _cpu(_explain_runtime_error(exc, cupy))
     if count < 1:
         return _cpu("the CUDA runtime reports no GPU")
     try:
@@ -167,7 +199,7 @@ def _probe() -> Backend:
         name = name.decode() if isinstance(name, bytes) else str(name)
         cc = (int(props["major"]), int(props["minor"]))
     except Exception as exc:
-        return _cpu(_explain_runtime_error(exc))
+        return _cpu(_explain_runtime_error(exc, cupy))
     try:
         module = cupy.RawModule(code=_PROBE_SOURCE, options=("-std=c++17",))
         kernel = module.get_function("gpu_viz_probe")

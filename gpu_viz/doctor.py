@@ -105,8 +105,9 @@ def _cuda_version(v: Optional[int]) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-#: The driver's CUDA version from libcuda, None without a driver (shared with the backend's probe).
-_libcuda_driver_version = backend.libcuda_driver_version
+def _libcuda_driver_version():
+    """The driver's CUDA version from libcuda, None without a driver (the backend's probe)."""
+    return backend.libcuda_driver_version()
 
 
 def _import(name):
@@ -142,15 +143,14 @@ def diagnose(show: bool = False) -> Report:
     nvrtc_text = "unknown (CuPy missing)"
     if cupy is not None:
         items.append(Item("CuPy", getattr(cupy, "__version__", "?"), True))
-        runtime = getattr(getattr(cupy, "cuda", None), "runtime", None)
-        driver_v, _ = _call(runtime.driverGetVersion) if runtime else (None, "")
-        runtime_v, _ = _call(runtime.runtimeGetVersion) if runtime else (None, "")
+        # read as the backend's verdict reads them (positive ints, else none)
+        driver_v = backend.driver_cuda_version(cupy)
+        runtime_v = backend.runtime_cuda_version(cupy)
         nvrtc = getattr(getattr(cupy, "cuda", None), "nvrtc", None)
         got, err = _call(nvrtc.getVersion) if nvrtc else (None, "cupy.cuda.nvrtc missing")
         nvrtc_text = ".".join(map(str, got)) if got else f"unavailable ({err[:200]})"
     else:
         items.append(Item("CuPy", cupy_err, False))
-    if not driver_v:
         driver_v = _libcuda_driver_version()
     items.append(Item("NVIDIA driver (CUDA)", _cuda_version(driver_v) if driver_v else "no driver found",
                       bool(driver_v) if b.mode == backend.CPU else True))
@@ -227,12 +227,17 @@ def _advise(b, have_cupy, driver_v, runtime_v, nvrtc_text, torch):
         first = ("This runtime has no GPU (a CPU runtime reports cudaErrorInsufficientDriver or no device)."
                  if colab or insufficient else "No NVIDIA GPU is visible to this process.")
         fix = (f"On Colab: {COLAB_GPU_STEPS}." if colab else
+               "No NVIDIA driver was found: if this machine has an NVIDIA GPU, install its driver "
+               "(`nvidia-smi` should then list the GPU); otherwise run the course on a GPU machine or "
+               "Colab." if not driver_v else
                "Check that `nvidia-smi` lists a GPU and that CUDA_VISIBLE_DEVICES does not hide it.")
         return "cpu-runtime", [first, fix, cpu_note]
     if insufficient or (runtime_v and driver_v < runtime_v):
         wheel = CUPY_WHEELS.get(driver_v // 1000, "cupy-cuda12x")
+        relation = ("older than" if runtime_v and driver_v < runtime_v else
+                    "which the runtime reports as insufficient for")  # e.g. a broken driver install
         return "driver-too-old", [
-            f"The NVIDIA driver supports CUDA {_cuda_version(driver_v)}, older than the CUDA runtime "
+            f"The NVIDIA driver supports CUDA {_cuda_version(driver_v)}, {relation} the CUDA runtime "
             f"{_cuda_version(runtime_v)} CuPy was built for (cudaErrorInsufficientDriver). Update the driver "
             f"(any driver for CUDA {_cuda_version(runtime_v)} or newer), or install the CuPy built for your "
             f"driver: `pip uninstall -y cupy-cuda11x cupy-cuda12x cupy-cuda13x && pip install {wheel}`.",

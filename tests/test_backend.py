@@ -89,11 +89,16 @@ def test_insufficient_driver_is_cpu_mode(monkeypatch):
     err = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
     cp = fake_cupy(count_error=err)
     cp.cuda.runtime.driverGetVersion = lambda: 11080
+    cp.cuda.runtime.runtimeGetVersion = lambda: 12090
     monkeypatch.setitem(sys.modules, "cupy", cp)
     b = backend.detect(refresh=True)
     assert b.mode == "cpu"
-    assert "older than the CUDA runtime" in b.reason and "CUDA 11.8" in b.reason
+    assert "older than the CUDA runtime" in b.reason and "CUDA 11.8" in b.reason and "CUDA 12.9" in b.reason
     assert "cudaErrorInsufficientDriver" in b.reason and "no NVIDIA driver" not in b.reason
+    # a driver the runtime calls insufficient although it is newer (a broken install): not "older"
+    cp.cuda.runtime.driverGetVersion = lambda: 13000
+    b = backend.detect(refresh=True)
+    assert "older" not in b.reason and "insufficient for the CUDA runtime" in b.reason and "CUDA 13.0" in b.reason
 
 
 @pytest.mark.parametrize("cupy_says", [0, RuntimeError("no driver"), None])
@@ -118,7 +123,32 @@ def test_insufficient_driver_without_any_driver_says_no_driver(monkeypatch, cupy
     assert "older" not in b.reason and "cudaErrorInsufficientDriver" in b.reason
     monkeypatch.setattr(backend, "libcuda_driver_version", lambda: 12040)
     b = backend.detect(refresh=True)
-    assert "CUDA 12.4" in b.reason and "older than the CUDA runtime" in b.reason
+    assert "CUDA 12.4" in b.reason and "no NVIDIA driver" not in b.reason
+
+
+def test_device_properties_failing_after_a_device_count_is_not_no_driver(monkeypatch):
+    """getDeviceCount found a GPU, then getDeviceProperties raised cudaErrorInsufficientDriver:
+    the reason must not say there is no driver when one answered (it names its version)."""
+    err = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+    cp = fake_cupy()
+    cp.cuda.runtime.driverGetVersion = lambda: 12040
+    def boom(i):
+        raise err
+    cp.cuda.runtime.getDeviceProperties = boom
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    b = backend.detect(refresh=True)
+    assert b.mode == "cpu" and "no NVIDIA driver" not in b.reason and "CUDA 12.4" in b.reason
+
+
+def test_detect_never_raises_when_the_driver_probe_does(monkeypatch):
+    """The driver-version probe runs inside the probe's error path: if it raised, detect() would."""
+    err = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(count_error=err))
+    def boom():
+        raise ImportError("No module named '_ctypes'")
+    monkeypatch.setattr(backend, "libcuda_driver_version", boom)
+    b = backend.detect(refresh=True)
+    assert b.mode == "cpu" and "no NVIDIA driver on this machine" in b.reason
 
 
 def test_no_device(monkeypatch):

@@ -72,6 +72,7 @@ def env(monkeypatch):
     monkeypatch.delenv(backend.FORCE_CPU_ENV, raising=False)
     monkeypatch.delenv("COLAB_RELEASE_TAG", raising=False)
     monkeypatch.setattr(doctor, "_libcuda_driver_version", lambda: None)
+    monkeypatch.setattr(backend, "libcuda_driver_version", lambda: None)  # the verdict's probe too
 
     def install(module, colab=False):
         monkeypatch.setitem(sys.modules, "cupy", module)
@@ -190,3 +191,39 @@ def test_doctor_on_this_machine_never_raises():
     assert rep.mode in ("cpu", "gpu") and rep.items
     if rep.mode == "cpu":
         assert rep.advice
+
+
+def test_cpu_runtime_without_a_driver_says_install_one(env):
+    """No driver at all (CuPy's driverGetVersion 0, no libcuda), not on Colab: the verdict and
+    the advice both say there is no driver (not 'check nvidia-smi')."""
+    err = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
+    env(fake_cupy(count_error=err, driver=0))
+    rep = doctor.report(show=False)
+    assert rep.problem == "cpu-runtime"
+    assert "no NVIDIA driver on this machine" in rep.reason
+    assert "No NVIDIA driver was found" in " ".join(rep.advice)
+
+
+@pytest.mark.parametrize("driver", [-1, float("nan"), "12040", None])
+def test_odd_driver_versions_read_as_the_backend_reads_them(env, driver):
+    """Bug class: the doctor and the backend's verdict reading driverGetVersion differently (a
+    negative or NaN value printed as 'CUDA -1.99', a string crashing _cuda_version).  Both go
+    through backend.driver_cuda_version: positive ints, else no driver."""
+    err = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
+    env(fake_cupy(count_error=err, driver=driver))
+    rep = doctor.report(show=False)
+    items = {i.name: i.value for i in rep.items}
+    if driver == "12040":
+        assert items["NVIDIA driver (CUDA)"] == "12.4" and rep.problem == "driver-too-old"
+    else:
+        assert items["NVIDIA driver (CUDA)"] == "no driver found" and rep.problem == "cpu-runtime"
+        assert "no NVIDIA driver on this machine" in rep.reason
+
+
+def test_insufficient_driver_newer_than_the_runtime_is_not_called_older(env):
+    err = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
+    env(fake_cupy(count_error=err, driver=13000, runtime=12090))
+    rep = doctor.report(show=False)
+    advice = " ".join(rep.advice)
+    assert rep.problem == "driver-too-old" and "older than" not in advice and "insufficient" in advice
+    assert "older" not in rep.reason and "CUDA 13.0" in rep.reason and "CUDA 12.9" in rep.reason

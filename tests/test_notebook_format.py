@@ -129,6 +129,13 @@ def test_set_repo_rewrites_badge_and_install_cell(tmp_path):
     "timing method. Here, measured live, against stronger baselines:",
     "5. The live speed-up: eager, `F.rms_norm`, `torch.compile`",
     "checked against float64 and timed live against its baselines.",
+    "checked against float64 and timed\nlive against its baselines.",   # hard-wrapped markdown
+    "Measurements are live on this GPU.",
+    "The numbers below are live.",
+    "Each provider is benchmarked live.",
+    "The live results, on this GPU:",
+    "A live-timed comparison",
+    "Timed live against the seed's recorded H100 numbers.",               # 'recorded' is not CPU mode
 ])
 def test_rules_catch_a_live_claim_without_cpu_mode(text):
     """Bug class: markdown that says the numbers are measured live, shown unchanged in CPU mode
@@ -145,7 +152,9 @@ def test_rules_catch_a_live_claim_without_cpu_mode(text):
 
 
 @pytest.mark.parametrize("text", ["kernel parameters live in the constant bank",
-                                  "one keeping 64 values live:", "Live only (needs a running kernel)"])
+                                  "one keeping 64 values live:", "Live only (needs a running kernel)",
+                                  "The tables live in `benchmarks/results/`.",
+                                  "The timing helpers live in `gpu_viz/bench.py`."])
 def test_live_rule_leaves_other_senses_of_live_alone(text):
     def put(nb):
         nb.cells[3].cell_type = "markdown"
@@ -153,3 +162,20 @@ def test_live_rule_leaves_other_senses_of_live_alone(text):
         nb.cells[3].pop("outputs", None)
         nb.cells[3].pop("execution_count", None)
     assert _broken(put) == []
+
+
+def test_live_rule_reads_list_sources_and_missing_sources():
+    """Bug class: a check that assumes a cell's source is one string.  A notebook loaded with
+    nbformat.from_dict keeps each cell's source as a list of lines (and a hand-made cell may have
+    none): every rule joins the lines, flags the claim, never raises."""
+    import json
+
+    nb = nbformat.from_dict(json.loads(SELFTEST.read_text()))
+    assert all(isinstance(c.source, list) for c in nb.cells[:3])
+    assert strip_notebooks.check_notebook(nb, SELFTEST.name) == []
+    nb.cells[3] = nbformat.from_dict({"cell_type": "markdown", "id": "live-claim", "metadata": {"slideshow": {"slide_type": "-"}},
+                                      "source": ["## 3. The same table,\n", "live"]})
+    assert any("cell 3 says" in p for p in strip_notebooks.check_notebook(nb, SELFTEST.name))
+    nb.cells[3] = nbformat.from_dict({"cell_type": "markdown", "id": "live-claim", "metadata": {"slideshow": {"slide_type": "-"}}})
+    problems = strip_notebooks.check_notebook(nb, SELFTEST.name)
+    assert not any("cell 3 says" in p for p in problems)
