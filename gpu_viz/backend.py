@@ -138,8 +138,11 @@ def runtime_cuda_version(cupy) -> Optional[int]:
         return None
 
 
-def _cuda(v: int) -> str:
-    return f"CUDA {v // 1000}.{v % 1000 // 10}"
+def cuda_version_text(v: Optional[int]) -> str:
+    """A CUDA version number as text: 12040 -> "12.4"; "none" for 0 / None."""
+    if not v:
+        return "none"
+    return f"{v // 1000}.{(v % 1000) // 10}"
 
 
 def _explain_runtime_error(exc: BaseException, cupy=None) -> str:
@@ -156,10 +159,10 @@ def _explain_runtime_error(exc: BaseException, cupy=None) -> str:
         if not driver:
             return f"no NVIDIA driver on this machine, so no GPU to run on [{text}]"
         if runtime and driver < runtime:
-            return (f"the NVIDIA driver ({_cuda(driver)}) is older than the CUDA runtime CuPy was built "
-                    f"for ({_cuda(runtime)}) [{text}]")
-        return (f"the NVIDIA driver ({_cuda(driver)}) is insufficient for the CUDA runtime CuPy was built "
-                f"for{f' ({_cuda(runtime)})' if runtime else ''} [{text}]")
+            return (f"the NVIDIA driver (CUDA {cuda_version_text(driver)}) is older than the CUDA runtime CuPy was built "
+                    f"for (CUDA {cuda_version_text(runtime)}) [{text}]")
+        return (f"the NVIDIA driver (CUDA {cuda_version_text(driver)}) is insufficient for the CUDA runtime CuPy was built "
+                f"for{f' (CUDA {cuda_version_text(runtime)})' if runtime else ''} [{text}]")
     if "NoDevice" in text or "no CUDA-capable device" in text:
         return f"no CUDA-capable GPU is visible to this process [{text}]"
     if "libcuda" in text or "driver" in text.lower():

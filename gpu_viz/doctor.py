@@ -98,16 +98,7 @@ class Report:
 
 
 # ----------------------------------------------------------------------------- probes (each guarded)
-def _cuda_version(v: Optional[int]) -> str:
-    """12040 -> "12.4"."""
-    if not v:
-        return "none"
-    return f"{v // 1000}.{(v % 1000) // 10}"
-
-
-def _libcuda_driver_version():
-    """The driver's CUDA version from libcuda, None without a driver (the backend's probe)."""
-    return backend.libcuda_driver_version()
+_cuda_version = backend.cuda_version_text  # 12040 -> "12.4"
 
 
 def _import(name):
@@ -139,19 +130,18 @@ def diagnose(show: bool = False) -> Report:
                          Item("Colab", "yes" if in_colab() else "no")]
 
     cupy, cupy_err = _import("cupy")
-    driver_v = runtime_v = None
+    # read as the backend's verdict reads them: CuPy's answer, else libcuda's; positive ints, else None
+    driver_v = backend.driver_cuda_version(cupy)
+    runtime_v = None
     nvrtc_text = "unknown (CuPy missing)"
     if cupy is not None:
         items.append(Item("CuPy", getattr(cupy, "__version__", "?"), True))
-        # read as the backend's verdict reads them (positive ints, else none)
-        driver_v = backend.driver_cuda_version(cupy)
         runtime_v = backend.runtime_cuda_version(cupy)
         nvrtc = getattr(getattr(cupy, "cuda", None), "nvrtc", None)
         got, err = _call(nvrtc.getVersion) if nvrtc else (None, "cupy.cuda.nvrtc missing")
         nvrtc_text = ".".join(map(str, got)) if got else f"unavailable ({err[:200]})"
     else:
         items.append(Item("CuPy", cupy_err, False))
-        driver_v = _libcuda_driver_version()
     items.append(Item("NVIDIA driver (CUDA)", _cuda_version(driver_v) if driver_v else "no driver found",
                       bool(driver_v) if b.mode == backend.CPU else True))
     if cupy is not None:

@@ -80,6 +80,12 @@ def check_notebook(nb, filename: str) -> List[str]:
                 problems.append(f"cell {i} has outputs (commit notebooks stripped: scripts/strip_notebooks.py)")
             if cell.get("execution_count") is not None:
                 problems.append(f"cell {i} has an execution count")
+        elif cell.cell_type == "markdown":
+            source = _source(cell)
+            claim = LIVE_CLAIM_RE.search(source)
+            if claim and not CPU_MODE_RE.search(source):
+                problems.append(f"cell {i} says {claim.group(0)!r} but not what CPU mode shows "
+                                "(nothing timed; a committed record, labelled)")
         st = cell.get("metadata", {}).get("slideshow", {}).get("slide_type")
         if st not in SLIDE_TYPES:
             problems.append(f"cell {i} has no slideshow slide_type (got {st!r}; write cells with scripts/nbkit.py)")
@@ -103,13 +109,6 @@ def check_notebook(nb, filename: str) -> List[str]:
         problems.append("cell 2 does not call gpu_viz.banner()")
     if not any(c.metadata.get("slideshow", {}).get("slide_type") == "notes" for c in cells):
         problems.append("no speaker-notes cell (nbkit.notes)")
-    for i, cell in enumerate(cells):
-        if cell.get("cell_type") == "markdown":
-            source = _source(cell)
-            claim = LIVE_CLAIM_RE.search(source)
-            if claim and not CPU_MODE_RE.search(source):
-                problems.append(f"cell {i} says {claim.group(0)!r} but not what CPU mode shows "
-                                "(nothing timed; a committed record, labelled)")
     return problems
 
 

@@ -71,8 +71,7 @@ def env(monkeypatch):
     """Install a fake cupy (or None = not installed); no real driver; backend cache reset after."""
     monkeypatch.delenv(backend.FORCE_CPU_ENV, raising=False)
     monkeypatch.delenv("COLAB_RELEASE_TAG", raising=False)
-    monkeypatch.setattr(doctor, "_libcuda_driver_version", lambda: None)
-    monkeypatch.setattr(backend, "libcuda_driver_version", lambda: None)  # the verdict's probe too
+    monkeypatch.setattr(backend, "libcuda_driver_version", lambda: None)  # the doctor's and the verdict's probe
 
     def install(module, colab=False):
         monkeypatch.setitem(sys.modules, "cupy", module)
@@ -124,7 +123,7 @@ def test_driver_older_than_runtime(env):
 @pytest.mark.parametrize("driver, wheel", [(12040, "cupy-cuda12x"), (13000, "cupy-cuda13x"), (11080, "cupy-cuda11x")])
 def test_cupy_missing_names_the_wheel_for_the_driver(env, monkeypatch, driver, wheel):
     env(None)  # sys.modules["cupy"] = None: `import cupy` raises ImportError
-    monkeypatch.setattr(doctor, "_libcuda_driver_version", lambda: driver)
+    monkeypatch.setattr(backend, "libcuda_driver_version", lambda: driver)
     rep = doctor.report(show=False)
     assert rep.problem == "cupy-missing" and rep.mode == "cpu"
     assert f"pip install {wheel}" in rep.advice[0]
