@@ -219,7 +219,7 @@ def _advise(b, have_cupy, driver_v, runtime_v, nvrtc_text, torch):
         fix = (f"On Colab: {COLAB_GPU_STEPS}." if colab else
                "No NVIDIA driver was found: if this machine has an NVIDIA GPU, install its driver "
                "(`nvidia-smi` should then list the GPU); otherwise run the course on a GPU machine or "
-               "Colab." if not driver_v else
+               "Colab. Without a GPU the NVRTC row does not matter." if not driver_v else
                "Check that `nvidia-smi` lists a GPU and that CUDA_VISIBLE_DEVICES does not hide it.")
         return "cpu-runtime", [first, fix, cpu_note]
     if insufficient or (runtime_v and driver_v < runtime_v):
