@@ -77,6 +77,7 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
 // which scripts/explore_schedules.py does to time them; defaults = the shipped behaviour):
 //   load  0 ld.global   1 ld.global.cs (evict-first)   2 ld.global.L1::no_allocate
 //         3 .L1::no_allocate with an L2 evict_first policy (sm_80+; else 1)
+//         4 .L1::no_allocate with an L2 evict_last policy (sm_80+; else 2)
 //   store 0 st.global   1 st.global.cs (evict-first)   2 an L2 evict_first policy (sm_80+; else 1)
 // Chosen by measurement (H200, 2026-11-29, benchmarks/NOTES.md "Session 3").  Beyond L2 what
 // mattered was NOT loading x and gate .cs (the former rule for every size): gate 32768x8192
@@ -85,11 +86,24 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
 // rmsnorm best with store 2; the gate's store policies within 0.1 %: it stores plainly).
 // Within L2 the .cs rule stays: the gate at 512x4096 and 1024x8192 was ~5 % slower with
 // plain loads.
+// fp32 rmsnorm beyond L2: load 4 (x kept in L2 at evict_last priority, as inductor's first
+// pass loads it) + store 0 (session 6, 2026-11-30, benchmarks/NOTES.md "Session 6"), timed
+// at 4096x4096 only: this kernel 33.75 µs against 34.03 with 2/2 and torch.compile's 34.35
+// (explore_schedules, 2 input sets); in the record's harness 33.26 against compile's 33.74.
+// fp16/bf16 were within ~1 % either way (4/0 faster at 32768x8192, slower at 4096x4096), so
+// they keep 2/2.
 #ifndef RMSNORM_LOAD_POLICY
 #define RMSNORM_LOAD_POLICY 2
 #endif
 #ifndef RMSNORM_STORE_POLICY
 #define RMSNORM_STORE_POLICY 2
+#endif
+// fp32 rmsnorm has its own (defaults below; -D RMSNORM_LOAD_POLICY alone does not change it).
+#ifndef RMSNORM_F32_LOAD_POLICY
+#define RMSNORM_F32_LOAD_POLICY 4
+#endif
+#ifndef RMSNORM_F32_STORE_POLICY
+#define RMSNORM_F32_STORE_POLICY 0
 #endif
 #ifndef RMSNORM_GATE_LOAD_POLICY
 #define RMSNORM_GATE_LOAD_POLICY 0
@@ -106,13 +120,15 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
 #define RMSNORM_LD4(INSTR, u, p) \
     asm(INSTR " {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p))
 
-// An L2 evict_first cache policy (sm_80+), made once per thread and passed to the hinted
-// loads/stores (a createpolicy per access costs registers); 0 where unused.
-template <bool USED>
-__device__ __forceinline__ unsigned long long evict_first_policy() {
+// An L2 cache policy (sm_80+) for the hinted loads/stores, made once per thread (a
+// createpolicy per access costs registers): KIND 1 evict_first, 2 evict_last, 0 none (0).
+template <int KIND>
+__device__ __forceinline__ unsigned long long l2_policy() {
     unsigned long long pol = 0;
-    if constexpr (USED && RMSNORM_SM80)
+    if constexpr (KIND == 1 && RMSNORM_SM80)
         asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    if constexpr (KIND == 2 && RMSNORM_SM80)
+        asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
     return pol;
 }
 
@@ -135,11 +151,13 @@ __device__ __forceinline__ Pack<T, VEC> load_hinted(const T* p, unsigned long lo
             RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.v4.u32", u, p, fits);
         } else if constexpr (POLICY == 2) {
             RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.L1::no_allocate.v4.u32", u, p, fits);
-        } else if constexpr (POLICY == 3 && RMSNORM_SM80) {
+        } else if constexpr ((POLICY == 3 || POLICY == 4) && RMSNORM_SM80) {  // l2_policy: the host's
             asm("{\n\t.reg .pred q;\n\tsetp.ne.s32 q, %6, 0;\n\t"
                 "@q ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];\n\t"
                 "@!q ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n\t}"
                 : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(l2_policy), "r"(fits));
+        } else if constexpr (POLICY == 4) {  // before sm_80: as policy 2
+            RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.L1::no_allocate.v4.u32", u, p, fits);
         } else {
             RMSNORM_LD4("ld.global.cs.v4.u32", u, p);
         }
@@ -242,9 +260,10 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     // Cache policies (see "Cache-hinted loads" above): `fits_l2` (set by the host when x,
     // gate and y of the launch together fit in L2) selects .cs loads and plain stores, else
     // the op's LOAD / STORE policies -- by a predicate inside each access, no branch.
-    constexpr int LOAD = GATE ? RMSNORM_GATE_LOAD_POLICY : RMSNORM_LOAD_POLICY;
-    constexpr int STORE = GATE ? RMSNORM_GATE_STORE_POLICY : RMSNORM_STORE_POLICY;
-    const unsigned long long load_pol = evict_first_policy<LOAD == 3>();
+    constexpr bool F32 = sizeof(T) == 4;
+    constexpr int LOAD = GATE ? RMSNORM_GATE_LOAD_POLICY : F32 ? RMSNORM_F32_LOAD_POLICY : RMSNORM_LOAD_POLICY;
+    constexpr int STORE = GATE ? RMSNORM_GATE_STORE_POLICY : F32 ? RMSNORM_F32_STORE_POLICY : RMSNORM_STORE_POLICY;
+    const unsigned long long load_pol = l2_policy<LOAD == 3 ? 1 : LOAD == 4 ? 2 : 0>();
     Pack<T, VEC> px[CHUNKS], pg[CHUNKS], pw[CHUNKS];
     auto load_chunk = [&](int c, int j) {  // chunk c = vector j of the row: x, g, weight
         px[c] = load_hinted<LOAD, T, VEC>(xr + (long long)j * VEC, load_pol, fits_l2);
@@ -288,7 +307,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     }
     const float r = rsqrtf(__fdividef(total, (float)N) + eps);
     // phase 2: y = v * w * r, written once.
-    const unsigned long long store_pol = evict_first_policy<STORE == 2>();
+    const unsigned long long store_pol = l2_policy<STORE == 2 ? 1 : 0>();
     #pragma unroll
     for (int c = 0; c < CHUNKS; ++c) {
         const int j = t + c * nthreads;
@@ -360,14 +379,19 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __res
 #define RMSNORM_ARGS out, x, gate, w, M, N, x_stride, gate_stride, eps, fits_l2
 
 // launch bounds: warp variant 4 rows (128 threads) per block; block variant up to 1024
-// threads for EPT <= 16 (<= 64 registers) and up to 512 threads for EPT 32.
+// threads for EPT <= 16 (<= 64 registers) and up to 512 threads for EPT 32.  The warp
+// variant's block can be set with -DWARP_BLOCK_THREADS (a multiple of 32, <= 1024) for
+// experiments only (gpu_viz.ops launches 128): 8-32 rows per block gained at most 0.5 % and
+// lost up to 13 % on the H200 (benchmarks/NOTES.md "Session 6").
+#ifndef WARP_BLOCK_THREADS
 #define WARP_BLOCK_THREADS 128
+#endif
 #define BLOCK_MAX_THREADS(EPT) ((EPT) >= 32 ? 512 : 1024)
 // minimum resident blocks per SM asked of ptxas: the 16-byte EPT 8 kernels (one or two
 // vectors per thread, what the chooser picks for N <= 1024 * VEC) get 2 blocks of 1024 /
 // 16 warp-blocks of 128 = 2048 threads per SM, i.e. <= 32 registers: full occupancy.
 #define BLOCK_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 2 : 1)
-#define WARP_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 16 : 1)
+#define WARP_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 2048 / WARP_BLOCK_THREADS : 1)
 #define WIDE_THREADS 1024
 
 #define DEF_WARP(OP, GATE, DT, T, VEC, EPT)                                                     \

@@ -3,6 +3,7 @@ benchmarks/NOTES.md, not a record).
 
 Usage:
   python scripts/explore_schedules.py variants OUTDIR [--only TEXT] [--recycled-output] [--rounds N]
+                                                      [--combos L/S,...] [--no-configs]
       cache-policy variants vs torch.compile (and Liger), interleaved rounds; also writes
       inductor's generated code and the configs its autotuner chose (inductor_*.py / .json)
   python scripts/explore_schedules.py floor OUTDIR      # 128x4096: empty / copy / ours, cold and hot L2
@@ -33,6 +34,10 @@ _ap.add_argument("--only", default="", help="variants: only the cases whose labe
                  "e.g. 'rmsnorm 4096x4096 float32'")
 _ap.add_argument("--recycled-output", action="store_true",
                  help="variants: a fresh output per call (as the bench harness), not preallocated ones")
+_ap.add_argument("--combos", default="",
+                 help="variants: only these load/store policy pairs, e.g. '2/2,4/0' (default: all)")
+_ap.add_argument("--no-configs", action="store_true",
+                 help="variants: skip the other block sizes (the default config's only)")
 _args = _ap.parse_args()
 if _args.rounds < 1:
     _ap.error(f"--rounds must be >= 1, got {_args.rounds}")
@@ -59,6 +64,14 @@ CASES = [
     ("rmsnorm_gate", 16384, 4096, "float16", 1),
     ("rmsnorm", 4096, 4096, "float32", 2),
     ("rmsnorm", 32768, 8192, "float16", 1),
+    ("rmsnorm", 16384, 4096, "float16", 1),
+    ("rmsnorm", 16384, 4096, "bfloat16", 1),
+    ("rmsnorm", 4096, 4096, "float16", 3),
+    ("rmsnorm_gate", 4096, 4096, "float16", 2),
+    ("rmsnorm", 16384, 4096, "float32", 1),
+    ("rmsnorm", 8192, 8192, "float32", 1),
+    ("rmsnorm", 131072, 256, "float32", 1),
+    ("rmsnorm", 2048, 16384, "float32", 2),
 ]
 
 
@@ -165,11 +178,16 @@ if _args.part == "variants":
         combos = {"former: load 1 (.cs) + store 0": (1, 0), "load 0 + store 0": (0, 0),
                   "load 0 + store 1": (0, 1), "load 0 + store 2": (0, 2), "load 2 + store 1": (2, 1),
                   "load 2 + store 2": (2, 2), "load 3 + store 2": (3, 2), "load 2 + store 0": (2, 0),
-                  "load 3 + store 0": (3, 0)}
+                  "load 3 + store 0": (3, 0), "load 4 + store 0": (4, 0), "load 4 + store 2": (4, 2)}
+        wanted = {tuple(int(v) for v in c.split("/")) for c in _args.combos.split(",") if c}
         for name, (L, S) in combos.items():
-            vs[name] = dict(block=base[0], ept=base[1],
-                            options=(f"-D{prefix}LOAD_POLICY={L}", f"-D{prefix}STORE_POLICY={S}"))
-        if cfg.variant == "block":  # the other block sizes this row could launch with
+            if wanted and (L, S) not in wanted:
+                continue
+            opts = (f"-D{prefix}LOAD_POLICY={L}", f"-D{prefix}STORE_POLICY={S}")
+            if op == "rmsnorm":  # fp32 rmsnorm has its own policy macros
+                opts += (f"-DRMSNORM_F32_LOAD_POLICY={L}", f"-DRMSNORM_F32_STORE_POLICY={S}")
+            vs[name] = dict(block=base[0], ept=base[1], options=opts)
+        if cfg.variant == "block" and not _args.no_configs:  # the other block sizes this row could launch with
             vec = ops.DTYPES[dt][2]
             for e in ops.EPT_CHOICES:
                 threads = (N // vec) // (e // vec)
@@ -201,9 +219,12 @@ if _args.part == "variants":
         nbytes = ops.bytes_moved(M, N, dt, gate=op == "rmsnorm_gate")
         k = max(count, 4)
         res = {n: [] for n in fns}
-        for r in range(_args.rounds):
-            for n, fn in fns.items():
-                res[n].append(bench.time_graph(fn, reps=30, warmup=3, calls_per_graph=k).median_us)
+        names = list(fns)
+        for r in range(_args.rounds):  # rotated order (and reversed every other round): no
+            # variant always runs straight after the same one (L2 residue, see NOTES session 5)
+            order = names[r % len(names):] + names[:r % len(names)]
+            for n in (order if r % 2 == 0 else order[::-1]):
+                res[n].append(bench.time_graph(fns[n], reps=30, warmup=3, calls_per_graph=k).median_us)
         title = f"{op} {M}x{N} {dt}"
         log(f"\n{title}: median µs per round; GB/s at the median of rounds")
         summary[title] = {}

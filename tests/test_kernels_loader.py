@@ -144,7 +144,7 @@ def test_only_kernel_dir_files_are_read(bad):
 
 @needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
-@pytest.mark.parametrize("load, store", [(0, 0), (1, 1), (2, 2), (3, 2)])
+@pytest.mark.parametrize("load, store", [(0, 0), (1, 1), (2, 2), (3, 2), (4, 0), (4, 2)])
 def test_rmsnorm_cache_policies_build_for_both_ops(arch, load, store):
     """Every cache-hint policy of rmsnorm_gate.cu (scripts/explore_schedules.py times them)
     builds for T4 (sm_75: the sm_80-only policies fall back to .cs) and H100/H200, for both
