@@ -73,8 +73,10 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
 //     otherwise: the op's LOAD_POLICY / STORE_POLICY below.
 //   Selected by a predicate inside each access (no branch; a row's loads still issue back
 //   to back).
-// Policies, per op (RMSNORM_* for rmsnorm, RMSNORM_GATE_* for rmsnorm_gate; -D to override,
-// which scripts/explore_schedules.py does to time them; defaults = the shipped behaviour):
+// Policies (RMSNORM_GATE_* for rmsnorm_gate; RMSNORM_F32_BLOCK_* for fp32 rmsnorm's block
+// variant; RMSNORM_* for the rest of rmsnorm: fp16/bf16, and fp32's warp variant.  -D to
+// override, which scripts/explore_schedules.py does to time them; defaults = the shipped
+// behaviour):
 //   load  0 ld.global   1 ld.global.cs (evict-first)   2 ld.global.L1::no_allocate
 //         3 .L1::no_allocate with an L2 evict_first policy (sm_80+; else 1)
 //         4 .L1::no_allocate with an L2 evict_last policy (sm_80+; else 2)
@@ -83,27 +85,31 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
 // mattered was NOT loading x and gate .cs (the former rule for every size): gate 32768x8192
 // fp16 395.0 -> 370.2 µs, 16384x4096 101.5 -> 92.7, fp32 rmsnorm 4096x4096 36.0 -> 34.1,
 // rmsnorm 32768x8192 fp16 265.1 -> 259.9; the other combinations were within ~1 % (fp32
-// rmsnorm best with store 2; the gate's store policies within 0.1 %: it stores plainly).
+// rmsnorm then best with store 2 -- superseded for its block variant below; the gate's store
+// policies within 0.1 %: it stores plainly).
 // Within L2 the .cs rule stays: the gate at 512x4096 and 1024x8192 was ~5 % slower with
 // plain loads.
-// fp32 rmsnorm beyond L2: load 4 (x kept in L2 at evict_last priority, as inductor's first
-// pass loads it) + store 0 (session 6, 2026-11-30, benchmarks/NOTES.md "Session 6"), timed
-// at 4096x4096 only: this kernel 33.75 µs against 34.03 with 2/2 and torch.compile's 34.35
-// (explore_schedules, 2 input sets); in the record's harness 33.26 against compile's 33.74.
-// fp16/bf16 were within ~1 % either way (4/0 faster at 32768x8192, slower at 4096x4096), so
-// they keep 2/2.
+// fp32 rmsnorm's block variant beyond L2: load 4 (x kept in L2 at evict_last priority, as
+// inductor's first pass loads it) + store 0 (session 6, 2026-11-30, benchmarks/NOTES.md
+// "Session 6"): 4096x4096 33.7-33.8 µs against 33.9-34.0 with 2/2 and torch.compile's
+// 34.2-34.4 (explore_schedules, 2 input sets), in the record's harness 33.26 against
+// compile's 33.74; 16384x4096 and 8192x8192 0.1-2 % faster than 2/2, 2048x16384 the same.
+// fp32's warp variant keeps 2/2 (131072x256: 63.8-64.0 µs against 64.9-65.0 with 4/0), and
+// so do fp16/bf16 (4/0 faster at 32768x8192, slower at 16384x4096 and 4096x4096).
+// On sm_75 policy 4 is policy 2 and store 0 is plain (not .cs): not measured there.
 #ifndef RMSNORM_LOAD_POLICY
 #define RMSNORM_LOAD_POLICY 2
 #endif
 #ifndef RMSNORM_STORE_POLICY
 #define RMSNORM_STORE_POLICY 2
 #endif
-// fp32 rmsnorm has its own (defaults below; -D RMSNORM_LOAD_POLICY alone does not change it).
-#ifndef RMSNORM_F32_LOAD_POLICY
-#define RMSNORM_F32_LOAD_POLICY 4
+// fp32 rmsnorm's block variant has its own (RMSNORM_F32_BLOCK_*; -D RMSNORM_LOAD_POLICY alone
+// does not change it); its warp variant uses RMSNORM_*.
+#ifndef RMSNORM_F32_BLOCK_LOAD_POLICY
+#define RMSNORM_F32_BLOCK_LOAD_POLICY 4
 #endif
-#ifndef RMSNORM_F32_STORE_POLICY
-#define RMSNORM_F32_STORE_POLICY 0
+#ifndef RMSNORM_F32_BLOCK_STORE_POLICY
+#define RMSNORM_F32_BLOCK_STORE_POLICY 0
 #endif
 #ifndef RMSNORM_GATE_LOAD_POLICY
 #define RMSNORM_GATE_LOAD_POLICY 0
@@ -142,7 +148,7 @@ __device__ __forceinline__ unsigned long long l2_policy() {
 // POLICY: a load policy above for x and gate (ld.global.cs instead where `fits` != 0); -1 for
 // the weight (ld.global.nc).
 template <int POLICY, typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_hinted(const T* p, unsigned long long l2_policy, int fits) {
+__device__ __forceinline__ Pack<T, VEC> load_hinted(const T* p, unsigned long long pol, int fits) {
     if constexpr (sizeof(Pack<T, VEC>) == 16) {
         uint4 u;
         if constexpr (POLICY == -1) {
@@ -151,11 +157,11 @@ __device__ __forceinline__ Pack<T, VEC> load_hinted(const T* p, unsigned long lo
             RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.v4.u32", u, p, fits);
         } else if constexpr (POLICY == 2) {
             RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.L1::no_allocate.v4.u32", u, p, fits);
-        } else if constexpr ((POLICY == 3 || POLICY == 4) && RMSNORM_SM80) {  // l2_policy: the host's
+        } else if constexpr ((POLICY == 3 || POLICY == 4) && RMSNORM_SM80) {  // pol: l2_policy<1 or 2>
             asm("{\n\t.reg .pred q;\n\tsetp.ne.s32 q, %6, 0;\n\t"
                 "@q ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];\n\t"
                 "@!q ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n\t}"
-                : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(l2_policy), "r"(fits));
+                : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(pol), "r"(fits));
         } else if constexpr (POLICY == 4) {  // before sm_80: as policy 2
             RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.L1::no_allocate.v4.u32", u, p, fits);
         } else {
@@ -171,7 +177,7 @@ __device__ __forceinline__ Pack<T, VEC> load_hinted(const T* p, unsigned long lo
 
 // POLICY: a store policy above (a plain st.global instead where `fits` != 0).
 template <int POLICY, typename T, int VEC>
-__device__ __forceinline__ void store_hinted(T* p, const Pack<T, VEC>& v, unsigned long long l2_policy,
+__device__ __forceinline__ void store_hinted(T* p, const Pack<T, VEC>& v, unsigned long long pol,
                                              int fits) {
     if constexpr (sizeof(Pack<T, VEC>) == 16 && POLICY != 0) {
         const uint4 u = *reinterpret_cast<const uint4*>(&v);
@@ -179,7 +185,7 @@ __device__ __forceinline__ void store_hinted(T* p, const Pack<T, VEC>& v, unsign
             asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.s32 q, %6, 0;\n\t"
                          "@q st.global.v4.u32 [%0], {%1, %2, %3, %4};\n\t"
                          "@!q st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;\n\t}"
-                         :: "l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "l"(l2_policy), "r"(fits)
+                         :: "l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "l"(pol), "r"(fits)
                          : "memory");
         } else {
             asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.s32 q, %5, 0;\n\t"
@@ -260,9 +266,9 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     // Cache policies (see "Cache-hinted loads" above): `fits_l2` (set by the host when x,
     // gate and y of the launch together fit in L2) selects .cs loads and plain stores, else
     // the op's LOAD / STORE policies -- by a predicate inside each access, no branch.
-    constexpr bool F32 = sizeof(T) == 4;
-    constexpr int LOAD = GATE ? RMSNORM_GATE_LOAD_POLICY : F32 ? RMSNORM_F32_LOAD_POLICY : RMSNORM_LOAD_POLICY;
-    constexpr int STORE = GATE ? RMSNORM_GATE_STORE_POLICY : F32 ? RMSNORM_F32_STORE_POLICY : RMSNORM_STORE_POLICY;
+    constexpr bool F32_BLOCK = sizeof(T) == 4 && !WARP_ROW;
+    constexpr int LOAD = GATE ? RMSNORM_GATE_LOAD_POLICY : F32_BLOCK ? RMSNORM_F32_BLOCK_LOAD_POLICY : RMSNORM_LOAD_POLICY;
+    constexpr int STORE = GATE ? RMSNORM_GATE_STORE_POLICY : F32_BLOCK ? RMSNORM_F32_BLOCK_STORE_POLICY : RMSNORM_STORE_POLICY;
     const unsigned long long load_pol = l2_policy<LOAD == 3 ? 1 : LOAD == 4 ? 2 : 0>();
     Pack<T, VEC> px[CHUNKS], pg[CHUNKS], pw[CHUNKS];
     auto load_chunk = [&](int c, int j) {  // chunk c = vector j of the row: x, g, weight
@@ -380,9 +386,10 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __res
 
 // launch bounds: warp variant 4 rows (128 threads) per block; block variant up to 1024
 // threads for EPT <= 16 (<= 64 registers) and up to 512 threads for EPT 32.  The warp
-// variant's block can be set with -DWARP_BLOCK_THREADS (a multiple of 32, <= 1024) for
-// experiments only (gpu_viz.ops launches 128): 8-32 rows per block gained at most 0.5 % and
-// lost up to 13 % on the H200 (benchmarks/NOTES.md "Session 6").
+// variant's block can be set with -DWARP_BLOCK_THREADS (a multiple of 32 from 64 to 1024) for
+// experiments with its EPT-8 kernels only (gpu_viz.ops launches 128; at 512 and 1024 threads
+// the EPT-32 warp kernels spill): 8-32 rows per block gained at most 0.5 % and lost up to
+// 13 % on the H200 (benchmarks/NOTES.md "Session 6").
 #ifndef WARP_BLOCK_THREADS
 #define WARP_BLOCK_THREADS 128
 #endif

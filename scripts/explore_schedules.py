@@ -10,7 +10,8 @@ Usage:
   ncu --profile-from-start off ... python scripts/explore_schedules.py ncu OUTDIR
       compile's kernel and ours, each launched once between cudaProfilerStart/Stop
 
-Variants are the kernel file's cache policies (RMSNORM[_GATE]_LOAD_POLICY / _STORE_POLICY, see
+Variants are the kernel file's cache policies (RMSNORM[_GATE]_LOAD_POLICY / _STORE_POLICY, and
+RMSNORM_F32_BLOCK_* for fp32 rmsnorm's block variant, set to the same pair; see
 "Cache-hinted loads" in kernels/rmsnorm_gate.cu), each compiled with NVRTC and launched directly
 (the `fits_l2` argument as gpu_viz.ops computes it), timed with ``gpu_viz.bench.time_graph`` in
 interleaved rounds next to ``torch.compile`` of the eager expression (the bench harness's
@@ -18,7 +19,7 @@ interleaved rounds next to ``torch.compile`` of the eager expression (the bench 
 ``--recycled-output`` a fresh ``torch.empty`` per call instead, as the bench harness's calls get
 (inside a CUDA graph every call then writes the same pool block).  Every variant's output is
 checked against the float64 reference first (``benchmarks.check_rows``, NaN-poisoned output).
-Raw outputs of the 2026-11-29 runs: benchmarks/results/explore/.
+Raw outputs of the runs (2026-11-29 and 2026-11-30): benchmarks/results/explore/.
 """
 import argparse
 import json
@@ -41,6 +42,18 @@ _ap.add_argument("--no-configs", action="store_true",
 _args = _ap.parse_args()
 if _args.rounds < 1:
     _ap.error(f"--rounds must be >= 1, got {_args.rounds}")
+# (load, store) policies of kernels/rmsnorm_gate.cu that `variants` times (see "Cache-hinted loads")
+COMBOS = {"former: load 1 (.cs) + store 0": (1, 0), "load 0 + store 0": (0, 0),
+          "load 0 + store 1": (0, 1), "load 0 + store 2": (0, 2), "load 2 + store 1": (2, 1),
+          "load 2 + store 2": (2, 2), "load 3 + store 2": (3, 2), "load 2 + store 0": (2, 0),
+          "load 3 + store 0": (3, 0), "load 4 + store 0": (4, 0), "load 4 + store 2": (4, 2)}
+WANTED = set()
+for _c in filter(None, _args.combos.split(",")):
+    _pair = tuple(int(p) for p in _c.split("/")) if _c.count("/") == 1 and _c.replace("/", "").isdigit() else None
+    if _pair not in set(COMBOS.values()):
+        _ap.error(f"--combos: {_c!r} is not one of the timed load/store pairs "
+                  f"{', '.join(f'{a}/{b}' for a, b in COMBOS.values())}")
+    WANTED.add(_pair)
 
 from gpu_viz import backend
 
@@ -172,21 +185,18 @@ if _args.part == "variants":
         cfg = ops.choose_config(M, N, dt, gate=op == "rmsnorm_gate", fits_l2=ops.fits_l2(
             M, N, dt, op == "rmsnorm_gate", ops.l2_bytes(torch.cuda.current_device())))
         base = (cfg.block, cfg.ept)
-        vs = {f"default {cfg.block}x{cfg.ept}": dict(block=cfg.block, ept=cfg.ept)}
+        # the chooser's variant (warp / block / wide) for the default and every policy pair;
+        # the other block sizes below are block-variant configs
+        vs = {f"default {cfg.variant} {cfg.block}x{cfg.ept}": dict(block=cfg.block, ept=cfg.ept, variant=cfg.variant)}
         # (load, store) policies of kernels/rmsnorm_gate.cu, set for this op only
         prefix = "RMSNORM_GATE_" if op == "rmsnorm_gate" else "RMSNORM_"
-        combos = {"former: load 1 (.cs) + store 0": (1, 0), "load 0 + store 0": (0, 0),
-                  "load 0 + store 1": (0, 1), "load 0 + store 2": (0, 2), "load 2 + store 1": (2, 1),
-                  "load 2 + store 2": (2, 2), "load 3 + store 2": (3, 2), "load 2 + store 0": (2, 0),
-                  "load 3 + store 0": (3, 0), "load 4 + store 0": (4, 0), "load 4 + store 2": (4, 2)}
-        wanted = {tuple(int(v) for v in c.split("/")) for c in _args.combos.split(",") if c}
-        for name, (L, S) in combos.items():
-            if wanted and (L, S) not in wanted:
+        for name, (L, S) in COMBOS.items():
+            if WANTED and (L, S) not in WANTED:
                 continue
             opts = (f"-D{prefix}LOAD_POLICY={L}", f"-D{prefix}STORE_POLICY={S}")
-            if op == "rmsnorm":  # fp32 rmsnorm has its own policy macros
-                opts += (f"-DRMSNORM_F32_LOAD_POLICY={L}", f"-DRMSNORM_F32_STORE_POLICY={S}")
-            vs[name] = dict(block=base[0], ept=base[1], options=opts)
+            if op == "rmsnorm":  # fp32 rmsnorm's block variant has its own policy macros
+                opts += (f"-DRMSNORM_F32_BLOCK_LOAD_POLICY={L}", f"-DRMSNORM_F32_BLOCK_STORE_POLICY={S}")
+            vs[name] = dict(block=base[0], ept=base[1], options=opts, variant=cfg.variant)
         if cfg.variant == "block" and not _args.no_configs:  # the other block sizes this row could launch with
             vec = ops.DTYPES[dt][2]
             for e in ops.EPT_CHOICES:
@@ -196,9 +206,10 @@ if _args.part == "variants":
         fns = {}
         for name, v in vs.items():
             try:
-                ok, detail = check(op, launcher(op, M, N, dt, sets, v["block"], v["ept"], v.get("options", ())),
-                                   sets, dt)
-                fn = launcher(op, M, N, dt, sets, v["block"], v["ept"], v.get("options", ()),
+                variant = v.get("variant", "block")
+                ok, detail = check(op, launcher(op, M, N, dt, sets, v["block"], v["ept"], v.get("options", ()),
+                                                variant=variant), sets, dt)
+                fn = launcher(op, M, N, dt, sets, v["block"], v["ept"], v.get("options", ()), variant=variant,
                               recycled=_args.recycled_output)
             except Exception as exc:  # a variant that does not compile or launch is reported
                 log(f"{op} {M}x{N} {dt} {name}: FAILED {type(exc).__name__}: {exc}")
