@@ -1286,6 +1286,9 @@ def register_cli(subparsers) -> None:
     p.add_argument("--quick", action="store_true", help="a few shapes, fp16 only")
     p.add_argument("--out", default=None, help="directory for the JSON record (default benchmarks/results/)")
     p.add_argument("--tag", default="fused", help="record file suffix (default: fused)")
-    p.add_argument("--reps", type=int, default=DEFAULT_REPS, help="timed samples per row (default 100)")
+    from .slides import _positive_int  # argparse type, as for `gpu-viz slides --jobs`
+
+    p.add_argument("--reps", type=_positive_int, default=DEFAULT_REPS,
+                   help="timed samples per row, >= 1 (default 100)")
     p.add_argument("--strict", action="store_true", help="exit 1 if any of issue 5's targets is missed")
     p.set_defaults(func=_cmd_bench)

@@ -742,6 +742,14 @@ if torch is not None and not _registered("rmsnorm_gate"):
 # ---------------------------------------------------------------------------------------
 # public ops
 
+def _on_cpu(*tensors) -> bool:
+    """A CPU tensor among the operands of an eager call: :func:`_validate` refuses it, and
+    refused here it is a three-frame traceback instead of one through torch's dispatcher (~10
+    torch frames).  False while torch.compile traces (the op then refuses it at run time, and
+    the graph stays whole)."""
+    return not torch.compiler.is_compiling() and any(t.device.type == "cpu" for t in tensors)
+
+
 def _direct(*tensors) -> bool:
     """Eager call that autograd will not record: launch without the dispatcher round trip
     (a few µs per call).  Traced calls (torch.compile) and grad-requiring inputs go through
@@ -779,8 +787,8 @@ def rmsnorm(x, weight, eps: float = 1e-6):
         GPUUnavailable: in CPU mode (after the checks above).
     """
     if torch is not None and isinstance(x, torch.Tensor):
-        if not isinstance(weight, torch.Tensor):
-            _validate(x, weight, None, eps)  # raises, naming weight
+        if not isinstance(weight, torch.Tensor) or _on_cpu(x, weight):
+            _validate(x, weight, None, eps)  # raises, naming the argument, before the dispatcher
         if _direct(x, weight):  # eager, no autograd: skip the dispatcher (same launcher)
             return _launch(_validate(x, weight, None, eps))
         # the op's implementation validates everything else (once per call, also when traced)
@@ -807,8 +815,8 @@ def rmsnorm_gate(x, gate, weight, eps: float = 1e-6):
         as :func:`rmsnorm`, and ValueError when gate's shape differs from x's.
     """
     if torch is not None and isinstance(x, torch.Tensor):
-        if not (isinstance(weight, torch.Tensor) and isinstance(gate, torch.Tensor)):
-            _validate(x, weight, gate, eps)  # raises, naming the argument
+        if not (isinstance(weight, torch.Tensor) and isinstance(gate, torch.Tensor)) or _on_cpu(x, weight, gate):
+            _validate(x, weight, gate, eps)  # raises, naming the argument, before the dispatcher
         if _direct(x, weight, gate):
             return _launch(_validate(x, weight, gate, eps))
         return torch.ops.gpu_viz.rmsnorm_gate(x, gate, weight, _check_eps(eps))

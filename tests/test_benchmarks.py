@@ -1,4 +1,5 @@
 """gpu_viz.benchmarks: the plumbing on CPU (bytes, rows, checks, errors, gating), a GPU smoke test."""
+import argparse
 import time
 import types
 
@@ -728,3 +729,16 @@ def test_gpu_compile_baseline_really_compiles(op):
     fn = bm.setup(op, "compile", w, sample=sets[0])
     ok, detail = bm.compare(fn(sets[0]), bm.reference(op, sets[0]["x"], w, sets[0].get("gate")), "float16")
     assert ok, detail
+
+
+@pytest.mark.parametrize("bad", ["0", "-3", "two", "1.5"])
+def test_bench_reps_must_be_a_whole_number_at_least_one(bad, capsys):
+    """`gpu-viz bench --reps` is checked when the arguments are parsed (like `slides --jobs`),
+    not after the GPU check: a usage error naming --reps, exit status 2."""
+    parser = argparse.ArgumentParser()
+    bm.register_cli(parser.add_subparsers(dest="command", required=True))
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["bench", "--reps", bad])
+    assert exc.value.code == 2
+    assert "--reps" in capsys.readouterr().err
+    assert parser.parse_args(["bench", "--reps", "1"]).reps == 1

@@ -9,8 +9,10 @@ streams (torch and CuPy), torch.compile(fullgraph=True), CUDA-graph capture, gra
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -34,6 +36,21 @@ def test_cpu_tensors_rejected_naming_the_argument():
         ops.rmsnorm(x, w)
     with pytest.raises(ValueError, match=r"x is on device cpu"):
         ops.rmsnorm_gate(x, torch.randn(4, 8), w)
+
+
+def test_cpu_tensors_rejected_before_the_dispatcher():
+    """A CPU tensor is refused in gpu_viz.ops itself, not inside torch's custom-op dispatch:
+    the traceback ends in our frames (a learner reads ~3 frames, not ~10 of torch's)."""
+    x, w = _xw()
+    g = torch.randn(4, 8)
+    xg = x.clone().requires_grad_(True)  # would go through torch.ops.gpu_viz.* (autograd)
+    for call in (lambda: ops.rmsnorm(x, w), lambda: ops.rmsnorm_gate(x, g, w),
+                 lambda: ops.rmsnorm(xg, w), lambda: ops.rmsnorm_gate(xg, g, w)):
+        with pytest.raises(ValueError, match="is on device cpu") as exc:
+            call()
+        frames = [str(entry.path) for entry in exc.traceback]
+        torch_dir = os.path.dirname(torch.__file__)
+        assert not [f for f in frames if f.startswith(torch_dir)], frames
 
 
 def test_host_arrays_rejected():
