@@ -155,15 +155,13 @@ __device__ __forceinline__ Pack<T, VEC> load_hinted(const T* p, unsigned long lo
             RMSNORM_LD4("ld.global.nc.v4.u32", u, p);
         } else if constexpr (POLICY == 0) {
             RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.v4.u32", u, p, fits);
-        } else if constexpr (POLICY == 2) {
+        } else if constexpr (POLICY == 2 || (POLICY == 4 && !RMSNORM_SM80)) {  // 4 before sm_80: as 2
             RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.L1::no_allocate.v4.u32", u, p, fits);
         } else if constexpr ((POLICY == 3 || POLICY == 4) && RMSNORM_SM80) {  // pol: l2_policy<1 or 2>
             asm("{\n\t.reg .pred q;\n\tsetp.ne.s32 q, %6, 0;\n\t"
                 "@q ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];\n\t"
                 "@!q ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n\t}"
                 : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(pol), "r"(fits));
-        } else if constexpr (POLICY == 4) {  // before sm_80: as policy 2
-            RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.L1::no_allocate.v4.u32", u, p, fits);
         } else {
             RMSNORM_LD4("ld.global.cs.v4.u32", u, p);
         }

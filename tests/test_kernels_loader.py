@@ -145,25 +145,15 @@ def test_only_kernel_dir_files_are_read(bad):
 @needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 @pytest.mark.parametrize("load, store", [(0, 0), (1, 1), (2, 2), (3, 2), (4, 0), (4, 2)])
-def test_rmsnorm_cache_policies_build_for_both_ops(arch, load, store):
+@pytest.mark.parametrize("dtypes, prefixes", [(2, ("RMSNORM_", "RMSNORM_GATE_")), (1, ("RMSNORM_F32_BLOCK_",))],
+                         ids=["fp16-both-ops", "fp32-rmsnorm-block"])
+def test_rmsnorm_cache_policies_build(arch, load, store, dtypes, prefixes):
     """Every cache-hint policy of rmsnorm_gate.cu (scripts/explore_schedules.py times them)
     builds for T4 (sm_75: load 3 and store 2 fall back to .cs, load 4 to load 2) and
-    H100/H200, for both ops, fp16 only, without spills (fp32's register-bound gate kernel is
-    covered above with the shipped defaults; fp32 rmsnorm's own block policies below)."""
-    opts = [f"-D{p}{k}_POLICY={v}" for p in ("RMSNORM_", "RMSNORM_GATE_") for k, v in (("LOAD", load), ("STORE", store))]
-    rows = kernels.nvcc_compile("rmsnorm_gate.cu", arch, opts + ["-DRMSNORM_DTYPES=2"])
+    H100/H200 without spills: through the fp16 macros of both ops, and through fp32 rmsnorm's
+    block-variant macros (RMSNORM_F32_BLOCK_*, shipped 4/0).  fp32's register-bound gate
+    kernel is covered above with the shipped defaults."""
+    opts = [f"-D{p}{k}_POLICY={v}" for p in prefixes for k, v in (("LOAD", load), ("STORE", store))]
+    rows = kernels.nvcc_compile("rmsnorm_gate.cu", arch, opts + [f"-DRMSNORM_DTYPES={dtypes}"])
     assert len(rows) == 2 * (5 + 7), [r.kernel for r in rows]  # 2 ops x (5 scalar + 7 16-byte kernels)
-    assert not [r.kernel for r in rows if r.spill_stores_bytes]
-
-
-@needs_nvcc
-@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
-@pytest.mark.parametrize("load, store", [(2, 2), (4, 0), (4, 2), (0, 0)])
-def test_rmsnorm_fp32_block_policies_build(arch, load, store):
-    """fp32 rmsnorm's block variant has policy macros of its own (RMSNORM_F32_BLOCK_*, shipped
-    4/0): each pair explore_schedules.py times builds for sm_75 and sm_90, fp32 only, no spills."""
-    opts = [f"-DRMSNORM_F32_BLOCK_LOAD_POLICY={load}", f"-DRMSNORM_F32_BLOCK_STORE_POLICY={store}",
-            "-DRMSNORM_DTYPES=1"]
-    rows = kernels.nvcc_compile("rmsnorm_gate.cu", arch, opts)
-    assert len(rows) == 2 * (5 + 7), [r.kernel for r in rows]
     assert not [r.kernel for r in rows if r.spill_stores_bytes]
