@@ -425,8 +425,11 @@ def _validate(x, weight, gate, eps) -> Dict:
             continue
         d = _device_of(o)
         if o.fw == "torch" and d.type != "cuda":
-            raise ValueError(f"{o.name} is on device {d}: the fused ops need CUDA tensors "
-                             f"(move it with {o.name}.cuda())")
+            where = (f"move it with {o.name}.cuda()" if backend.has_gpu() else
+                     "this machine has no usable GPU, CPU mode: "
+                     f"gpu_viz.ops.reference_rmsnorm{'_gate' if go is not None else ''} computes the "
+                     "formula on the CPU, in float64")
+            raise ValueError(f"{o.name} is on device {d}: the fused ops need CUDA tensors ({where})")
         if dev is None:
             dev = d
         elif d != dev:

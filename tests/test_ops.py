@@ -30,11 +30,17 @@ def _xw(M=4, N=8, dtype=torch.float32):
     return torch.randn(M, N).to(dtype), torch.randn(N).to(dtype)
 
 
-def test_cpu_tensors_rejected_naming_the_argument():
+@pytest.mark.parametrize("has_gpu", [True, False], ids=["gpu-machine", "cpu-mode"])
+def test_cpu_tensors_rejected_naming_the_argument(monkeypatch, has_gpu):
+    """The remedy fits the machine: .cuda() where a GPU is usable; in CPU mode (where .cuda()
+    fails too) the CPU reference function instead."""
+    monkeypatch.setattr(backend, "has_gpu", lambda: has_gpu)
     x, w = _xw()
-    with pytest.raises(ValueError, match=r"x is on device cpu.*CUDA tensors.*x\.cuda\(\)"):
+    hint = r"x\.cuda\(\)" if has_gpu else r"no usable GPU, CPU mode: gpu_viz\.ops\.reference_rmsnorm computes"
+    with pytest.raises(ValueError, match=rf"x is on device cpu.*CUDA tensors.*{hint}"):
         ops.rmsnorm(x, w)
-    with pytest.raises(ValueError, match=r"x is on device cpu"):
+    hint = r"x\.cuda\(\)" if has_gpu else r"gpu_viz\.ops\.reference_rmsnorm_gate computes"
+    with pytest.raises(ValueError, match=rf"x is on device cpu.*{hint}"):
         ops.rmsnorm_gate(x, torch.randn(4, 8), w)
 
 
