@@ -248,6 +248,16 @@ def require_gpu(what: str) -> Backend:
     return backend
 
 
+def require_cupy(what: str):
+    """The ``cupy`` module, for code that is about to use the GPU: :func:`require_gpu` first, so
+    CPU mode (CuPy missing included) raises :class:`GPUUnavailable` naming ``what``, never an
+    ImportError.  Every GPU path of the package gets CuPy from here."""
+    require_gpu(what)
+    import cupy
+
+    return cupy
+
+
 def today() -> str:
     """Today's date, ISO format (used in provenance labels and records)."""
     return _dt.date.today().isoformat()
