@@ -229,6 +229,8 @@ def _probe() -> Backend:
 def detect(refresh: bool = False) -> Backend:
     """Return the :class:`Backend`, probing once per process (``refresh=True`` probes again)."""
     global _cached
+    if _cached is not None and not refresh:  # the probe's answer, read on every GPU call's path
+        return _cached
     with _lock:
         if _cached is None or refresh:
             _cached = _probe()

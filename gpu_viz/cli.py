@@ -1,4 +1,4 @@
-"""`gpu-viz info | doctor | bench | slides`: the course from the command line."""
+"""`gpu-viz info | doctor | bench | record | slides`: the course from the command line."""
 from __future__ import annotations
 
 import argparse
@@ -19,32 +19,20 @@ def _info(args) -> int:
 
 
 def main(argv=None) -> int:
+    from . import doctor, slides
+    from .measure import lessons
+    from .rmsnorm import bench
+
     parser = argparse.ArgumentParser(prog="gpu-viz", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="the GPU (or CPU mode) the course will use")
     p.add_argument("--json", action="store_true", help="also print every attribute as JSON")
     p.set_defaults(func=_info)
-    for register in _EXTRA_COMMANDS:
-        register(sub)
+    for module in (doctor, bench, lessons, slides):
+        module.register_cli(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 
-
-def _register_optional():
-    """Subcommands that live in their own modules (doctor, bench, slides)."""
-    found = []
-    for modname in ("gpu_viz.doctor", "gpu_viz.benchmarks", "gpu_viz.slides"):
-        try:
-            mod = __import__(modname, fromlist=["register_cli"])
-        except ImportError as exc:
-            if exc.name != modname:
-                raise
-            continue
-        found.append(mod.register_cli)
-    return found
-
-
-_EXTRA_COMMANDS = _register_optional()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -166,7 +166,7 @@ def spec_sheet(key: str) -> DeviceInfo:
 
 
 def _live(device_id: int) -> DeviceInfo:
-    import cupy
+    cupy = backend.require_cupy("reading the GPU's attributes")
 
     rt = cupy.cuda.runtime
 

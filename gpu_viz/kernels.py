@@ -1,25 +1,35 @@
 """Load the CUDA C in ``kernels/``: NVRTC through CuPy for the live GPU, nvcc for the build checks.
 
 Data path: ``kernels/<file>.cu`` --(:func:`load`, NVRTC, this device's arch)--> ``cupy.RawModule``
---(:func:`function`)--> a launchable kernel with its compiler attributes.
+--(:func:`function`)--> a launchable kernel with its compiler attributes.  A lesson's traced
+build is the same file compiled with ``traced=True`` (``-DGPU_VIZ_TRACE --fmad=false``,
+``kernels/trace.cuh``): its ``TRACE(...)`` lines write into the record buffers that
+:func:`bind_record` hands it.
 
 Conventions every ``.cu`` file follows (so both compilers accept it):
   * kernels are ``extern "C"`` or explicitly instantiated templates;
   * includes are ``<cuda_fp16.h>``, ``<cuda_bf16.h>`` and local headers (``"reduce.cuh"``);
-  * regions shown on slides are fenced by ``// [region NAME]`` ... ``// [end NAME]`` lines.
+  * regions shown on slides are fenced by ``// [region NAME]`` ... ``// [end NAME]`` lines;
+    :func:`snippet` drops the ``TRACE(...);`` lines from the text it shows (the taught kernel),
+    ``Snippet.traced_text`` keeps them.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
+import glob
 import hashlib
+import os
 import re
 import shutil
+import sys
 import subprocess
 import tempfile
 import textwrap
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from . import backend
 
@@ -38,6 +48,8 @@ KERNEL_DIR: Path = _find_kernel_dir()
 
 #: Options every NVRTC compile gets.
 BASE_OPTIONS: Tuple[str, ...] = ("-std=c++17",)
+#: What makes a build the traced build (kernels/trace.cuh): records on, no FMA contraction.
+TRACED_OPTIONS: Tuple[str, ...] = ("-DGPU_VIZ_TRACE", "--fmad=false")
 
 
 class KernelCompileError(RuntimeError):
@@ -59,6 +71,19 @@ class KernelCompileError(RuntimeError):
 def kernel_files() -> List[str]:
     """Names of the ``.cu`` files in ``kernels/``, sorted."""
     return sorted(p.name for p in KERNEL_DIR.glob("*.cu"))
+
+
+def find_tool(name: str) -> Optional[str]:
+    """A CUDA binary utility (nvcc, cuobjdump, nvdisasm): on PATH, else from the pip wheels
+    (``site-packages/nvidia/*/bin``)."""
+    path = shutil.which(name)
+    if path:
+        return path
+    for sp in sys.path:
+        for hit in sorted(glob.glob(os.path.join(sp, "nvidia", "**", "bin", name), recursive=True)):
+            if os.access(hit, os.X_OK):
+                return hit
+    return None
 
 
 def kernel_path(name: str) -> Path:
@@ -85,31 +110,42 @@ def read_source(name: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Snippet:
-    """A fenced region of a kernel file: ``text`` (dedented) starts at ``first_line`` (1-based)."""
+    """Fenced regions of a kernel file, as the slides show them.
+
+    Attributes:
+        file: the file in ``kernels/``.  region: the region name (several joined by ``+``).
+        text: the taught code (dedented; ``TRACE(...);`` lines dropped).
+        traced_text: the same with the traced build's ``TRACE`` lines.
+        first_line: 1-based line in the file where the (first) region's code starts.
+    """
 
     file: str
     region: str
     text: str
     first_line: int
+    traced_text: str = ""
 
     def line_of(self, needle: str) -> int:
-        """1-based line number *within the snippet* of the first line containing ``needle``."""
+        """1-based line number *within* ``text`` of the first line containing ``needle``.
+
+        Raises:
+            ValueError: no line contains it.
+        """
         for i, line in enumerate(self.text.splitlines(), 1):
             if needle in line:
                 return i
         raise ValueError(f"{needle!r} not found in region {self.region!r} of {self.file}")
 
+    def lines_of(self, needles: Sequence[str]) -> List[int]:
+        """:meth:`line_of` for each needle."""
+        return [self.line_of(nd) for nd in needles]
+
 
 _REGION = re.compile(r"//\s*\[region\s+([\w.-]+)\]")
+_TRACE_LINE = re.compile(r"^\s*TRACE\w*\(.*\);?\s*$")  # TRACE(...); and the TRACE_* hooks
 
 
-def snippet(name: str, region: str) -> Snippet:
-    """The region ``// [region <region>]`` ... ``// [end <region>]`` of ``kernels/<name>``.
-
-    Raises:
-        KeyError: naming the regions the file does define.
-    """
-    lines = read_source(name).splitlines()
+def _region_lines(name: str, lines: List[str], region: str) -> Tuple[List[str], int]:
     start = end = None
     for i, line in enumerate(lines):
         m = _REGION.search(line)
@@ -121,8 +157,31 @@ def snippet(name: str, region: str) -> Snippet:
     if start is None or end is None:
         regions = [m.group(1) for m in map(_REGION.search, lines) if m]
         raise KeyError(f"region {region!r} not found (or not closed) in {name}; regions: {regions}")
-    body = [ln for ln in lines[start:end] if not _REGION.search(ln) and "// [end " not in ln]
-    return Snippet(file=name, region=region, text=textwrap.dedent("\n".join(body)), first_line=start + 1)
+    return [ln for ln in lines[start:end] if not _REGION.search(ln) and "// [end " not in ln], start + 1
+
+
+def snippet(name: str, *regions: str) -> Snippet:
+    """The region(s) ``// [region R]`` ... ``// [end R]`` of ``kernels/<name>``, joined by a blank
+    line when several are given (e.g. the four phases of the deck's kernel, in order); a region
+    written ``"other.cuh:R"`` is taken from that file of ``kernels/``.
+
+    Raises:
+        KeyError: naming the regions the file does define.  ValueError: no region given.
+    """
+    if not regions:
+        raise ValueError("snippet: name at least one region")
+    traced, taught, first = [], [], None
+    for k, region in enumerate(regions):
+        file, _, reg = region.rpartition(":")
+        file = file or name
+        body, start = _region_lines(file, read_source(file).splitlines(), reg)
+        first = start if first is None else first  # the first region's line in its file
+        block = textwrap.dedent("\n".join(body)).splitlines()
+        sep = [""] if k else []
+        traced += sep + block
+        taught += sep + [ln for ln in block if not _TRACE_LINE.match(ln)]
+    return Snippet(file=name, region="+".join(regions), text="\n".join(taught), first_line=first,
+                   traced_text="\n".join(traced))
 
 
 def _headers_digest() -> str:
@@ -151,7 +210,7 @@ def _raise_compile_error(name: str, log: str):
 
 @functools.lru_cache(maxsize=None)
 def _load_cached(name: str, options: Tuple[str, ...], name_expressions: Tuple[str, ...], cc):
-    import cupy
+    cupy = backend.require_cupy(f"compiling {name}")
 
     code = read_source(name)
     opts = BASE_OPTIONS + (f"-I{KERNEL_DIR}", f"-DGPU_VIZ_HEADERS={_headers_digest()}") + options
@@ -165,13 +224,14 @@ def _load_cached(name: str, options: Tuple[str, ...], name_expressions: Tuple[st
     return module
 
 
-def load(name: str, options: Sequence[str] = (), name_expressions: Iterable[str] = ()):
+def load(name: str, options: Sequence[str] = (), name_expressions: Iterable[str] = (), traced: bool = False):
     """Compile ``kernels/<name>`` with NVRTC for the current GPU (cached per process).
 
     Args:
-        name: file name in ``kernels/``, e.g. ``"rmsnorm.cu"``.
-        options: extra NVRTC options, e.g. ``("--fmad=false", "-DBLOCK=256")``.
+        name: file name in ``kernels/``, e.g. ``"rmsnorm_deck.cu"``.
+        options: extra NVRTC options, e.g. ``("-DBLOCK=256",)``.
         name_expressions: template instantiations to fetch later, e.g. ``("k<float>",)``.
+        traced: the traced build (:data:`TRACED_OPTIONS` added).
 
     Returns:
         ``cupy.RawModule``.
@@ -183,7 +243,8 @@ def load(name: str, options: Sequence[str] = (), name_expressions: Iterable[str]
     """
     b = backend.require_gpu(f"compiling {name}")
     kernel_path(name)
-    return _load_cached(name, tuple(options), tuple(name_expressions), b.compute_capability)
+    options = (TRACED_OPTIONS if traced else ()) + tuple(options)
+    return _load_cached(name, options, tuple(name_expressions), b.compute_capability)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,8 +265,11 @@ class KernelAttributes:
                    max_threads_per_block=raw_kernel.max_threads_per_block)
 
 
-def function(name: str, kernel: str, options: Sequence[str] = (), name_expressions: Iterable[str] = ()):
-    """The kernel ``kernel`` of ``kernels/<name>`` as a ``cupy.RawKernel``.
+def function(name: str, kernel: str, options: Sequence[str] = (), name_expressions: Iterable[str] = (),
+             traced: bool = False, device: Optional[int] = None):
+    """The kernel ``kernel`` of ``kernels/<name>`` as a ``cupy.RawKernel`` for CUDA device
+    ``device`` (default: the current one); cached, so a hot launch path may call this on every
+    launch.
 
     Its ``num_regs``, ``local_size_bytes`` and ``shared_size_bytes`` are the compiler's;
     :class:`KernelAttributes` bundles them.  For a template, pass its instantiation both
@@ -214,8 +278,41 @@ def function(name: str, kernel: str, options: Sequence[str] = (), name_expressio
     exprs = tuple(name_expressions)
     if "<" in kernel and kernel not in exprs:
         exprs = exprs + (kernel,)
-    module = load(name, options, exprs)
-    return module.get_function(kernel)
+    if device is None:
+        device = backend.require_cupy(f"compiling {name}").cuda.runtime.getDevice()
+    return _function_cached(name, kernel, tuple(options), exprs, bool(traced), int(device))
+
+
+@functools.lru_cache(maxsize=None)
+def _function_cached(name, kernel, options, exprs, traced, device):
+    cupy = backend.require_cupy(f"loading {kernel}")  # CPU mode raises here, never cached
+
+    with cupy.cuda.Device(device):
+        return load(name, options, exprs, traced=traced).get_function(kernel)
+
+
+def bind_record(mod, fields: Sequence[Tuple[str, object]], symbol: str = "rec") -> None:
+    """Fill the traced build's ``__device__`` record struct ``symbol`` (kernels/trace.cuh).
+
+    Args:
+        mod: the traced module (:func:`load` with ``traced=True``), on the current device.
+        fields: ``(name, value)`` in the struct's declaration order; a value is a CuPy array
+            (its device pointer is stored) or an int (a flag); every field is 8 bytes.
+
+    Raises:
+        ValueError: the struct's size in the module differs from ``8 * len(fields)`` (the Python
+            producer and the .cu file disagree on the layout).
+    """
+    cupy = backend.require_cupy("a traced launch")
+    words = np.array([int(v.data.ptr) if hasattr(v, "data") else int(v) for _, v in fields], dtype=np.uint64)
+    ptr = mod.get_global(symbol)
+    size = getattr(getattr(ptr, "mem", None), "size", words.nbytes)
+    if size != words.nbytes:
+        raise ValueError(f"record struct {symbol!r} is {size} bytes in the module, but the producer gives "
+                         f"{len(fields)} fields ({[n for n, _ in fields]}) = {words.nbytes} bytes")
+    stream = cupy.cuda.get_current_stream()
+    ptr.copy_from_host_async(words.ctypes.data, words.nbytes, stream)  # ordered before the launch
+    stream.synchronize()  # `words` is host memory that goes away on return
 
 
 def attributes(name: str, kernel: str, options: Sequence[str] = ()) -> KernelAttributes:
@@ -226,8 +323,13 @@ def attributes(name: str, kernel: str, options: Sequence[str] = ()) -> KernelAtt
 # ---------------------------------------------------------------------------------------
 # nvcc: the offline build check (no GPU needed), and the resource report the slides quote.
 
-#: The architectures every kernel must build for: T4, L4, H100/H200.
-ARCHES: Tuple[str, ...] = ("sm_75", "sm_89", "sm_90")
+#: The architectures every kernel must build for: T4, A100, L4, H100/H200.
+ARCHES: Tuple[str, ...] = ("sm_75", "sm_80", "sm_89", "sm_90")
+
+
+def has_traced_build(name: str) -> bool:
+    """Whether ``kernels/<name>`` has a traced build (it uses ``GPU_VIZ_TRACE``)."""
+    return "GPU_VIZ_TRACE" in read_source(name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,8 +371,9 @@ def parse_ptxas(log: str) -> List[PtxasUsage]:
     return rows
 
 
-def nvcc_compile(name: str, arch: str, options: Sequence[str] = ()) -> List[PtxasUsage]:
+def nvcc_compile(name: str, arch: str, options: Sequence[str] = (), traced: bool = False) -> List[PtxasUsage]:
     """Compile ``kernels/<name>`` with the local ``nvcc`` to a cubin for ``arch``; no GPU needed.
+    ``traced``: the traced build (:data:`TRACED_OPTIONS`).
 
     Returns:
         one :class:`PtxasUsage` per kernel.
@@ -279,13 +382,14 @@ def nvcc_compile(name: str, arch: str, options: Sequence[str] = ()) -> List[Ptxa
         FileNotFoundError: no ``nvcc`` on PATH.
         KernelCompileError: with nvcc's log, file and line.
     """
-    nvcc = shutil.which("nvcc")
+    nvcc = find_tool("nvcc")
     if nvcc is None:
-        raise FileNotFoundError("nvcc not found on PATH (install the CUDA toolkit)")
+        raise FileNotFoundError("nvcc not found on PATH or in the pip wheels (install the CUDA toolkit, "
+                                "or pip install nvidia-cuda-nvcc)")
     src = kernel_path(name)
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [nvcc, f"-arch={arch}", "-cubin", "-std=c++17", "-Xptxas", "-v", f"-I{KERNEL_DIR}",
-               *options, "-o", str(Path(tmp) / "out.cubin"), str(src)]
+               *(TRACED_OPTIONS if traced else ()), *options, "-o", str(Path(tmp) / "out.cubin"), str(src)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:

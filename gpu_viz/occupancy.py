@@ -10,6 +10,8 @@ Two producers of the same number:
   resource: ``"threads"``, ``"blocks"``, ``"registers"``, ``"shared memory"``.
 * :func:`live_blocks_per_sm` -- the CUDA driver's answer,
   ``cuOccupancyMaxActiveBlocksPerMultiprocessor``, for a compiled kernel on the GPU at hand.
+* :func:`occupancy_kernels`, :func:`check_occ_kernel` -- ``kernels/occupancy.cu``'s three kernels
+  (light, register-heavy, shared-memory-heavy; notebook 05), each checked against float64.
 
 On a GPU the two must agree for every block size (tests/test_occupancy.py checks it).
 
@@ -21,7 +23,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, Iterable, List, Optional, Tuple, Union
 
-from . import backend, device
+import numpy as np
+
+from . import backend, device, kernels
+from .check import check_int
 
 THREADS = "threads"
 BLOCKS = "blocks"
@@ -81,8 +86,7 @@ def reserved_smem_per_block(info: device.DeviceInfo) -> int:
     """
     if info.is_live and backend.has_gpu():
         try:
-            import cupy
-
+            cupy = backend.require_cupy("reading the reserved shared memory")
             return int(cupy.cuda.runtime.deviceGetAttribute(111, backend.detect().device_id))
         except Exception:
             pass
@@ -266,8 +270,8 @@ def table(info: device.DeviceInfo, kernel: Union[KernelResources, int],
 # -- the CUDA driver's answer ------------------------------------------------------------------
 
 def _driver():
+    cupy = backend.require_cupy("the CUDA occupancy API")
     try:
-        import cupy
         return cupy.cuda.driver
     except AttributeError:  # older layouts
         from cupy_backends.cuda.api import driver
@@ -381,3 +385,90 @@ def launch_error_text(exc: BaseException) -> str:
         return (f"the driver refused the launch ({text}): one block needs more registers or shared memory "
                 "than one SM can give it; no thread ran.")
     return f"the launch failed: {text}"
+
+
+# -- the lesson's three kernels ------------------------------------------------------------
+
+OCC_FILE = "occupancy.cu"
+OCC_KERNELS = ("occ_light", "occ_heavy", "occ_smem")
+#: The sizes kernels/occupancy.cu is compiled with (its #ifndef defaults are the same).
+OCC_HEAVY_LIVE, OCC_HEAVY_ROUNDS, OCC_SMEM_TILE = 64, 4, 4096
+OCC_OPTIONS = (f"-DOCC_HEAVY_LIVE={OCC_HEAVY_LIVE}", f"-DOCC_HEAVY_ROUNDS={OCC_HEAVY_ROUNDS}",
+               f"-DOCC_SMEM_TILE={OCC_SMEM_TILE}")
+
+
+def occupancy_kernels() -> Dict[str, object]:
+    """The three kernels of ``kernels/occupancy.cu``, compiled for this GPU: name -> RawKernel."""
+    return {name: kernels.function(OCC_FILE, name, OCC_OPTIONS) for name in OCC_KERNELS}
+
+
+def occ_reference(name: str, x: np.ndarray, block: int, a: float = 2.0, b: float = 1.0) -> np.ndarray:
+    """float64 reference of ``occ_light`` / ``occ_heavy`` / ``occ_smem`` on host array ``x`` (CPU).
+
+    ``block`` matters for ``occ_smem`` (each thread adds the value of its mirror thread in the block).
+
+    Raises:
+        ValueError: unknown kernel name.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    if name == "occ_light":
+        return a * x + b
+    if name == "occ_heavy":
+        idx = (np.arange(n)[None, :] + np.arange(OCC_HEAVY_LIVE)[:, None]) % n
+        r = x[idx]
+        for _ in range(OCC_HEAVY_ROUNDS):
+            for k in range(OCC_HEAVY_LIVE):
+                r[k] = 0.5 * r[k] + 0.25 * r[(k + 1) % OCC_HEAVY_LIVE]
+        return r.sum(axis=0)
+    if name == "occ_smem":
+        i = np.arange(n)
+        start = (i // block) * block
+        mirror = start + (block - 1 - (i - start))      # block <= 1024 < tile: no wrap
+        other = np.where(mirror < n, x[np.minimum(mirror, n - 1)], 0.0)
+        return x + other
+    raise ValueError(f"name must be one of {OCC_KERNELS}, got {name!r}")
+
+
+#: (rtol, atol) of each occupancy kernel's float32 result against the float64 reference.
+OCC_TOLERANCE = {"occ_light": (2 ** -22, 0.0), "occ_heavy": (1e-4, 1e-6), "occ_smem": (2 ** -23, 0.0)}
+
+
+def check_occ_kernel(name: str, n: int, block: int, dyn_floats: int = 0, seed: int = 0) -> float:
+    """Run one occupancy kernel on ``n`` fresh random floats with ``block`` threads (output NaN-poisoned)
+    and compare with :func:`occ_reference`.  ``dyn_floats`` (``occ_smem`` only) floats of dynamic
+    shared memory.  Returns the max relative error.
+
+    Raises:
+        GPUUnavailable: CPU mode.  RuntimeError: a mismatch (index, both values, count).
+    """
+    n = check_int("n", n, 1)
+    block = check_int("block", block, 1)
+    dyn_floats = check_int("dyn_floats", dyn_floats, 0)
+    if name not in OCC_KERNELS:
+        raise ValueError(f"name must be one of {OCC_KERNELS}, got {name!r}")
+    cp = backend.require_cupy("an occupancy kernel")
+    k = kernels.function(OCC_FILE, name, OCC_OPTIONS)
+    xh = np.random.default_rng(seed).uniform(0.5, 1.5, n).astype(np.float32)
+    x = cp.asarray(xh)
+    y = cp.full(n, cp.nan, dtype=cp.float32)
+    grid = (-(-n // block),)
+    if name == "occ_light":
+        k(grid, (block,), (x, y, np.float32(2.0), np.float32(1.0), np.int32(n)))
+    elif name == "occ_heavy":
+        k(grid, (block,), (x, y, np.int32(n)))
+    elif name == "occ_smem":
+        k(grid, (block,), (x, y, np.int32(n), np.int32(dyn_floats)), shared_mem=4 * dyn_floats)
+    else:
+        raise ValueError(f"name must be one of {OCC_KERNELS}, got {name!r}")
+    got = y.get().astype(np.float64)
+    ref = occ_reference(name, xh, block)
+    rtol, atol = OCC_TOLERANCE[name]
+    err = np.abs(got - ref)
+    bad = ~(err <= atol + rtol * np.abs(ref))       # NaN (unwritten) counts as bad
+    if bad.any():
+        first = np.flatnonzero(bad)[:5]
+        shown = ", ".join(f"[{i}] got {got[i]!r} ref {ref[i]!r}" for i in first)
+        raise RuntimeError(f"{name}(n={n}, block={block}, dyn_floats={dyn_floats}): {int(bad.sum())} of {n} "
+                           f"outside rtol={rtol:g}, atol={atol:g}: {shown}")
+    return float(np.max(err / np.maximum(np.abs(ref), 1e-30)))

@@ -39,6 +39,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence
 
+from .check import positive_int_arg
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SLIDES_DIR = REPO_ROOT / "slides"
 TEMPLATES_DIR = SLIDES_DIR / "templates"
@@ -670,17 +672,6 @@ def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, 
 
 
 # ----------------------------------------------------------------------------- CLI
-def _positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (argparse names the option in its error message)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def _os_error_message(exc: OSError, out: Path) -> str:
     """One line for an OSError of the build: names --out when the path is (in) the output folder."""
     what = exc.strerror or str(exc)
@@ -748,8 +739,8 @@ def register_cli(subparsers) -> None:
     p.add_argument("--only", metavar="PATTERN", help="comma-separated globs/substrings of notebook names")
     p.add_argument("--no-execute", action="store_true", help="render the executed copies already built")
     p.add_argument("--executed-dir", help="where executed notebooks go / are read (default: OUT/executed)")
-    p.add_argument("--timeout", type=_positive_int, default=600, help="per-cell timeout in seconds, >= 1 (default 600)")
-    p.add_argument("--jobs", type=_positive_int, default=1, help="notebooks executed in parallel, >= 1 (default 1)")
+    p.add_argument("--timeout", type=positive_int_arg, default=600, help="per-cell timeout in seconds, >= 1 (default 600)")
+    p.add_argument("--jobs", type=positive_int_arg, default=1, help="notebooks executed in parallel, >= 1 (default 1)")
     p.add_argument("--vendor-only", action="store_true",
                    help="only (re)build OUT/vendor (the decks' JavaScript, from npm); execute and render nothing")
     p.add_argument("--cpu", action="store_true", help="execute in CPU mode even on a GPU machine")

@@ -1,15 +1,34 @@
 // divergence.cu -- branch divergence inside a warp, seen through __activemask() and measured.
 //
-// Kernels (NVRTC through gpu_viz.kernels.load, or: nvcc -arch=sm_89 -cubin divergence.cu):
+// Notebook 03_warps_simt.  GPU producer gpu_viz/record/divergence.py (the trace) and
+// gpu_viz/measure/divergence.py (the cost), CPU model gpu_viz/model/divergence.py, frames
+// gpu_viz/frames/divergence.py; tests/test_divergence.py.
+// Build check: nvcc -arch=sm_89 -cubin -std=c++17 -Ikernels kernels/divergence.cu
+//
+// Kernels:
 //   divergent_branch   branch on lane parity: even lanes take path A, odd lanes path B, so every
 //                      warp runs both paths one after the other, each with half its lanes masked off.
 //   uniform_branch     the same two paths and the same work per thread, but the branch is on warp
 //                      parity: all 32 lanes of a warp agree, nothing is masked.
-// Both record, per thread, the branch taken (0 = path A, 1 = path B) and __activemask() read as
-// the first thing inside the branch, when record != 0.  Paths iterate `iters` times a dependent
+// Paths iterate `iters` times a dependent
 //   path A: v = v * 1.0001f + 0.5f      path B: v = v * 0.9999f - 0.25f
-// with __fmul_rn/__fadd_rn (never contracted to FMA) so the CPU model matches bit for bit.
+// with __fmul_rn / __fadd_rn (never contracted to FMA) so the CPU model matches bit for bit.
 // `iters` is a run-time argument: the compiler cannot if-convert the loops into selects.
+//
+// Traced build (trace.cuh): as the first thing inside its branch, element i's thread writes
+//   rec.branch[i] = 0 (path A) or 1 (path B) and rec.active[i] = __activemask().
+#include "trace.cuh"
+
+#ifdef GPU_VIZ_TRACE
+struct DivergenceRecord { int* branch; unsigned* active; };
+__device__ DivergenceRecord rec;
+
+__device__ __forceinline__ void record_branch(int i, int path) {
+    unsigned m = __activemask();          // which lanes are running right now?
+    rec.branch[i] = path;
+    rec.active[i] = m;
+}
+#endif
 
 __device__ __forceinline__ float path_a(float v, int iters) {
     for (int k = 0; k < iters; ++k) v = __fadd_rn(__fmul_rn(v, 1.0001f), 0.5f);
@@ -20,42 +39,31 @@ __device__ __forceinline__ float path_b(float v, int iters) {
     return v;
 }
 
-// [region divergent]
-extern "C" __global__ void divergent_branch(const float* x, float* y, int n, int iters,
-                                            int record, int* branch, unsigned* active) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    int lane = threadIdx.x & 31;
-    float v = x[i];
-    if ((lane & 1) == 0) {                  // even lanes: path A
-        unsigned m = __activemask();        // which lanes are running right now?
-        if (record) { branch[i] = 0; active[i] = m; }
+// [region branch]
+// One of two paths per thread.  Lanes of one warp that disagree on `take_a` run one side,
+// then the other, each with the other side's lanes masked off.
+__device__ __forceinline__ float branch(bool take_a, float v, int i, int iters) {
+    if (take_a) {                           // path A
+        TRACE(record_branch(i, 0));
         v = path_a(v, iters);
-    } else {                                // odd lanes: path B, never together with path A
-        unsigned m = __activemask();
-        if (record) { branch[i] = 1; active[i] = m; }
+    } else {                                // path B: never together with path A in one warp
+        TRACE(record_branch(i, 1));
         v = path_b(v, iters);
     }
-    y[i] = v;
+    return v;
+}
+// [end branch]
+
+// [region divergent]
+extern "C" __global__ void divergent_branch(const float* x, float* y, int n, int iters) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = branch((threadIdx.x & 1) == 0, x[i], i, iters);  // lane parity: every warp splits
 }
 // [end divergent]
 
 // [region uniform]
-extern "C" __global__ void uniform_branch(const float* x, float* y, int n, int iters,
-                                          int record, int* branch, unsigned* active) {
+extern "C" __global__ void uniform_branch(const float* x, float* y, int n, int iters) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    int warp = i >> 5;                      // global warp number: same for all 32 lanes
-    float v = x[i];
-    if ((warp & 1) == 0) {                  // even warps: path A
-        unsigned m = __activemask();
-        if (record) { branch[i] = 0; active[i] = m; }
-        v = path_a(v, iters);
-    } else {                                // odd warps: path B
-        unsigned m = __activemask();
-        if (record) { branch[i] = 1; active[i] = m; }
-        v = path_b(v, iters);
-    }
-    y[i] = v;
+    if (i < n) y[i] = branch(((i >> 5) & 1) == 0, x[i], i, iters);    // warp parity: whole warps agree
 }
 // [end uniform]

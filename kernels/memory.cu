@@ -1,9 +1,8 @@
-// memory.cu -- what the memory hierarchy costs, measured: load latency, streaming bandwidth,
-// and the kernels the occupancy lesson sizes up.
+// memory.cu -- what the memory hierarchy costs, measured: load latency and streaming bandwidth.
 //
-// Compiled at run time by NVRTC (gpu_viz.kernels.load("memory.cu")); launchers and checks live
-// in gpu_viz/memory.py (measurements) and gpu_viz/occupancy.py (occupancy).  Offline build check:
-//   nvcc -arch=sm_90 -cubin -Xptxas -v -Ikernels kernels/memory.cu
+// Notebooks 01_whole_chip and 04_latency_hiding.  Launchers and checks: gpu_viz/measure/memory.py
+// (figures: gpu_viz/figures/memory.py); tests/test_memory.py.
+// Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels kernels/memory.cu
 //
 // Kernels:
 //   pointer_chase   ONE thread follows a random cyclic permutation: each load's address is the
@@ -13,20 +12,8 @@
 //   stream_read     grid-stride float4 reads, exactly ONE 16-byte load in flight per thread per
 //                   iteration (#pragma unroll 1), per-block sums for the check.  Bandwidth vs
 //                   working-set size, and vs resident warps per SM (Little's law).
-//   occ_light       y = a*x + b: few registers (occupancy limited by threads or blocks).
-//   occ_heavy       keeps OCC_HEAVY_LIVE values live per thread: many registers (limit: registers).
-//   occ_smem        stages through a 16 KiB static shared tile + dynamic shared memory
-//                   (limit: shared memory).
 #include "reduce.cuh"
-
-// ----------------------------------------------------------------------------------------------
-// timers
-
-__device__ __forceinline__ unsigned long long globaltimer_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
+#include "sreg.cuh"
 
 // ----------------------------------------------------------------------------------------------
 // pointer_chase: one thread, one dependent load after another.
@@ -73,63 +60,3 @@ extern "C" __global__ void stream_read(const float4* __restrict__ x, long long n
     if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
 }
 // [end stream_read]
-
-// ----------------------------------------------------------------------------------------------
-// occupancy kernels: same job shape (one output per thread), different appetites.
-
-// [region occ_light]
-extern "C" __global__ void occ_light(const float* __restrict__ x, float* __restrict__ y,
-                                     float a, float b, int n) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = __fadd_rn(__fmul_rn(a, x[i]), b);
-}
-// [end occ_light]
-
-#define OCC_HEAVY_LIVE 64
-#define OCC_HEAVY_ROUNDS 4
-
-// r[k] = x[(i + k) % n] for k < OCC_HEAVY_LIVE, then OCC_HEAVY_ROUNDS in-place sweeps
-//   r[k] = 0.5 * r[k] + 0.25 * r[(k + 1) % LIVE]   (k ascending: r[0] is already new when k = LIVE-1)
-// y[i] = sum_k r[k].  All LIVE values stay live at once: the registers it needs are real.
-// [region occ_heavy]
-extern "C" __global__ void occ_heavy(const float* __restrict__ x, float* __restrict__ y, int n) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    float r[OCC_HEAVY_LIVE];
-    #pragma unroll
-    for (int k = 0; k < OCC_HEAVY_LIVE; ++k) r[k] = x[(i + k) % n];
-    #pragma unroll
-    for (int round = 0; round < OCC_HEAVY_ROUNDS; ++round) {
-        #pragma unroll
-        for (int k = 0; k < OCC_HEAVY_LIVE; ++k)
-            r[k] = __fadd_rn(__fmul_rn(0.5f, r[k]), __fmul_rn(0.25f, r[(k + 1) % OCC_HEAVY_LIVE]));
-    }
-    float s = 0.0f;
-    #pragma unroll
-    for (int k = 0; k < OCC_HEAVY_LIVE; ++k) s = __fadd_rn(s, r[k]);
-    y[i] = s;
-}
-// [end occ_heavy]
-
-#define OCC_SMEM_TILE 4096
-
-// y[i] = x[i] + x[block's mirror index]: staged through a 16 KiB static tile (tile[t] for every
-// t < blockDim.x, wrapping) plus `dynamic` bytes of dynamic shared memory that only count
-// against occupancy (the kernel writes and reads back its first float per thread, if any).
-// [region occ_smem]
-extern "C" __global__ void occ_smem(const float* __restrict__ x, float* __restrict__ y, int n,
-                                    int dyn_floats) {
-    __shared__ float tile[OCC_SMEM_TILE];
-    extern __shared__ float dyn[];
-    const int t = threadIdx.x;
-    const int i = blockIdx.x * blockDim.x + t;
-    const float v = (i < n) ? x[i] : 0.0f;
-    tile[t % OCC_SMEM_TILE] = v;
-    if (t < dyn_floats) dyn[t] = v;
-    __syncthreads();
-    const int mirror = blockDim.x - 1 - t;          // another thread's value, via shared memory
-    float w = tile[mirror % OCC_SMEM_TILE];
-    if (t < dyn_floats) w = __fadd_rn(w, __fsub_rn(dyn[t], v));   // adds exactly 0
-    if (i < n) y[i] = __fadd_rn(v, w);
-}
-// [end occ_smem]

@@ -1,34 +1,38 @@
-// rmsnorm_gate.cu -- production fused RMSNorm and fused RMSNorm + SiLU gate (issue 5).
+// rmsnorm_fused.cu -- production fused RMSNorm and fused RMSNorm + SiLU gate, one kernel per op.
 //
 //   rmsnorm:       y[m,n] = x[m,n] * w[n] * r[m]
 //   rmsnorm_gate:  y[m,n] = x[m,n] * w[n] * silu(g[m,n]) * r[m]
 //   with           r[m]   = rsqrt(sum_n x[m,n]^2 / N + eps)      (statistic from x only)
 //
-// Launched from Python by gpu_viz/ops.py (NVRTC through CuPy); nvcc build check:
-//   nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels kernels/rmsnorm_gate.cu
-// Storage fp32 / fp16 / bf16, arithmetic and accumulation fp32. One kernel per op, one pass:
-// every input element is read once and every output element written once (except `wide`).
+// Notebook 10_fused_rmsnorm_gate.  Launcher and public ops: gpu_viz/rmsnorm/fused.py (public as
+// gpu_viz.ops); benchmark harness gpu_viz/rmsnorm/bench.py; tests/test_rmsnorm_fused.py.
+// Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels kernels/rmsnorm_fused.cu
+//              (gpu_viz.rmsnorm.fused.kernel_report runs it for every architecture, with the
+//              -D values the launcher compiles with)
+// Storage fp32 / fp16 / bf16, arithmetic and accumulation fp32.  Every input element is read
+// once and every output element written once (except by `wide`, which reads the row twice).
 //
-// Variants (gpu_viz.ops.launch_config picks one per (M, N, dtype, alignment)):
-//   warp   one warp per row, 4 rows per block, the row in registers: N <= 32 * EPT (<= 1024);
-//          the chooser uses it for N <= 256 on the 16-byte path (one EPT-8 chunk per lane).
-//          Warp-shuffle reduction only, no shared memory, no __syncthreads.
-//   block  one block per row (blockDim chosen per N, any value 1..1024), the row in registers:
-//          N <= blockDim * EPT (<= 16384 on the 16-byte path, <= 8192 on the scalar path).
-//          Reduction: block_allreduce_sum_full_warps (one barrier) when blockDim % 32 == 0,
-//          as the chooser's blocks always are; block_reduce_sum from reduce.cuh otherwise.
-//          Every load of the row (x, gate, weight) is issued before the reduction.
-//   wide   one block of 1024 threads per row, any N: pass 1 sums x^2, pass 2 re-reads the row
-//          (mostly from L1/L2) and writes y. Correct for every N, used above those limits.
-// Template parameters, each instantiation an extern "C" kernel with a readable name
+// Variants (gpu_viz.rmsnorm.fused.launch_config picks one per (M, N, dtype, alignment)):
+//   warp   one warp per row, WARP_BLOCK_THREADS / 32 rows per block, the row in registers:
+//          N <= 32 * EPT (<= 1024).  Warp-shuffle reduction only: no shared memory, no barrier.
+//   block  one block per row (any blockDim 1..BLOCK_MAX_THREADS(EPT)), the row in registers:
+//          N <= blockDim * EPT.  Reduction: block_allreduce_sum_full_warps (one barrier) when
+//          blockDim % 32 == 0, as the launcher's blocks always are; block_reduce_sum from
+//          reduce.cuh otherwise.  Every load of the row (x, gate, weight) is issued before the
+//          reduction.
+//   wide   one block of WIDE_THREADS threads per row, any N: pass 1 sums x^2, pass 2 re-reads
+//          the row (mostly from L1/L2) and writes y.
+// Each instantiation is an extern "C" kernel with a readable name:
 //   rmsnorm[_gate]_<warp|block>_<f32|f16|bf16>_v<VEC>_e<EPT>,  rmsnorm[_gate]_wide_<dt>_v<VEC>
 //   VEC  elements per load: 16 bytes (8 halves, 4 floats) when x, gate, weight, out and both row
 //        strides are 16-byte aligned and N % VEC == 0; else 1 (the scalar path).
 //   EPT  elements per thread kept in registers (8, 16, 32; the scalar block variant only 8).
-// Numerics: silu(g) = __fdividef(g, 1 + __expf(-g)) (fast intrinsics, relative error
-// <= ~1.5e-6 for |g| <= 8, see silu below); r = rsqrtf(__fdividef(sum, N) + eps), 2 + 2 ulp.  NaN/Inf in a row
-// make that row NaN/0 like the float64 formula, and never touch other rows. 64-bit row offsets (M * stride may exceed 2^31).
-// Compile with -DRMSNORM_DTYPES=<mask> (1 f32, 2 f16, 4 bf16) to build one dtype's kernels only.
+// Numerics: silu(g) = __fdividef(g, 1 + __expf(-g)) (see `silu`); r = rsqrtf(__fdividef(sum, N)
+// + eps), 2 + 2 ulp.  NaN/Inf in a row make that row NaN/0 like the float64 formula, and never
+// touch other rows.  64-bit row offsets (M * stride may exceed 2^31).
+// -D options (the launcher passes all of them; the defaults below are its values):
+//   RMSNORM_DTYPES=<mask>      1 f32, 2 f16, 4 bf16: build one dtype's kernels only
+//   WARP_BLOCK_THREADS, WIDE_THREADS, BLOCK_MAX_THREADS_E8 / _E16 / _E32   launch shapes
 #include "convert.cuh"  // to_f32 / from_f32<T>
 #include "reduce.cuh"
 
@@ -65,58 +69,26 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
 
 // Cache-hinted loads and stores of one pack (hints only: the values are load_pack's).  The
 // 16-byte packs use inline PTX (NVRTC needs no header for it); other pack sizes are plain.
-//   weight (read by every row): ld.global.nc
-//   x, gate (read once), y (written once): by the kernel argument `fits_l2` (the host sets it
-//     when x, gate and y of the launch together fit in L2, gpu_viz.ops.fits_l2):
-//     fits:      x, gate ld.global.cs (evict-first), y st.global -- y, often a recycled
-//                buffer, stays in L2;
-//     otherwise: the op's LOAD_POLICY / STORE_POLICY below.
-//   Selected by a predicate inside each access (no branch; a row's loads still issue back
+//   weight (read by every row): ld.global.nc (LOAD_WEIGHT)
+//   x, gate (read once), y (written once): by the kernel argument `fits_l2`, which the host
+//     sets when x, gate and y of the launch together fit in L2 (gpu_viz.rmsnorm.fused.fits_l2):
+//     fits:      x, gate ld.global.cs (evict-first), y st.global: y, often a recycled buffer,
+//                stays in L2;
+//     otherwise: the op's policy below.
+//   Selected by a predicate inside each access (no branch: a row's loads still issue back
 //   to back).
-// Policies (RMSNORM_GATE_* for rmsnorm_gate; RMSNORM_F32_BLOCK_* for fp32 rmsnorm's block
-// variant; RMSNORM_* for the rest of rmsnorm: fp16/bf16, and fp32's warp variant.  -D to
-// override, which scripts/explore_schedules.py does to time them; defaults = the shipped
-// behaviour):
-//   load  0 ld.global   1 ld.global.cs (evict-first)   2 ld.global.L1::no_allocate
-//         3 .L1::no_allocate with an L2 evict_first policy (sm_80+; else 1)
-//         4 .L1::no_allocate with an L2 evict_last policy (sm_80+; else 2)
-//   store 0 st.global   1 st.global.cs (evict-first)   2 an L2 evict_first policy (sm_80+; else 1)
-// Chosen by measurement (H200, 2026-11-29, benchmarks/NOTES.md "Session 3").  Beyond L2 what
-// mattered was NOT loading x and gate .cs (the former rule for every size): gate 32768x8192
-// fp16 395.0 -> 370.2 µs, 16384x4096 101.5 -> 92.7, fp32 rmsnorm 4096x4096 36.0 -> 34.1,
-// rmsnorm 32768x8192 fp16 265.1 -> 259.9; the other combinations were within ~1 % (fp32
-// rmsnorm then best with store 2 -- superseded for its block variant below; the gate's store
-// policies within 0.1 %: it stores plainly).
-// Within L2 the .cs rule stays: the gate at 512x4096 and 1024x8192 was ~5 % slower with
-// plain loads.
-// fp32 rmsnorm's block variant beyond L2: load 4 (x kept in L2 at evict_last priority, as
-// inductor's first pass loads it) + store 0 (session 6, 2026-11-30, benchmarks/NOTES.md
-// "Session 6"): 4096x4096 33.7-33.8 µs against 33.9-34.0 with 2/2 and torch.compile's
-// 34.2-34.4 (explore_schedules, 2 input sets), in the record's harness 33.26 against
-// compile's 33.74; 16384x4096 and 8192x8192 0.1-2 % faster than 2/2, 2048x16384 the same.
-// fp32's warp variant keeps 2/2 (131072x256: 63.8-64.0 µs against 64.9-65.0 with 4/0), and
-// so do fp16/bf16 (4/0 faster at 32768x8192, slower at 16384x4096 and 4096x4096).
-// On sm_75 policy 4 is policy 2 and store 0 is plain (not .cs): not measured there.
-#ifndef RMSNORM_LOAD_POLICY
-#define RMSNORM_LOAD_POLICY 2
-#endif
-#ifndef RMSNORM_STORE_POLICY
-#define RMSNORM_STORE_POLICY 2
-#endif
-// fp32 rmsnorm's block variant has its own (RMSNORM_F32_BLOCK_*; -D RMSNORM_LOAD_POLICY alone
-// does not change it); its warp variant uses RMSNORM_*.
-#ifndef RMSNORM_F32_BLOCK_LOAD_POLICY
-#define RMSNORM_F32_BLOCK_LOAD_POLICY 4
-#endif
-#ifndef RMSNORM_F32_BLOCK_STORE_POLICY
-#define RMSNORM_F32_BLOCK_STORE_POLICY 0
-#endif
-#ifndef RMSNORM_GATE_LOAD_POLICY
-#define RMSNORM_GATE_LOAD_POLICY 0
-#endif
-#ifndef RMSNORM_GATE_STORE_POLICY
-#define RMSNORM_GATE_STORE_POLICY 0
-#endif
+// Policies beyond L2, by measurement (benchmarks/NOTES.md, "cache policies"):
+//   rmsnorm fp16/bf16, and fp32's warp variant   load LOAD_NO_L1,  store STORE_EVICT_FIRST
+//   rmsnorm fp32, block variant                  load LOAD_KEEP_L2, store STORE_PLAIN
+//   rmsnorm_gate                                 load LOAD_PLAIN,  store STORE_PLAIN
+// Before sm_80 (no L2 cache-policy operands) LOAD_KEEP_L2 is LOAD_NO_L1 and STORE_EVICT_FIRST
+// is st.global.cs.
+#define LOAD_WEIGHT -1       // ld.global.nc: the read-only path
+#define LOAD_PLAIN 0         // ld.global
+#define LOAD_NO_L1 2         // ld.global.L1::no_allocate
+#define LOAD_KEEP_L2 4       // .L1::no_allocate with an L2 evict_last policy: x stays in L2
+#define STORE_PLAIN 0        // st.global
+#define STORE_EVICT_FIRST 2  // st.global with an L2 evict_first policy
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define RMSNORM_SM80 true
 #else
@@ -145,25 +117,24 @@ __device__ __forceinline__ unsigned long long l2_policy() {
         "@q " IF_FITS " {%0, %1, %2, %3}, [%4];\n\t@!q " ELSE " {%0, %1, %2, %3}, [%4];\n\t}" \
         : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "r"(fits))
 
-// POLICY: a load policy above for x and gate (ld.global.cs instead where `fits` != 0); -1 for
-// the weight (ld.global.nc).
+// POLICY: a LOAD_* policy above (ld.global.cs instead where `fits` != 0; LOAD_WEIGHT ignores it).
 template <int POLICY, typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> load_hinted(const T* p, unsigned long long pol, int fits) {
+    static_assert(POLICY == LOAD_WEIGHT || POLICY == LOAD_PLAIN || POLICY == LOAD_NO_L1 ||
+                  POLICY == LOAD_KEEP_L2, "load policy");
     if constexpr (sizeof(Pack<T, VEC>) == 16) {
         uint4 u;
-        if constexpr (POLICY == -1) {
+        if constexpr (POLICY == LOAD_WEIGHT) {
             RMSNORM_LD4("ld.global.nc.v4.u32", u, p);
-        } else if constexpr (POLICY == 0) {
+        } else if constexpr (POLICY == LOAD_PLAIN) {
             RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.v4.u32", u, p, fits);
-        } else if constexpr (POLICY == 2 || (POLICY == 4 && !RMSNORM_SM80)) {  // 4 before sm_80: as 2
+        } else if constexpr (POLICY == LOAD_NO_L1 || !RMSNORM_SM80) {
             RMSNORM_LD4_SEL("ld.global.cs.v4.u32", "ld.global.L1::no_allocate.v4.u32", u, p, fits);
-        } else if constexpr ((POLICY == 3 || POLICY == 4) && RMSNORM_SM80) {  // pol: l2_policy<1 or 2>
+        } else {  // LOAD_KEEP_L2, sm_80+: pol = l2_policy<2>()
             asm("{\n\t.reg .pred q;\n\tsetp.ne.s32 q, %6, 0;\n\t"
                 "@q ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];\n\t"
                 "@!q ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n\t}"
                 : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(pol), "r"(fits));
-        } else {
-            RMSNORM_LD4("ld.global.cs.v4.u32", u, p);
         }
         Pack<T, VEC> r;
         *reinterpret_cast<uint4*>(&r) = u;
@@ -173,13 +144,14 @@ __device__ __forceinline__ Pack<T, VEC> load_hinted(const T* p, unsigned long lo
     }
 }
 
-// POLICY: a store policy above (a plain st.global instead where `fits` != 0).
+// POLICY: a STORE_* policy above (a plain st.global instead where `fits` != 0).
 template <int POLICY, typename T, int VEC>
 __device__ __forceinline__ void store_hinted(T* p, const Pack<T, VEC>& v, unsigned long long pol,
                                              int fits) {
-    if constexpr (sizeof(Pack<T, VEC>) == 16 && POLICY != 0) {
+    static_assert(POLICY == STORE_PLAIN || POLICY == STORE_EVICT_FIRST, "store policy");
+    if constexpr (sizeof(Pack<T, VEC>) == 16 && POLICY == STORE_EVICT_FIRST) {
         const uint4 u = *reinterpret_cast<const uint4*>(&v);
-        if constexpr (POLICY == 2 && RMSNORM_SM80) {
+        if constexpr (RMSNORM_SM80) {  // pol = l2_policy<1>()
             asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.s32 q, %6, 0;\n\t"
                          "@q st.global.v4.u32 [%0], {%1, %2, %3, %4};\n\t"
                          "@!q st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;\n\t}"
@@ -263,16 +235,16 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     constexpr bool LOADS_FIRST = VEC > 1 && CHUNKS > 1;
     // Cache policies (see "Cache-hinted loads" above): `fits_l2` (set by the host when x,
     // gate and y of the launch together fit in L2) selects .cs loads and plain stores, else
-    // the op's LOAD / STORE policies -- by a predicate inside each access, no branch.
+    // the op's policy -- by a predicate inside each access, no branch.
     constexpr bool F32_BLOCK = sizeof(T) == 4 && !WARP_ROW;
-    constexpr int LOAD = GATE ? RMSNORM_GATE_LOAD_POLICY : F32_BLOCK ? RMSNORM_F32_BLOCK_LOAD_POLICY : RMSNORM_LOAD_POLICY;
-    constexpr int STORE = GATE ? RMSNORM_GATE_STORE_POLICY : F32_BLOCK ? RMSNORM_F32_BLOCK_STORE_POLICY : RMSNORM_STORE_POLICY;
-    const unsigned long long load_pol = l2_policy<LOAD == 3 ? 1 : LOAD == 4 ? 2 : 0>();
+    constexpr int LOAD = GATE ? LOAD_PLAIN : F32_BLOCK ? LOAD_KEEP_L2 : LOAD_NO_L1;
+    constexpr int STORE = GATE ? STORE_PLAIN : F32_BLOCK ? STORE_PLAIN : STORE_EVICT_FIRST;
+    const unsigned long long load_pol = l2_policy<LOAD == LOAD_KEEP_L2 ? 2 : 0>();
     Pack<T, VEC> px[CHUNKS], pg[CHUNKS], pw[CHUNKS];
     auto load_chunk = [&](int c, int j) {  // chunk c = vector j of the row: x, g, weight
         px[c] = load_hinted<LOAD, T, VEC>(xr + (long long)j * VEC, load_pol, fits_l2);
         if (GATE) pg[c] = load_hinted<LOAD, T, VEC>(gr + (long long)j * VEC, load_pol, fits_l2);
-        pw[c] = load_hinted<-1, T, VEC>(w + (long long)j * VEC, 0, 0);
+        pw[c] = load_hinted<LOAD_WEIGHT, T, VEC>(w + (long long)j * VEC, 0, 0);
     };
     if (LOADS_FIRST) {
         #pragma unroll
@@ -311,7 +283,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     }
     const float r = rsqrtf(__fdividef(total, (float)N) + eps);
     // phase 2: y = v * w * r, written once.
-    const unsigned long long store_pol = l2_policy<STORE == 2 ? 1 : 0>();
+    const unsigned long long store_pol = l2_policy<STORE == STORE_EVICT_FIRST ? 1 : 0>();
     #pragma unroll
     for (int c = 0; c < CHUNKS; ++c) {
         const int j = t + c * nthreads;
@@ -374,7 +346,7 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __res
 // [end wide]
 
 // ---------------------------------------------------------------------------------------
-// the extern "C" kernels (one per instantiation; names parsed by gpu_viz/ops.py)
+// the extern "C" kernels (one per instantiation; names parsed by gpu_viz/rmsnorm/fused.py)
 
 #define RMSNORM_PARAMS(T)                                                                      \
     T* __restrict__ out, const T* __restrict__ x, const T* __restrict__ gate,                  \
@@ -382,22 +354,29 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __res
         float eps, int fits_l2
 #define RMSNORM_ARGS out, x, gate, w, M, N, x_stride, gate_stride, eps, fits_l2
 
-// launch bounds: warp variant 4 rows (128 threads) per block; block variant up to 1024
-// threads for EPT <= 16 (<= 64 registers) and up to 512 threads for EPT 32.  The warp
-// variant's block can be set with -DWARP_BLOCK_THREADS (a multiple of 32 from 64 to 1024) for
-// experiments with its EPT-8 kernels only (gpu_viz.ops launches 128; at 512 and 1024 threads
-// the EPT-32 warp kernels spill): 8-32 rows per block gained at most 0.5 % and lost up to
-// 13 % on the H200 (benchmarks/NOTES.md "Session 6").
+// launch bounds: the warp variant WARP_BLOCK_THREADS (4 rows of a warp each); the block variant up
+// to BLOCK_MAX_THREADS(EPT) threads (EPT 32 keeps its 32 values per thread within 128 registers
+// at 512); wide WIDE_THREADS.  The 16-byte EPT 8 kernels (one or two vectors per thread, what
+// the launcher picks for short rows) also ask ptxas for 2048 resident threads per SM, i.e. <= 32
+// registers: full occupancy where the SM holds 2048 threads (sm_80+; sm_75's 1024 ignores it).
 #ifndef WARP_BLOCK_THREADS
 #define WARP_BLOCK_THREADS 128
 #endif
-#define BLOCK_MAX_THREADS(EPT) ((EPT) >= 32 ? 512 : 1024)
-// minimum resident blocks per SM asked of ptxas: the 16-byte EPT 8 kernels (one or two
-// vectors per thread, what the chooser picks for N <= 1024 * VEC) get 2 blocks of 1024 /
-// 16 warp-blocks of 128 = 2048 threads per SM, i.e. <= 32 registers: full occupancy.
-#define BLOCK_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 2 : 1)
-#define WARP_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 2048 / WARP_BLOCK_THREADS : 1)
+#ifndef WIDE_THREADS
 #define WIDE_THREADS 1024
+#endif
+#ifndef BLOCK_MAX_THREADS_E8
+#define BLOCK_MAX_THREADS_E8 1024
+#endif
+#ifndef BLOCK_MAX_THREADS_E16
+#define BLOCK_MAX_THREADS_E16 1024
+#endif
+#ifndef BLOCK_MAX_THREADS_E32
+#define BLOCK_MAX_THREADS_E32 512
+#endif
+#define BLOCK_MAX_THREADS(EPT) BLOCK_MAX_THREADS_E##EPT
+#define BLOCK_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 2048 / BLOCK_MAX_THREADS(EPT) : 1)
+#define WARP_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 2048 / WARP_BLOCK_THREADS : 1)
 
 #define DEF_WARP(OP, GATE, DT, T, VEC, EPT)                                                     \
     extern "C" __global__ void __launch_bounds__(WARP_BLOCK_THREADS, WARP_MIN_BLOCKS(VEC, EPT)) \

@@ -1,6 +1,11 @@
 // scheduling.cu -- how the hardware queue hands blocks to SMs: every block records where and when.
 //
-// Kernels (NVRTC through gpu_viz.kernels.load, or: nvcc -arch=sm_89 -cubin scheduling.cu):
+// Notebook 07_kernel_scheduling.  GPU producer gpu_viz/record/scheduling.py, CPU model (a named
+// round-robin model) gpu_viz/model/scheduling.py, frames gpu_viz/frames/scheduling.py;
+// tests/test_scheduling.py.
+// Build check: nvcc -arch=sm_89 -cubin -std=c++17 -Ikernels kernels/scheduling.cu
+//
+// Kernel:
 //   scheduled_block   each block (any blockDim) does an adjustable amount of work and thread 0
 //                     records, for its block b:
 //                       smid[b]                      %smid, the SM it ran on
@@ -10,29 +15,20 @@
 //                     runs `fma_iters` dependent FMAs; __syncthreads() waits for the whole block.
 //                     sink[0] is written only if the FMA chain hits an impossible value, so the
 //                     compiler must keep the chain.
-// %globaltimer is a chip-wide nanosecond clock (on some GPUs it ticks in steps of ~1 us);
-// clock64() is a per-SM cycle counter: compare it only within one block.
-
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-__device__ __forceinline__ unsigned sm_id() {
-    unsigned v;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(v));
-    return v;
-}
+// The records are the lesson itself (where and when is all it shows), so they are written in
+// every build.  __launch_bounds__(1024, 2) keeps the kernel at <= 32 registers per thread:
+// registers never cap how many of its blocks an SM holds (2048 threads x 32 = the 64K register
+// file), so the CPU model's occupancy needs only the thread and block limits.
+#include "sreg.cuh"
 
 // [region scheduled_block]
-extern "C" __global__ void scheduled_block(long long spin_cycles, int fma_iters,
-                                           unsigned* smid, unsigned long long* t_start,
-                                           unsigned long long* t_end, long long* clk_start,
-                                           long long* clk_end, float* sink) {
+extern "C" __global__ void __launch_bounds__(1024, 2) scheduled_block(
+        long long spin_cycles, int fma_iters, unsigned* smid, unsigned long long* t_start,
+        unsigned long long* t_end, long long* clk_start, long long* clk_end, float* sink) {
     __syncthreads();                                  // the whole block is resident
     if (threadIdx.x == 0) {
-        smid[blockIdx.x] = sm_id();                   // which SM did the queue pick?
-        t_start[blockIdx.x] = global_ns();            // when did this block start (ns)?
+        smid[blockIdx.x] = ::smid();                  // which SM did the queue pick?
+        t_start[blockIdx.x] = globaltimer_ns();       // when did this block start (ns)?
         clk_start[blockIdx.x] = clock64();
     }
     long long t0 = clock64();
@@ -43,7 +39,7 @@ extern "C" __global__ void scheduled_block(long long spin_cycles, int fma_iters,
     __syncthreads();                                  // the block ends when its last warp does
     if (threadIdx.x == 0) {
         clk_end[blockIdx.x] = clock64();
-        t_end[blockIdx.x] = global_ns();              // when did it finish (ns)?
+        t_end[blockIdx.x] = globaltimer_ns();         // when did it finish (ns)?
     }
 }
 // [end scheduled_block]

@@ -1,7 +1,8 @@
-"""CPU model of ``kernels/grid_stride.cu``: which thread handled which element, on which pass.
+"""CPU model of ``kernels/grid_stride.cu`` (notebook 06): which thread handled which element, on
+which pass -- the same Trace as ``gpu_viz.record.grid_stride``.
 
 The model runs the grid-stride loop itself, one pass at a time for all T = grid * block threads
-(pass p: thread t takes i = t + p * T while i < n), in float32 with ``__fmul_rn``'s rounding, so
+(pass p: thread t takes i = t + p * T while i < n), in float32 with the kernel's rounding (one FMUL), so
 every field is deterministic and a GPU test asserts model == silicon bit for bit.
 """
 from __future__ import annotations
@@ -53,9 +54,23 @@ def grid_stride_steps(n: int, grid: int, block: int, body_line=None, loop_line=N
     return steps
 
 
-def grid_stride(x: np.ndarray, alpha: float = 2.0, grid: int = 1, block: int = DECK_THREADS,
-                body_line=None, loop_line=None) -> Trace:
-    """Model of ``scale_grid_stride_traced``.
+def as_f32(name: str, x) -> np.ndarray:
+    """``x`` checked to be a 1-D float32 array (TypeError naming ``name`` otherwise)."""
+    x = np.asarray(x)
+    if x.ndim != 1 or x.dtype != np.float32:
+        raise TypeError(f"{name} must be a 1-D float32 array, got shape {x.shape} dtype {x.dtype}")
+    return x
+
+
+def params(n: int, grid: int, block: int, alpha, seed=None) -> dict:
+    """The Trace's ``params`` (both producers)."""
+    return {"n": n, "grid": grid, "block": block, "threads": grid * block, "passes": passes(n, grid * block),
+            "alpha": float(np.float32(alpha)), "seed": seed}
+
+
+def trace(x: np.ndarray, alpha: float = 2.0, grid: int = 1, block: int = DECK_THREADS, *,
+          body_line=None, loop_line=None, seed=None) -> Trace:
+    """Model of the traced ``scale_grid_stride``.
 
     Args:
         x: float32 [n] input (n >= 0).
@@ -66,9 +81,7 @@ def grid_stride(x: np.ndarray, alpha: float = 2.0, grid: int = 1, block: int = D
         Trace with x, y: float32 [n]; block, thread, pass: int32 [n] (who handled element i, on
         which trip round the loop); visits: int32 [n] (how many times it was handled: 1).
     """
-    x = np.asarray(x)
-    if x.ndim != 1 or x.dtype != np.float32:
-        raise TypeError(f"x must be a 1-D float32 array, got shape {x.shape} dtype {x.dtype}")
+    x = as_f32("x", x)
     n = x.shape[0]
     check_shape(n, grid, block)
     T = grid * block
@@ -88,9 +101,7 @@ def grid_stride(x: np.ndarray, alpha: float = 2.0, grid: int = 1, block: int = D
         thr[i] = tl % block
         pss[i] = p
         visits[i] += 1
-    return Trace(kernel="scale_grid_stride_traced",
-                 params={"n": n, "grid": grid, "block": block, "threads": T, "passes": passes(n, T),
-                         "alpha": float(a32)},
+    return Trace(kernel="scale_grid_stride", params=params(n, grid, block, a32, seed),
                  arrays={"x": x.copy(), "y": y, "block": blk, "thread": thr, "pass": pss, "visits": visits},
                  source=MODEL_SOURCE, provenance=backend.MODEL_LABEL,
                  steps=grid_stride_steps(n, grid, block, body_line, loop_line))

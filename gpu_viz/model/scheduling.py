@@ -1,11 +1,14 @@
-"""CPU model of ``kernels/scheduling.cu``: a named round-robin model of the hardware block queue.
+"""CPU model of ``kernels/scheduling.cu`` (notebook 07): a named round-robin model of the hardware
+block queue, the same Trace as ``gpu_viz.record.scheduling``.
 
 Nothing here is measured: where and when a block runs is only known to silicon, so every array
 of the model's Trace is listed in ``Trace.simulated`` and every figure names :data:`MODEL_NAME`.
 
 The model (:func:`schedule`):
-  * each SM holds at most R blocks at once, R from the occupancy limits of the spec sheet
-    (:func:`resident_blocks_per_sm`: blocks/SM, threads/SM, registers/SM);
+  * each SM holds at most R blocks at once, R from the spec sheet's occupancy limits
+    (:func:`resident_blocks_per_sm`: the calculator of ``gpu_viz.occupancy``; the kernel's
+    ``__launch_bounds__(1024, 2)`` keeps it at <= 32 registers, so registers never bind and
+    only blocks/SM and threads/SM do);
   * the queue hands blocks out in order; the first S * R go round-robin (block b to SM b mod S,
     then a second layer, ...), each later block to the slot that frees first (ties: the slot
     whose previous block was launched first), with no dispatch delay;
@@ -19,21 +22,23 @@ from typing import Optional
 
 import numpy as np
 
-from .. import backend, device
+from .. import backend, device, occupancy
 from ..trace import MODEL_SOURCE, Trace
+
+FILE, KERNEL = "scheduling.cu", "scheduled_block"
+DEFAULT_THREADS = 256
+DEFAULT_SPIN = 20000
 
 #: The deck's launch.
 DECK_BLOCKS = 2048
 
-#: Registers per thread of ``scheduled_block`` (ptxas, CUDA 13.0, sm_89): the occupancy model's input.
-#: tests/test_scheduling.py checks it against nvcc when nvcc is present.
-MODEL_REGS_PER_THREAD = 10
+#: Registers per thread the model charges: the ceiling ``__launch_bounds__(1024, 2)`` sets in
+#: kernels/scheduling.cu (2048 threads x 32 = 64K registers: registers never cap its occupancy).
+MODEL_REGS_PER_THREAD = 32
 
 #: Dependent FMA latency the model charges per iteration (cycles; Volta..Hopper: 4).
 FMA_LATENCY_CYCLES = 4
 
-REG_ALLOC_UNIT = 256   # registers are allocated per warp in units of 256
-WARP = 32
 
 
 def model_name(info: device.DeviceInfo) -> str:
@@ -58,24 +63,17 @@ def check_schedule_args(blocks: int, threads: int, spin_cycles: int, fma_iters: 
         raise ValueError(f"spin_cycles and fma_iters must be >= 0, got {spin_cycles}, {fma_iters}")
 
 
-def resident_blocks_per_sm(info: device.DeviceInfo, threads: int,
-                           regs_per_thread: int = MODEL_REGS_PER_THREAD, smem_bytes: int = 0) -> int:
-    """Occupancy: how many blocks of ``threads`` threads fit on one SM at once.
+def resident_blocks_per_sm(info: device.DeviceInfo, threads: int) -> int:
+    """Occupancy: how many blocks of ``threads`` threads of ``scheduled_block`` fit on one SM of
+    ``info`` at once (:func:`gpu_viz.occupancy.calculate` at :data:`MODEL_REGS_PER_THREAD`).
 
-    min over the limits: max blocks/SM, max threads/SM (whole warps), registers/SM (allocated per
-    warp in units of 256), shared memory/SM.  Raises ValueError if not even one block fits.
+    Raises:
+        ValueError: not even one block fits.
     """
-    warps = -(-threads // WARP)
-    limits = [info.max_blocks_per_sm, info.max_threads_per_sm // (warps * WARP)]
-    regs_per_warp = -(-regs_per_thread * WARP // REG_ALLOC_UNIT) * REG_ALLOC_UNIT
-    if regs_per_warp:
-        limits.append((info.regs_per_sm // regs_per_warp) // warps)
-    if smem_bytes:
-        limits.append(info.smem_per_sm_bytes // smem_bytes)
-    r = min(limits)
-    if r < 1:
-        raise ValueError(f"a block of {threads} threads does not fit on one SM of {info.name} ({limits})")
-    return int(r)
+    occ = occupancy.calculate(info, threads, occupancy.KernelResources(KERNEL, MODEL_REGS_PER_THREAD))
+    if occ.blocks_per_sm < 1:
+        raise ValueError(f"a block of {threads} threads does not fit on one SM of {info.name} ({occ.limits})")
+    return occ.blocks_per_sm
 
 
 def block_cycles(spin_cycles: int, fma_iters: int) -> int:
@@ -105,8 +103,8 @@ def schedule(blocks: int, sm_count: int, resident: int, duration_ns: float):
     return smid, start
 
 
-def scheduling(blocks: int = DECK_BLOCKS, threads: int = 256, spin_cycles: int = 20000,
-               fma_iters: int = 0, info: Optional[device.DeviceInfo] = None) -> Trace:
+def trace(blocks: int = DECK_BLOCKS, threads: int = DEFAULT_THREADS, spin_cycles: int = DEFAULT_SPIN,
+          fma_iters: int = 0, info: Optional[device.DeviceInfo] = None, *, seed=None) -> Trace:
     """Model of ``scheduled_block``: where and when each of ``blocks`` blocks runs.
 
     Args:
@@ -131,7 +129,7 @@ def scheduling(blocks: int = DECK_BLOCKS, threads: int = 256, spin_cycles: int =
     t_end = np.round(start + dur_ns).astype(np.uint64)
     clk_start = np.round(start * ghz).astype(np.int64)
     name = model_name(info)
-    return Trace(kernel="scheduled_block",
+    return Trace(kernel=KERNEL,
                  params={"blocks": blocks, "threads": threads, "spin_cycles": spin_cycles,
                          "fma_iters": fma_iters, "sm_count": info.sm_count,
                          "resident_blocks_per_sm": resident, "gpu": info.name, "model": name,

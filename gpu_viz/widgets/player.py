@@ -1,6 +1,7 @@
 """Players: one list of frames, two renderers (DESIGN.md section 6).
 
-Data path: Trace --> frames (``render_frames`` draws each with matplotlib) -->
+Data path: Trace --> frames (``gpu_viz.frames.<stem>``; :func:`render_frames` draws each with
+matplotlib) -->
 :class:`Animation` --> ``live()`` (ipywidgets: play, step, scrub, highlighted source line)
 and ``static_html()`` (self-contained HTML + JS that plays in exported reveal.js slides and
 on GitHub with no kernel).
@@ -33,19 +34,27 @@ class Frame:
     line: Optional[int] = None
 
 
-def figure_png(fig, dpi: int = 80) -> bytes:
-    """Render a matplotlib figure to PNG bytes and close it."""
+def figure_png(fig, dpi: int = 80, tight: bool = True, close: bool = True) -> bytes:
+    """Render a matplotlib figure to PNG bytes (and close it unless ``close=False``).
+
+    ``tight``: crop to the drawn area (a second layout pass: about twice the render time; a
+    figure laid out by hand does not need it).
+    """
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
+    fig.savefig(buf, format="png", dpi=dpi, facecolor="white", **({"bbox_inches": "tight"} if tight else {}))
+    if close:
+        plt.close(fig)
     return buf.getvalue()
 
 
 def render_frames(draw: Callable[[int], "object"], count: int, captions: Sequence[str],
-                  lines: Optional[Sequence[Optional[int]]] = None, dpi: int = 80) -> List[Frame]:
+                  lines: Optional[Sequence[Optional[int]]] = None, dpi: int = 80,
+                  tight: bool = True) -> List[Frame]:
     """Build frames by calling ``draw(i)`` (returns a matplotlib Figure) for i in range(count).
+
+    ``tight``: see :func:`figure_png`.
 
     Raises:
         ValueError: if ``captions`` (or ``lines``) does not have ``count`` entries.
@@ -55,7 +64,15 @@ def render_frames(draw: Callable[[int], "object"], count: int, captions: Sequenc
     if lines is not None and len(lines) != count:
         raise ValueError(f"render_frames: lines has {len(lines)} entries, expected count={count}")
     lines = list(lines) if lines is not None else [None] * count
-    return [Frame(png=figure_png(draw(i), dpi=dpi), caption=captions[i], line=lines[i]) for i in range(count)]
+    return [Frame(png=figure_png(draw(i), dpi=dpi, tight=tight), caption=captions[i], line=lines[i])
+            for i in range(count)]
+
+
+def show_figure(fig, dpi: int = 80) -> None:
+    """Display a matplotlib figure as a PNG whatever the backend (Agg included), then close it."""
+    from IPython.display import Image, display
+
+    display(Image(data=figure_png(fig, dpi=dpi), format="png"))
 
 
 def _source_html(source: str, line: Optional[int], dom_id: str = "") -> str:

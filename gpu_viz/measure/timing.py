@@ -12,30 +12,21 @@
 * ``fn(i)`` gets the repetition index so it can rotate buffers: a bandwidth claim
   must not be an L2 claim (use :func:`rotation_count`).
 
-Records (one JSON file per GPU run) follow DESIGN.md section 5: :func:`new_record`,
-:func:`save_record`.
+Records (one JSON file per GPU run, DESIGN.md section 5) are :mod:`gpu_viz.measure.records`.
 """
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
-import json
 import math
 import numbers
-import platform
-import re
-import shutil
-import subprocess
-from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Sequence
 
 import numpy as np
 
-from . import backend
+from .. import backend
 
 KERNEL = "kernel"
 CALL = "call"
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,8 +87,7 @@ class _Torch:
 
 class _CuPy:
     def __init__(self):
-        import cupy
-        self.cupy = cupy
+        self.cupy = backend.require_cupy("timing")
 
     def event(self):
         return self.cupy.cuda.Event()
@@ -221,9 +211,7 @@ _EMPTY = r'extern "C" __global__ void gpu_viz_empty() {}'
 
 def launch_floor() -> Dict[str, Timing]:
     """An empty kernel's time, both ways: ``{"kernel": graph replay, "call": from Python}`` (µs)."""
-    import cupy
-
-    backend.require_gpu("the launch floor")
+    cupy = backend.require_cupy("the launch floor")
     k = cupy.RawKernel(_EMPTY, "gpu_viz_empty")
 
     def fn(i):
@@ -246,10 +234,8 @@ def copy_kernel_floor(nbytes: int, l2_bytes: int, block: int = 512, reps: int = 
 
     The buffer pairs rotate (:func:`rotation_count` over ``l2_bytes``) so the reads come from
     DRAM, as in the benchmark rows.  The floor under any row-wise kernel of that size, e.g.
-    RMSNorm at 128x4096 fp16 (``nbytes`` = 1 MiB): 2.23-2.28 µs on the H200 against an
-    empty kernel's 0.83 µs in the same run (results/nvidia-h200-2026-11-29-fused.json, sessions
-    3 and 4); with the data in L2 it is still 1.50-1.54 µs, and reading the 1 MiB alone 1.40
-    (benchmarks/NOTES.md, "Session 4").  The copy is checked (bit-exact) after timing.
+    RMSNorm at 128x4096 fp16 (``nbytes`` = 1 MiB; benchmarks/NOTES.md has the H200's numbers).
+    The copy is checked (bit-exact) after timing.
 
     Raises:
         TypeError: a non-int argument.  ValueError: ``nbytes`` not a positive multiple of 16,
@@ -268,9 +254,7 @@ def copy_kernel_floor(nbytes: int, l2_bytes: int, block: int = 512, reps: int = 
         raise ValueError(f"block must be in 32..1024 threads, got {block}")
     if reps < 1:
         raise ValueError(f"reps must be >= 1, got {reps}")
-    backend.require_gpu("the copy-kernel floor")
-    import cupy
-
+    cupy = backend.require_cupy("the copy-kernel floor")
     k = cupy.RawKernel(_COPY16, "gpu_viz_copy16")
     sets = rotation_count(2 * nbytes, l2_bytes)
     n = nbytes // 16
@@ -286,73 +270,3 @@ def copy_kernel_floor(nbytes: int, l2_bytes: int, block: int = 512, reps: int = 
     cupy.cuda.get_current_stream().synchronize()
     assert all(bool((d == s_).all()) for d, s_ in zip(dst, src)), "the copy kernel copied wrong"
     return t
-
-
-# -- records ------------------------------------------------------------------------------
-
-def _driver_version() -> str:
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
-            if out:
-                return out[0].strip()
-        except Exception:
-            pass
-    import cupy
-    v = cupy.cuda.runtime.driverGetVersion()
-    return f"CUDA driver API {v // 1000}.{(v % 1000) // 10}"
-
-
-def environment() -> Dict:
-    """Date, GPU, sm, driver, CUDA runtime, torch and CuPy versions of this run (GPU mode only)."""
-    b = backend.require_gpu("a GPU record")
-    import cupy
-    rv = cupy.cuda.runtime.runtimeGetVersion()
-    env = {"date": backend.today(), "gpu": b.device_name, "sm": b.sm, "driver": _driver_version(),
-           "cuda": f"{rv // 1000}.{(rv % 1000) // 10}", "cupy": cupy.__version__,
-           "python": platform.python_version()}
-    try:
-        import torch
-        env["torch"] = torch.__version__
-    except ImportError:
-        env["torch"] = None
-    return env
-
-
-def gpu_slug(name: str) -> str:
-    """``"NVIDIA H200"`` -> ``"nvidia-h200"``."""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-
-
-def new_record(rows: List[Dict], **extra) -> Dict:
-    """A record in DESIGN.md section 5's format: :func:`environment` + ``extra`` + ``rows``."""
-    rec = environment()
-    rec.update(extra)
-    rec["rows"] = rows
-    return rec
-
-
-def save_record(record: Dict, tag: str = "", directory: Optional[Path] = None) -> Path:
-    """Write ``record`` to ``<dir>/<gpu-slug>-<date>[-tag].json`` and return the path."""
-    directory = Path(directory) if directory else RESULTS_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    name = f"{gpu_slug(record['gpu'])}-{record['date']}{'-' + tag if tag else ''}.json"
-    path = directory / name
-    path.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
-    return path
-
-
-def load_records(pattern: str = "*.json", directory: Optional[Path] = None) -> List[Dict]:
-    """Every committed record matching ``pattern``, newest date first (for CPU-mode display)."""
-    directory = Path(directory) if directory else RESULTS_DIR
-    recs = []
-    for p in sorted(directory.glob(pattern)):
-        try:
-            rec = json.loads(p.read_text())
-        except ValueError:
-            continue
-        rec["_file"] = p.name
-        recs.append(rec)
-    return sorted(recs, key=lambda r: r.get("date", ""), reverse=True)

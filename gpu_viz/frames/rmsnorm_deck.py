@@ -1,32 +1,19 @@
-"""The four-phase RMSNorm trace: launch the instrumented kernel, read its records, build the frames.
+"""Trace -> frames for notebook 09's four phases: one frame per step of a traced row.
 
-Data path: ``kernels/rmsnorm_trace.cu`` --(:func:`record_gpu`: NaN-poisoned record buffers, one block,
-one row)--> :class:`gpu_viz.trace.Trace` (or :func:`gpu_viz.model.rmsnorm_trace.four_phase_trace`
-without a GPU; :func:`record` picks) --> :func:`frames` --> :func:`animation` (live + static player).
-
-The faults taught in notebook 09:
-  a. the deck's phase 2 reads ``smem[tid]`` for every ``tid < 32``: ``record(..., variant="deck")``
-     with fewer than 32 warps sums slots nobody wrote (``prefill=True`` makes them a visible
-     1000 + s; without it they are whatever shared memory held);
-  b. the seed write-up's halving-tree reduction at 96 threads loses partials:
-     :func:`seed_reduce_gpu` / ``model.rmsnorm_trace.seed_reduce``, :func:`seed_animation`;
-  c. kernels/reduce.cuh's ``block_reduce_sum``, correct at every block size: :func:`block_reduce_gpu`.
+Data path: ``gpu_viz.record.rmsnorm_deck`` / ``gpu_viz.model.rmsnorm_deck`` --> :class:`gpu_viz.trace.Trace`
+--> :func:`frames` (one figure drawn once, its artists updated per step) --> :func:`animation`
+(live + static player, the variant's kernel code beside it, the current line lit).
 """
 from __future__ import annotations
 
-import io
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
-from . import backend, kernels
-from .model import rmsnorm_trace as model
-from .trace import GPU_SOURCE, Trace
-from .widgets import Animation, Frame
+from ..model import rmsnorm_deck as model
+from ..trace import GPU_SOURCE, Trace
+from ..widgets import Animation, Frame, figure_png
 
-KERNEL_FILE = model.KERNEL_FILE
-#: NVRTC options of every traced launch: no FMA contraction (division and sqrt are explicit _rn intrinsics).
-OPTIONS = ("--fmad=false",)
 WARP = model.WARP
 
 #: The deck's memory captions, one per phase.
@@ -38,137 +25,6 @@ PHASE_CAPTIONS = {
 }
 PHASE_TITLES = {1: "Phase 1 - local sums", 2: "Phase 2 - the reduction",
                 3: "Phase 3 - final math", 4: "Phase 4 - applying the weights"}
-
-
-def default_inputs(d: int = 2048, seed: int = 0):
-    """A random row and weight, float32 (d,) each: x ~ N(0, 1), w ~ 1 + 0.1 N(0, 1).
-
-    Raises:
-        ValueError: ``d`` is not a positive integer (the row length).
-    """
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"d (the row length) must be a positive integer, got {d!r}")
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(d).astype(np.float32)
-    w = (1 + 0.1 * rng.standard_normal(d)).astype(np.float32)
-    return x, w
-
-
-# --------------------------------------------------------------------------------------------
-# GPU producers
-
-def _module():
-    return kernels.load(KERNEL_FILE, OPTIONS)
-
-
-def record_gpu(x, w=None, block: int = 1024, eps: float = model.DEFAULT_EPS, variant: str = model.GUARDED,
-               prefill: bool = True) -> Trace:
-    """Launch ``rmsnorm_four_phase_trace`` on one row and return what it recorded.
-
-    Args: as :func:`gpu_viz.model.rmsnorm_trace.four_phase_trace` (x, w: (d,) float32).
-
-    Returns:
-        :class:`Trace` with source ``"gpu"``, the same arrays (shapes, dtypes) and steps as the model.
-
-    Raises:
-        GPUUnavailable: CPU mode.  ValueError: bad arguments (see ``model.check_launch``).
-    """
-    import cupy as cp
-
-    backend.require_gpu("recording the four-phase trace")
-    x = model.as_f32_vector(x, "x")
-    d, block = model.check_launch(x.shape[0], block, variant)
-    w = np.ones(d, dtype=np.float32) if w is None else model.as_f32_vector(w, "w", d)
-    nw = (block + WARP - 1) // WARP
-    kernel = _module().get_function(model.KERNEL)
-    nan = np.float32(np.nan)
-    bufs = dict(y=cp.full(d, nan, cp.float32), local=cp.full(block, nan, cp.float32),
-                warp_lanes=cp.full((nw, model.STEPS, WARP), nan, cp.float32),
-                smem=cp.full(WARP, nan, cp.float32), w0_lanes=cp.full((model.STEPS, WARP), nan, cp.float32),
-                scalars=cp.full(4, nan, cp.float32))
-    x_d, w_d = cp.asarray(x), cp.asarray(w)
-    kernel((1,), (block,), (x_d, w_d, bufs["y"], np.int32(d), np.float32(eps), np.int32(model.VARIANTS[variant]),
-                            np.int32(1 if prefill else 0), bufs["local"], bufs["warp_lanes"], bufs["smem"],
-                            bufs["w0_lanes"], bufs["scalars"]))
-    cp.cuda.get_current_stream().synchronize()
-    arrays = {k: cp.asnumpy(v) for k, v in bufs.items()}
-    arrays.update(x=x, w=w)
-    params = dict(d=d, block=block, eps=float(np.float32(eps)), variant=variant, prefill=bool(prefill), n_warps=nw)
-    return Trace(kernel=model.KERNEL, params=params, arrays=arrays, source=GPU_SOURCE,
-                 provenance=backend.live_label(), steps=model.four_phase_steps(params))
-
-
-def record(x, w=None, block: int = 1024, eps: float = model.DEFAULT_EPS, variant: str = model.GUARDED,
-           prefill: bool = True) -> Trace:
-    """The silicon's trace on a GPU, else the CPU model's (its provenance says which)."""
-    if backend.has_gpu():
-        return record_gpu(x, w, block, eps, variant, prefill)
-    return model.four_phase_trace(x, w, block, eps, variant, prefill)
-
-
-def seed_reduce_gpu(partials, corrected: bool = False) -> Dict[str, np.ndarray]:
-    """Launch ``seed_reduce_trace`` with one partial per thread (block = len(partials)).
-
-    Returns:
-        dict ``levels`` (10, block), ``finish`` (6, 32), ``out`` (block,), all float32 (NaN = not written),
-        as ``model.seed_reduce`` (which adds ``weight``).
-
-    Raises:
-        GPUUnavailable: CPU mode.  ValueError: block outside 32..1024 (1..1024 when corrected).
-    """
-    import cupy as cp
-
-    backend.require_gpu("the seed reduction trace")
-    p = model.as_f32_vector(partials, "partials")
-    B = p.shape[0]
-    lo = 1 if corrected else WARP
-    if not lo <= B <= 1024:
-        raise ValueError(f"partials must have length (block) in {lo}..1024 for corrected={corrected}, got {B}")
-    nan = np.float32(np.nan)
-    levels = cp.full((model.SEED_MAX_LEVELS, B), nan, cp.float32)
-    finish = cp.full((model.STEPS, WARP), nan, cp.float32)
-    out = cp.full(B, nan, cp.float32)
-    _module().get_function(model.SEED_KERNEL)((1,), (B,), (cp.asarray(p), np.int32(1 if corrected else 0),
-                                                         levels, finish, out))
-    return dict(levels=cp.asnumpy(levels), finish=cp.asnumpy(finish), out=cp.asnumpy(out))
-
-
-def block_reduce_gpu(values) -> np.ndarray:
-    """kernels/reduce.cuh ``block_reduce_sum`` over one value per thread, called twice back to back.
-
-    Args:
-        values: (block,) float32, block in 1..1024.
-
-    Returns:
-        (2, block) float32: row 0 every thread's sum of ``values``, row 1 its sum of ``2 * values``.
-    """
-    import cupy as cp
-
-    backend.require_gpu("block_reduce_sum")
-    v = model.as_f32_vector(values, "values")
-    B = v.shape[0]
-    if not 1 <= B <= 1024:
-        raise ValueError(f"values must have length (block) in 1..1024, got {B}")
-    out = cp.full(2 * B, np.float32(np.nan), cp.float32)
-    _module().get_function("block_reduce_all")((1,), (B,), (cp.asarray(v), out))
-    return cp.asnumpy(out).reshape(2, B)
-
-
-# --------------------------------------------------------------------------------------------
-# frames
-
-def _png(fig, dpi: int) -> bytes:
-    """PNG bytes of a fixed-layout figure, then close it (no tight bbox: half the render time)."""
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
-    plt.close(fig)
-    return buf.getvalue()
-
-def kernel_source(region: str = "four_phase") -> "kernels.Snippet":
-    """The fenced region of rmsnorm_trace.cu the player shows."""
-    return kernels.snippet(KERNEL_FILE, region)
 
 
 def _fmt(v) -> str:
@@ -262,8 +118,8 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
     known = {"local", "shuffle", "handoff", "w0", "math", "output"}
     if kinds is not None and not set(kinds) <= known:
         raise ValueError(f"kinds must be a subset of {sorted(known)}, got {sorted(set(kinds) - known)}")
-    if trace.kernel != model.KERNEL:
-        raise ValueError(f"frames: trace must come from {model.KERNEL}, got {trace.kernel!r}")
+    if trace.kernel not in model.KERNELS.values():
+        raise ValueError(f"frames: trace must come from one of {sorted(model.KERNELS.values())}, got {trace.kernel!r}")
     p = trace.params
     d, block, nw = p["d"], p["block"], p["n_warps"]
     if not 0 <= warp < nw:
@@ -393,7 +249,7 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
             if show_smem:
                 slots = smem
             elif p["prefill"]:
-                slots[:n0] = model.garbage(np.arange(n0))
+                slots[:n0] = model.prefill_value(np.arange(n0))
             smem_boxes.update(slots, text=show_smem,
                               hatch=never_written if (deck_reads_stale and show_smem) else (),
                               highlight=set(range(min(nw, WARP))) if kind == "handoff" else ())
@@ -411,10 +267,8 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
                 t_vals.set_visible(True)
             else:
                 t_vals.set_visible(False)
-            buf = io.BytesIO()
-            fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
-            out.append(Frame(png=buf.getvalue(), caption=f"{step.label}  [{PHASE_CAPTIONS[phase]}]",
-                             line=step.line))
+            out.append(Frame(png=figure_png(fig, dpi=dpi, tight=False, close=False),
+                             caption=f"{step.label}  [{PHASE_CAPTIONS[phase]}]", line=step.line))
     finally:
         plt.close(fig)
     return out
@@ -451,89 +305,13 @@ def _explain(step, trace: Trace, warp: int) -> str:
     return "All threads read rstd from shared memory\nand write y = x * rstd * w back to VRAM."
 
 
-def animation(trace: Trace, warp: int = 0, title: Optional[str] = None,
+def animation(trace: Trace, source: Optional[str] = None, warp: int = 0, title: Optional[str] = None,
               kinds: Optional[Sequence[str]] = None) -> Animation:
-    """The player for a four-phase trace: frames (see :func:`frames`) + the kernel source, current line lit."""
+    """The player for a four-phase trace: frames (see :func:`frames`) + the kernel source, current
+    line lit.  ``source``: the code the steps' lines point into (default: the variant's,
+    ``gpu_viz.model.rmsnorm_deck.source``)."""
     p = trace.params
     title = title or (f"Four phases on the silicon: RMSNorm of one row, d={p['d']}, {p['block']} threads "
                       f"({p['variant']} phase 2)")
     return Animation(frames(trace, warp=warp, kinds=kinds), title=title, provenance=trace.provenance,
-                     source=kernel_source().text)
-
-
-# --------------------------------------------------------------------------------------------
-# the seed's reduction, animated
-
-def seed_frames(partials, result: Dict[str, np.ndarray], corrected: bool, dpi: int = 72) -> List[Frame]:
-    """Frames of the seed's reduction (or the fix): the slots after each tree level, what warp 0 read,
-    the lost partials in red.  ``result`` from :func:`seed_reduce_gpu` or ``model.seed_reduce``."""
-    import matplotlib.pyplot as plt
-
-    p = np.asarray(partials, dtype=np.float32)
-    B = p.size
-    weight = model.seed_reduce(p, corrected)["weight"]
-    region = "fixed_tree" if corrected else "seed_tree"
-    snip = kernel_source(region)
-    levels = [lv for lv in result["levels"] if np.isfinite(lv).any()]
-    states = [("partials in shared[tid]", p, None)]
-    s = B >> 1
-    n = B
-    for k, lv in enumerate(levels):
-        if corrected:
-            half = (n + 1) >> 1
-            states.append((f"tree level {k + 1}: slots 0..{n - half - 1} += slots {half}..{n - 1}", lv, half))
-            n = half
-        else:
-            states.append((f"tree level {k + 1}: s = {s}: slots 0..{s - 1} += slots {s}..{2 * s - 1}", lv, s))
-            s >>= 1
-    lost = np.flatnonzero(weight == 0)
-    total = result["out"][0]
-    captions = [c for c, _, _ in states] + [
-        "warp finish: lanes 0..31 read shared[0..31], then 5 shuffles",
-        f"total = {total:g}" + (f": {lost.size} of {B} partials never arrived" if lost.size
-                                else ": every partial counted once")]
-    last_live = B if corrected else (states[-1][2] or B)   # slots still holding partials before the finish
-    frames_: List[Frame] = []
-    for i, cap in enumerate(captions):
-        fig, axes = plt.subplots(2, 1, figsize=(9, 3.2), gridspec_kw=dict(height_ratios=[1.3, 1]))
-        ax = axes[0]
-        vals = states[min(i, len(states) - 1)][1]
-        colors = np.array(["#9ecae1"] * B, dtype=object)
-        if i >= len(states):
-            colors[:] = "#dddddd"
-            colors[: min(WARP, B)] = "#2ca02c"
-            if not corrected and last_live > WARP:
-                colors[WARP:last_live] = "#d62728"
-                ax.text((WARP + last_live) / 2, float(np.nanmax(vals)) * 0.5, f"slots {WARP}..{last_live - 1}:\nnever read",
-                        ha="center", va="center", fontsize=8, color="white", fontweight="bold")
-        ax.bar(np.arange(B), vals, color=list(colors), width=1.0, edgecolor="white", linewidth=0.3)
-        ax.set_xlim(-0.5, B - 0.5)
-        ax.set_title(cap, fontsize=9, loc="left")
-        ax.set_ylabel("shared[slot]", fontsize=7)
-        ax.tick_params(labelsize=6)
-        ax2 = axes[1]
-        if i == len(captions) - 1:
-            wc = np.where(weight == 0, "#d62728", np.where(weight == 1, "#2ca02c", "#ff7f0e"))
-            ax2.bar(np.arange(B), np.maximum(weight, 0.15), color=list(wc), width=1.0)
-            ax2.set_title("how many times each thread's partial reaches the total (red = lost)", fontsize=8, loc="left")
-        else:
-            ax2.bar(np.arange(B), np.ones(B), color="#eeeeee", width=1.0)
-            ax2.set_title("thread -> total: shown at the end", fontsize=8, loc="left", color="#888")
-        ax2.set_xlim(-0.5, B - 0.5)
-        ax2.set_ylim(0, 2.2)
-        ax2.set_xlabel("thread / slot", fontsize=7)
-        ax2.tick_params(labelsize=6)
-        fig.tight_layout()
-        line = snip.line_of("shared[tid] = __fadd_rn") if 0 < i < len(states) else None
-        frames_.append(Frame(png=_png(fig, dpi), caption=cap, line=line))
-    return frames_
-
-
-def seed_animation(partials, result: Dict[str, np.ndarray], corrected: bool, provenance: str) -> Animation:
-    """Player for :func:`seed_frames`, with the tree's source (our reconstruction or the fix)."""
-    region = "fixed_tree" if corrected else "seed_tree"
-    B = np.asarray(partials).size
-    title = (f"The fixed halving-tree reduction at {B} threads" if corrected else
-             f"The seed write-up's halving-tree reduction at {B} threads (our reconstruction from its description)")
-    return Animation(seed_frames(partials, result, corrected), title=title, provenance=provenance,
-                     source=kernel_source(region).text)
+                     source=source if source is not None else model.source(p["variant"]).text)

@@ -1,7 +1,7 @@
 """Trace -> frames for notebook 06: the elements a grid-stride loop covers, pass by pass.
 
-Data path: :func:`gpu_viz.gridstride.grid_stride_trace` --> :class:`gpu_viz.trace.Trace` -->
-frames here (one per Step: the launch, then each pass) --> :class:`gpu_viz.widgets.player.Animation`.
+Data path: ``gpu_viz.record.grid_stride`` / ``gpu_viz.model.grid_stride`` --> :class:`gpu_viz.trace.Trace`
+--> frames here (one per Step: the launch, then each pass) --> :class:`gpu_viz.widgets.Animation`.
 Each element is a cell, coloured by the global thread (block * blockDim + thread) that handled
 it: the same colours repeat pass after pass because the same threads come round again.
 """
@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .frames_simt import fast_frames
-from .trace import Trace
-from .widgets.player import Animation
+from ..trace import Trace
+from ..widgets import Animation, render_frames
 
 #: Elements drawn at most (the figure is one cell per element).
 MAX_DRAWN = 16384
@@ -22,13 +21,13 @@ def layout_width(n: int) -> int:
     return 64 if n <= 4096 else 128
 
 
-def grid_stride_figure(trace: Trace, frame: int):
+def figure(trace: Trace, frame: int):
     """Step ``frame``: passes before it faded, its pass bright, later passes blank."""
     import matplotlib.pyplot as plt
 
     n = trace.params["n"]
     if n > MAX_DRAWN:
-        raise ValueError(f"grid_stride_figure draws at most {MAX_DRAWN} elements, the trace has n={n}")
+        raise ValueError(f"grid_stride.figure draws at most {MAX_DRAWN} elements, the trace has n={n}")
     step = trace.steps[frame]
     p = step.data["pass"]
     T = trace.params["threads"]
@@ -57,11 +56,11 @@ def grid_stride_figure(trace: Trace, frame: int):
     return fig
 
 
-def grid_stride_animation(trace: Trace, source: str, dpi: int = 70) -> Animation:
+def animation(trace: Trace, source: str, dpi: int = 70) -> Animation:
     """Animation, pass by pass, of a grid-stride trace; ``source`` = region ``grid_stride``'s text."""
     steps = trace.steps
-    frames = fast_frames(lambda i: grid_stride_figure(trace, i), len(steps), [s.label for s in steps],
-                         [s.line for s in steps], dpi=dpi)
+    frames = render_frames(lambda i: figure(trace, i), len(steps), [s.label for s in steps],
+                           [s.line for s in steps], dpi=dpi, tight=False)
     p = trace.params
     return Animation(frames, title=f"{p['n']} elements, {p['grid']} x {p['block']} = {p['threads']} threads: "
                                    f"{p['passes']} pass(es)", provenance=trace.provenance, source=source)

@@ -1,11 +1,12 @@
 """gpu_viz.kernels: finding, showing and compiling kernels/*.cu (nvcc here, NVRTC on a GPU)."""
+import re
 import shutil
 
 import pytest
 
 from gpu_viz import backend, kernels
 
-NVCC = shutil.which("nvcc")
+NVCC = kernels.find_tool("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 
 
@@ -30,6 +31,25 @@ def test_snippet_region_and_line(kdir):
     assert s.line_of("twice") == 2
     with pytest.raises(ValueError, match="not found in region"):
         s.line_of("nonexistent")
+
+
+def test_snippet_drops_trace_lines_and_joins_regions(kdir):
+    (kdir / "t.cu").write_text(
+        '#include "helper.cuh"\n'
+        "// [region a]\n"
+        "int x = 1;\n"
+        "    TRACE(rec.x[0] = x);\n"
+        "// [end a]\n"
+        "// [region b]\n"
+        "int y = 2;\n"
+        "TRACE_HOOK(y);\n"
+        "// [end b]\n")
+    (kdir / "helper.cuh").write_text("#pragma once\n// [region h]\nint z = 3;\n// [end h]\n")
+    s = kernels.snippet("t.cu", "a", "b", "helper.cuh:h")
+    assert s.text == "int x = 1;\n\nint y = 2;\n\nint z = 3;"
+    assert "TRACE(rec.x[0] = x);" in s.traced_text and "TRACE_HOOK(y);" in s.traced_text
+    assert s.region == "a+b+helper.cuh:h" and s.first_line == 3
+    assert s.lines_of(["y = 2", "z = 3"]) == [3, 5]
 
 
 def test_snippet_unknown_region_lists_regions(kdir):
@@ -94,17 +114,55 @@ def test_nvcc_reports_each_kernel(kdir):
 
 
 ALL = kernels.kernel_files()
+#: Register ceilings worth keeping (the traced build adds records, not registers to speak of).
+MAX_REGISTERS = {"vector_add.cu": 32, "divergence.cu": 32, "grid_stride.cu": 32, "scheduling.cu": 32}
+
+
+def _builds():
+    for name in ALL:
+        yield name, False
+        if kernels.has_traced_build(name):
+            yield name, True
 
 
 @needs_nvcc
 @pytest.mark.parametrize("arch", kernels.ARCHES)
-@pytest.mark.parametrize("name", ALL)
-def test_every_kernel_builds_without_spills(name, arch):
-    """Every kernels/*.cu compiles for T4, L4 and H100/H200, and no kernel spills registers."""
-    rows = kernels.nvcc_compile(name, arch)
+@pytest.mark.parametrize("name,traced", list(_builds()), ids=[f"{n}{'-traced' if t else ''}" for n, t in _builds()])
+def test_every_kernel_builds_without_spills(name, traced, arch):
+    """Every kernels/*.cu (and its traced build) compiles for T4, A100, L4 and H100/H200, and no
+    kernel spills registers."""
+    rows = kernels.nvcc_compile(name, arch, traced=traced)
     assert rows, f"{name}: nvcc produced no kernel for {arch} (templates need explicit instantiation)"
     spilled = [(r.kernel, r.spill_stores_bytes) for r in rows if r.spill_stores_bytes]
     assert not spilled, f"{name} spills on {arch}: {spilled}"
+    cap = MAX_REGISTERS.get(name)
+    if cap and not traced:  # the traced build adds record writes; the ceiling is the taught kernel's
+        assert all(r.registers <= cap for r in rows), [(r.kernel, r.registers) for r in rows]
+
+
+def test_traced_builds_are_the_lessons():
+    traced = {n for n in ALL if kernels.has_traced_build(n)}
+    assert traced == {"vector_add.cu", "divergence.cu", "grid_stride.cu", "rmsnorm_deck.cu"}
+
+
+def _defaults(name):
+    text = kernels.read_source(name)
+    return dict(re.findall(r"#ifndef (\w+)\n#define \1 (\S+)\n#endif", text))
+
+
+def test_cuda_defaults_match_the_python_constants():
+    """Constants Python passes as -D: the .cu files' #ifndef defaults (for a bare nvcc build)
+    are the same values, so the two builds cannot differ."""
+    from gpu_viz import occupancy
+    from gpu_viz.model import vector_add as va
+    from gpu_viz.rmsnorm import fused
+
+    for name, options in (("rmsnorm_fused.cu", fused.LAUNCH_DEFINES), ("occupancy.cu", occupancy.OCC_OPTIONS)):
+        d = _defaults(name)
+        for opt in options:
+            key, value = opt[2:].split("=")
+            assert d.get(key) == value, (name, key, d.get(key), value)
+    assert _defaults("vector_add.cu")["VA_REC_FIELDS"] == str(len(va.VECTOR_ADD_FIELDS))
 
 
 def test_kernel_files_found():
@@ -140,20 +198,3 @@ def test_only_kernel_dir_files_are_read(bad):
         kernels.read_source(bad)
     with pytest.raises(ValueError, match="bare file name"):
         kernels.snippet(bad, "phase1")
-
-
-@needs_nvcc
-@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
-@pytest.mark.parametrize("load, store", [(0, 0), (1, 1), (2, 2), (3, 2), (4, 0), (4, 2)])
-@pytest.mark.parametrize("dtypes, prefixes", [(2, ("RMSNORM_", "RMSNORM_GATE_")), (1, ("RMSNORM_F32_BLOCK_",))],
-                         ids=["fp16-both-ops", "fp32-rmsnorm-block"])
-def test_rmsnorm_cache_policies_build(arch, load, store, dtypes, prefixes):
-    """Every cache-hint policy of rmsnorm_gate.cu (scripts/explore_schedules.py times them)
-    builds for T4 (sm_75: load 3 and store 2 fall back to .cs, load 4 to load 2) and
-    H100/H200 without spills: through the fp16 macros of both ops, and through fp32 rmsnorm's
-    block-variant macros (RMSNORM_F32_BLOCK_*, shipped 4/0).  fp32's register-bound gate
-    kernel is covered above with the shipped defaults."""
-    opts = [f"-D{p}{k}_POLICY={v}" for p in prefixes for k, v in (("LOAD", load), ("STORE", store))]
-    rows = kernels.nvcc_compile("rmsnorm_gate.cu", arch, opts + [f"-DRMSNORM_DTYPES={dtypes}"])
-    assert len(rows) == 2 * (5 + 7), [r.kernel for r in rows]  # 2 ops x (5 scalar + 7 16-byte kernels)
-    assert not [r.kernel for r in rows if r.spill_stores_bytes]

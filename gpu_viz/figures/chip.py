@@ -10,13 +10,15 @@ line saying which.
   FP32 lanes), L1 / shared memory, the per-SM limits.
 * :func:`draw_mapping` -- notebook 02: the deck's "what you write vs what runs it".
 * :func:`hierarchy_rows` / :func:`markdown_table` -- the spec-sheet table of notebook 01.
+
+The measurement plots (latency staircase, bandwidth, occupancy) are :mod:`gpu_viz.figures.memory`.
 """
 from __future__ import annotations
 
 import math
 from typing import Dict, Iterable, List, Optional, Sequence
 
-from . import device
+from .. import device
 
 _BLUE, _GREEN, _ORANGE, _GREY, _RED = "#1f5fa8", "#2e7d32", "#ef8f00", "#6b6b6b", "#c62828"
 
@@ -305,159 +307,3 @@ def markdown_table(rows: Sequence[Dict], columns: Optional[Sequence[str]] = None
     for r in rows:
         out.append("| " + " | ".join(str(r.get(c, "")) for c in columns) + " |")
     return "\n".join(out)
-
-
-# -- measurement figures (rows are the dicts of gpu_viz.memory's ``row()``, live or recorded) -----
-
-def _rows(points) -> List[Dict]:
-    return [p.row() if hasattr(p, "row") else dict(p) for p in points]
-
-
-def _size_axis(ax, sizes):
-    from .memory import size_label
-
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(sizes)
-    ax.set_xticklabels([size_label(s) for s in sizes], rotation=45, fontsize=8)
-    ax.minorticks_off()
-
-
-def plot_staircase(points, info: device.DeviceInfo, provenance: str, deck_cycles: Optional[int] = 200):
-    """Latency per dependent load vs working-set size: cycles (left axis) and ns (right axis).
-
-    ``points``: LatencyPoints or their ``row()`` dicts.  Marks the L2 size and the deck's claim.
-    """
-    import matplotlib.pyplot as plt
-
-    info = _check_info(info)
-    rows = sorted(_rows(points), key=lambda r: r["size_bytes"])
-    if not rows:
-        raise ValueError("plot_staircase: points is empty")
-    sizes = [r["size_bytes"] for r in rows]
-    fig, ax = plt.subplots(figsize=(9, 4.6))
-    ax.plot(sizes, [r["cycles_per_load"] for r in rows], "o-", color=_BLUE, lw=2, label="measured: cycles per load")
-    for r in rows:
-        ax.annotate(f"{r['cycles_per_load']:,.0f}", (r["size_bytes"], r["cycles_per_load"]),
-                    textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
-    ax.axvline(info.l2_bytes, color=_ORANGE, ls="--", lw=1.5, label=f"L2 size ({_mib(info.l2_bytes)})")
-    if deck_cycles:
-        ax.axhline(deck_cycles, color=_RED, ls=":", lw=1.5, label=f"the deck's claim: ~{deck_cycles} cycles")
-    _size_axis(ax, sizes)
-    ax.set_ylabel("SM cycles per load (clock64)")
-    ax.set_xlabel("working set (one thread chasing a random cycle, one node per 128 B)")
-    ax.set_ylim(0, max(r["cycles_per_load"] for r in rows) * 1.15)
-    ns = ax.twinx()
-    ns.set_ylim(0, max(r["ns_per_load"] for r in rows) * 1.15)
-    ns.set_ylabel("ns per load (%globaltimer)")
-    ax.legend(loc="upper left", fontsize=8)
-    ax.set_title(f"Load latency vs working set on {info.name}: L1, then L2, then DRAM", fontsize=11)
-    fig.text(0.01, 0.005, "Data: " + provenance, fontsize=7.5, color="#555")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    return fig
-
-
-def plot_bandwidth(points, info: device.DeviceInfo, provenance: str, copy_GBps: Optional[float] = None):
-    """Read bandwidth of ``stream_read`` vs bytes read; peak (spec/attributes) and copy bandwidth lines."""
-    import matplotlib.pyplot as plt
-
-    info = _check_info(info)
-    rows = sorted(_rows(points), key=lambda r: r["size_bytes"])
-    if not rows:
-        raise ValueError("plot_bandwidth: points is empty")
-    sizes = [r["size_bytes"] for r in rows]
-    fig, ax = plt.subplots(figsize=(9, 4.4))
-    gb = [r["GBps"] for r in rows]
-    ax.plot(sizes, gb, "o-", color=_BLUE, lw=2, label="measured: stream_read (kernel time, CUDA graph)")
-    lo = [r["size_bytes"] / (r["p90_us"] * 1e3) for r in rows]
-    hi = [r["size_bytes"] / (r["p10_us"] * 1e3) for r in rows]
-    ax.fill_between(sizes, lo, hi, color=_BLUE, alpha=0.15, label="p10-p90")
-    if info.peak_bandwidth_GBps:
-        ax.axhline(info.peak_bandwidth_GBps, color=_RED, ls="--",
-                   label=f"DRAM peak {info.peak_bandwidth_GBps:,.0f} GB/s ({'attributes' if info.is_live else 'spec'})")
-    if copy_GBps:
-        ax.axhline(copy_GBps, color=_GREEN, ls=":", label=f"device copy {copy_GBps:,.0f} GB/s (measured)")
-    ax.axvline(info.l2_bytes, color=_ORANGE, ls="--", lw=1.2, label=f"L2 size ({_mib(info.l2_bytes)})")
-    _size_axis(ax, sizes)
-    ax.set_ylabel("GB/s (bytes read / kernel time)")
-    ax.set_xlabel("bytes read per launch (the same buffer every launch: small ones stay in L2)")
-    ax.legend(fontsize=8, loc="upper left")
-    ax.set_title(f"Streaming read bandwidth vs size on {info.name}", fontsize=11)
-    fig.text(0.01, 0.005, "Data: " + provenance, fontsize=7.5, color="#555")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    return fig
-
-
-def plot_sweep(points, info: device.DeviceInfo, provenance: str, copy_GBps: Optional[float] = None,
-               warps_needed: Optional[float] = None):
-    """Read bandwidth vs resident warps per SM (one 16-byte load in flight per thread)."""
-    import matplotlib.pyplot as plt
-
-    info = _check_info(info)
-    rows = sorted(_rows(points), key=lambda r: r["warps_per_sm"])
-    if not rows:
-        raise ValueError("plot_sweep: points is empty")
-    fig, ax = plt.subplots(figsize=(9, 4.4))
-    w = [r["warps_per_sm"] for r in rows]
-    ax.plot(w, [r["GBps"] for r in rows], "o-", color=_BLUE, lw=2, label="measured: stream_read, DRAM-sized buffer")
-    for r in rows:
-        ax.annotate(f"{r['GBps']:,.0f}", (r["warps_per_sm"], r["GBps"]), textcoords="offset points",
-                    xytext=(0, 7), ha="center", fontsize=8)
-    if info.peak_bandwidth_GBps:
-        ax.axhline(info.peak_bandwidth_GBps, color=_RED, ls="--", label=f"DRAM peak {info.peak_bandwidth_GBps:,.0f} GB/s")
-    if copy_GBps:
-        ax.axhline(copy_GBps, color=_GREEN, ls=":", label=f"device copy {copy_GBps:,.0f} GB/s")
-    if warps_needed:
-        ax.axvline(warps_needed, color=_ORANGE, ls="--", label=f"Little's law: ~{warps_needed:.0f} warps/SM needed")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(w)
-    ax.set_xticklabels([str(v) for v in w])
-    ax.minorticks_off()
-    ax.set_xlabel("resident warps per SM (max %d)" % (info.max_threads_per_sm // info.warp_size))
-    ax.set_ylabel("GB/s")
-    ax.legend(fontsize=8, loc="upper left")
-    ax.set_title("More resident warps = more loads in flight = more bandwidth, up to a plateau", fontsize=11)
-    fig.text(0.01, 0.005, "Data: " + provenance, fontsize=7.5, color="#555")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    return fig
-
-
-LIMITER_COLORS = {"threads": _BLUE, "blocks": _GREY, "registers": _RED, "shared memory": _ORANGE,
-                  "block size": "#000000"}
-
-
-def plot_occupancy(tables: Dict[str, Sequence], info: device.DeviceInfo, provenance: str):
-    """Resident warps per SM vs block size for each kernel, each point coloured by its limiter.
-
-    ``tables``: kernel name -> list of :class:`gpu_viz.occupancy.Occupancy` (or their ``row()``).
-    """
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-
-    info = _check_info(info)
-    if not tables:
-        raise ValueError("plot_occupancy: tables is empty")
-    n = len(tables)
-    fig, axes = plt.subplots(n, 1, figsize=(10, 2.3 * n + 0.6), sharex=True, squeeze=False)
-    max_warps = info.max_threads_per_sm // info.warp_size
-    for ax, (name, rows) in zip(axes[:, 0], tables.items()):
-        rows = [r.row() if hasattr(r, "row") else dict(r) for r in rows]
-        b = [r["block_size"] for r in rows]
-        ax.plot(b, [r["warps_per_sm"] for r in rows], color="#999", lw=1, zorder=1)
-        for r in rows:
-            first = r["limiter"].split(" + ")[0]
-            ax.scatter(r["block_size"], r["warps_per_sm"], color=LIMITER_COLORS.get(first, "#7b1fa2"), s=22, zorder=2)
-        ax.set_ylim(-2, max_warps * 1.12)
-        ax.axhline(max_warps, color="#bbb", ls=":", lw=1)
-        regs = rows[0].get("regs_per_thread")
-        ax.set_ylabel("warps / SM", fontsize=8)
-        ax.set_title(f"{name}: {regs} registers/thread, {rows[0].get('smem_per_block_bytes', 0):,} B shared "
-                     f"charged per block", fontsize=9, loc="left")
-    axes[-1, 0].set_xlabel("threads per block")
-    axes[-1, 0].set_xticks(list(range(64, 1025, 64)))
-    handles = [Line2D([], [], marker="o", ls="", color=c, label=k) for k, c in LIMITER_COLORS.items()
-               if k != "block size"]
-    axes[0, 0].legend(handles=handles, title="limited by", fontsize=7, title_fontsize=7, loc="lower right", ncol=4)
-    fig.suptitle(f"Occupancy vs block size on {info.name} ({info.sm}): resident warps per SM", fontsize=11)
-    fig.text(0.01, 0.005, "Data: " + provenance, fontsize=7.5, color="#555")
-    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
-    return fig

@@ -2,7 +2,7 @@
 
 Data path: ``kernels/memory.cu`` (``pointer_chase``, ``stream_read``) --(launchers here, every
 launch checked)--> :class:`LatencyPoint` / :class:`BandwidthPoint` --> figures in notebooks 01
-and 04 (``gpu_viz.chip``) and :func:`hardware_record` for ``benchmarks/results``.
+and 04 (``gpu_viz.figures.memory``) and :func:`hardware_record` for ``benchmarks/results``.
 
 * :func:`latency_staircase` -- one thread chases a random cyclic permutation over working sets
   of 4 KiB .. 1 GiB: the time per load steps up as the set outgrows L1, then L2 (DRAM beyond).
@@ -10,7 +10,7 @@ and 04 (``gpu_viz.chip``) and :func:`hardware_record` for ``benchmarks/results``
   cycle with one node per ``stride_bytes`` (128 B: every load touches a new cache line), so
   neither caches' spatial locality nor a prefetcher helps.  Very large sets also miss the TLB.
 * :func:`read_bandwidth` / :func:`bandwidth_vs_size` -- effective read bandwidth (bytes read
-  once / kernel time, CUDA-graph replay via :func:`gpu_viz.bench.time_graph`).  Buffers are
+  once / kernel time, CUDA-graph replay via :func:`gpu_viz.measure.timing.time_graph`).  Buffers are
   NOT rotated here on purpose: a set that fits in L2 shows L2 bandwidth.
 * :func:`occupancy_sweep` -- read bandwidth vs resident warps per SM, one 16-byte load in
   flight per thread: it rises with warps until enough bytes are in flight (Little's law).
@@ -27,7 +27,9 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import backend, bench, device, kernels
+from .. import backend, device, kernels, occupancy
+from ..check import check_int
+from . import records, timing
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 FILE = "memory.cu"
@@ -44,16 +46,8 @@ BYTES_PER_WARP_LOAD = 32 * 16
 DECK_LOAD_CYCLES = 200
 
 
-def _require(what: str):
-    return backend.require_gpu(what)
-
-
 def _pos_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+    return check_int(name, value, minimum)
 
 
 def size_label(nbytes: float) -> str:
@@ -149,8 +143,7 @@ def pointer_chase(size_bytes: int, *, stride_bytes: int = CHASE_STRIDE, steps: i
         GPUUnavailable: in CPU mode.
         ValueError: bad sizes.  RuntimeError: the chase ended on the wrong node (a wrong result).
     """
-    _require("the pointer-chase latency measurement")
-    import cupy as cp
+    cp = backend.require_cupy("the pointer-chase latency measurement")
 
     size_bytes = _pos_int("size_bytes", size_bytes)
     stride_bytes = _pos_int("stride_bytes", stride_bytes, 4)
@@ -221,8 +214,7 @@ def latency_staircase(sizes: Sequence[int] = CHASE_SIZES, **kwargs) -> List[Late
 
     Sizes larger than a quarter of the free GPU memory are skipped.
     """
-    _require("the latency staircase")
-    import cupy as cp
+    cp = backend.require_cupy("the latency staircase")
 
     free, _total = cp.cuda.runtime.memGetInfo()
     return [pointer_chase(int(sz), **kwargs) for sz in sizes if sz <= free // 4]
@@ -257,7 +249,7 @@ class BandwidthPoint:
     blocks: int
     threads: int
     warps_per_sm: float
-    timing: str = bench.KERNEL
+    timing: str = timing.KERNEL
 
     def row(self) -> Dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in dataclasses.asdict(self).items()}
@@ -265,7 +257,7 @@ class BandwidthPoint:
 
 def _reference_check(x, sums, threads_total: int, what: str):
     """Block sums of stream_read vs a float64 sum, within the float32 summation error bound."""
-    import cupy as cp
+    cp = backend.require_cupy(what)
 
     ref = float(cp.sum(x, dtype=cp.float64).get())
     got_parts = sums.get().astype(np.float64)
@@ -283,7 +275,7 @@ def _reference_check(x, sums, threads_total: int, what: str):
 
 
 def _fresh(n_floats: int, seed: int = 0):
-    import cupy as cp
+    cp = backend.require_cupy("fresh random data on the GPU")
 
     rs = cp.random.RandomState(seed)
     return rs.uniform(0.5, 1.5, n_floats, dtype=cp.float32)
@@ -296,8 +288,9 @@ def stream_read_sums(x, blocks: int, threads: int, what: str = "stream_read"):
 
     Raises:
         RuntimeError: a sum outside the float32 error bound, or a block that wrote nothing.
+        GPUUnavailable: in CPU mode.
     """
-    import cupy as cp
+    cp = backend.require_cupy(what)
 
     if x.dtype != cp.float32 or x.size % 4:
         raise ValueError(f"x must be float32 with a size that is a multiple of 4, got {x.dtype} x {x.size}")
@@ -323,7 +316,7 @@ def _stream_read_run(x, blocks: int, threads: int, *, size_bytes: int, warps_per
     def fn(i):
         kernel((blocks,), (threads,), (x, n4, sums))
 
-    t = bench.time_graph(fn, reps=reps, warmup=2, calls_per_graph=calls, framework="cupy")
+    t = timing.time_graph(fn, reps=reps, warmup=2, calls_per_graph=calls, framework="cupy")
     # the replays overwrote the sums: check them again (same inputs, same answer)
     _reference_check(x, sums, blocks * threads, what + " after timing")
     return BandwidthPoint(size_bytes=size_bytes, GBps=t.GBps(size_bytes), median_us=t.median_us,
@@ -341,8 +334,7 @@ def read_bandwidth(size_bytes: int, *, threads: int = 256, blocks_per_sm: Option
     Raises:
         GPUUnavailable: in CPU mode.  ValueError: bad sizes.  RuntimeError: a wrong sum.
     """
-    _require("the read-bandwidth measurement")
-    from . import occupancy
+    backend.require_gpu("the read-bandwidth measurement")
 
     size_bytes = _pos_int("size_bytes", size_bytes, 16)
     if size_bytes % 16:
@@ -361,8 +353,7 @@ def read_bandwidth(size_bytes: int, *, threads: int = 256, blocks_per_sm: Option
 
 def bandwidth_vs_size(sizes: Sequence[int] = BANDWIDTH_SIZES, **kwargs) -> List[BandwidthPoint]:
     """:func:`read_bandwidth` for each size (default 64 KiB .. 1 GiB; no rotation: small sets sit in L2)."""
-    _require("bandwidth vs size")
-    import cupy as cp
+    cp = backend.require_cupy("bandwidth vs size")
 
     free, _total = cp.cuda.runtime.memGetInfo()
     return [read_bandwidth(int(sz), **kwargs) for sz in sizes if sz <= free // 4]
@@ -404,7 +395,7 @@ def occupancy_sweep(warps_per_sm: Optional[Sequence[int]] = None, size_bytes: Op
     Raises:
         GPUUnavailable: in CPU mode.  RuntimeError: a wrong sum.
     """
-    _require("the occupancy sweep")
+    backend.require_gpu("the occupancy sweep")
     info = device.current()
     if size_bytes is None:
         size_bytes = max(256 * MiB, 1 << math.ceil(math.log2(4 * info.l2_bytes)))
@@ -470,91 +461,10 @@ def littles_law(bandwidth_GBps: float, latency_ns: float, sm_count: int,
 
 # -- the record ------------------------------------------------------------------------------------------
 
-OCC_KERNELS = ("occ_light", "occ_heavy", "occ_smem")
-_HEAVY_LIVE, _HEAVY_ROUNDS, _SMEM_TILE = 64, 4, 4096   # as #defined in memory.cu
-
-
-def occupancy_kernels() -> Dict[str, object]:
-    """The three occupancy kernels of ``memory.cu``, compiled for this GPU: name -> RawKernel."""
-    return {name: kernels.function(FILE, name) for name in OCC_KERNELS}
-
-
-def occ_reference(name: str, x: np.ndarray, block: int, a: float = 2.0, b: float = 1.0) -> np.ndarray:
-    """float64 reference of ``occ_light`` / ``occ_heavy`` / ``occ_smem`` on host array ``x`` (CPU).
-
-    ``block`` matters for ``occ_smem`` (each thread adds the value of its mirror thread in the block).
-
-    Raises:
-        ValueError: unknown kernel name.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    n = x.size
-    if name == "occ_light":
-        return a * x + b
-    if name == "occ_heavy":
-        idx = (np.arange(n)[None, :] + np.arange(_HEAVY_LIVE)[:, None]) % n
-        r = x[idx]
-        for _ in range(_HEAVY_ROUNDS):
-            for k in range(_HEAVY_LIVE):
-                r[k] = 0.5 * r[k] + 0.25 * r[(k + 1) % _HEAVY_LIVE]
-        return r.sum(axis=0)
-    if name == "occ_smem":
-        i = np.arange(n)
-        start = (i // block) * block
-        mirror = start + (block - 1 - (i - start))      # block <= 1024 < tile: no wrap
-        other = np.where(mirror < n, x[np.minimum(mirror, n - 1)], 0.0)
-        return x + other
-    raise ValueError(f"name must be one of {OCC_KERNELS}, got {name!r}")
-
-
-#: (rtol, atol) of each occupancy kernel's float32 result against the float64 reference.
-OCC_TOLERANCE = {"occ_light": (2 ** -22, 0.0), "occ_heavy": (1e-4, 1e-6), "occ_smem": (2 ** -23, 0.0)}
-
-
-def check_occ_kernel(name: str, n: int, block: int, dyn_floats: int = 0, seed: int = 0) -> float:
-    """Run one occupancy kernel on ``n`` fresh random floats with ``block`` threads (output NaN-poisoned)
-    and compare with :func:`occ_reference`.  ``dyn_floats`` (``occ_smem`` only) floats of dynamic
-    shared memory.  Returns the max relative error.
-
-    Raises:
-        GPUUnavailable: CPU mode.  RuntimeError: a mismatch (index, both values, count).
-    """
-    _require("an occupancy kernel")
-    import cupy as cp
-
-    n = _pos_int("n", n)
-    block = _pos_int("block", block)
-    dyn_floats = _pos_int("dyn_floats", dyn_floats, 0)
-    k = kernels.function(FILE, name)
-    xh = np.random.default_rng(seed).uniform(0.5, 1.5, n).astype(np.float32)
-    x = cp.asarray(xh)
-    y = cp.full(n, cp.nan, dtype=cp.float32)
-    grid = (-(-n // block),)
-    if name == "occ_light":
-        k(grid, (block,), (x, y, np.float32(2.0), np.float32(1.0), np.int32(n)))
-    elif name == "occ_heavy":
-        k(grid, (block,), (x, y, np.int32(n)))
-    elif name == "occ_smem":
-        k(grid, (block,), (x, y, np.int32(n), np.int32(dyn_floats)), shared_mem=4 * dyn_floats)
-    else:
-        raise ValueError(f"name must be one of {OCC_KERNELS}, got {name!r}")
-    got = y.get().astype(np.float64)
-    ref = occ_reference(name, xh, block)
-    rtol, atol = OCC_TOLERANCE[name]
-    err = np.abs(got - ref)
-    bad = ~(err <= atol + rtol * np.abs(ref))       # NaN (unwritten) counts as bad
-    if bad.any():
-        first = np.flatnonzero(bad)[:5]
-        shown = ", ".join(f"[{i}] got {got[i]!r} ref {ref[i]!r}" for i in first)
-        raise RuntimeError(f"{name}(n={n}, block={block}, dyn_floats={dyn_floats}): {int(bad.sum())} of {n} "
-                           f"outside rtol={rtol:g}, atol={atol:g}: {shown}")
-    return float(np.max(err / np.maximum(np.abs(ref), 1e-30)))
-
-
 def host_bandwidth(nbytes: int = 256 * MiB, reps: int = 5) -> Dict[str, float]:
     """Host <-> GPU copy bandwidth over PCIe (or NVLink-C2C), pinned host memory, async copies.
 
-    ``cudaMemcpyAsync`` on the current stream, timed by :func:`gpu_viz.bench.time_calls` ("call"
+    ``cudaMemcpyAsync`` on the current stream, timed by :func:`gpu_viz.timing.time_calls` ("call"
     timing: events around each copy).  The round trip host -> GPU -> host is checked byte for byte.
 
     Returns:
@@ -563,8 +473,7 @@ def host_bandwidth(nbytes: int = 256 * MiB, reps: int = 5) -> Dict[str, float]:
     Raises:
         GPUUnavailable: in CPU mode.  RuntimeError: the round trip changed a byte.
     """
-    _require("the host-to-GPU bandwidth measurement")
-    import cupy as cp
+    cp = backend.require_cupy("the host-to-GPU bandwidth measurement")
 
     nbytes = _pos_int("nbytes", nbytes)
     rt = cp.cuda.runtime
@@ -584,8 +493,8 @@ def host_bandwidth(nbytes: int = 256 * MiB, reps: int = 5) -> Dict[str, float]:
         rt.memcpyAsync(dst_mem.ptr, dev.data.ptr, nbytes, rt.memcpyDeviceToHost,
                        cp.cuda.get_current_stream().ptr)
 
-    t_h2d = bench.time_calls(h2d, reps=reps, warmup=1, framework="cupy")
-    t_d2h = bench.time_calls(d2h, reps=reps, warmup=1, framework="cupy")
+    t_h2d = timing.time_calls(h2d, reps=reps, warmup=1, framework="cupy")
+    t_d2h = timing.time_calls(d2h, reps=reps, warmup=1, framework="cupy")
     cp.cuda.get_current_stream().synchronize()
     if not np.array_equal(src, dst):
         bad = int(np.flatnonzero(src != dst)[0])
@@ -596,7 +505,8 @@ def host_bandwidth(nbytes: int = 256 * MiB, reps: int = 5) -> Dict[str, float]:
 def hardware_record() -> Dict:
     """Run the measurements of notebooks 01, 04 and 05 (< 60 s on an H200) and return them as a dict.
 
-    Pass it on as ``bench.save_record(bench.new_record(rows=[], **hardware_record()), tag="hardware")``.
+    Pass it on as ``records.save_record(records.new_record(rows=[], **hardware_record()), tag="hardware")``
+    (``gpu-viz record hardware`` does).
     Keys: ``device`` (live attributes), ``latency`` (staircase rows), ``dram_latency``,
     ``bandwidth_vs_size``, ``occupancy_sweep``, ``littles_law``, ``occupancy`` (CUDA API vs
     calculator, per kernel, block sizes 32..1024), ``copy_GBps``, ``host_bandwidth`` (PCIe
@@ -605,8 +515,7 @@ def hardware_record() -> Dict:
     Raises:
         GPUUnavailable: in CPU mode.
     """
-    _require("the hardware record")
-    from . import occupancy
+    backend.require_gpu("the hardware record")
 
     t0 = time.perf_counter()
     info = device.current()
@@ -614,14 +523,14 @@ def hardware_record() -> Dict:
     dram = dram_latency()
     bw = bandwidth_vs_size()
     sweep = occupancy_sweep()
-    copy = bench.copy_bandwidth(nbytes=GiB if info.mem_bytes >= 8 * GiB else 256 * MiB, reps=20,
+    copy = timing.copy_bandwidth(nbytes=GiB if info.mem_bytes >= 8 * GiB else 256 * MiB, reps=20,
                                 framework="cupy")
-    floor = bench.launch_floor()
+    floor = timing.launch_floor()
     host = host_bandwidth()
     best = max(p.GBps for p in sweep)
     law = littles_law(best, dram.ns_per_load, info.sm_count)
     occ = {}
-    for name, k in occupancy_kernels().items():
+    for name, k in occupancy.occupancy_kernels().items():
         live = occupancy.live_table(k, name=name)
         calc = occupancy.table(info, occupancy.KernelResources.of(k, name))
         occ[name] = [{**l.row(), "calculator_blocks_per_sm": c.blocks_per_sm} for l, c in zip(live, calc)]
@@ -635,8 +544,8 @@ def hardware_record() -> Dict:
         "occupancy": occ,
         "copy_GBps": round(copy["GBps"], 1),
         "host_bandwidth": {k: round(v, 2) for k, v in host.items()},
-        "launch_floor_us": round(floor[bench.KERNEL].median_us, 3),
-        "launch_floor_call_us": round(floor[bench.CALL].median_us, 3),
+        "launch_floor_us": round(floor[timing.KERNEL].median_us, 3),
+        "launch_floor_call_us": round(floor[timing.CALL].median_us, 3),
         "seconds": round(time.perf_counter() - t0, 1),
     }
 
@@ -649,11 +558,10 @@ def recorded_hardware():
     Returns:
         ``(record, label)`` with ``label = backend.recorded_label(gpu, date)``, or ``(None, None)``.
     """
-    recs = bench.load_records("*-hardware.json")
-    if not recs:
+    rec = records.newest("*-hardware.json")
+    if rec is None:
         return None, None
-    rec = recs[0]
-    return rec, backend.recorded_label(rec.get("gpu", "?"), rec.get("date", "?"))
+    return rec, records.label(rec)
 
 
 def _as_row(p) -> Dict:

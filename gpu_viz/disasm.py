@@ -1,0 +1,161 @@
+"""The compiler's output for a kernel of ``kernels/``: PTX (the virtual ISA) and SASS (the SM's
+machine code), as the course compiles it (NVRTC on a GPU, the local nvcc otherwise).
+
+* :func:`ptx` -- the ``.entry`` of one kernel, from NVRTC (GPU mode) or nvcc.
+* :func:`sass` -- its SASS, disassembled by ``cuobjdump -sass`` (instruction lines only).
+* :func:`sass_instructions` -- the mnemonics of :func:`sass` output.
+
+Each returns ``(text, label)``: the label says where the text came from, or why there is none.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Optional, Tuple
+
+from . import backend, kernels
+from .kernels import find_tool
+
+
+def _entry(ptx_text: str, kernel: str) -> str:
+    """The ``.entry kernel`` function of a PTX module (the whole module if not found)."""
+    start = ptx_text.find(f".entry {kernel}(")
+    if start < 0:
+        return ptx_text
+    start = ptx_text.rfind("\n", 0, start) + 1
+    depth, i = 0, ptx_text.find("{", start)
+    for j in range(i, len(ptx_text)):
+        depth += {"{": 1, "}": -1}.get(ptx_text[j], 0)
+        if depth == 0:
+            return ptx_text[start:j + 1]
+    return ptx_text[start:]
+
+
+def _target_arch() -> Tuple[str, str]:
+    b = backend.detect()
+    if b.is_gpu:
+        return b.sm, f"for this GPU ({b.device_name})"
+    return "sm_89", "for the deck's L4 (sm_89), compiled here without a GPU"
+
+
+def ptx(file: str, kernel: str) -> Tuple[Optional[str], str]:
+    """PTX of ``kernel``: NVRTC (as the course compiles it) on a GPU, else the local nvcc.
+
+    Returns (text, label); text is None when neither compiler is available, the label says why.
+    """
+    arch, where = _target_arch()
+    compute = arch.replace("sm_", "compute_")
+    src = kernels.read_source(file)
+    if backend.has_gpu():
+        try:
+            from cupy_backends.cuda.libs import nvrtc
+            prog = nvrtc.createProgram(src, file, [], [])
+            try:
+                nvrtc.compileProgram(prog, [f"-arch={compute}", *kernels.BASE_OPTIONS,
+                                            f"-I{kernels.KERNEL_DIR}"])
+                text = nvrtc.getPTX(prog)
+            finally:
+                nvrtc.destroyProgram(prog)
+            text = text.decode() if isinstance(text, bytes) else text
+            return _entry(text.rstrip("\x00"), kernel), f"PTX from NVRTC {where}"
+        except Exception as exc:  # fall through to nvcc
+            nvrtc_error = f"NVRTC failed ({type(exc).__name__}: {exc}); "
+    else:
+        nvrtc_error = ""
+    nvcc = find_tool("nvcc")
+    if nvcc is None:
+        return None, nvrtc_error + "PTX not shown: no GPU (NVRTC) and no nvcc on this machine"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "k.ptx"
+        proc = subprocess.run([nvcc, f"-arch={compute}", "-ptx", "-std=c++17", f"-I{kernels.KERNEL_DIR}",
+                               "-o", str(out), str(kernels.kernel_path(file))], capture_output=True, text=True)
+        if proc.returncode != 0:
+            return None, f"PTX not shown: nvcc failed: {proc.stderr.strip()[:300]}"
+        return _entry(out.read_text(), kernel), f"PTX from nvcc {where}"
+
+
+def _nvrtc_cubin(file: str, arch: str) -> bytes:
+    """A cubin of ``kernels/<file>`` for ``arch`` from NVRTC (GPU mode: NVRTC is known to load)."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    prog = nvrtc.createProgram(kernels.read_source(file), file, [], [])
+    try:
+        nvrtc.compileProgram(prog, [f"-arch={arch}", *kernels.BASE_OPTIONS, f"-I{kernels.KERNEL_DIR}"])
+        return bytes(nvrtc.getCUBIN(prog))
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+def sass(file: str, kernel: str) -> Tuple[Optional[str], str]:
+    """SASS (the machine code the SM runs) of ``kernel``, disassembled by cuobjdump -sass.
+
+    The cubin comes from NVRTC on a GPU (as the course compiles it), else from the local nvcc.
+    Returns (text, label); text is None when no cubin or no cuobjdump can be had, the label says why.
+    Only instruction lines are kept (address, instruction), the padding after EXIT is dropped.
+    """
+    arch, where = _target_arch()
+    cuobjdump = find_tool("cuobjdump")
+    if cuobjdump is None:
+        return None, ("SASS not shown: cuobjdump not found on this machine "
+                      "(pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(cuobjdump) + os.pathsep + env.get("PATH", "")
+    def disassemble(cubin):
+        return subprocess.run([cuobjdump, "-sass", "-fun", kernel, str(cubin)], capture_output=True,
+                              text=True, env=env)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "k.cubin"
+        origin, why, proc = None, "", None
+        if backend.has_gpu():
+            try:
+                cubin.write_bytes(_nvrtc_cubin(file, arch))
+                proc = disassemble(cubin)
+                if proc.returncode == 0:
+                    origin = "NVRTC"
+                else:  # e.g. a cuobjdump older than the NVRTC that wrote the cubin
+                    why = f"cuobjdump could not read NVRTC's cubin ({proc.stderr.strip()[:160]}); "
+            except Exception as exc:
+                why = f"NVRTC cubin failed ({type(exc).__name__}: {str(exc)[:200]}); "
+        if origin is None:
+            nvcc = find_tool("nvcc")
+            if nvcc is None:
+                return None, why + "SASS not shown: no GPU (NVRTC) and no nvcc to build a cubin"
+            proc = subprocess.run([nvcc, f"-arch={arch}", "-cubin", "-std=c++17", f"-I{kernels.KERNEL_DIR}",
+                                   "-o", str(cubin), str(kernels.kernel_path(file))], capture_output=True, text=True)
+            if proc.returncode != 0:
+                return None, why + f"SASS not shown: nvcc failed: {proc.stderr.strip()[:300]}"
+            origin = "nvcc"
+            proc = disassemble(cubin)
+    if proc.returncode != 0:
+        return None, why + f"SASS not shown: cuobjdump failed: {proc.stderr.strip()[:300]}"
+    rows = []
+    for line in proc.stdout.splitlines():
+        s = line.strip()
+        if s.startswith("/*") and "*/" in s:
+            addr, rest = s[2:s.index("*/")], s[s.index("*/") + 2:]
+            instr = rest.split("/*")[0].strip().rstrip(";").strip()
+            if not instr:
+                continue
+            rows.append(f"/*{addr}*/  {instr}")
+            if instr == "EXIT":
+                break
+    if not rows:
+        return None, f"SASS not shown: cuobjdump printed no instructions for {kernel}"
+    label = f"SASS of a {origin} cubin for {arch} ({where}), disassembled by cuobjdump"
+    return "\n".join(rows), (label + f" [{why.rstrip('; ')}]" if why else label)
+
+
+def sass_instructions(text: str) -> list:
+    """The instruction mnemonics of :func:`sass` output, e.g. ['MOV', 'S2R', ..., 'EXIT']."""
+    out = []
+    for line in (text or "").splitlines():
+        instr = line.split("*/", 1)[-1].strip()
+        if instr.startswith("@"):
+            instr = instr.split(None, 1)[1]
+        out.append(instr.split()[0].split(".")[0])
+    return out
+
+

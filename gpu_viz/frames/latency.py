@@ -1,0 +1,105 @@
+"""Trace -> frames for notebook 04's latency hiding: one warp scheduler's warps over time.
+
+Data path: ``gpu_viz.model.latency.simulate`` --> :class:`gpu_viz.trace.Trace` --> :func:`draw`
+(a Gantt chart of warp states and the loads in flight) --> :func:`frames` -->
+:class:`gpu_viz.widgets.Animation`.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..check import check_int
+from ..model.latency import COMPUTE, DONE, LOAD, READY, STATE_NAMES, WAITING
+from ..trace import Trace
+from ..widgets import Frame, figure_png
+
+STATE_COLORS = {READY: "#c9d7e8", COMPUTE: "#2e7d32", LOAD: "#f9a825", WAITING: "#e57373", DONE: "#ffffff"}
+
+
+def frame_cycles(trace: Trace, count: int = 24) -> List[int]:
+    """The cycles the frames show: ``count`` points spread over the run, ending at the last cycle."""
+    count = check_int("count", count, 1)
+    T = trace["issued"].shape[0]
+    return sorted(set(int(round(x)) for x in np.linspace(0, T - 1, count)))
+
+
+def caption(trace: Trace, t: int) -> str:
+    """What happens at cycle ``t``, in words."""
+    w, k = int(trace["issued"][t]), int(trace["kind"][t])
+    L = trace.params["latency_cycles"]
+    busy = float(np.mean(trace["issued"][: t + 1] >= 0))
+    head = f"cycle {t}: "
+    if w < 0:
+        what = "every warp is waiting for memory -- the cores idle this cycle"
+    elif k == LOAD:
+        what = f"warp {w} issues a load; its data arrives at cycle {t + L}"
+    else:
+        what = f"warp {w} issues math on data that has arrived"
+    return f"{head}{what}; {int(trace['in_flight'][t])} loads in flight; cores busy {busy:.0%} of cycles so far"
+
+
+def draw(trace: Trace, t: Optional[int] = None, ax=None):
+    """Draw the run up to cycle ``t`` (default: all): a Gantt chart of warp states + loads in flight.
+
+    Returns the matplotlib Figure.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    states = trace["state"]
+    T, W = states.shape
+    t = T - 1 if t is None else int(t)
+    if not 0 <= t < T:
+        raise ValueError(f"t must be in [0, {T - 1}], got {t}")
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(9, 1.6 + 0.28 * W + 1.4), sharex=True,
+                                  gridspec_kw={"height_ratios": [max(2, W * 0.28), 1.2]})
+    from matplotlib.colors import ListedColormap
+
+    img = np.where(np.arange(T)[:, None] <= t, states, DONE).T.astype(float)
+    cmap = ListedColormap([STATE_COLORS[s] for s in (READY, COMPUTE, LOAD, WAITING, DONE)])
+    ax.imshow(img, aspect="auto", interpolation="nearest", cmap=cmap, vmin=-0.5, vmax=4.5,
+              extent=(0, T, W - 0.5, -0.5))
+    ax.axvline(t + 0.5, color="k", lw=1)
+    ax.set_ylim(W - 0.5, -0.5)
+    ax.set_yticks(range(W))
+    ax.set_yticklabels([f"warp {w}" for w in range(W)], fontsize=8)
+    ax.set_xlim(0, T)
+    p = trace.params
+    fig.suptitle(f"MODEL: one warp scheduler, {W} warps, load latency {p['latency_cycles']} cycles -- "
+                 f"cores busy {np.mean(trace['issued'][: t + 1] >= 0):.0%} so far", fontsize=10)
+    handles = [Patch(color=STATE_COLORS[s], label=STATE_NAMES[s]) for s in (LOAD, COMPUTE, WAITING, READY)]
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=7, ncol=4, frameon=False)
+    x = np.arange(t + 1)
+    ax2.fill_between(x, trace["in_flight"][: t + 1], step="post", color=STATE_COLORS[LOAD], alpha=0.8,
+                     label="loads in flight")
+    ax2.set_ylim(0, max(1, W) + 0.5)
+    ax2.set_ylabel("loads in\nflight", fontsize=8)
+    ax2.set_xlabel("cycle")
+    rate = ax2.twinx()
+    busy = (trace["issued"][: t + 1] >= 0).astype(float)
+    window = 32
+    rolling = np.convolve(busy, np.ones(window), mode="full")[: t + 1] / np.minimum(np.arange(1, t + 2), window)
+    rate.plot(x, rolling, color=STATE_COLORS[COMPUTE], lw=1.2, label=f"cores busy ({window}-cycle window)")
+    rate.set_ylim(0, 1.05)
+    rate.set_ylabel("busy", fontsize=8)
+    h1, l1 = ax2.get_legend_handles_labels()
+    h2, l2 = rate.get_legend_handles_labels()
+    ax2.legend(h1 + h2, l1 + l2, loc="upper right", fontsize=7)
+    fig.text(0.01, 0.005, "Data: " + trace.provenance, fontsize=7, color="#555")
+    fig.subplots_adjust(left=0.09, right=0.93, top=0.86, bottom=0.12, hspace=0.08)
+    return fig
+
+
+def frames(trace: Trace, count: int = 16, source_lines: Optional[Dict[int, int]] = None, dpi: int = 60):
+    """Frames for :class:`gpu_viz.widgets.Animation`: the run drawn up to each of :func:`frame_cycles`.
+
+    ``source_lines`` maps LOAD / COMPUTE to the source line to highlight when that kind issues.
+    """
+    out = []
+    for t in frame_cycles(trace, count):
+        k = int(trace["kind"][t])
+        line = (source_lines or {}).get(k) if k >= 0 else None
+        out.append(Frame(png=figure_png(draw(trace, t), dpi=dpi), caption=caption(trace, t), line=line))
+    return out

@@ -1,0 +1,150 @@
+"""Trace -> figures for notebook 07: blocks on SMs over time, the hardware queue draining, and
+the numbers the notebook and the GPU record quote.
+
+Data path: ``gpu_viz.record.scheduling`` / ``gpu_viz.model.scheduling`` --> :class:`gpu_viz.trace.Trace`
+--> :func:`timeline_figure` (one static picture), :func:`animation` (frames at successive
+instants) --> :class:`gpu_viz.widgets.Animation`; :func:`summary` --> tables and records.
+Bars are coloured by launch order in groups of (SMs x resident blocks per SM): the waves.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, Optional
+
+import numpy as np
+
+from ..trace import Trace
+from ..widgets import Animation, render_frames
+
+
+def _wave_of(trace: Trace) -> np.ndarray:
+    p = trace.params
+    per_wave = p["sm_count"] * p["resident_blocks_per_sm"]
+    return np.arange(p["blocks"]) // per_wave
+
+
+def timeline_figure(trace: Trace, until_ns: Optional[float] = None, title: str = ""):
+    """Blocks as bars: y = SM, x = time (µs) from the first block's start.
+
+    ``until_ns``: draw the state at that instant (running blocks cut there, unstarted ones absent).
+    """
+    import matplotlib.pyplot as plt
+
+    p = trace.params
+    t0 = trace["t_start"].astype(np.float64)
+    t1 = trace["t_end"].astype(np.float64)
+    sm = trace["smid"].astype(np.int64)
+    wave = _wave_of(trace)
+    end = t1 if until_ns is None else np.minimum(t1, until_ns)
+    show = np.ones(len(t0), bool) if until_ns is None else t0 <= until_ns
+    n_sm = p["sm_count"]
+    r = max(1, int(p["resident_blocks_per_sm"]))
+    # stack co-resident blocks inside an SM's row: slot = order among the SM's blocks mod r
+    slot = np.zeros(len(t0))
+    for s in np.unique(sm):
+        idx = np.nonzero(sm == s)[0]
+        idx = idx[np.argsort(t0[idx], kind="stable")]
+        slot[idx] = np.arange(len(idx)) % r
+    cmap = plt.get_cmap("tab10")
+    # rasterise: one image row per (SM, slot), one column per time bin -- one artist, fast to draw
+    span = max(1.0, float(t1.max()) * 1.02)
+    bins = 900
+    rows = n_sm * r
+    img = np.ones((rows, bins, 3))
+    img[np.arange(rows) % r == r - 1] = 0.97 if r > 1 else 1.0
+    c0 = np.floor(t0 / span * bins).astype(np.int64)
+    c1 = np.maximum(c0 + 1, np.ceil(end / span * bins).astype(np.int64))
+    row = (sm * r + slot).astype(np.int64)
+    for b in np.nonzero(show)[0]:
+        img[row[b], c0[b]:c1[b]] = cmap(int(wave[b]) % 10)[:3]
+    fig, ax = plt.subplots(figsize=(10, 4.6))
+    ax.imshow(img, aspect="auto", interpolation="nearest", extent=(0, span / 1e3, n_sm - 0.5, -0.5))
+    ax.set_xlabel("time since the first block started (µs)")
+    ax.set_ylabel(f"SM (%smid), {n_sm} SMs")
+    if until_ns is not None:
+        ax.axvline(until_ns / 1e3, color="k", lw=1)
+        queued = int((t0 > until_ns).sum())
+        running = int(((t0 <= until_ns) & (t1 > until_ns)).sum())
+        done = int((t1 <= until_ns).sum())
+        ax.text(0.99, 0.02, f"in the queue: {queued}   running: {running}   done: {done}",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=9,
+                bbox=dict(fc="white", ec="#999"))
+    ax.set_title(title or f"{p['blocks']} blocks x {p['threads']} threads, colour = wave "
+                          f"(launch order / ({n_sm} SMs x {r} resident))", fontsize=9, loc="left")
+    fig.text(0.01, 0.005, "Data: " + trace.provenance[:160], fontsize=7, color="#555")
+    fig.tight_layout()
+    return fig
+
+
+def animation(trace: Trace, source: Optional[str] = None, frames: int = 10, dpi: int = 65) -> Animation:
+    """The hardware queue draining: ``frames`` instants from the launch to the last block's end."""
+    t1 = float(trace["t_end"].max())
+    times = np.linspace(0, t1, frames)
+    t0 = trace["t_start"]
+    caps = [f"t = {t / 1e3:.1f} µs: {int((t0 > t).sum())} block(s) still wait in the queue" for t in times]
+    pics = render_frames(lambda i: timeline_figure(trace, until_ns=float(times[i])), frames, caps, dpi=dpi,
+                         tight=False)
+    p = trace.params
+    return Animation(pics, title=f"{p['blocks']} blocks on {p['sm_count']} SMs: the queue drains in waves",
+                     provenance=trace.provenance, source=source)
+
+
+def max_concurrent(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Most intervals [start, end) open at one instant (a block ending at t frees its slot at t)."""
+    if len(starts) == 0:
+        return 0
+    ev = np.concatenate([np.stack([ends, np.zeros_like(ends)], 1), np.stack([starts, np.ones_like(starts)], 1)])
+    ev = ev[np.lexsort((ev[:, 1], ev[:, 0]))]   # by time, ends (0) before starts (1)
+    return int(np.max(np.cumsum(np.where(ev[:, 1] == 1, 1, -1))))
+
+
+def summary(trace: Optional[Trace] = None, **launch) -> Dict:
+    """The numbers notebook 07 and the GPU record quote, from ``trace`` (or a new one for ``launch``).
+
+    Returns a JSON-able dict:
+        kernel, source ("gpu" | "model"), provenance, model (its name, or None on silicon), gpu,
+        sm_count, blocks, threads_per_block, resident_blocks_per_sm (occupancy),
+        sms_used, blocks_per_sm_hist ({"35": 30, "36": 28}: blocks on an SM -> number of SMs),
+        blocks_per_sm_min / _max, max_concurrent_blocks_per_sm (seen in the timeline),
+        waves (expected: ceil(blocks / (sm_count * resident))), waves_observed
+        (makespan / median block time, rounded), makespan_us, block_us_median.
+    """
+    if trace is None:
+        from .. import lessons
+
+        trace = lessons.SCHEDULING.trace(**launch)
+    tr = trace
+    p = tr.params
+    smid = tr["smid"].astype(np.int64)
+    t0 = tr["t_start"].astype(np.float64)
+    t1 = tr["t_end"].astype(np.float64)
+    counts = np.bincount(smid, minlength=p["sm_count"])
+    used = counts[counts > 0]
+    hist: Dict[str, int] = {}
+    for c in used:
+        hist[str(int(c))] = hist.get(str(int(c)), 0) + 1
+    conc = max(max_concurrent(t0[smid == s], t1[smid == s]) for s in np.unique(smid))
+    makespan = float(t1.max() - t0.min())
+    dur = float(np.median(t1 - t0))
+    resident = int(p["resident_blocks_per_sm"])
+    return {
+        "kernel": tr.kernel, "source": tr.source, "provenance": tr.provenance, "model": p.get("model"), "gpu": p.get("gpu"),
+        "sm_count": int(p["sm_count"]), "blocks": int(p["blocks"]), "threads_per_block": int(p["threads"]),
+        "spin_cycles": int(p["spin_cycles"]), "fma_iters": int(p["fma_iters"]),
+        "resident_blocks_per_sm": resident, "sms_used": int((counts > 0).sum()),
+        "blocks_per_sm_hist": dict(sorted(hist.items(), key=lambda kv: int(kv[0]))),
+        "blocks_per_sm_min": int(used.min()), "blocks_per_sm_max": int(used.max()),
+        "max_concurrent_blocks_per_sm": conc,
+        "waves": int(math.ceil(p["blocks"] / (p["sm_count"] * resident))),
+        "waves_observed": int(round(makespan / dur)) if dur > 0 else None,
+        "makespan_us": makespan / 1e3, "block_us_median": dur / 1e3,
+    }
+
+
+def summary_row(summary: Dict) -> Dict:
+    """One row for a DESIGN.md section 5 record (``measure.records.new_record(rows=[...])``)."""
+    return {"op": "scheduling", "impl": summary["kernel"], "blocks": summary["blocks"],
+            "threads": summary["threads_per_block"], "spin_cycles": summary["spin_cycles"],
+            "timing": "globaltimer", **{k: summary[k] for k in (
+                "sm_count", "resident_blocks_per_sm", "sms_used", "blocks_per_sm_hist", "waves",
+                "waves_observed", "max_concurrent_blocks_per_sm", "makespan_us", "block_us_median")}}

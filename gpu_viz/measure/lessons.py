@@ -1,0 +1,65 @@
+"""``gpu-viz record hardware | scheduling | divergence``: the GPU records the lessons show in CPU mode.
+
+* ``hardware`` -- notebooks 01, 04, 05: latency staircase, bandwidth, occupancy, copy bandwidth,
+  launch floor (:func:`gpu_viz.measure.memory.hardware_record`);
+* ``scheduling`` -- notebook 07: the deck's 2048-block launch at 256 and 1024 threads per block
+  (:func:`gpu_viz.frames.scheduling.summary` of ``gpu_viz.record.scheduling``);
+* ``divergence`` -- notebook 03: divergent vs uniform branches (:func:`gpu_viz.measure.divergence.cost`).
+
+Each writes ``<gpu-slug>-<date>-<what>.json`` into ``--out`` (default: the current folder).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .. import backend
+from . import records
+
+WHAT = ("hardware", "scheduling", "divergence")
+
+
+def record(what: str, out=None) -> Path:
+    """Measure ``what`` (one of :data:`WHAT`) on this GPU and save its record; returns the path.
+
+    Raises:
+        ValueError: unknown ``what``.  GPUUnavailable: in CPU mode.
+    """
+    if what not in WHAT:
+        raise ValueError(f"what must be one of {WHAT}, got {what!r}")
+    backend.require_gpu(f"the {what} record")
+    if what == "hardware":
+        from . import memory
+
+        rec = records.new_record(rows=[], **memory.hardware_record())
+    elif what == "scheduling":
+        from ..frames import scheduling as frames
+        from ..record import scheduling as producer
+
+        runs = [frames.summary(producer.trace(threads=t)) for t in (256, 1024)]
+        for r in runs:
+            print(json.dumps(r))
+        rec = records.new_record([frames.summary_row(r) for r in runs], scheduling=runs[0])
+    else:
+        from . import divergence
+
+        out_ = divergence.cost()
+        print(f"divergent / uniform = {out_['ratio']:.2f}x")
+        rec = records.new_record(divergence.record_rows(out_), divergence_ratio=out_["ratio"])
+    return records.save_record(rec, tag=what, directory=out)
+
+
+def _cli(args) -> int:
+    if not backend.has_gpu():
+        print(f"gpu-viz record needs a CUDA GPU: {backend.detect().describe()}")
+        return 2
+    print(record(args.what, args.out))
+    return 0
+
+
+def register_cli(subparsers) -> None:
+    """Add ``gpu-viz record {hardware,scheduling,divergence} [--out DIR]``."""
+    p = subparsers.add_parser("record", help="measure one of the lessons' GPU records and save it")
+    p.add_argument("what", choices=WHAT, help="which record")
+    p.add_argument("--out", type=Path, default=Path("."), help="folder for the JSON record (default: here)")
+    p.set_defaults(func=_cli)

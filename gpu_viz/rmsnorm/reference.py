@@ -1,0 +1,93 @@
+"""THE float64 reference of the RMSNorm family: every check in the package compares against this.
+
+    rmsnorm(x, w, eps)              = x * w / sqrt(mean(x^2, -1) + eps)
+    rmsnorm(x, w, eps, gate=g)      = x * w * silu(g) / sqrt(mean(x^2, -1) + eps),  silu(g) = g / (1 + e^-g)
+    grads(x, w, grad_y, gate, eps)  = d sum(y * grad_y) / d {x, weight, gate}
+
+Inputs are read exactly (fp16 and bf16 widen to float64 without rounding).  A torch tensor is
+computed on its own device in float64 (the harness checks GPU outputs there, a block of rows at a
+time); anything else (numpy, CuPy, lists) in numpy.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict
+
+import numpy as np
+
+from ..arrays import framework, to_numpy64
+
+
+def check_eps(eps) -> float:
+    """``eps`` as a float; TypeError unless a number, ValueError unless finite and >= 0."""
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)):
+        raise TypeError(f"eps must be a float, got {type(eps).__name__} {eps!r}")
+    eps = float(eps)
+    if not (math.isfinite(eps) and eps >= 0.0):
+        raise ValueError(f"eps must be finite and >= 0, got {eps}")
+    return eps
+
+
+def _float64(a, name: str, like=None):
+    """``a`` in float64: a torch tensor stays torch (on ``like``'s device when given), else numpy."""
+    if framework(a) == "torch" or framework(like) == "torch":
+        import torch
+
+        dev = like.device if framework(like) == "torch" else a.device
+        t = a if framework(a) == "torch" else torch.as_tensor(to_numpy64(a, name))
+        return t.detach().to(device=dev, dtype=torch.float64)
+    return to_numpy64(a, name)
+
+
+def rmsnorm(x, weight, eps: float = 1e-6, gate=None):
+    """float64 RMSNorm (and the SiLU gate) of ``x`` ``(..., N)`` with ``weight`` ``(N,)``.
+
+    Returns:
+        float64 of x's shape: a torch tensor on x's device when x is a torch tensor, else numpy.
+        NaN/inf in a row give that row what the formula gives (NaN, or 0 where it gives 0).
+
+    Raises:
+        TypeError: not an array, a non-number eps.  ValueError: weight not (N,), gate not x's
+            shape, a negative or non-finite eps.
+    """
+    eps = check_eps(eps)
+    x64 = _float64(x, "x")
+    w64 = _float64(weight, "weight", like=x64)
+    if x64.ndim < 1 or tuple(w64.shape) != tuple(x64.shape[-1:]):
+        raise ValueError(f"weight must have shape (N,) = {tuple(x64.shape[-1:])} to match x of shape "
+                         f"{tuple(x64.shape)}, got {tuple(w64.shape)}")
+    torch_ = framework(x64) == "torch"
+    with np.errstate(invalid="ignore", over="ignore"):
+        ms = (x64 * x64).mean(-1, keepdim=True) if torch_ else np.mean(x64 * x64, axis=-1, keepdims=True)
+        y = x64 * w64 / ((ms + eps) ** 0.5)
+        if gate is not None:
+            g64 = _float64(gate, "gate", like=x64)
+            if tuple(g64.shape) != tuple(x64.shape):
+                raise ValueError(f"gate must have x's shape {tuple(x64.shape)}, got {tuple(g64.shape)}")
+            y = y * (g64 / (1.0 + (-g64).exp() if torch_ else 1.0 + np.exp(-g64)))
+    return y
+
+
+def grads(x, weight, grad, gate=None, eps: float = 1e-6) -> Dict[str, np.ndarray]:
+    """float64 gradients of ``sum(y * grad)`` for ``y = rmsnorm(x, weight, eps, gate)``, by torch
+    autograd on the CPU in float64.
+
+    Returns:
+        ``{"x": ..., "weight": ..., "gate": ...}`` (no "gate" without one), numpy float64.
+
+    Raises:
+        ImportError: without torch.
+    """
+    import torch
+
+    t = {k: torch.from_numpy(to_numpy64(v, k)).requires_grad_(True)
+         for k, v in (("x", x), ("weight", weight), ("gate", gate)) if v is not None}
+    y = rmsnorm(t["x"], t["weight"], eps, t.get("gate"))
+    (y * torch.from_numpy(to_numpy64(grad, "grad"))).sum().backward()
+    return {k: v.grad.numpy() for k, v in t.items()}
+
+
+def sum_of_squares(x) -> float:
+    """float64 sum of ``x^2`` over all of ``x`` (one row's statistic before the mean)."""
+    x64 = to_numpy64(x, "x")
+    return float(np.sum(x64 * x64))

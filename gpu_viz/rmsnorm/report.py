@@ -1,0 +1,280 @@
+"""What a benchmark run or record shows: tables, bar charts, the seed's table beside ours, and the
+performance checks (rows in DESIGN.md section 5's format, live from :mod:`gpu_viz.rmsnorm.bench`
+or from a committed record).
+"""
+from __future__ import annotations
+
+import html as _html
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .. import backend
+from ..measure.timing import CALL, KERNEL
+from .bench import (BANDWIDTH_SHAPES, BANDWIDTH_TARGET, FLOOR_FACTOR, FLOOR_SHAPE, OPS, PROVIDERS, RMSNORM,
+                    RMSNORM_GATE, SEED_H100)
+from .dtypes import dtype_name
+
+def _fmt(v, spec="{:,.2f}"):
+    return "—" if v is None else spec.format(v)
+
+
+class Table:
+    """A table of rows: ``html()`` for notebooks (also its rich display), ``markdown()`` and
+    ``plain()`` (``str()``) for the CLI.  ``caption`` carries the provenance."""
+
+    def __init__(self, header: List[str], body: List[List[str]], caption: str = ""):
+        self.header, self.body, self.caption = header, body, caption
+
+    def markdown(self) -> str:
+        lines = ["| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
+        lines += ["| " + " | ".join(r) + " |" for r in self.body]
+        if self.caption:
+            lines += ["", f"*{self.caption}*"]
+        return "\n".join(lines)
+
+    def plain(self) -> str:
+        widths = [max(len(h), *(len(r[i]) for r in self.body)) if self.body else len(h)
+                  for i, h in enumerate(self.header)]
+        fmt = "  ".join("{:>%d}" % w for w in widths)
+        lines = [fmt.format(*self.header), fmt.format(*("-" * w for w in widths))]
+        lines += [fmt.format(*r) for r in self.body]
+        if self.caption:
+            lines.append(self.caption)
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        e = _html.escape
+        head = "".join(f"<th style='text-align:right;padding:2px 8px'>{e(h)}</th>" for h in self.header)
+        body = "".join("<tr>" + "".join(f"<td style='text-align:right;padding:2px 8px'>{e(c)}</td>"
+                                        for c in r) + "</tr>" for r in self.body)
+        cap = f"<caption style='caption-side:bottom;text-align:left'>{e(self.caption)}</caption>" \
+            if self.caption else ""
+        return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    _repr_html_ = html
+
+    def __str__(self):
+        return self.plain()
+
+    __repr__ = __str__
+
+
+def table(rows: Sequence[Dict], provenance: str = "", layout: str = "wide", copy_GBps: Optional[float] = None,
+          impls: Optional[Sequence[str]] = None) -> Table:
+    """Rows as a :class:`Table`.
+
+    ``layout="wide"``: one line per (op, M, N, dtype, timing), a column per impl with its
+    median µs and speed-up vs eager.  ``layout="long"``: one line per row with p10-p90,
+    GB/s and (given ``copy_GBps``) the share of copy bandwidth.  ``provenance`` is the caption.
+    """
+    rows = list(rows)
+    if layout not in ("wide", "long"):
+        raise ValueError(f"layout must be 'wide' or 'long', got {layout!r}")
+    if layout == "long":
+        header = ["op", "impl", "M x N", "dtype", "timing", "median µs", "p10–p90 µs", "GB/s"]
+        if copy_GBps:
+            header.append("% of copy")
+        header.append("vs eager")
+        body = []
+        for r in rows:
+            line = [r["op"], r["impl"], f"{r['M']}x{r['N']}", r["dtype"], r["timing"], _fmt(r["median_us"]),
+                    f"{r['p10_us']:,.2f}–{r['p90_us']:,.2f}", _fmt(r["GBps"], "{:,.0f}")]
+            if copy_GBps:
+                line.append(f"{100 * r['GBps'] / copy_GBps:.0f}%")
+            line.append(_fmt(r.get("speedup_vs_eager"), "{:.2f}x"))
+            body.append(line)
+        return Table(header, body, provenance)
+    order = [p for op in OPS for p in PROVIDERS[op]]
+    present = sorted({r["impl"] for r in rows}, key=lambda p: order.index(p) if p in order else 99)
+    if impls is not None:
+        present = [p for p in impls if p in present]
+    groups: Dict[Tuple, Dict[str, Dict]] = {}
+    for r in rows:
+        groups.setdefault((r["op"], r["M"], r["N"], r["dtype"], r["timing"]), {})[r["impl"]] = r
+    header = ["op", "M x N", "dtype", "timing"] + [f"{p} µs" for p in present]
+    body = []
+    for (op, M, N, dt, timing), by in groups.items():
+        line = [op, f"{M}x{N}", dt, timing]
+        for p in present:
+            r = by.get(p)
+            if r is None:
+                line.append("—")
+            else:
+                s = r.get("speedup_vs_eager")
+                line.append(_fmt(r["median_us"]) + (f" ({s:.1f}x)" if s and p != "eager" else ""))
+        body.append(line)
+    return Table(header, body, provenance)
+
+
+def _provenance_or_live(provenance: Optional[str]) -> str:
+    if provenance:
+        return provenance
+    if backend.has_gpu():
+        return backend.live_label()
+    raise ValueError("provenance is required in CPU mode: rows without a GPU come from a record; pass "
+                     "records.label(record)")
+
+
+def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: str = KERNEL,
+              op: Optional[str] = None, dtype: Optional[str] = None, metric: str = "median_us", ax=None,
+              copy_GBps: Optional[float] = None):
+    """Grouped bars: one group per shape, one bar per impl, of ``metric`` ("median_us",
+    "GBps" or "speedup_vs_eager") for one ``timing`` (and optionally one ``op`` / ``dtype``).
+
+    The title states the provenance: ``provenance`` (e.g. :func:`record_provenance`), or the
+    live label when a GPU is here.  With ``metric="GBps"`` and ``copy_GBps``, the copy
+    bandwidth measured in the same run is drawn as the practical roofline.  Returns the
+    matplotlib Figure.
+
+    Raises:
+        ValueError: no rows match, an unknown metric, or no provenance in CPU mode.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    label = _provenance_or_live(provenance)
+    if metric not in ("median_us", "GBps", "speedup_vs_eager"):
+        raise ValueError(f"metric must be 'median_us', 'GBps' or 'speedup_vs_eager', got {metric!r}")
+    sel = [r for r in rows if r["timing"] == timing and (op is None or r["op"] == op)
+           and (dtype is None or r["dtype"] == dtype_name(dtype)) and r.get(metric) is not None]
+    if not sel:
+        raise ValueError(f"bar_chart: no rows with timing={timing!r}, op={op!r}, dtype={dtype!r}")
+    order = [p for o in OPS for p in PROVIDERS[o]]
+    impls = sorted({r["impl"] for r in sel}, key=lambda p: order.index(p) if p in order else 99)
+    groups = list(dict.fromkeys((r["op"], r["M"], r["N"], r["dtype"]) for r in sel))
+    vals = {(r["op"], r["M"], r["N"], r["dtype"], r["impl"]): r[metric] for r in sel}
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(groups) * max(1, len(impls)) / 2.5), 3.8))
+    else:
+        fig = ax.figure
+    x = np.arange(len(groups))
+    w = 0.8 / len(impls)
+    for j, p in enumerate(impls):
+        ys = [vals.get(g + (p,), np.nan) for g in groups]
+        ax.bar(x + (j - (len(impls) - 1) / 2) * w, ys, w, label=p)
+    multi_op = len({g[0] for g in groups}) > 1
+    multi_dt = len({g[3] for g in groups}) > 1
+    ax.set_xticks(x)
+    ax.set_xticklabels([(f"{g[0]}\n" if multi_op else "") + f"{g[1]}x{g[2]}" + (f"\n{g[3]}" if multi_dt else "")
+                        for g in groups], fontsize=8)
+    ylabel = {"median_us": f"median time per call, µs ({timing} timing)",
+              "GBps": "effective bandwidth, GB/s (fewest bytes / median)",
+              "speedup_vs_eager": "speed-up over eager (x)"}[metric]
+    ax.set_ylabel(ylabel, fontsize=8)
+    if metric == "median_us":
+        ax.set_yscale("log")
+    if metric == "GBps" and copy_GBps:
+        ax.axhline(copy_GBps, color="k", ls="--", lw=1)
+        ax.annotate(f"device-to-device copy {copy_GBps:,.0f} GB/s", (0, copy_GBps), xytext=(2, 3),
+                    textcoords="offset points", fontsize=7)
+    what = " / ".join(sorted({g[0] for g in groups}))
+    ax.set_title(f"{what}, {timing} timing — {label}", fontsize=9)
+    ax.legend(fontsize=8, ncol=min(len(impls), 6))
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def seed_comparison(rows: Sequence[Dict], provenance: str, dtype: str = "float16") -> Table:
+    """The seed's recorded H100 numbers beside ours for rmsnorm_gate at :data:`SEED_SHAPES`.
+
+    Columns: the seed's fused / eager / speed-up (recorded by its author, "call"-like timing),
+    then ours as called (comparable with the seed's) and kernel-only.  ``provenance`` labels ours.
+    """
+    dt = dtype_name(dtype)
+    mine = {(r["M"], r["N"], r["impl"], r["timing"]): r for r in rows
+            if r["op"] == RMSNORM_GATE and r["dtype"] == dt}
+
+    def cell(M, N, impl, timing):
+        r = mine.get((M, N, impl, timing))
+        return "—" if r is None else f"{r['median_us']:,.2f}"
+
+    def speed(M, N, timing):
+        r = mine.get((M, N, "fused", timing))
+        return "—" if r is None or not r.get("speedup_vs_eager") else f"{r['speedup_vs_eager']:.1f}x"
+
+    header = ["M x N", "seed fused µs", "seed eager µs", "seed speed-up",
+              "ours call: fused", "eager", "compile", "speed-up",
+              "ours kernel: fused", "eager", "compile", "speed-up"]
+    body = []
+    for (M, N, f, e, sp) in SEED_H100["rows"]:
+        line = [f"{M}x{N}", f"{f:.2f}", f"{e:.2f}", f"{sp:.2f}x"]
+        for timing in (CALL, KERNEL):
+            line += [cell(M, N, "fused", timing), cell(M, N, "eager", timing), cell(M, N, "compile", timing),
+                     speed(M, N, timing)]
+        body.append(line)
+    cap = (f"seed: {SEED_H100['source']}. ours ({dt}): {provenance}. "
+           "µs per call, median; speed-up = eager / fused.")
+    return Table(header, body, cap)
+
+
+# -- the performance targets, on a record ---------------------------------------------------------
+
+def _find(rows, **key):
+    for r in rows:
+        if all(r.get(k) == v for k, v in key.items()):
+            return r
+    return None
+
+
+def summary_checks(record: Dict, timing: str = KERNEL) -> List[Tuple[str, bool, str]]:
+    """The fused ops' performance targets evaluated on ``record`` (DESIGN.md section 5 format).
+
+    1. fused >= 90 % of ``copy_GBps`` at 16384x4096 and 32768x8192, fp16 and bf16, both ops;
+    2. fused faster than ``native`` and ``compile`` at every (op, shape, dtype) where fused
+       was measured (a missing or excluded baseline fails the check: it was not shown);
+    3. fused at 128x4096 within 1.5x of ``launch_floor_us`` (both the kernel timing).
+
+    Returns a list of (check, passed, detail).  Rows of ``timing`` ("kernel") are used.
+    """
+    rows = [r for r in record.get("rows", []) if r.get("timing") == timing]
+    skipped = record.get("skipped", [])
+    out: List[Tuple[str, bool, str]] = []
+    copy = record.get("copy_GBps")
+    for op in OPS:
+        for (M, N) in BANDWIDTH_SHAPES:
+            for dt in ("float16", "bfloat16"):
+                name = f"{op} fused {M}x{N} {dt}: >= {BANDWIDTH_TARGET:.0%} of copy bandwidth"
+                r = _find(rows, op=op, impl="fused", M=M, N=N, dtype=dt)
+                if r is None or not copy:
+                    out.append((name, False, "not measured" if r is None else "no copy_GBps in the record"))
+                    continue
+                share = r["GBps"] / copy
+                out.append((name, share >= BANDWIDTH_TARGET,
+                            f"{r['GBps']:,.0f} GB/s = {share:.1%} of copy {copy:,.0f} GB/s"))
+    baselines = {RMSNORM: ("native", "compile"), RMSNORM_GATE: ("compile",)}
+    for r in rows:
+        if r["impl"] != "fused":
+            continue
+        for b in baselines[r["op"]]:
+            name = f"{r['op']} {r['M']}x{r['N']} {r['dtype']}: fused faster than {b}"
+            br = _find(rows, op=r["op"], impl=b, M=r["M"], N=r["N"], dtype=r["dtype"])
+            if br is None:
+                why = _find(skipped, op=r["op"], impl=b, M=r["M"], N=r["N"], dtype=r["dtype"])
+                out.append((name, False, f"{b} not measured" + (f": {why['reason'][:160]}" if why else "")))
+                continue
+            out.append((name, r["median_us"] < br["median_us"],
+                        f"fused {r['median_us']:.2f} µs vs {b} {br['median_us']:.2f} µs "
+                        f"({br['median_us'] / r['median_us']:.2f}x)"))
+    floor = record.get("launch_floor_us")
+    for op in OPS:
+        for dt in ("float16", "bfloat16"):
+            M, N = FLOOR_SHAPE
+            name = f"{op} fused {M}x{N} {dt}: within {FLOOR_FACTOR}x of the launch floor"
+            r = _find(rows, op=op, impl="fused", M=M, N=N, dtype=dt)
+            if r is None or not floor:
+                out.append((name, False, "not measured" if r is None else "no launch_floor_us in the record"))
+                continue
+            detail = f"{r['median_us']:.2f} µs = {r['median_us'] / floor:.2f}x the floor {floor:.2f} µs"
+            bare = record.get("copy_kernel_floor_us")
+            if bare:  # context: the least any kernel moving x -> y of this shape takes
+                detail += (f"; a bare copy kernel moving the same x -> y bytes: {bare:.2f} µs = "
+                           f"{bare / floor:.2f}x")
+            out.append((name, r["median_us"] <= FLOOR_FACTOR * floor, detail))
+    return out
+
+
+def checks_table(checks: Sequence[Tuple[str, bool, str]]) -> Table:
+    """:func:`summary_checks` output as a :class:`Table`."""
+    return Table(["check", "passed", "detail"], [[c, "yes" if p else "NO", d] for c, p, d in checks])
+
+
