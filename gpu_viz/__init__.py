@@ -17,7 +17,7 @@ def banner() -> str:
 
     Returns the text it prints.
     """
-    from . import device
+    from . import backend, device
 
     b = detect()
     if b.is_gpu:
@@ -31,7 +31,7 @@ def banner() -> str:
         text = ("CPU MODE -- no usable CUDA GPU: " + b.reason +
                 "\nTraces below come from the CPU model; nothing is timed. "
                 "Recorded GPU numbers, where shown, carry their GPU and date.")
-        if not b.reason.startswith("forced by"):
+        if b.cause != backend.CAUSE_FORCED_CPU:
             text += "\nExpected a GPU? Run gpu_viz.doctor.report() for what to do."
     print(text)
     return text

@@ -7,7 +7,9 @@ compiles (NVRTC, with the fp16/bf16 headers our kernels include) and launches a
 missing, no driver, a driver older than the runtime
 (``cudaErrorInsufficientDriver``, what a Colab CPU runtime reports), NVRTC
 without its headers, a PTX version the driver cannot JIT -- lands in CPU mode
-with the reason in plain words, never in an exception.
+with the reason in plain words, never in an exception.  Each CPU-mode outcome also
+carries a cause code (one of :data:`CAUSES`) for code that acts on it, such as the
+doctor; the reason is for people and may change wording.
 
 Set ``GPU_VIZ_FORCE_CPU=1`` to force CPU mode (the CI and the CPU-mode notebook
 tests do).
@@ -24,6 +26,31 @@ FORCE_CPU_ENV = "GPU_VIZ_FORCE_CPU"
 
 GPU = "gpu"
 CPU = "cpu"
+
+# Cause codes: why the probe landed where it did.  ``Backend.cause`` is one of these;
+# code decides on them, never on the wording of ``Backend.reason``.
+CAUSE_OK = "ok"  # GPU mode
+CAUSE_FORCED_CPU = "forced-cpu"  # GPU_VIZ_FORCE_CPU set
+CAUSE_CUPY_MISSING = "cupy-missing"  # import cupy: ImportError
+CAUSE_CUPY_BROKEN = "cupy-broken"  # import cupy: anything else (a broken install)
+CAUSE_NO_DRIVER = "no-driver"  # cudaErrorInsufficientDriver and no driver answers
+CAUSE_DRIVER_TOO_OLD = "driver-too-old"  # cudaErrorInsufficientDriver, driver's CUDA < runtime's
+CAUSE_DRIVER_INSUFFICIENT = "driver-insufficient"  # cudaErrorInsufficientDriver, versions do not explain it
+CAUSE_NO_DEVICE = "no-device"  # cudaErrorNoDevice, or a device count of 0
+CAUSE_DRIVER_LIBRARY = "driver-library"  # libcuda could not be loaded
+CAUSE_RUNTIME_INIT = "runtime-init"  # any other runtime error while counting devices
+CAUSE_DEVICE_PROPERTIES = "device-properties"  # any other error while reading the device's properties
+CAUSE_NVRTC_MISSING = "nvrtc-missing"  # NVRTC missing or failed to load
+CAUSE_NVRTC_HEADERS = "nvrtc-headers"  # NVRTC cannot find cuda_fp16.h / cuda_bf16.h
+CAUSE_COMPILE_FAILED = "compile-failed"  # any other compile error of the probe kernel
+CAUSE_PTX_TOO_NEW = "ptx-too-new"  # the driver cannot JIT the PTX that NVRTC produced
+CAUSE_LAUNCH_FAILED = "launch-failed"  # any other error launching the probe kernel
+CAUSE_WRONG_RESULT = "wrong-result"  # the probe kernel ran and returned wrong values
+
+CAUSES = (CAUSE_OK, CAUSE_FORCED_CPU, CAUSE_CUPY_MISSING, CAUSE_CUPY_BROKEN, CAUSE_NO_DRIVER,
+          CAUSE_DRIVER_TOO_OLD, CAUSE_DRIVER_INSUFFICIENT, CAUSE_NO_DEVICE, CAUSE_DRIVER_LIBRARY,
+          CAUSE_RUNTIME_INIT, CAUSE_DEVICE_PROPERTIES, CAUSE_NVRTC_MISSING, CAUSE_NVRTC_HEADERS,
+          CAUSE_COMPILE_FAILED, CAUSE_PTX_TOO_NEW, CAUSE_LAUNCH_FAILED, CAUSE_WRONG_RESULT)
 
 # A kernel that includes the same headers as the course's kernels: if NVRTC
 # cannot find cuda_fp16.h / cuda_bf16.h, every fp16 kernel would fail later.
@@ -50,6 +77,8 @@ class Backend:
         mode: ``"gpu"`` or ``"cpu"``.
         reason: in CPU mode, why (plain words, the underlying error quoted);
             empty in GPU mode.
+        cause: why, as a code from :data:`CAUSES`: :data:`CAUSE_OK` in GPU mode (the
+            default there), any other one in CPU mode (required there).
         device_name: the GPU's name (``"NVIDIA L4"``) or ``None``.
         compute_capability: ``(major, minor)``, e.g. ``(8, 9)``, or ``None``.
         device_id: the CUDA device the course uses (the current one at probe time).
@@ -57,9 +86,27 @@ class Backend:
 
     mode: str
     reason: str = ""
+    cause: Optional[str] = None
     device_name: Optional[str] = None
     compute_capability: Optional[Tuple[int, int]] = None
     device_id: int = 0
+
+    def __post_init__(self):
+        """Fill in GPU mode's cause; raise ValueError for an unknown mode or cause, a CPU mode
+        without a cause, or a cause that contradicts the mode."""
+        if self.mode not in (GPU, CPU):
+            raise ValueError(f"Backend mode must be {GPU!r} or {CPU!r}, got {self.mode!r}")
+        cause = self.cause
+        if cause is None:
+            if self.mode == CPU:
+                raise ValueError("a CPU-mode Backend needs a cause, one of backend.CAUSES")
+            cause = CAUSE_OK
+            object.__setattr__(self, "cause", cause)  # frozen: set once, here
+        if cause not in CAUSES:
+            raise ValueError(f"unknown Backend cause {cause!r}; expected one of {CAUSES}")
+        if (cause == CAUSE_OK) != (self.mode == GPU):
+            raise ValueError(f"cause {cause!r} contradicts mode {self.mode!r} "
+                             f"({CAUSE_OK!r} is GPU mode's cause and only GPU mode's)")
 
     @property
     def is_gpu(self) -> bool:
@@ -83,8 +130,8 @@ _lock = threading.Lock()
 _cached: Optional[Backend] = None
 
 
-def _cpu(reason: str) -> Backend:
-    return Backend(mode=CPU, reason=reason)
+def _cpu(cause: str, reason: str) -> Backend:
+    return Backend(mode=CPU, reason=reason, cause=cause)
 
 
 def libcuda_driver_version() -> Optional[int]:
@@ -145,56 +192,62 @@ def cuda_version_text(v: Optional[int]) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def _explain_runtime_error(exc: BaseException, cupy=None) -> str:
-    """The CPU-mode reason for a CUDA runtime error.  ``cupy``: asked for the driver's and the
-    runtime's CUDA versions when the error is cudaErrorInsufficientDriver (None: not known)."""
+def _explain_runtime_error(exc: BaseException, cupy=None,
+                           fallback: str = CAUSE_RUNTIME_INIT) -> Tuple[str, str]:
+    """The CPU-mode ``(cause, reason)`` for a CUDA runtime error.  ``cupy``: asked for the
+    driver's and the runtime's CUDA versions when the error is cudaErrorInsufficientDriver
+    (None: not known).  ``fallback``: the cause when the error is none of the known kinds."""
     text = f"{type(exc).__name__}: {exc}"
     if "InsufficientDriver" in text or "insufficient" in text.lower():
         # the runtime reports the same error with no driver at all (a machine or a Colab
         # runtime without a GPU) and with a driver too old for it: say which one this is
-        if cupy is None:
-            return ("the NVIDIA driver is missing or older than the CUDA runtime CuPy was built for "
-                    f"[{text}]")
+        if cupy is None:  # no versions to ask: missing or too old, which one is not known
+            return (CAUSE_DRIVER_INSUFFICIENT,
+                    f"the NVIDIA driver is missing or older than the CUDA runtime CuPy was built for [{text}]")
         driver, runtime = driver_cuda_version(cupy), runtime_cuda_version(cupy)
         if not driver:
-            return f"no NVIDIA driver on this machine, so no GPU to run on [{text}]"
+            return CAUSE_NO_DRIVER, f"no NVIDIA driver on this machine, so no GPU to run on [{text}]"
         if runtime and driver < runtime:
-            return (f"the NVIDIA driver (CUDA {cuda_version_text(driver)}) is older than the CUDA runtime CuPy was built "
-                    f"for (CUDA {cuda_version_text(runtime)}) [{text}]")
-        return (f"the NVIDIA driver (CUDA {cuda_version_text(driver)}) is insufficient for the CUDA runtime CuPy was built "
-                f"for{f' (CUDA {cuda_version_text(runtime)})' if runtime else ''} [{text}]")
+            return (CAUSE_DRIVER_TOO_OLD,
+                    f"the NVIDIA driver (CUDA {cuda_version_text(driver)}) is older than the CUDA runtime CuPy "
+                    f"was built for (CUDA {cuda_version_text(runtime)}) [{text}]")
+        return (CAUSE_DRIVER_INSUFFICIENT,
+                f"the NVIDIA driver (CUDA {cuda_version_text(driver)}) is insufficient for the CUDA runtime CuPy "
+                f"was built for{f' (CUDA {cuda_version_text(runtime)})' if runtime else ''} [{text}]")
     if "NoDevice" in text or "no CUDA-capable device" in text:
-        return f"no CUDA-capable GPU is visible to this process [{text}]"
+        return CAUSE_NO_DEVICE, f"no CUDA-capable GPU is visible to this process [{text}]"
     if "libcuda" in text or "driver" in text.lower():
-        return f"the NVIDIA driver library could not be loaded [{text}]"
-    return f"the CUDA runtime could not be initialised [{text}]"
+        return CAUSE_DRIVER_LIBRARY, f"the NVIDIA driver library could not be loaded [{text}]"
+    return fallback, f"the CUDA runtime could not be initialised [{text}]"
 
 
-def _explain_compile_error(exc: BaseException) -> str:
+def _explain_compile_error(exc: BaseException) -> Tuple[str, str]:
+    """The CPU-mode ``(cause, reason)`` for an error compiling the probe kernel."""
     text = f"{type(exc).__name__}: {exc}"
     if "cuda_fp16.h" in text or "cuda_bf16.h" in text or "cannot open source file" in text:
-        return ("NVRTC is present but cannot find the CUDA headers (cuda_fp16.h, cuda_bf16.h) the "
+        return (CAUSE_NVRTC_HEADERS,
+                "NVRTC is present but cannot find the CUDA headers (cuda_fp16.h, cuda_bf16.h) the "
                 f"kernels include; install the CUDA toolkit headers or set CUDA_PATH [{text[:400]}]")
     if "nvrtc" in text.lower():
-        return f"NVRTC (the run-time CUDA compiler) is missing or failed to load [{text[:400]}]"
-    return f"a probe kernel failed to compile [{text[:400]}]"
+        return CAUSE_NVRTC_MISSING, f"NVRTC (the run-time CUDA compiler) is missing or failed to load [{text[:400]}]"
+    return CAUSE_COMPILE_FAILED, f"a probe kernel failed to compile [{text[:400]}]"
 
 
 def _probe() -> Backend:
     if os.environ.get(FORCE_CPU_ENV, "").strip() not in ("", "0"):
-        return _cpu(f"forced by {FORCE_CPU_ENV}={os.environ[FORCE_CPU_ENV]}")
+        return _cpu(CAUSE_FORCED_CPU, f"forced by {FORCE_CPU_ENV}={os.environ[FORCE_CPU_ENV]}")
     try:
         import cupy  # noqa: F401
     except ImportError as exc:
-        return _cpu(f"CuPy is not installed ({exc}); pip install cupy-cuda12x")
+        return _cpu(CAUSE_CUPY_MISSING, f"CuPy is not installed ({exc}); pip install cupy-cuda12x")
     except Exception as exc:  # a broken install raises all sorts of things
-        return _cpu(f"CuPy failed to import ({type(exc).__name__}: {exc})")
+        return _cpu(CAUSE_CUPY_BROKEN, f"CuPy failed to import ({type(exc).__name__}: {exc})")
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:
-        return _cpu(_explain_runtime_error(exc, cupy))
+        return _cpu(*_explain_runtime_error(exc, cupy))
     if count < 1:
-        return _cpu("the CUDA runtime reports no GPU")
+        return _cpu(CAUSE_NO_DEVICE, "the CUDA runtime reports no GPU")
     try:
         device_id = cupy.cuda.runtime.getDevice()
         props = cupy.cuda.runtime.getDeviceProperties(device_id)
@@ -202,12 +255,12 @@ def _probe() -> Backend:
         name = name.decode() if isinstance(name, bytes) else str(name)
         cc = (int(props["major"]), int(props["minor"]))
     except Exception as exc:
-        return _cpu(_explain_runtime_error(exc, cupy))
+        return _cpu(*_explain_runtime_error(exc, cupy, fallback=CAUSE_DEVICE_PROPERTIES))
     try:
         module = cupy.RawModule(code=_PROBE_SOURCE, options=("-std=c++17",))
         kernel = module.get_function("gpu_viz_probe")
     except Exception as exc:
-        return _cpu(_explain_compile_error(exc))
+        return _cpu(*_explain_compile_error(exc))
     try:
         out = cupy.full(32, -1, dtype=cupy.int32)
         kernel((1,), (32,), (out,))
@@ -215,15 +268,17 @@ def _probe() -> Backend:
     except Exception as exc:
         text = f"{type(exc).__name__}: {exc}"
         if "PTX" in text or "ptx" in text:
-            return _cpu("the driver is older than NVRTC and cannot load the PTX it produced; "
+            return _cpu(CAUSE_PTX_TOO_NEW,
+                        "the driver is older than NVRTC and cannot load the PTX it produced; "
                         f"update the NVIDIA driver or install a CuPy built for an older CUDA [{text}]")
-        if "nvrtc" in text.lower() or "cuda_fp16" in text:
-            return _cpu(_explain_compile_error(exc))
-        return _cpu(f"a probe kernel failed to launch [{text}]")
+        if "nvrtc" in text.lower() or "cuda_fp16" in text:  # compiled lazily, at the first launch
+            return _cpu(*_explain_compile_error(exc))
+        return _cpu(CAUSE_LAUNCH_FAILED, f"a probe kernel failed to launch [{text}]")
     expected = [3 * i + 3 for i in range(32)]
     if got != expected:
-        return _cpu(f"a probe kernel ran but returned wrong values ({got[:4]}... expected {expected[:4]}...)")
-    return Backend(mode=GPU, device_name=name, compute_capability=cc, device_id=device_id)
+        return _cpu(CAUSE_WRONG_RESULT,
+                    f"a probe kernel ran but returned wrong values ({got[:4]}... expected {expected[:4]}...)")
+    return Backend(mode=GPU, cause=CAUSE_OK, device_name=name, compute_capability=cc, device_id=device_id)
 
 
 def detect(refresh: bool = False) -> Backend:

@@ -160,60 +160,116 @@ def diagnose(show: bool = False) -> Report:
     widgets, w_err = _import("ipywidgets")
     items.append(Item("ipywidgets", getattr(widgets, "__version__", "?") if widgets else w_err, bool(widgets)))
 
-    problem, advice = _advise(b, cupy is not None, driver_v, runtime_v, nvrtc_text, torch)
+    problem, advice = _advise(b, driver_v, runtime_v, nvrtc_text, torch)
     rep = Report(mode=b.mode, reason=b.reason, problem=problem, items=items, advice=advice)
     if show:
         print(rep.text())
     return rep
 
 
-def _advise(b, have_cupy, driver_v, runtime_v, nvrtc_text, torch):
+#: Every problem name the doctor reports (``Report.problem``).
+PROBLEMS = ("ok", "forced-cpu", "cpu-runtime", "driver-too-old", "cupy-missing", "nvrtc-headers",
+            "nvrtc-missing", "ptx-too-new", "other")
+
+#: The problem for each backend cause (every one in :data:`gpu_viz.backend.CAUSES`).  "other"
+#: and "driver-too-old" are refined by :func:`_problem` from the versions the doctor reads.
+PROBLEM_OF_CAUSE = {
+    backend.CAUSE_OK: "ok",
+    backend.CAUSE_FORCED_CPU: "forced-cpu",
+    backend.CAUSE_CUPY_MISSING: "cupy-missing",
+    backend.CAUSE_CUPY_BROKEN: "cupy-missing",  # same fix: (re)install the wheel for the driver
+    backend.CAUSE_NO_DRIVER: "cpu-runtime",
+    backend.CAUSE_NO_DEVICE: "cpu-runtime",
+    backend.CAUSE_DRIVER_TOO_OLD: "driver-too-old",
+    backend.CAUSE_DRIVER_INSUFFICIENT: "driver-too-old",
+    backend.CAUSE_NVRTC_HEADERS: "nvrtc-headers",
+    backend.CAUSE_NVRTC_MISSING: "nvrtc-missing",
+    backend.CAUSE_PTX_TOO_NEW: "ptx-too-new",
+    backend.CAUSE_DRIVER_LIBRARY: "other",
+    backend.CAUSE_RUNTIME_INIT: "other",
+    backend.CAUSE_DEVICE_PROPERTIES: "other",
+    backend.CAUSE_COMPILE_FAILED: "other",
+    backend.CAUSE_LAUNCH_FAILED: "other",
+    backend.CAUSE_WRONG_RESULT: "other",
+}
+
+# causes from the compile and launch steps, where a missing NVRTC explains an unclassified error
+_NVRTC_STEP_CAUSES = (backend.CAUSE_COMPILE_FAILED, backend.CAUSE_LAUNCH_FAILED)
+
+
+def _problem(b, driver_v, runtime_v, nvrtc_text) -> str:
+    """The problem name (one of :data:`PROBLEMS`) for the backend ``b``: its cause's entry in
+    :data:`PROBLEM_OF_CAUSE`, refined by the facts the doctor read (driver's and runtime's CUDA
+    versions, the NVRTC row).  Raises ValueError for a cause the table does not map."""
+    try:
+        problem = PROBLEM_OF_CAUSE[b.cause]
+    except KeyError:
+        raise ValueError(f"backend cause {b.cause!r} has no doctor problem; add it to "
+                         "doctor.PROBLEM_OF_CAUSE") from None
+    if problem == "driver-too-old" and not driver_v:
+        # the doctor finds no driver to update: the advice is a GPU runtime / a driver install
+        return "cpu-runtime"
+    if problem != "other":
+        return problem
+    # an error the backend could not classify: say what the versions point at, if anything
+    if b.cause in _NVRTC_STEP_CAUSES and driver_v and nvrtc_text.startswith("unavailable"):
+        return "nvrtc-missing"
+    if not driver_v:
+        return "cpu-runtime"
+    if runtime_v and driver_v < runtime_v:
+        return "driver-too-old"
+    return "other"
+
+
+def _advise(b, driver_v, runtime_v, nvrtc_text, torch):
+    """``(problem, advice)`` for the backend ``b``: the problem from its cause (:func:`_problem`),
+    the advice in plain words.  Raises ValueError for a cause the doctor does not map."""
+    problem = _problem(b, driver_v, runtime_v, nvrtc_text)
     colab = in_colab()
     cpu_note = ("Meanwhile the course runs in CPU mode: every trace comes from the CPU model and nothing is "
                 "timed; recorded GPU numbers carry their GPU and date.")
-    if b.is_gpu:
+    if problem == "ok":
         advice = []
         if torch is not None and not getattr(getattr(torch, "version", None), "cuda", None):
             advice.append("torch is a CPU build: the PyTorch baselines (eager, F.rms_norm, torch.compile) will "
                           "not run on the GPU. Install a CUDA build: https://pytorch.org/get-started/locally/")
-        return "ok", advice
-    reason = b.reason
-    if reason.startswith("forced by"):
-        return "forced-cpu", [f"CPU mode was asked for by {backend.FORCE_CPU_ENV}; unset it (or set it to 0) "
-                              "and restart the kernel to use the GPU."]
-    if not have_cupy:
+        return problem, advice
+    if problem == "forced-cpu":
+        return problem, [f"CPU mode was asked for by {backend.FORCE_CPU_ENV}; unset it (or set it to 0) "
+                         "and restart the kernel to use the GPU."]
+    if problem == "cupy-missing":
         if driver_v:
             wheel = CUPY_WHEELS.get(driver_v // 1000, "cupy-cuda12x")
-            return "cupy-missing", [f"CuPy is not installed. Your driver supports CUDA {_cuda_version(driver_v)}: "
-                                    f"run `pip install {wheel}` (in a notebook: `%pip install {wheel}`), then "
-                                    "restart the kernel.", cpu_note]
+            return problem, [f"CuPy is not installed. Your driver supports CUDA {_cuda_version(driver_v)}: "
+                             f"run `pip install {wheel}` (in a notebook: `%pip install {wheel}`), then "
+                             "restart the kernel.", cpu_note]
         steps = [f"CuPy is not installed, and no NVIDIA driver was found, so there is no GPU to use yet."]
         steps.append(f"On Colab: {COLAB_GPU_STEPS}." if colab else
                      "On your own machine: install the NVIDIA driver (nvidia-smi should list the GPU), then "
                      "`pip install cupy-cuda12x` (CUDA 12 drivers) or `pip install cupy-cuda13x` (CUDA 13).")
-        return "cupy-missing", steps + [cpu_note]
-    if "cannot find the CUDA headers" in reason or "cuda_fp16.h" in reason:
+        return problem, steps + [cpu_note]
+    if problem == "nvrtc-headers":
         major = (runtime_v or 12000) // 1000
-        return "nvrtc-headers", [
+        return problem, [
             "NVRTC (the run-time compiler) works but cannot find the CUDA headers the course's kernels include "
             f"(cuda_fp16.h, cuda_bf16.h). Install them: `pip install nvidia-cuda-runtime-cu{major}` (ships the "
             "headers), or point CUDA_PATH at a CUDA toolkit (export CUDA_PATH=/usr/local/cuda); then restart "
             "the kernel.", cpu_note]
-    if ("NVRTC" in reason and ("missing" in reason or "failed to load" in reason)) or \
-            (nvrtc_text.startswith("unavailable") and ("nvrtc" in reason.lower() or driver_v)):
+    if problem == "nvrtc-missing":
         major = (runtime_v or 12000) // 1000
-        return "nvrtc-missing", [
+        return problem, [
             f"NVRTC, the run-time CUDA compiler CuPy uses to build the kernels, is missing ({nvrtc_text}). "
             f"Install it: `pip install nvidia-cuda-nvrtc-cu{major} nvidia-cuda-runtime-cu{major}`, or install "
             "the CUDA toolkit and set CUDA_PATH; then restart the kernel.", cpu_note]
-    if "PTX" in reason:
-        return "ptx-too-new", [
+    if problem == "ptx-too-new":
+        return problem, [
             "The driver is older than the NVRTC that compiled the kernels and cannot load their PTX. Update "
             "the NVIDIA driver, or install a CuPy/NVRTC for an older CUDA "
             f"(`pip install {CUPY_WHEELS.get((driver_v or 12000) // 1000, 'cupy-cuda12x')}`).", cpu_note]
-    insufficient = "insufficient" in reason.lower() or "InsufficientDriver" in reason
-    no_device = "no CUDA-capable" in reason or "reports no GPU" in reason or "NoDevice" in reason
-    if not driver_v or (no_device and not insufficient):
+    # the runtime said cudaErrorInsufficientDriver (with no driver, or one it rejects)
+    insufficient = b.cause in (backend.CAUSE_NO_DRIVER, backend.CAUSE_DRIVER_TOO_OLD,
+                               backend.CAUSE_DRIVER_INSUFFICIENT)
+    if problem == "cpu-runtime":
         first = ("This runtime has no GPU (a CPU runtime reports cudaErrorInsufficientDriver or no device)."
                  if colab or insufficient else "No NVIDIA GPU is visible to this process.")
         fix = (f"On Colab: {COLAB_GPU_STEPS}." if colab else
@@ -221,18 +277,18 @@ def _advise(b, have_cupy, driver_v, runtime_v, nvrtc_text, torch):
                "(`nvidia-smi` should then list the GPU); otherwise run the course on a GPU machine or "
                "Colab. Without a GPU the NVRTC row does not matter." if not driver_v else
                "Check that `nvidia-smi` lists a GPU and that CUDA_VISIBLE_DEVICES does not hide it.")
-        return "cpu-runtime", [first, fix, cpu_note]
-    if insufficient or (runtime_v and driver_v < runtime_v):
+        return problem, [first, fix, cpu_note]
+    if problem == "driver-too-old":
         wheel = CUPY_WHEELS.get(driver_v // 1000, "cupy-cuda12x")
         relation = ("older than" if runtime_v and driver_v < runtime_v else
                     "which the runtime reports as insufficient for")  # e.g. a broken driver install
-        return "driver-too-old", [
+        return problem, [
             f"The NVIDIA driver supports CUDA {_cuda_version(driver_v)}, {relation} the CUDA runtime "
             f"{_cuda_version(runtime_v)} CuPy was built for (cudaErrorInsufficientDriver). Update the driver "
             f"(any driver for CUDA {_cuda_version(runtime_v)} or newer), or install the CuPy built for your "
             f"driver: `pip uninstall -y cupy-cuda11x cupy-cuda12x cupy-cuda13x && pip install {wheel}`.",
             cpu_note]
-    return "other", [f"The GPU path failed: {reason}. Run `gpu-viz doctor` in a shell for the same report, "
+    return "other", [f"The GPU path failed: {b.reason}. Run `gpu-viz doctor` in a shell for the same report, "
                      "and include it when you ask for help.", cpu_note]
 
 

@@ -224,3 +224,149 @@ def test_real_stack_never_raises():
 
 def test_recorded_label_says_not_live():
     assert backend.recorded_label("NVIDIA H200", "2026-11-29") == "recorded on NVIDIA H200, 2026-11-29 (not live)"
+
+
+# ----------------------------------------------------------------------------- cause codes
+INSUFFICIENT = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+
+
+def _with_versions(cp, driver, runtime):
+    cp.cuda.runtime.driverGetVersion = lambda: driver
+    cp.cuda.runtime.runtimeGetVersion = lambda: runtime
+    return cp
+
+
+def _failing_properties(error):
+    cp = fake_cupy()
+
+    def boom(i):
+        raise error
+    cp.cuda.runtime.getDeviceProperties = boom
+    return cp
+
+
+def _install(cupy, force=None):
+    """A probe path: ``cupy`` stands in for the module (None: not installed); ``force`` is the
+    GPU_VIZ_FORCE_CPU value (None: unset)."""
+    def setup(monkeypatch):
+        monkeypatch.setitem(sys.modules, "cupy", cupy)
+        if force is not None:
+            monkeypatch.setenv(backend.FORCE_CPU_ENV, force)
+    return setup
+
+
+def _install_crashing_import(monkeypatch):
+    """`import cupy` itself raises OSError, as a CuPy whose extension cannot load its CUDA library."""
+    import importlib.abc
+    import importlib.util
+
+    class Loader(importlib.abc.Loader):
+        def create_module(self, spec):
+            return None
+
+        def exec_module(self, module):
+            raise OSError("libcudart.so.12: cannot open shared object file")
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            return importlib.util.spec_from_loader(name, Loader()) if name == "cupy" else None
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Finder()] + sys.meta_path)
+
+
+class _BreaksOnUse(types.ModuleType):
+    """A CuPy that imports, then cannot load libcudart on first use."""
+
+    def __getattr__(self, name):
+        raise OSError("libcudart.so.12: cannot open shared object file")
+
+
+# Each cause code and the probe paths that must produce it (no libcuda answers in any of them).
+CAUSE_PATHS = {
+    backend.CAUSE_OK: [_install(fake_cupy())],
+    backend.CAUSE_FORCED_CPU: [_install(fake_cupy(), force="1")],
+    backend.CAUSE_CUPY_MISSING: [_install(None)],
+    backend.CAUSE_CUPY_BROKEN: [_install_crashing_import],
+    backend.CAUSE_NO_DRIVER: [_install(_with_versions(fake_cupy(count_error=INSUFFICIENT), 0, 12090))],
+    backend.CAUSE_DRIVER_TOO_OLD: [
+        _install(_with_versions(fake_cupy(count_error=INSUFFICIENT), 11080, 12090)),
+        _install(_with_versions(_failing_properties(INSUFFICIENT), 11080, 12090))],
+    backend.CAUSE_DRIVER_INSUFFICIENT: [
+        _install(_with_versions(fake_cupy(count_error=INSUFFICIENT), 13000, 12090))],
+    backend.CAUSE_NO_DEVICE: [
+        _install(fake_cupy(count_error=CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected"))),
+        _install(fake_cupy(count=0))],
+    backend.CAUSE_DRIVER_LIBRARY: [
+        _install(fake_cupy(count_error=OSError("libcuda.so.1: cannot open shared object file"))),
+        _install(_BreaksOnUse("cupy"))],
+    backend.CAUSE_RUNTIME_INIT: [
+        _install(fake_cupy(count_error=CUDARuntimeError("cudaErrorInitializationError: initialization error")))],
+    backend.CAUSE_DEVICE_PROPERTIES: [
+        _install(_failing_properties(CUDARuntimeError("cudaErrorUnknown: unknown error"))),
+        _install(_failing_properties(KeyError("name")))],
+    backend.CAUSE_NVRTC_MISSING: [
+        _install(fake_cupy(compile_error=OSError("libnvrtc.so.12: cannot open shared object file (nvrtc)"))),
+        _install(fake_cupy(launch_error=RuntimeError("nvrtc: libnvrtc.so.12 not found")))],  # lazy compile
+    backend.CAUSE_NVRTC_HEADERS: [
+        _install(fake_cupy(compile_error=CompileException('cannot open source file "cuda_fp16.h"'))),
+        _install(fake_cupy(launch_error=CompileException('catastrophic error: "cuda_fp16.h" not found')))],
+    backend.CAUSE_COMPILE_FAILED: [
+        _install(fake_cupy(compile_error=CompileException('error: identifier "foo" is undefined')))],
+    backend.CAUSE_PTX_TOO_NEW: [
+        _install(fake_cupy(launch_error=RuntimeError("CUDA_ERROR_UNSUPPORTED_PTX_VERSION: the provided PTX was "
+                                                     "compiled with an unsupported toolchain")))],
+    backend.CAUSE_LAUNCH_FAILED: [
+        _install(fake_cupy(launch_error=CUDARuntimeError("cudaErrorLaunchFailure: unspecified launch failure")))],
+    backend.CAUSE_WRONG_RESULT: [_install(fake_cupy(wrong=True))],
+}
+
+
+def test_causes_are_distinct_named_strings():
+    assert len(set(backend.CAUSES)) == len(backend.CAUSES)
+    named = {v for k, v in vars(backend).items() if k.startswith("CAUSE_")}
+    assert named == set(backend.CAUSES), "every CAUSE_* constant is in CAUSES and nothing else is"
+    assert all(isinstance(c, str) and c for c in backend.CAUSES)
+
+
+def test_every_cause_has_a_probe_path():
+    assert set(CAUSE_PATHS) == set(backend.CAUSES)
+
+
+@pytest.mark.parametrize("cause, index", [(c, i) for c, paths in CAUSE_PATHS.items() for i in range(len(paths))])
+def test_probe_sets_the_cause(monkeypatch, cause, index):
+    """Every cause code comes out of _probe on some path, with the matching mode and, in CPU
+    mode, a reason."""
+    CAUSE_PATHS[cause][index](monkeypatch)
+    monkeypatch.setattr(backend, "libcuda_driver_version", lambda: None)
+    b = backend.detect(refresh=True)
+    assert b.cause == cause, b.reason
+    assert b.is_gpu == (cause == backend.CAUSE_OK)
+    assert b.is_gpu or b.reason
+
+
+def test_cupy_raising_on_import_says_it_failed_to_import(monkeypatch):
+    _install_crashing_import(monkeypatch)
+    b = backend.detect(refresh=True)
+    assert b.cause == backend.CAUSE_CUPY_BROKEN
+    assert "CuPy failed to import (OSError: libcudart.so.12" in b.reason
+
+
+def test_runtime_error_without_cupy_to_ask_is_driver_insufficient():
+    cause, reason = backend._explain_runtime_error(INSUFFICIENT, None)
+    assert cause == backend.CAUSE_DRIVER_INSUFFICIENT and "missing or older" in reason
+
+
+def test_backend_defaults_gpu_cause_and_rejects_bad_ones():
+    assert backend.Backend(mode="gpu").cause == backend.CAUSE_OK
+    assert backend.Backend(mode="cpu", reason="r", cause=backend.CAUSE_NO_DEVICE).cause == backend.CAUSE_NO_DEVICE
+    with pytest.raises(ValueError, match="needs a cause"):
+        backend.Backend(mode="cpu", reason="r")
+    with pytest.raises(ValueError, match="unknown Backend cause 'no-gpu'"):
+        backend.Backend(mode="cpu", reason="r", cause="no-gpu")
+    with pytest.raises(ValueError, match="contradicts mode"):
+        backend.Backend(mode="cpu", reason="r", cause=backend.CAUSE_OK)
+    with pytest.raises(ValueError, match="contradicts mode"):
+        backend.Backend(mode="gpu", cause=backend.CAUSE_NO_DEVICE)
+    with pytest.raises(ValueError, match="mode must be"):
+        backend.Backend(mode="GPU")

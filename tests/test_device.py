@@ -25,7 +25,7 @@ def test_fp32_cores_table():
 
 
 def test_cpu_mode_is_labelled(monkeypatch):
-    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason="test"))
+    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason="test", cause=backend.CAUSE_FORCED_CPU))
     info = device.current()
     assert info.name == "NVIDIA L4" and info.source.startswith("spec sheet") and not info.is_live
 

@@ -1,7 +1,7 @@
 """`gpu-viz doctor`: each failure mode, reproduced with a fake `cupy` module, gets the right advice.
 
 The fakes stand in for CuPy only (sys.modules); gpu_viz.backend's real probe runs against them,
-so these tests also pin which backend reason maps to which advice.
+so these tests also pin which backend cause maps to which advice.
 """
 import sys
 import types
@@ -226,3 +226,102 @@ def test_insufficient_driver_newer_than_the_runtime_is_not_called_older(env):
     advice = " ".join(rep.advice)
     assert rep.problem == "driver-too-old" and "older than" not in advice and "insufficient" in advice
     assert "older" not in rep.reason and "CUDA 13.0" in rep.reason and "CUDA 12.9" in rep.reason
+
+
+# ----------------------------------------------------------------------------- cause codes, not sentences
+# A reason carrying every phrase the doctor once matched on, to show the text is not read.
+DECOY_REASON = (f"forced by {backend.FORCE_CPU_ENV}=1: NVRTC missing or failed to load, cannot find the CUDA "
+                "headers (cuda_fp16.h), PTX, cudaErrorInsufficientDriver (insufficient), no CUDA-capable "
+                "device (NoDevice), the CUDA runtime reports no GPU")
+
+
+def _backend_says(monkeypatch, cause, reason):
+    """Make the doctor's verdict a CPU-mode Backend with this cause and reason."""
+    b = backend.Backend(mode="cpu", reason=reason, cause=cause)
+    monkeypatch.setattr(backend, "detect", lambda refresh=False: b)
+
+
+def test_nvrtc_headers_advice_comes_from_the_cause(env, monkeypatch):
+    """cause "nvrtc-headers" with a reason in other words: still the headers advice."""
+    env(fake_cupy())
+    _backend_says(monkeypatch, backend.CAUSE_NVRTC_HEADERS, "the compiler could not include a header file")
+    rep = doctor.report(show=False)
+    assert rep.problem == "nvrtc-headers"
+    assert "cuda_fp16.h" in rep.advice[0] and "pip install nvidia-cuda-runtime-cu12" in rep.advice[0]
+    assert rep.reason == "the compiler could not include a header file"
+
+
+@pytest.mark.parametrize("reason", [f"forced by {backend.FORCE_CPU_ENV}=1 (the PTX launch)",
+                                    "the PTX could not be launched", DECOY_REASON])
+def test_reason_keywords_do_not_pick_the_advice(env, monkeypatch, reason):
+    """A reason that says "forced by" or "PTX" under another cause (a launch failure, driver
+    and runtime both CUDA 12.9, NVRTC fine) gets the general advice, not the forced-CPU or the
+    PTX advice."""
+    env(fake_cupy(driver=12090, runtime=12090))
+    _backend_says(monkeypatch, backend.CAUSE_LAUNCH_FAILED, reason)
+    rep = doctor.report(show=False)
+    assert rep.problem == "other"
+    advice = " ".join(rep.advice)
+    assert "The GPU path failed" in advice and reason in advice
+    assert "CPU mode was asked for" not in advice and "cannot load their PTX" not in advice
+
+
+@pytest.mark.parametrize("cause", [c for c in backend.CAUSES if c != backend.CAUSE_OK])
+def test_problem_is_the_causes_whatever_the_reason_says(env, monkeypatch, cause):
+    """Every CPU-mode cause gets its mapped problem, with a neutral reason and with one full of
+    the old keywords alike (driver and runtime both CUDA 12.9 and NVRTC fine, so no version
+    refines it)."""
+    env(fake_cupy(driver=12090, runtime=12090))
+    problems = []
+    for reason in ("something went wrong", DECOY_REASON):
+        _backend_says(monkeypatch, cause, reason)
+        problems.append(doctor.report(show=False).problem)
+    assert problems == [doctor.PROBLEM_OF_CAUSE[cause]] * 2
+
+
+def test_every_backend_cause_maps_to_a_doctor_problem():
+    assert set(doctor.PROBLEM_OF_CAUSE) == set(backend.CAUSES)
+    assert set(doctor.PROBLEM_OF_CAUSE.values()) <= set(doctor.PROBLEMS)
+    assert doctor.PROBLEM_OF_CAUSE[backend.CAUSE_OK] == "ok"
+    assert all(p != "ok" for c, p in doctor.PROBLEM_OF_CAUSE.items() if c != backend.CAUSE_OK)
+
+
+def test_an_unmapped_cause_is_an_error(monkeypatch):
+    table = dict(doctor.PROBLEM_OF_CAUSE)
+    del table[backend.CAUSE_WRONG_RESULT]
+    monkeypatch.setattr(doctor, "PROBLEM_OF_CAUSE", table)
+    b = backend.Backend(mode="cpu", reason="r", cause=backend.CAUSE_WRONG_RESULT)
+    with pytest.raises(ValueError, match="'wrong-result' has no doctor problem"):
+        doctor._problem(b, 12090, 12090, "12.9")
+
+
+@pytest.mark.parametrize("cause, driver_v, runtime_v, nvrtc_text, problem", [
+    # an unclassified compile or launch error with NVRTC unavailable: NVRTC is the fix
+    (backend.CAUSE_COMPILE_FAILED, 12090, 12090, "unavailable (libnvrtc.so.12)", "nvrtc-missing"),
+    (backend.CAUSE_LAUNCH_FAILED, 12090, 12090, "unavailable (libnvrtc.so.12)", "nvrtc-missing"),
+    (backend.CAUSE_RUNTIME_INIT, 12090, 12090, "unavailable (libnvrtc.so.12)", "other"),
+    # an unclassified error with no driver found, or a driver older than the runtime
+    (backend.CAUSE_RUNTIME_INIT, None, 12090, "12.9", "cpu-runtime"),
+    (backend.CAUSE_DRIVER_LIBRARY, 11080, 12090, "12.9", "driver-too-old"),
+    (backend.CAUSE_WRONG_RESULT, 12090, 12090, "12.9", "other"),
+    # the backend saw an old driver, the doctor finds none to update
+    (backend.CAUSE_DRIVER_TOO_OLD, None, 12090, "12.9", "cpu-runtime"),
+    # a classified cause stays what it is whatever the versions
+    (backend.CAUSE_PTX_TOO_NEW, 11080, 12090, "unavailable (x)", "ptx-too-new"),
+    (backend.CAUSE_NO_DEVICE, 11080, 12090, "unavailable (x)", "cpu-runtime"),
+])
+def test_versions_refine_only_the_unclassified_causes(cause, driver_v, runtime_v, nvrtc_text, problem):
+    b = backend.Backend(mode="cpu", reason="r", cause=cause)
+    assert doctor._problem(b, driver_v, runtime_v, nvrtc_text) == problem
+
+
+@pytest.mark.parametrize("cause, reason, points_to_doctor", [
+    (backend.CAUSE_FORCED_CPU, "asked for CPU mode", False),
+    (backend.CAUSE_LAUNCH_FAILED, f"forced by {backend.FORCE_CPU_ENV}=1", True),
+])
+def test_banner_points_to_the_doctor_by_cause(monkeypatch, capsys, cause, reason, points_to_doctor):
+    import gpu_viz
+
+    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason=reason, cause=cause))
+    assert ("gpu_viz.doctor.report()" in gpu_viz.banner()) == points_to_doctor
+    capsys.readouterr()

@@ -94,7 +94,7 @@ ptxas info    : Used 12 registers, used 0 barriers, 372 bytes cmem[0]
 
 
 def test_load_in_cpu_mode_raises(monkeypatch):
-    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason="test"))
+    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason="test", cause=backend.CAUSE_FORCED_CPU))
     with pytest.raises(backend.GPUUnavailable, match="compiling reduce.cu"):
         kernels.load("reduce.cu")
 

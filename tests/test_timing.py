@@ -60,7 +60,8 @@ def test_committed_records_have_the_design_fields():
 
 
 def test_timing_in_cpu_mode_says_why(monkeypatch):
-    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason="no driver"))
+    cpu = backend.Backend(mode="cpu", reason="no driver", cause=backend.CAUSE_NO_DRIVER)
+    monkeypatch.setattr(backend, "_cached", cpu)
     with pytest.raises(backend.GPUUnavailable, match="timing needs a CUDA GPU.*no driver"):
         bench.time_calls(lambda i: None)
     with pytest.raises(backend.GPUUnavailable):
