@@ -1,6 +1,6 @@
 """Where does an as-called-from-Python fused op spend its host time?  (GPU machine)
 
-Usage: python scripts/profile_call.py [M N]
+Usage: python benchmarks/explore/scripts/profile_call.py [M N]
 Prints µs per call (host wall clock, back-to-back calls, one sync at the end) for the fused ops,
 the deck's four-phase kernel and F.rms_norm, then cProfile's top functions for ops.rmsnorm.
 """

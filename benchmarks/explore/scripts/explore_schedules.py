@@ -2,24 +2,24 @@
 benchmarks/NOTES.md, not a record).
 
 Usage:
-  python scripts/explore_schedules.py variants OUTDIR [--only TEXT] [--recycled-output] [--rounds N]
+  python benchmarks/explore/scripts/explore_schedules.py variants OUTDIR [--only TEXT] [--recycled-output] [--rounds N]
                                                       [--combos L/S,...] [--no-configs]
       cache-policy variants vs torch.compile (and Liger), interleaved rounds; also writes
       inductor's generated code and the configs its autotuner chose (inductor_*.py / .json)
-  python scripts/explore_schedules.py floor OUTDIR      # 128x4096: empty / copy / ours, cold and hot L2
-  ncu --profile-from-start off ... python scripts/explore_schedules.py ncu OUTDIR
+  python benchmarks/explore/scripts/explore_schedules.py floor OUTDIR      # 128x4096: empty / copy / ours, cold and hot L2
+  ncu --profile-from-start off ... python benchmarks/explore/scripts/explore_schedules.py ncu OUTDIR
       compile's kernel and ours, each launched once between cudaProfilerStart/Stop
 
 Variants are the kernel file's cache policies (RMSNORM[_GATE]_LOAD_POLICY / _STORE_POLICY, and
 RMSNORM_F32_BLOCK_* for fp32 rmsnorm's block variant, set to the same pair; see
-"Cache-hinted loads" in kernels/rmsnorm_gate.cu), each compiled with NVRTC and launched directly
+"Cache-hinted loads" in kernels/rmsnorm_fused.cu), each compiled with NVRTC and launched directly
 (the `fits_l2` argument as gpu_viz.ops computes it), timed with ``gpu_viz.bench.time_graph`` in
 interleaved rounds next to ``torch.compile`` of the eager expression (the bench harness's
 ``compile`` provider) on the same inputs.  Outputs: preallocated, one per input set; with
 ``--recycled-output`` a fresh ``torch.empty`` per call instead, as the bench harness's calls get
 (inside a CUDA graph every call then writes the same pool block).  Every variant's output is
 checked against the float64 reference first (``benchmarks.check_rows``, NaN-poisoned output).
-Raw outputs of the runs (2026-11-29 and 2026-11-30): benchmarks/results/explore/.
+Raw outputs of the runs (2026-11-29 and 2026-11-30): benchmarks/explore/ (index: benchmarks/explore/README.md).
 """
 import argparse
 import json
@@ -42,7 +42,7 @@ _ap.add_argument("--no-configs", action="store_true",
 _args = _ap.parse_args()
 if _args.rounds < 1:
     _ap.error(f"--rounds must be >= 1, got {_args.rounds}")
-# (load, store) policies of kernels/rmsnorm_gate.cu that `variants` times (see "Cache-hinted loads")
+# (load, store) policies of kernels/rmsnorm_fused.cu that `variants` times (see "Cache-hinted loads")
 COMBOS = {"former: load 1 (.cs) + store 0": (1, 0), "load 0 + store 0": (0, 0),
           "load 0 + store 1": (0, 1), "load 0 + store 2": (0, 2), "load 2 + store 1": (2, 1),
           "load 2 + store 2": (2, 2), "load 3 + store 2": (3, 2), "load 2 + store 0": (2, 0),
@@ -194,7 +194,7 @@ if _args.part == "variants":
         # the chooser's variant (warp / block / wide) for the default and every policy pair;
         # the other block sizes below are block-variant configs
         vs = {f"default {cfg.variant} {cfg.block}x{cfg.ept}": dict(block=cfg.block, ept=cfg.ept, variant=cfg.variant)}
-        # (load, store) policies of kernels/rmsnorm_gate.cu, set for this op only
+        # (load, store) policies of kernels/rmsnorm_fused.cu, set for this op only
         prefix = "RMSNORM_GATE_" if op == "rmsnorm_gate" else "RMSNORM_"
         for name, (L, S) in COMBOS.items():
             if WANTED and (L, S) not in WANTED:

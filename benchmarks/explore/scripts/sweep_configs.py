@@ -1,6 +1,6 @@
 """Time every register-resident launch configuration of the fused ops (GPU machine).
 
-Usage: python scripts/sweep_configs.py [--quick] [--json OUT.json]
+Usage: python benchmarks/explore/scripts/sweep_configs.py [--quick] [--json OUT.json]
 
 For each (op, M, N, dtype) below it times, through the SAME harness as ``gpu-viz bench``
 (``gpu_viz.benchmarks.run``: fresh inputs, float64 check before and after, inputs rotated

@@ -2,8 +2,8 @@
 
 Usage:
   ncu --clock-control none -k 'regex:rmsnorm_|_rms_norm' --section SpeedOfLight ... \\
-      env NCU=1 python scripts/profile_kernels.py [M N]     # each kernel launched once, for ncu
-  python scripts/profile_kernels.py [M N]                   # interleaved timing rounds
+      env NCU=1 python benchmarks/explore/scripts/profile_kernels.py [M N]     # each kernel launched once, for ncu
+  python benchmarks/explore/scripts/profile_kernels.py [M N]                   # interleaved timing rounds
 
 Without ncu: the same inputs (fp16, M x N, default 32768 x 8192) timed in 5 interleaved rounds
 of ``gpu_viz.bench.time_graph`` (one launch per graph, 40 replays per round):
