@@ -5,9 +5,23 @@ VENV ?= .venv
 VPY := $(VENV)/bin/python
 # CI pins TORCH_SPEC=torch==2.13.0; on a GPU machine plain torch is right; CPU-only: README.
 TORCH_SPEC ?= torch
+# nvcc for the build checks (every kernels/*.cu for every arch in gpu_viz.kernels.ARCHES): the one on
+# PATH, else CUDA's compiler from PyPI in the venv (nvidia/cu13/bin/nvcc), which tests/conftest_infra.py
+# puts on PATH for the test run.  One CUDA release throughout: nvidia-cuda-nvcc leaves its cicc
+# (nvidia-nvvm) and headers (nvidia-cuda-crt, nvidia-cuda-runtime) unpinned, and a newer cicc writes
+# PTX its ptxas rejects; nvidia-cuda-cccl has <nv/target>, which cuda_fp16.h includes.  13.0: the
+# developers' toolkit (CUDA 13.0.88): the same ptxas, so the same register and spill counts.
+NVCC_SPEC ?= nvidia-cuda-nvcc==13.0.* nvidia-nvvm==13.0.* nvidia-cuda-crt==13.0.* nvidia-cuda-runtime==13.0.* \
+	nvidia-cuda-cccl==13.0.*
 
 .PHONY: setup test test-gpu slides clean
+# The nvcc check runs on every setup (pip has nothing to do once the wheels are in the venv).  A failed
+# install (say, a CUDA torch pinning another nvidia-cuda-runtime) leaves the build checks to skip, or
+# to fail under CI=true: the tests report it, setup goes on.
 setup: $(VENV)/.installed
+	@command -v nvcc >/dev/null 2>&1 || { echo "no nvcc on PATH: installing it from PyPI into $(VENV)"; \
+	  $(VPY) -m pip install -q $(foreach s,$(NVCC_SPEC),'$(s)') || \
+	  echo "could not install nvcc from PyPI ($(NVCC_SPEC)): the nvcc build checks will skip (CI=true: fail)"; }
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)

@@ -1,9 +1,11 @@
 """gpu_viz: the Python side of the course "CUDA on the Metal, live".
 
-Data path: ``kernels/*.cu`` --(kernels.load)--> CuPy kernels that record what they did
---> :class:`gpu_viz.trace.Trace` (or ``gpu_viz.model`` without a GPU) --> frames -->
-players (``gpu_viz.widgets``).  ``gpu_viz.bench`` times, ``gpu_viz.ops`` holds the
-production fused ops.
+Data path, one stem per lesson (``gpu_viz.lessons``): ``kernels/<stem>.cu`` (its traced build)
+--(``gpu_viz.record.<stem>`` on a GPU, ``gpu_viz.model.<stem>`` without one)-->
+:class:`gpu_viz.trace.Trace` --(``gpu_viz.frames.<stem>``)--> frames --> players
+(``gpu_viz.widgets``).  ``gpu_viz.measure`` times and keeps records, ``gpu_viz.figures`` draws
+what is not a trace, ``gpu_viz.rmsnorm`` is the RMSNorm family (its fused ops public as
+``gpu_viz.ops``).
 """
 from __future__ import annotations
 

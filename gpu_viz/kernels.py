@@ -32,19 +32,9 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import backend
+from .data import course_dir
 
-_PKG = Path(__file__).resolve().parent
-
-
-def _find_kernel_dir() -> Path:
-    # editable install / source checkout: <repo>/kernels; wheel: gpu_viz/_kernels
-    for candidate in (_PKG.parent / "kernels", _PKG / "_kernels"):
-        if candidate.is_dir() and any(candidate.glob("*.cu*")):
-            return candidate
-    return _PKG.parent / "kernels"
-
-
-KERNEL_DIR: Path = _find_kernel_dir()
+KERNEL_DIR: Path = course_dir("kernels", "_kernels")
 
 #: Options every NVRTC compile gets.
 BASE_OPTIONS: Tuple[str, ...] = ("-std=c++17",)

@@ -13,14 +13,30 @@ import numpy as np
 
 from .arrays import to_numpy64
 from .rmsnorm import reference as _reference
-from .rmsnorm.dtypes import DTYPES, bytes_moved, dtype_name  # noqa: F401
-from .rmsnorm.fused import (FILE, LaunchConfig, choose_config, describe_kernel, fits_l2,  # noqa: F401
-                            forced_config, get_kernel, kernel_name, kernel_names, kernel_report,
-                            launch_config, rmsnorm, rmsnorm_gate)
-from .rmsnorm.tolerances import GRAD_TOLERANCES, TOLERANCES  # noqa: F401
+from .rmsnorm.dtypes import DTYPES, OPS, bytes_moved, dtype_name
+from .rmsnorm.fused import (FILE, LaunchConfig, choose_config, describe_kernel, fits_l2, forced_config,
+                            get_kernel, kernel_name, kernel_names, kernel_report, l2_bytes, launch_config,
+                            rmsnorm, rmsnorm_gate)
+# the launch configuration's constants (launch_config's answers are in these terms)
+from .rmsnorm.fused import (BLOCK, BLOCK_MAX_THREADS, BLOCK_TARGET_THREADS, EPT_CHOICES, MAX_GRID_X, MAX_N,
+                            MULTI_VECTOR_BYTES_PER_THREAD, MULTI_VECTOR_ROW_BYTES, MULTI_VECTOR_TARGET_THREADS,
+                            SCALAR_BLOCK_EPT, WARP, WARP_ROW_MAX_N, WARP_ROW_MAX_N_VECTOR, WARP_ROWS_PER_BLOCK,
+                            WIDE, WIDE_THREADS)
+from .rmsnorm.tolerances import GRAD_TOLERANCES, TOLERANCES
+
+__all__ = [
+    "rmsnorm", "rmsnorm_gate", "launch_config", "choose_config", "LaunchConfig", "forced_config", "fits_l2",
+    "l2_bytes", "kernel_report", "kernel_name", "kernel_names", "describe_kernel", "get_kernel", "FILE",
+    "bytes_moved", "dtype_name", "DTYPES", "OPS", "TOLERANCES", "GRAD_TOLERANCES",
+    "reference_rmsnorm", "reference_rmsnorm_gate", "reference_grads",
+    "WARP", "BLOCK", "WIDE", "WARP_ROW_MAX_N", "WARP_ROW_MAX_N_VECTOR", "WARP_ROWS_PER_BLOCK", "EPT_CHOICES",
+    "SCALAR_BLOCK_EPT", "BLOCK_TARGET_THREADS", "MULTI_VECTOR_ROW_BYTES", "MULTI_VECTOR_BYTES_PER_THREAD",
+    "MULTI_VECTOR_TARGET_THREADS", "BLOCK_MAX_THREADS", "WIDE_THREADS", "MAX_GRID_X", "MAX_N",
+]
 
 try:
-    from .rmsnorm.fused import FusedRMSNorm, FusedRMSNormGate  # noqa: F401
+    from .rmsnorm.fused import FusedRMSNorm, FusedRMSNormGate
+    __all__ += ["FusedRMSNorm", "FusedRMSNormGate"]
 except ImportError:  # pragma: no cover - without torch there are no nn.Module wrappers
     pass
 

@@ -40,13 +40,14 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence
 
 from .check import positive_int_arg
+from .data import CHECKOUT, course_dir
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SLIDES_DIR = REPO_ROOT / "slides"
+SLIDES_DIR = course_dir("slides", "_slides")
 TEMPLATES_DIR = SLIDES_DIR / "templates"
 TEMPLATE_NAME = "gpu_viz_reveal"
-DEFAULT_OUT = SLIDES_DIR / "build"
-DEFAULT_NOTEBOOKS = REPO_ROOT / "notebooks"
+#: slides/build in a checkout; ./slides-build (the current folder) for an installed package
+DEFAULT_OUT = SLIDES_DIR / "build" if CHECKOUT is not None else Path("slides-build")
+DEFAULT_NOTEBOOKS = course_dir("notebooks", "_notebooks")
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 BUILD_METADATA_KEY = "gpu_viz_build"
 PLAYER_METADATA_KEY = "gpu_viz"  # same key as gpu_viz.widgets.player.PLAYER_METADATA_KEY
@@ -734,7 +735,7 @@ def register_cli(subparsers) -> None:
     """Add the ``slides`` subcommand to ``gpu-viz``."""
     p = subparsers.add_parser("slides", help="execute the notebooks and render offline reveal.js decks",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: slides/build)")
+    p.add_argument("--out", default=str(DEFAULT_OUT), help=f"output folder (default: {DEFAULT_OUT})")
     p.add_argument("--notebooks", default=str(DEFAULT_NOTEBOOKS), help="folder of NN_topic.ipynb notebooks")
     p.add_argument("--only", metavar="PATTERN", help="comma-separated globs/substrings of notebook names")
     p.add_argument("--no-execute", action="store_true", help="render the executed copies already built")

@@ -1,7 +1,8 @@
 // grid_stride.cu -- more data than threads: each thread loops over elements with a grid-stride loop.
 //
 // Notebook 06_grid_stride_loops.  GPU producer gpu_viz/record/grid_stride.py, CPU model
-// gpu_viz/model/grid_stride.py, frames gpu_viz/frames/grid_stride.py; tests/test_grid_stride.py.
+// gpu_viz/model/grid_stride.py, frames gpu_viz/frames/grid_stride.py; tests/test_grid_stride.py;
+// compute-sanitizer: scripts/sanitize/lessons.py.
 // Build check: nvcc -arch=sm_89 -cubin -std=c++17 -Ikernels kernels/grid_stride.cu
 //
 // Kernel:

@@ -1,7 +1,8 @@
 // memory.cu -- what the memory hierarchy costs, measured: load latency and streaming bandwidth.
 //
 // Notebooks 01_whole_chip and 04_latency_hiding.  Launchers and checks: gpu_viz/measure/memory.py
-// (figures: gpu_viz/figures/memory.py); tests/test_memory.py.
+// (figures: gpu_viz/figures/memory.py); tests/test_memory.py;
+// compute-sanitizer: scripts/sanitize/memory.py.
 // Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels kernels/memory.cu
 //
 // Kernels:

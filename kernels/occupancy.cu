@@ -2,7 +2,8 @@
 // appetites, for the occupancy lesson: which resource runs out first.
 //
 // Notebook 05_block_1024_cap.  Launchers, the occupancy calculator and the CUDA API's answer:
-// gpu_viz/occupancy.py; tests/test_occupancy.py.
+// gpu_viz/occupancy.py; tests/test_occupancy.py;
+// compute-sanitizer: scripts/sanitize/memory.py.
 // Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels kernels/occupancy.cu
 //
 // Kernels:

@@ -2,7 +2,8 @@
 // partials at 96 threads), its fix, and kernels/reduce.cuh's block_reduce_sum at every block size.
 //
 // Notebook 09_four_phase_trace (faults b and c).  GPU producer gpu_viz/record/reduction.py, CPU
-// model gpu_viz/model/reduction.py, frames gpu_viz/frames/reduction.py; tests/test_reduction.py.
+// model gpu_viz/model/reduction.py, frames gpu_viz/frames/reduction.py; tests/test_reduction.py;
+// compute-sanitizer: scripts/sanitize/lessons.py.
 // Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Ikernels kernels/reduction.cu
 //
 // Kernels (each exists to be watched, so its records are kernel arguments, written in every build):
@@ -14,7 +15,9 @@
 // Additions are __fadd_rn in the order the CPU model reproduces.
 #include "reduce.cuh"
 
-#define SEED_MAX_LEVELS 10
+#ifndef SEED_MAX_LEVELS
+#define SEED_MAX_LEVELS 10  // tree levels recorded (1024 threads halve 5 times; the host passes its own)
+#endif
 
 // ----------------------------------------------------------------------------------------------
 // 1. the seed's reduction (fault b)

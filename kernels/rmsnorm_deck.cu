@@ -5,7 +5,8 @@
 // Notebooks 08_rmsnorm_four_phases (taught and timed: gpu_viz/rmsnorm/deck.py) and
 // 09_four_phase_trace (its traced build, played back: GPU producer gpu_viz/record/rmsnorm_deck.py,
 // CPU model gpu_viz/model/rmsnorm_deck.py, frames gpu_viz/frames/rmsnorm_deck.py);
-// tests/test_rmsnorm_deck.py.
+// tests/test_rmsnorm_deck.py;
+// compute-sanitizer: scripts/sanitize/lessons.py and scripts/sanitize/rmsnorm_deck.py.
 // Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels kernels/rmsnorm_deck.cu
 //              (add -DGPU_VIZ_TRACE --fmad=false for the traced build)
 //

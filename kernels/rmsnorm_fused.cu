@@ -5,7 +5,8 @@
 //   with           r[m]   = rsqrt(sum_n x[m,n]^2 / N + eps)      (statistic from x only)
 //
 // Notebook 10_fused_rmsnorm_gate.  Launcher and public ops: gpu_viz/rmsnorm/fused.py (public as
-// gpu_viz.ops); benchmark harness gpu_viz/rmsnorm/bench.py; tests/test_rmsnorm_fused.py.
+// gpu_viz.ops); benchmark harness gpu_viz/rmsnorm/bench.py; tests/test_rmsnorm_fused.py;
+// compute-sanitizer: scripts/sanitize/rmsnorm_fused.py.
 // Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels kernels/rmsnorm_fused.cu
 //              (gpu_viz.rmsnorm.fused.kernel_report runs it for every architecture, with the
 //              -D values the launcher compiles with)
@@ -77,7 +78,7 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
 //     otherwise: the op's policy below.
 //   Selected by a predicate inside each access (no branch: a row's loads still issue back
 //   to back).
-// Policies beyond L2, by measurement (benchmarks/NOTES.md, "cache policies"):
+// Policies beyond L2, by measurement (benchmarks/NOTES.md, the cache-hint runs of 2026-11-29/30):
 //   rmsnorm fp16/bf16, and fp32's warp variant   load LOAD_NO_L1,  store STORE_EVICT_FIRST
 //   rmsnorm fp32, block variant                  load LOAD_KEEP_L2, store STORE_PLAIN
 //   rmsnorm_gate                                 load LOAD_PLAIN,  store STORE_PLAIN
@@ -241,37 +242,35 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     constexpr int STORE = GATE ? STORE_PLAIN : F32_BLOCK ? STORE_PLAIN : STORE_EVICT_FIRST;
     const unsigned long long load_pol = l2_policy<LOAD == LOAD_KEEP_L2 ? 2 : 0>();
     Pack<T, VEC> px[CHUNKS], pg[CHUNKS], pw[CHUNKS];
+    // every chunk c of this thread's share of the row: vector j = t + c * nthreads, while j < nvec
+    auto for_each_chunk = [&](auto&& body) {
+        #pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            const int j = t + c * nthreads;
+            if (j < nvec) body(c, j);
+        }
+    };
     auto load_chunk = [&](int c, int j) {  // chunk c = vector j of the row: x, g, weight
         px[c] = load_hinted<LOAD, T, VEC>(xr + (long long)j * VEC, load_pol, fits_l2);
         if (GATE) pg[c] = load_hinted<LOAD, T, VEC>(gr + (long long)j * VEC, load_pol, fits_l2);
         pw[c] = load_hinted<LOAD_WEIGHT, T, VEC>(w + (long long)j * VEC, 0, 0);
     };
-    if (LOADS_FIRST) {
-        #pragma unroll
-        for (int c = 0; c < CHUNKS; ++c) {
-            const int j = t + c * nthreads;
-            if (j < nvec) load_chunk(c, j);
-        }
-    }
+    if (LOADS_FIRST) for_each_chunk(load_chunk);
     // ... then sum x^2; the gate op keeps x * silu(g) as fp32 in v, rmsnorm keeps x packed
     // (half the registers in fp16/bf16: more blocks per SM, more bytes in flight) and widens
     // it again in phase 2.  (The scalar path loads here, chunk by chunk: split like the above,
     // its 64-bit addresses spill.)
     float v[GATE ? EPT : 1];
     float sumsq = 0.0f;
-    #pragma unroll
-    for (int c = 0; c < CHUNKS; ++c) {
-        const int j = t + c * nthreads;
-        if (j < nvec) {
-            if (!LOADS_FIRST) load_chunk(c, j);
-            #pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-                const float xf = elem(px[c], k);
-                sumsq = fmaf(xf, xf, sumsq);
-                if (GATE) v[c * VEC + k] = xf * silu(elem(pg[c], k));
-            }
+    for_each_chunk([&](int c, int j) {
+        if (!LOADS_FIRST) load_chunk(c, j);
+        #pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+            const float xf = elem(px[c], k);
+            sumsq = fmaf(xf, xf, sumsq);
+            if (GATE) v[c * VEC + k] = xf * silu(elem(pg[c], k));
         }
-    }
+    });
     float total;
     if (WARP_ROW) {
         total = warp_allreduce_sum(sumsq);
@@ -284,19 +283,15 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     const float r = rsqrtf(__fdividef(total, (float)N) + eps);
     // phase 2: y = v * w * r, written once.
     const unsigned long long store_pol = l2_policy<STORE == STORE_EVICT_FIRST ? 1 : 0>();
-    #pragma unroll
-    for (int c = 0; c < CHUNKS; ++c) {
-        const int j = t + c * nthreads;
-        if (j < nvec) {
-            Pack<T, VEC> py;
-            #pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-                const float a = GATE ? v[c * VEC + k] : elem(px[c], k);
-                py.v[k] = from_f32<T>(a * elem(pw[c], k) * r);
-            }
-            store_hinted<STORE, T, VEC>(yr + (long long)j * VEC, py, store_pol, fits_l2);
+    for_each_chunk([&](int c, int j) {
+        Pack<T, VEC> py;
+        #pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+            const float a = GATE ? v[c * VEC + k] : elem(px[c], k);
+            py.v[k] = from_f32<T>(a * elem(pw[c], k) * r);
         }
-    }
+        store_hinted<STORE, T, VEC>(yr + (long long)j * VEC, py, store_pol, fits_l2);
+    });
 }
 // [end rows]
 

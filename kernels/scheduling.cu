@@ -2,7 +2,8 @@
 //
 // Notebook 07_kernel_scheduling.  GPU producer gpu_viz/record/scheduling.py, CPU model (a named
 // round-robin model) gpu_viz/model/scheduling.py, frames gpu_viz/frames/scheduling.py;
-// tests/test_scheduling.py.
+// tests/test_scheduling.py;
+// compute-sanitizer: scripts/sanitize/lessons.py.
 // Build check: nvcc -arch=sm_89 -cubin -std=c++17 -Ikernels kernels/scheduling.cu
 //
 // Kernel:

@@ -10,19 +10,11 @@
 #pragma once
 
 // [region sreg]
-__device__ __forceinline__ unsigned smid() {
-    unsigned v;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(v));
-    return v;
-}
-__device__ __forceinline__ unsigned warpid() {
-    unsigned v;
-    asm volatile("mov.u32 %0, %%warpid;" : "=r"(v));
-    return v;
-}
+__device__ __forceinline__ unsigned smid() { unsigned v; asm volatile("mov.u32 %0, %%smid;" : "=r"(v)); return v; }
+__device__ __forceinline__ unsigned warpid() { unsigned v; asm volatile("mov.u32 %0, %%warpid;" : "=r"(v)); return v; }
 __device__ __forceinline__ unsigned long long globaltimer_ns() {
     unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));   // ns since an arbitrary epoch
     return t;
 }
 // [end sreg]

@@ -1,7 +1,8 @@
 // vector_add.cu -- C = A + B, one thread per element: the deck's "a warp at work on a vector of 64".
 //
 // Notebook 03_warps_simt.  GPU producer gpu_viz/record/vector_add.py, CPU model
-// gpu_viz/model/vector_add.py, frames gpu_viz/frames/vector_add.py; tests/test_vector_add.py.
+// gpu_viz/model/vector_add.py, frames gpu_viz/frames/vector_add.py; tests/test_vector_add.py;
+// compute-sanitizer: scripts/sanitize/lessons.py.
 // Build check: nvcc -arch=sm_89 -cubin -std=c++17 -Ikernels kernels/vector_add.cu
 //              (add -DGPU_VIZ_TRACE --fmad=false for the traced build)
 //

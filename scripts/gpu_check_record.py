@@ -11,8 +11,9 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from gpu_viz import bench  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from gpu_viz.measure import records  # noqa: E402
 
 
 def pytest_summary(logdir: Path):
@@ -57,14 +58,14 @@ def main():
     scope = {"phases": args.phases.split() or "not given"}
     scope.update({k: os.environ[k] for k in ("GPU_CHECK_TESTS", "GPU_CHECK_SANITIZE", "GPU_CHECK_NOTEBOOKS",
                                              "GPU_CHECK_RECORDS") if k in os.environ})
-    rec = bench.new_record(rows=[], kind="gpu-check", scope=scope,
+    rec = records.new_record(rows=[], kind="gpu-check", scope=scope,
                            pytest_gpu=pytest_summary(args.logdir),
                            sanitizer=sanitizer_summary(args.logdir))
     status = args.logdir / "notebooks.json"
     if status.is_file():
         import json
         rec["notebooks"] = json.loads(status.read_text())
-    print(bench.save_record(rec, tag=args.tag))
+    print(records.save_record(rec, tag=args.tag, directory=ROOT / "benchmarks" / "results"))
 
 
 if __name__ == "__main__":

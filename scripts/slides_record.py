@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from gpu_viz import bench  # noqa: E402
+from gpu_viz.measure import records  # noqa: E402
 
 
 def main():
@@ -50,7 +50,7 @@ def main():
                       for d in manifest["decks"]],
                browser_tests=cases, browser_exit=proc.returncode, rows=[])
     print(proc.stdout[-1500:])
-    print(bench.save_record(rec, tag=args.tag))
+    print(records.save_record(rec, tag=args.tag, directory=ROOT / "benchmarks" / "results"))
     return proc.returncode
 
 

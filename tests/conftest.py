@@ -1,11 +1,12 @@
-"""Shared test setup: the `gpu` marker skips (never fakes) without a usable GPU."""
-import os
-
+"""Shared test setup: the `gpu` marker skips (never fakes) without a usable GPU; seeds and nvcc
+come from conftest_infra.py (one replayable run seed per session, the PyPI nvcc on PATH)."""
 import pytest
 
 from gpu_viz import backend
 
 from conftest_browser import browser  # noqa: F401  (the one session Chromium, for every module)
+from conftest_infra import (  # noqa: F401  (hooks and fixtures, registered by being named here)
+    pytest_configure, pytest_report_header, pytest_runtest_makereport, pytest_terminal_summary, rng, seed)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -16,11 +17,3 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
-
-
-@pytest.fixture
-def rng():
-    """A fresh, seeded generator per test (fresh random data, reproducible failures)."""
-    import numpy as np
-
-    return np.random.default_rng(int.from_bytes(os.urandom(4), "little"))

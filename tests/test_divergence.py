@@ -72,6 +72,7 @@ def test_divergence_model_equals_silicon(kernel, n, block, iters, rng):
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_divergence_costs_more_than_uniform():
     from gpu_viz.measure import divergence
 

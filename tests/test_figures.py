@@ -6,7 +6,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from gpu_viz import chip, device  # noqa: E402
+from gpu_viz import device  # noqa: E402
+from gpu_viz.figures import chip  # noqa: E402
 
 
 def texts(fig):

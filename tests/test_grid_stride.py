@@ -1,13 +1,11 @@
-"""Notebook 06: the grid-stride loop covers every element exactly once, for any n and launch shape."""
-import shutil
-
+"""Notebook 06's grid-stride loop (kernels/grid_stride.cu): it covers every element exactly once, for
+any n and launch shape -- the CPU model, the lesson, the frames; on a GPU, model == silicon."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu_viz import gridstride, kernels
-from gpu_viz.frames_gridstride import grid_stride_animation
+from gpu_viz.lessons import GRID_STRIDE
 from gpu_viz.model import grid_stride as model
 
 
@@ -27,45 +25,38 @@ def _check_coverage(tr, n, grid, block):
 @given(n=st.integers(0, 5000), grid=st.integers(1, 9), block=st.integers(1, 1024))
 def test_model_covers_every_element_once(n, grid, block):
     x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
-    tr = model.grid_stride(x, 3.0, grid, block)
+    tr = model.trace(x, 3.0, grid, block)
     _check_coverage(tr, n, grid, block)
     assert np.array_equal(tr["y"], np.float32(3.0) * x)
 
 
 def test_deck_case_two_passes():
-    tr = gridstride.grid_stride_trace()
+    tr = GRID_STRIDE.trace()
     assert tr.params["n"] == 2048 and tr.params["threads"] == 1024 and tr.params["passes"] == 2
     assert np.array_equal(tr["thread"][:1024], tr["thread"][1024:])  # the same threads come round
 
 
 @pytest.mark.parametrize("n,grid,block", [(5, 2, 4), (1024, 1, 1024), (1025, 1, 1024), (0, 3, 32), (2500, 1, 1024)])
 def test_model_edge_cases(n, grid, block):
-    tr = gridstride.grid_stride_trace(n=n, grid=grid, block=block, seed=n)
+    tr = GRID_STRIDE.trace(n=n, grid=grid, block=block, seed=n)
     _check_coverage(tr, n, grid, block)
 
 
 def test_bad_shape_names_the_argument():
     with pytest.raises(ValueError, match="block must be 1..1024"):
-        gridstride.grid_stride_trace(block=0)
+        GRID_STRIDE.trace(block=0)
     with pytest.raises(ValueError, match="n must be >= 0"):
-        gridstride.grid_stride_trace(n=-1)
+        GRID_STRIDE.trace(n=-1)
     with pytest.raises(TypeError, match="grid must be an int"):
-        gridstride.grid_stride_trace(grid=1.5)
+        GRID_STRIDE.trace(grid=1.5)
 
 
 def test_frames_render():
-    tr = gridstride.grid_stride_trace(n=2500)
-    an = grid_stride_animation(tr, kernels.snippet("grid_stride.cu", "grid_stride").text)
+    tr = GRID_STRIDE.trace(n=2500)
+    an = GRID_STRIDE.animation(tr)
     assert len(an) == 4 and all(f.png.startswith(b"\x89PNG") for f in an.frames)
-    assert an.frames[1].line == gridstride.source_lines()[1]
-
-
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("arch", kernels.ARCHES)
-def test_nvcc_compiles(arch):
-    rows = kernels.nvcc_compile("grid_stride.cu", arch)
-    assert {r.kernel for r in rows} == {"scale_grid_stride", "scale_grid_stride_traced"}
-    assert all(r.spill_stores_bytes == 0 for r in rows)
+    assert an.frames[1].line == GRID_STRIDE.source().line_of("y[i] =")
+    assert an.frames[0].line == GRID_STRIDE.source().line_of("i += stride")
 
 
 SHAPES = [(2048, 1, 1024), (1, 1, 1), (5, 2, 4), (1000, 1, 1024), (1025, 1, 1024), (2500, 3, 96),
@@ -76,8 +67,10 @@ SHAPES = [(2048, 1, 1024), (1, 1, 1), (5, 2, 4), (1000, 1, 1024), (1025, 1, 1024
 @pytest.mark.parametrize("n,grid,block", SHAPES)
 def test_model_equals_silicon(n, grid, block, rng):
     x = rng.standard_normal(n).astype(np.float32)
-    gpu = gridstride.grid_stride_gpu(x, 1.75, grid, block)
-    cpu = model.grid_stride(x, 1.75, grid, block)
+    from gpu_viz.record import grid_stride as record
+
+    gpu = record.trace(x, 1.75, grid, block)
+    cpu = model.trace(x, 1.75, grid, block)
     cpu.assert_equal(gpu, names=("x", "y", "block", "thread", "pass", "visits"))
     _check_coverage(gpu, n, grid, block)
 
@@ -87,7 +80,9 @@ def test_model_equals_silicon(n, grid, block, rng):
 @given(n=st.integers(0, 70000), grid=st.integers(1, 300), block=st.integers(1, 1024))
 def test_silicon_covers_any_shape(n, grid, block):
     x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
-    gpu = gridstride.grid_stride_gpu(x, 2.0, grid, block)
+    from gpu_viz.record import grid_stride as record
+
+    gpu = record.trace(x, 2.0, grid, block)
     _check_coverage(gpu, n, grid, block)
 
 
@@ -95,6 +90,8 @@ def test_silicon_covers_any_shape(n, grid, block):
 def test_plain_kernel_scale():
     import cupy as cp
 
+    from gpu_viz.record import grid_stride as record
+
     x = cp.random.standard_normal(1 << 20, dtype=cp.float32)
-    y = gridstride.scale(x, 0.5)
+    y = record.scale(x, 0.5)
     assert cp.array_equal(y, x * cp.float32(0.5))

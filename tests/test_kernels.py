@@ -147,22 +147,22 @@ def test_traced_builds_are_the_lessons():
 
 def _defaults(name):
     text = kernels.read_source(name)
-    return dict(re.findall(r"#ifndef (\w+)\n#define \1 (\S+)\n#endif", text))
+    return dict(re.findall(r"#ifndef (\w+)\n#define \1 (\S+)[^\n]*\n#endif", text))
 
 
 def test_cuda_defaults_match_the_python_constants():
     """Constants Python passes as -D: the .cu files' #ifndef defaults (for a bare nvcc build)
     are the same values, so the two builds cannot differ."""
     from gpu_viz import occupancy
-    from gpu_viz.model import vector_add as va
+    from gpu_viz.record import reduction, vector_add
     from gpu_viz.rmsnorm import fused
 
-    for name, options in (("rmsnorm_fused.cu", fused.LAUNCH_DEFINES), ("occupancy.cu", occupancy.OCC_OPTIONS)):
+    for name, options in (("rmsnorm_fused.cu", fused.LAUNCH_DEFINES), ("occupancy.cu", occupancy.OCC_OPTIONS),
+                          ("vector_add.cu", vector_add.OPTIONS), ("reduction.cu", reduction.OPTIONS)):
         d = _defaults(name)
         for opt in options:
             key, value = opt[2:].split("=")
             assert d.get(key) == value, (name, key, d.get(key), value)
-    assert _defaults("vector_add.cu")["VA_REC_FIELDS"] == str(len(va.VECTOR_ADD_FIELDS))
 
 
 def test_kernel_files_found():
@@ -178,7 +178,7 @@ def test_nvrtc_load_attributes_and_error(tmp_path, monkeypatch):
         '#include "reduce.cuh"\nextern "C" __global__ void s(const float* x, float* o) {\n'
         "  __shared__ float r[GPU_VIZ_REDUCE_SLOTS];\n  float t = block_reduce_sum(x[threadIdx.x], r);\n"
         "  if (threadIdx.x == 0) o[0] = t;\n}\n")
-    shutil.copy(kernels._PKG.parent / "kernels" / "reduce.cuh", tmp_path / "reduce.cuh")
+    shutil.copy(kernels.KERNEL_DIR / "reduce.cuh", tmp_path / "reduce.cuh")
     f = kernels.function("ok.cu", "s")
     x = cp.arange(100, dtype=cp.float32)
     o = cp.full(1, cp.nan, dtype=cp.float32)

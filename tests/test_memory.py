@@ -1,12 +1,12 @@
-"""Memory measurements (pure parts on CPU; the kernels on a GPU) and the latency-hiding model."""
+"""The memory hierarchy's measurements (kernels/memory.cu, gpu_viz.measure.memory): pure parts on
+CPU, the kernels on a GPU, and the recorded path CPU mode shows (notebooks 01, 04)."""
 import math
 
 import numpy as np
 import pytest
 
 from gpu_viz import backend, device
-from gpu_viz import memory as M
-from gpu_viz.model import latency as L
+from gpu_viz.measure import memory as M
 
 H200, L4, T4 = (device.spec_sheet(k) for k in ("H200", "L4", "T4"))
 
@@ -79,76 +79,10 @@ def test_measurements_refuse_without_gpu(fn):
         fn()
 
 
-# -- the latency-hiding model ----------------------------------------------------------------------
-
-def test_model_one_warp_exact():
-    c, lat, n = 5, 40, 3
-    tr = L.simulate(1, lat, c, n)
-    assert tr.params["cycles"] == n * (lat + c)
-    assert tr.params["utilization"] == pytest.approx((c + 1) / (lat + c))
-
-
-@pytest.mark.parametrize("policy", L.POLICIES)
-def test_model_invariants(policy):
-    lat, c = 30, 4
-    tr = L.simulate(6, lat, c, 3, policy=policy)
-    issued, kind, state = tr["issued"], tr["kind"], tr["state"]
-    T, W = state.shape
-    assert issued.shape == kind.shape == tr["in_flight"].shape == (T,)
-    # at most one issue per cycle, and it is the issuing warp's state
-    for t in np.flatnonzero(issued >= 0):
-        assert state[t, issued[t]] == kind[t]
-        assert np.sum((state[t] == L.COMPUTE) | (state[t] == L.LOAD)) == 1
-    assert np.all(state[issued < 0] != L.COMPUTE)
-    # every load stalls its warp exactly lat - 1 cycles, then the warp may issue again
-    for t in np.flatnonzero(kind == L.LOAD):
-        w = issued[t]
-        assert np.all(state[t + 1: t + lat, w] == L.WAITING)
-        assert t + lat >= T or state[t + lat, w] != L.WAITING
-    # every warp issued (1 + c) * loads instructions
-    for w in range(W):
-        assert np.sum(issued == w) == (1 + c) * 3
-    assert tr.source == "model" and set(tr.simulated) == set(tr.arrays)
-    assert "MODEL (not measured)" in tr.provenance
-
-
-def test_model_more_warps_hide_more_latency():
-    lat, c = 200, 16
-    u = [L.utilization(n, lat, c) for n in (1, 2, 4, 8, L.warps_to_hide(lat, c))]
-    assert all(a < b for a, b in zip(u, u[1:])), u
-    assert u[0] < 0.1 and u[-1] > 0.9
-
-
-def test_model_validates():
-    with pytest.raises(ValueError, match="n_warps must be >= 1"):
-        L.simulate(0)
-    with pytest.raises(ValueError, match="policy must be one of"):
-        L.simulate(2, policy="fifo")
-    with pytest.raises(TypeError, match="latency_cycles must be an int"):
-        L.simulate(2, 200.5)
-
-
-def test_model_frames_feed_the_player():
-    from gpu_viz.widgets import Animation
-
-    tr = L.simulate(4, 60, 6, 2)
-    fr = L.frames(tr, count=5, source_lines={L.LOAD: 1, L.COMPUTE: 2})
-    assert len(fr) == 5 and all(f.png.startswith(b"\x89PNG") for f in fr)
-    assert fr[-1].caption.startswith(f"cycle {tr.params['cycles'] - 1}:")
-    assert {f.line for f in fr} <= {None, 1, 2}
-    anim = Animation(fr, title="latency hiding", provenance=tr.provenance, source="load\nmath")
-    assert "MODEL (not measured)" in anim.static_html()
-
-
-def test_caption_words():
-    tr = L.simulate(1, 10, 2, 1)
-    assert "issues a load; its data arrives at cycle 10" in L.caption(tr, 0)
-    assert "every warp is waiting" in L.caption(tr, 5)
-
-
 # -- on a GPU ------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_latency_staircase_is_sane():
     info = device.current()
     l1 = M.pointer_chase(4 * M.KiB)
@@ -162,6 +96,7 @@ def test_latency_staircase_is_sane():
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_staircase_monotone_ish():
     pts = M.latency_staircase(M.CHASE_SIZES[:8])
     cyc = [p.cycles_per_load for p in pts]
@@ -176,6 +111,7 @@ def test_pointer_chase_validates():
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_read_bandwidth_is_plausible():
     info = device.current()
     p = M.read_bandwidth(256 * M.MiB)
@@ -183,18 +119,21 @@ def test_read_bandwidth_is_plausible():
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_occupancy_sweep_rises():
     pts = M.occupancy_sweep()
     assert pts[-1].GBps > 4 * pts[0].GBps, [round(p.GBps) for p in pts]
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_host_bandwidth_is_plausible():
     h = M.host_bandwidth(64 * M.MiB, reps=3)
     assert 1.0 < h["h2d_GBps"] < 1000.0 and 1.0 < h["d2h_GBps"] < 1000.0, h
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_hardware_record_shape():
     rec = M.hardware_record()
     for key in ("latency", "dram_latency", "bandwidth_vs_size", "occupancy_sweep", "littles_law", "occupancy",
@@ -240,9 +179,10 @@ def test_recorded_path(tmp_path, monkeypatch):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from gpu_viz import bench, chip
+    from gpu_viz.figures import chip, memory as figs
+    from gpu_viz.measure import records
 
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
     assert M.recorded_hardware() == (None, None)
     (tmp_path / "nvidia-h200-2026-11-29-hardware.json").write_text(json.dumps(_fake_record()))
     rec, label = M.recorded_hardware()
@@ -253,50 +193,10 @@ def test_recorded_path(tmp_path, monkeypatch):
     assert served[:3] == ["L1", "L1", "L1"] and served[3] == "L2" and served[-1] == "DRAM"
     levels = M.summarize_levels(rec["latency"], info.l2_bytes)
     assert levels["L1"]["cycles"] == 33 and levels["L2"]["size_bytes"] == 16 * M.MiB and levels["DRAM"]["cycles"] == 1100
-    for fig in (chip.plot_staircase(rec["latency"], info, label), chip.plot_bandwidth(rec["bandwidth_vs_size"], info, label, 4000),
-                chip.plot_sweep(rec["occupancy_sweep"], info, label, 4000, 34), chip.plot_occupancy(rec["occupancy"], info, label),
+    for fig in (figs.plot_staircase(rec["latency"], info, label), figs.plot_bandwidth(rec["bandwidth_vs_size"], info, label, 4000),
+                figs.plot_sweep(rec["occupancy_sweep"], info, label, 4000, 34), figs.plot_occupancy(rec["occupancy"], info, label),
                 chip.draw_chip(info, latency=levels, bandwidth={"DRAM": 4050}, provenance=label)):
         assert any(label in t.get_text() for t in fig.findobj(matplotlib.text.Text))
     plt.close("all")
     with pytest.raises(KeyError, match="no 'device' entry"):
         M.recorded_device({"gpu": "x"})
-
-
-# -- the occupancy kernels' references (CPU emulation of the kernels' float32 arithmetic) -------------
-
-def _emulate(name, x, block):
-    f = np.float32
-    n = x.size
-    out = np.empty(n, dtype=np.float32)
-    for i in range(n):
-        if name == "occ_heavy":
-            r = [x[(i + k) % n] for k in range(64)]
-            for _ in range(4):
-                for k in range(64):
-                    r[k] = f(f(f(0.5) * r[k]) + f(f(0.25) * r[(k + 1) % 64]))
-            s = f(0)
-            for v in r:
-                s = f(s + v)
-            out[i] = s
-        else:  # occ_smem
-            start = (i // block) * block
-            m = start + block - 1 - (i - start)
-            out[i] = f(x[i] + (x[m] if m < n else f(0)))
-    return out
-
-
-@pytest.mark.parametrize("name, n, block", [("occ_heavy", 1, 32), ("occ_heavy", 70, 32), ("occ_smem", 1, 32),
-                                            ("occ_smem", 1000, 96), ("occ_smem", 33, 64)])
-def test_occ_reference_matches_kernel_arithmetic(name, n, block, rng):
-    x = rng.uniform(0.5, 1.5, n).astype(np.float32)
-    ref = M.occ_reference(name, x, block)
-    rtol, atol = M.OCC_TOLERANCE[name]
-    got = _emulate(name, x, block).astype(np.float64)
-    assert np.all(np.abs(got - ref) <= atol + rtol * np.abs(ref))
-
-
-def test_occ_reference_light_and_bad_name():
-    x = np.array([1.0, 2.0], dtype=np.float32)
-    assert M.occ_reference("occ_light", x, 32).tolist() == [3.0, 5.0]
-    with pytest.raises(ValueError, match="name must be one of"):
-        M.occ_reference("occ_nope", x, 32)

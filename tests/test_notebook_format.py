@@ -154,7 +154,7 @@ def test_rules_catch_a_live_claim_without_cpu_mode(text):
 @pytest.mark.parametrize("text", ["kernel parameters live in the constant bank",
                                   "one keeping 64 values live:", "Live only (needs a running kernel)",
                                   "The tables live in `benchmarks/results/`.",
-                                  "The timing helpers live in `gpu_viz/bench.py`."])
+                                  "The timing helpers live in `gpu_viz/measure/timing.py`."])
 def test_live_rule_leaves_other_senses_of_live_alone(text):
     def put(nb):
         nb.cells[3].cell_type = "markdown"

@@ -1,5 +1,6 @@
 """Occupancy: the CPU calculator (hand-checked values, invariants), launch validation, and on a GPU
 the calculator == cuOccupancyMaxActiveBlocksPerMultiprocessor for every block size."""
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -146,9 +147,7 @@ BLOCKS = list(range(32, 1025, 32)) + [1, 33, 100, 1000, 1023]
 @pytest.mark.parametrize("name, dyn", [("occ_light", 0), ("occ_heavy", 0), ("occ_smem", 0), ("occ_smem", 8192),
                                        ("occ_light", 20000)])
 def test_calculator_matches_cuda_api(name, dyn):
-    from gpu_viz import kernels
-
-    k = kernels.function("memory.cu", name)
+    k = O.occupancy_kernels()[name]
     res = O.KernelResources.of(k, name)
     info = device.current()
     bad = []
@@ -163,18 +162,14 @@ def test_calculator_matches_cuda_api(name, dyn):
 
 @pytest.mark.gpu
 def test_two_kernels_use_different_registers():
-    from gpu_viz import kernels
-
-    light = kernels.function("memory.cu", "occ_light").num_regs
-    heavy = kernels.function("memory.cu", "occ_heavy").num_regs
+    light = O.occupancy_kernels()["occ_light"].num_regs
+    heavy = O.occupancy_kernels()["occ_heavy"].num_regs
     assert heavy >= 64 > light, (light, heavy)
 
 
 @pytest.mark.gpu
 def test_live_table_agrees():
-    from gpu_viz import kernels
-
-    rows = O.live_table(kernels.function("memory.cu", "occ_heavy"), name="occ_heavy")
+    rows = O.live_table(O.occupancy_kernels()["occ_heavy"], name="occ_heavy")
     assert all(r.source == "CUDA occupancy API" and "calculator disagrees" not in r.limiters for r in rows)
 
 
@@ -182,7 +177,7 @@ def test_live_table_agrees():
 def test_launch_1025_threads_raises_and_is_explained():
     import cupy as cp
 
-    k = __import__("gpu_viz.kernels", fromlist=["function"]).function("memory.cu", "occ_light")
+    k = O.occupancy_kernels()["occ_light"]
     x = cp.random.random(2048, dtype=cp.float32)
     y = cp.full(2048, cp.nan, dtype=cp.float32)
     with pytest.raises(cp.cuda.driver.CUDADriverError) as info:
@@ -200,7 +195,7 @@ def test_heavy_kernel_at_1024_threads_fails_for_resources():
     import cupy as cp
     from gpu_viz import kernels
 
-    k = kernels.function("memory.cu", "occ_heavy")
+    k = O.occupancy_kernels()["occ_heavy"]
     info = device.current()
     if O.calculate(info, 1024, O.KernelResources.of(k)).blocks_per_sm > 0:
         pytest.skip(f"occ_heavy uses only {k.num_regs} registers here: 1024 threads fit")
@@ -218,6 +213,46 @@ def test_occupancy_kernels_are_correct(name):
     from gpu_viz import memory as M
 
     for n, block in ((1, 32), (1000, 96), (4099, 256), (2048, 512)):
-        M.check_occ_kernel(name, n, block, seed=n)
+        O.check_occ_kernel(name, n, block, seed=n)
     if name == "occ_smem":
-        M.check_occ_kernel(name, 999, 128, dyn_floats=128, seed=3)
+        O.check_occ_kernel(name, 999, 128, dyn_floats=128, seed=3)
+
+
+# -- the occupancy kernels' references (CPU emulation of the kernels' float32 arithmetic) -------------
+
+def _emulate(name, x, block):
+    f = np.float32
+    n = x.size
+    out = np.empty(n, dtype=np.float32)
+    for i in range(n):
+        if name == "occ_heavy":
+            r = [x[(i + k) % n] for k in range(64)]
+            for _ in range(4):
+                for k in range(64):
+                    r[k] = f(f(f(0.5) * r[k]) + f(f(0.25) * r[(k + 1) % 64]))
+            s = f(0)
+            for v in r:
+                s = f(s + v)
+            out[i] = s
+        else:  # occ_smem
+            start = (i // block) * block
+            m = start + block - 1 - (i - start)
+            out[i] = f(x[i] + (x[m] if m < n else f(0)))
+    return out
+
+
+@pytest.mark.parametrize("name, n, block", [("occ_heavy", 1, 32), ("occ_heavy", 70, 32), ("occ_smem", 1, 32),
+                                            ("occ_smem", 1000, 96), ("occ_smem", 33, 64)])
+def test_occ_reference_matches_kernel_arithmetic(name, n, block, rng):
+    x = rng.uniform(0.5, 1.5, n).astype(np.float32)
+    ref = O.occ_reference(name, x, block)
+    rtol, atol = O.OCC_TOLERANCE[name]
+    got = _emulate(name, x, block).astype(np.float64)
+    assert np.all(np.abs(got - ref) <= atol + rtol * np.abs(ref))
+
+
+def test_occ_reference_light_and_bad_name():
+    x = np.array([1.0, 2.0], dtype=np.float32)
+    assert O.occ_reference("occ_light", x, 32).tolist() == [3.0, 5.0]
+    with pytest.raises(ValueError, match="name must be one of"):
+        O.occ_reference("occ_nope", x, 32)

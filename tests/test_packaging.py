@@ -1,4 +1,5 @@
 """The build files: environment.yml in step with pyproject, the wheel carries the kernels, the two commands."""
+import json
 import re
 import subprocess
 import sys
@@ -60,3 +61,36 @@ def test_wheel_carries_the_kernels(tmp_path):
     cu = sorted(p.name for p in (ROOT / "kernels").glob("*.cu*"))
     shipped = sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("gpu_viz/_kernels/"))
     assert cu and shipped == cu, f"kernels in the wheel {shipped} != kernels/ {cu}"
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_finds_its_records_notebooks_and_kernels(tmp_path):
+    """pip install of the wheel (as Colab does): the records CPU mode shows, the notebooks
+    `gpu-viz slides` builds and the kernels are found inside the package, not beside it."""
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "w"),
+                          str(ROOT)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    wheel = next((tmp_path / "w").glob("gpu_viz-*.whl"))
+    site = tmp_path / "site"
+    out = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target",
+                          str(site), str(wheel)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    probe = (
+        "import json, gpu_viz\n"
+        "from gpu_viz import data, kernels, slides\n"
+        "from gpu_viz.measure import records\n"
+        "print(json.dumps({'pkg': gpu_viz.__file__, 'checkout': str(data.CHECKOUT),\n"
+        "  'records': sorted(r['_file'] for r in records.load_records()),\n"
+        "  'notebooks': [p.name for p in slides.find_notebooks(slides.DEFAULT_NOTEBOOKS)],\n"
+        "  'kernels': kernels.kernel_files(), 'templates': slides.TEMPLATES_DIR.is_dir(),\n"
+        "  'out': str(slides.DEFAULT_OUT)}))\n")
+    env = dict(__import__("os").environ, PYTHONPATH=str(site), GPU_VIZ_FORCE_CPU="1")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["pkg"].startswith(str(site)) and got["checkout"] == "None", got
+    committed = sorted(p.name for p in (ROOT / "benchmarks" / "results").glob("*.json"))
+    assert got["records"] == committed
+    assert got["notebooks"] == sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert got["kernels"] == sorted(p.name for p in (ROOT / "kernels").glob("*.cu"))
+    assert got["templates"] and got["out"] == "slides-build"

@@ -1,15 +1,45 @@
-"""gpu_viz.benchmarks: the plumbing on CPU (bytes, rows, checks, errors, gating), a GPU smoke test."""
+"""gpu_viz.rmsnorm.bench (providers, the harness, the record, `gpu-viz bench`) and
+gpu_viz.rmsnorm.report (tables, charts, the performance checks): the plumbing on CPU (bytes, rows,
+the float64 check with the one tolerance table, errors, gating), GPU smoke tests."""
 import argparse
+import importlib
+import sys
 import time
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from gpu_viz import backend, bench, benchmarks as bm
+import gpu_viz.rmsnorm
+from gpu_viz import backend, check
 from gpu_viz import device as gpu_device
+from gpu_viz.measure import records
+from gpu_viz.measure import timing as measure
+from gpu_viz.rmsnorm import bench as bm
+from gpu_viz.rmsnorm import eager, reference, report
+from gpu_viz.rmsnorm.tolerances import tolerance
 
 torch = pytest.importorskip("torch")
+
+
+def _ref(x, w, gate=None, eps=bm.EPS):
+    """The float64 reference (rmsnorm, or rmsnorm_gate with a gate), in x's library."""
+    return reference.rmsnorm(x, w, eps, gate)
+
+
+def _compare(out, ref, dtype, name="y"):
+    """gpu_viz.check.compare with the one tolerance table's entry for ``dtype``."""
+    atol, rtol = tolerance(dtype)
+    return check.compare(name, out, ref, atol=atol, rtol=rtol)
+
+
+def _whole(op, out, ref, dtype):
+    """One whole-tensor comparison, rows as check_rows numbers them (leading dims flattened),
+    as (ok, message) under check_rows' name."""
+    N = out.shape[-1]
+    rep = _compare(out.reshape(-1, N), ref.reshape(-1, N), dtype, name=f"{op} {dtype}")
+    return rep.ok, rep.message()
 
 
 @pytest.fixture
@@ -49,7 +79,7 @@ def _timing(median, timing="kernel", n=100):
     samples = np.full(n, float(median))
     samples[0] = median * 0.9
     samples[-1] = median * 1.2
-    return bench.Timing.from_samples(samples, timing)
+    return measure.Timing.from_samples(samples, timing)
 
 
 def test_make_row_matches_design_format():
@@ -86,6 +116,35 @@ def test_unknown_provider_names_the_known_ones():
         bm.run("rmsnorm", [(8, 8)], providers=["nope"])
 
 
+@pytest.mark.parametrize("module, provider", [("fused", "fused"), ("deck", "deck4phase"), ("eager", "eager")])
+def test_a_missing_module_of_ours_is_an_import_error(monkeypatch, module, provider):
+    """The package's own providers are never "unavailable": with one of its modules unimportable,
+    importing the harness or setting up the provider raises ImportError -- it is not skipped with
+    a reason (ProviderUnavailable, a RuntimeError) as a missing optional library is."""
+    monkeypatch.setitem(sys.modules, f"gpu_viz.rmsnorm.{module}", None)  # `import` of it: ImportError
+    monkeypatch.delattr(gpu_viz.rmsnorm, module)  # `from . import x` reads the package's attribute first
+    monkeypatch.delitem(sys.modules, "gpu_viz.rmsnorm.bench")  # a fresh import of the harness
+    monkeypatch.delattr(gpu_viz.rmsnorm, "bench")
+    w = torch.ones(8)
+    with pytest.raises(ImportError, match=f"gpu_viz.rmsnorm.{module}"):
+        fresh = importlib.import_module("gpu_viz.rmsnorm.bench")
+        for op in fresh.OPS:
+            if provider in fresh.PROVIDERS[op]:
+                fresh.setup(op, provider, w)
+
+
+def test_liger_missing_is_an_unavailable_provider(monkeypatch):
+    """The optional provider, by contrast: without liger_kernel it is ProviderUnavailable, with the
+    reason, and run() leaves it out."""
+    monkeypatch.setitem(sys.modules, "liger_kernel", None)
+    monkeypatch.setitem(sys.modules, "liger_kernel.transformers", None)
+    monkeypatch.setitem(sys.modules, "liger_kernel.transformers.functional", None)
+    with pytest.raises(bm.ProviderUnavailable, match="liger_kernel is not importable"):
+        bm.setup("rmsnorm", "liger", torch.ones(8))
+    assert "liger" not in bm._available("rmsnorm", None)
+    assert bm._available("rmsnorm", None) == tuple(p for p in bm.PROVIDERS["rmsnorm"] if p != "liger")
+
+
 def test_bad_shapes_dtypes_timings():
     with pytest.raises(ValueError, match="positive"):
         bm.run("rmsnorm", [(0, 8)])
@@ -115,7 +174,8 @@ def test_cli_bench_in_cpu_mode(cpu_mode, capsys):
     sub = parser.add_subparsers(dest="command", required=True)
     bm.register_cli(sub)
     args = parser.parse_args(["bench", "--quick", "--tag", "t", "--out", "/tmp/x"])
-    assert args.quick and args.tag == "t" and args.out == "/tmp/x"
+    assert args.quick and args.tag == "t" and args.out == Path("/tmp/x")
+    assert parser.parse_args(["bench"]).out == Path(".")  # the current folder, not the package's
     assert args.func(args) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().out
 
@@ -126,11 +186,11 @@ def test_eager_gate_matches_float64_reference():
     g = torch.Generator().manual_seed(1)
     x, gate = torch.randn(6, 96, generator=g), 2 * torch.randn(6, 96, generator=g)
     w = 1 + 0.5 * torch.randn(96, generator=g)
-    ref = bm.reference("rmsnorm_gate", x, w, gate)
-    y = bm.eager_rmsnorm_gate(x, gate, w)
+    ref = _ref(x, w, gate)
+    y = eager.eager_rmsnorm_gate(x, gate, w)
     assert y.dtype == torch.float32
-    ok, detail = bm.compare(y, ref, "float32")
-    assert ok, detail
+    rep = _compare(y, ref, "float32")
+    assert rep.ok, rep.message()
     # formula by hand for one element
     r = 1 / np.sqrt(np.mean(x[2].double().numpy() ** 2) + 1e-6)
     gg = gate[2, 5].item()
@@ -140,16 +200,17 @@ def test_eager_gate_matches_float64_reference():
 def test_compare_names_the_mismatch():
     ref = torch.randn(4, 768, dtype=torch.float64) + 3
     out = ref.to(torch.float16)
-    ok, _ = bm.compare(out, ref, "float16")
-    assert ok
+    assert _compare(out, ref, "float16").ok
     bad = out.clone()
     bad[1, 7] = bad[1, 7] * 1.1  # one lost reduction term changes a row by far more than rounding
     bad[3, 0] = float("nan")
-    ok, detail = bm.compare(bad, ref, "float16")
-    assert not ok
-    assert "2 of 3072" in detail and "1 NaN/inf" in detail and "[1, 7]" in detail
-    ok, detail = bm.compare(out[:, :10], ref, "float16")
-    assert not ok and "shape" in detail
+    rep = _compare(bad, ref, "float16")
+    assert not rep.ok and (rep.n, rep.mismatches, rep.nan, rep.inf) == (3072, 2, 1, 0)
+    assert [idx for idx, _, _ in rep.first] == [(1, 7), (3, 0)]
+    detail = rep.message()
+    assert "2 of 3072" in detail and "(1 NaN, 0 inf" in detail and "(1, 7): got" in detail, detail
+    with pytest.raises(ValueError, match="shape"):
+        _compare(out[:, :10], ref, "float16")
 
 
 @pytest.mark.parametrize("op", ["rmsnorm", "rmsnorm_gate"])
@@ -161,54 +222,69 @@ def test_check_rows_matches_whole_tensor_compare(op, chunk):
     x, gate = torch.randn(37, 96, generator=g), 2 * torch.randn(37, 96, generator=g)
     w = 1 + 0.5 * torch.randn(96, generator=g)
     gate = gate if op == "rmsnorm_gate" else None
-    y = bm.reference(op, x, w, gate).to(torch.float16)
+    y = _ref(x, w, gate).to(torch.float16)
     ok, detail = bm.check_rows(op, y, x, w, gate, dtype="float16", chunk_elements=chunk)
-    assert ok and detail.startswith("max |err|"), detail
-    assert bm.compare(y, bm.reference(op, x, w, gate), "float16")[0]
+    assert ok and detail.startswith(f"{op} float16: all {37 * 96} within"), detail
+    assert _compare(y, _ref(x, w, gate), "float16").ok
     bad = y.clone()
     bad[29, 3] = bad[29, 3] * 1.1 + 0.1
     ok, detail = bm.check_rows(op, bad, x, w, gate, dtype="float16", chunk_elements=chunk)
-    assert not ok and "[29, 3]" in detail, detail
-    assert not bm.compare(bad, bm.reference(op, x, w, gate), "float16")[0]
+    assert not ok and f"1 of {37 * 96} elements" in detail and "(29, 3): got" in detail, detail
+    assert not _compare(bad, _ref(x, w, gate), "float16").ok
     bad = y.clone()
     bad[36, 95] = float("nan")  # the very last element, in the last (possibly partial) block
     ok, detail = bm.check_rows(op, bad, x, w, gate, dtype="float16", chunk_elements=chunk)
-    assert not ok and "1 NaN/inf" in detail and "[36, 95]" in detail, detail
+    assert not ok and "(1 NaN, 0 inf" in detail and "(36, 95): got nan" in detail, detail
     ok, detail = bm.check_rows(op, y[:, :10], x, w, gate, dtype="float16", chunk_elements=chunk)
     assert not ok and "shape" in detail
 
 
 @pytest.mark.parametrize("chunk", [1, 8, 200, 1 << 22])
 def test_check_rows_same_detail_as_compare(chunk):
-    """Several mismatches in different blocks: the same count, example and worst error as one
-    whole-tensor compare; leading dims flattened (3-D) and a 1-D row as compare numbers them."""
+    """Several mismatches in different blocks: the same count, examples and worst error as one
+    whole-tensor compare of the rows; leading dims flattened (3-D) and a 1-D x as one row."""
     g = torch.Generator().manual_seed(9)
     cases = [torch.randn(10, 100, generator=g), torch.randn(4, 3, 8, generator=g), torch.randn(300, generator=g)]
     for x in cases:
         w = 1 + 0.5 * torch.randn(x.shape[-1], generator=g)
-        y = bm.reference("rmsnorm", x, w).to(torch.float16)
+        y = _ref(x, w).to(torch.float16)
         flat = y.view(-1)
         for i in (3, flat.numel() // 2, flat.numel() - 1):
             flat[i] += 1.0
-        want = bm.compare(y, bm.reference("rmsnorm", x, w), "float16")
-        assert not want[0] and "3 of" in want[1]
+        want = _whole("rmsnorm", y, _ref(x, w), "float16")
+        assert not want[0] and f"3 of {x.numel()} elements" in want[1], want
         assert bm.check_rows("rmsnorm", y, x, w, dtype="float16", chunk_elements=chunk) == want
 
 
 def test_compare_nan_inputs_need_nan_outputs():
-    """A NaN in a row's input makes the reference row NaN: a finite output there is wrong (it was
-    accepted before, since |out - NaN| > bound is False); the NaN row itself is right."""
+    """A NaN in a row's input makes the reference row NaN: a finite output there is wrong (|out -
+    NaN| > bound is False, so a plain bound would accept it); the NaN row itself is right."""
     g = torch.Generator().manual_seed(2)
     x, w = torch.randn(6, 64, generator=g), 1 + 0.5 * torch.randn(64, generator=g)
-    finite_y = bm.reference("rmsnorm", x, w).to(torch.float16)
+    finite_y = _ref(x, w).to(torch.float16)
     x[4, 3] = float("nan")
-    ref = bm.reference("rmsnorm", x, w)
-    ok, detail = bm.compare(finite_y, ref, "float16")
-    assert not ok and "64 of 384" in detail and "[4, 0]" in detail, detail
+    ref = _ref(x, w)
+    ok, detail = _whole("rmsnorm", finite_y, ref, "float16")
+    assert not ok and "64 of 384" in detail and "(4, 0): got" in detail, detail
     assert bm.check_rows("rmsnorm", finite_y, x, w, dtype="float16", chunk_elements=64) == (ok, detail)
     good = ref.to(torch.float16)  # row 4 all NaN, the others finite
-    assert bm.compare(good, ref, "float16")[0]
+    assert _compare(good, ref, "float16").ok
     assert bm.check_rows("rmsnorm", good, x, w, dtype="float16", chunk_elements=64)[0]
+
+
+def test_check_rows_uses_the_one_reference_and_table(monkeypatch):
+    """check_rows compares with gpu_viz.rmsnorm.reference.rmsnorm and the dtype's entry of the one
+    tolerance table: an error just inside it passes, just outside it fails, per dtype."""
+    assert bm.reference_f64 is reference.rmsnorm
+    g = torch.Generator().manual_seed(4)
+    x, w = torch.randn(3, 64, generator=g), 1 + 0.5 * torch.randn(64, generator=g)
+    ref = _ref(x, w)
+    for dt in ("float32", "float16", "bfloat16"):
+        atol, rtol = tolerance(dt)
+        bound = atol + rtol * ref.abs()
+        for factor, ok in ((0.99, True), (1.01, False)):
+            out = ref + factor * bound  # float64 output: no rounding of its own
+            assert bm.check_rows("rmsnorm", out, x, w, dtype=dt)[0] is ok, (dt, factor)
 
 
 @pytest.mark.parametrize("chunk, err", [(0, ValueError), (-5, ValueError), (2.5, TypeError), (None, TypeError),
@@ -267,11 +343,11 @@ def _stand_in_timers():
 
     def kernel(fn, reps, k):
         calls.append(("kernel", k))
-        return bench.Timing.from_samples(sample(fn, reps), "kernel")
+        return measure.Timing.from_samples(sample(fn, reps), "kernel")
 
     def call(fn, reps):
         calls.append(("call", reps))
-        return bench.Timing.from_samples(sample(fn, reps), "call")
+        return measure.Timing.from_samples(sample(fn, reps), "call")
 
     return bm._Timers(kernel=kernel, call=call, sync=lambda: None), calls
 
@@ -282,7 +358,7 @@ def test_run_loop_times_only_correct_providers(monkeypatch):
     def setup_stand_in(provider, weight, eps, sample=None, compile_backend=None):
         def right(inp):
             timed.append(provider)
-            return bm.reference("rmsnorm", inp["x"], weight, None, eps).to(inp["x"].dtype)
+            return _ref(inp["x"], weight, None, eps).to(inp["x"].dtype)
 
         if provider == "eager":
             return right
@@ -324,7 +400,7 @@ def test_run_loop_times_only_correct_providers(monkeypatch):
     assert kernel_calls[0::2] == [r["buffers"] for r in kernel_rows]  # the pilots
     assert kernel_calls[1::2] == [r["calls_per_graph"] for r in kernel_rows]
     # rotation: 8x64 fp32 moves ~4 KiB, so several buffer sets are needed to pass 3x the 64 KiB "L2"
-    assert rows[0]["buffers"] == bench.rotation_count(bm.fewest_bytes("rmsnorm", 8, 64, "float32"), 64 * 1024)
+    assert rows[0]["buffers"] == measure.rotation_count(bm.fewest_bytes("rmsnorm", 8, 64, "float32"), 64 * 1024)
     assert rows[0]["buffers"] > 1
 
 
@@ -332,7 +408,7 @@ def test_call_timing_alone_needs_no_graph(monkeypatch):
     """timings=("call",): nothing is captured (no pilot either), so a provider that a CUDA graph
     refuses is still timed as called."""
     def setup_stand_in(provider, weight, eps, sample=None, compile_backend=None):
-        return lambda inp: bm.reference("rmsnorm", inp["x"], weight, None, eps).float()
+        return lambda inp: _ref(inp["x"], weight, None, eps).float()
 
     monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_stand_in)
     timers, calls = _stand_in_timers()
@@ -373,7 +449,7 @@ def test_calls_per_graph_is_whole_passes_over_the_sets(buffers, pilot_us):
         assert (k - buffers) * pilot_us < 1000.0
 
 
-# -- issue 5's checks on hand-made records ------------------------------------------------------------
+# -- the performance checks on hand-made records ---------------------------------------------------
 
 def _record(fused_GBps=3900.0, fused_faster=True, floor_us=2.0, small_us=2.5, drop=None):
     copy = 4200.0
@@ -402,7 +478,7 @@ def _record(fused_GBps=3900.0, fused_faster=True, floor_us=2.0, small_us=2.5, dr
 
 
 def test_summary_checks_all_pass():
-    checks = bm.summary_checks(_record())
+    checks = report.summary_checks(_record())
     assert checks and all(passed for _, passed, _ in checks), [c for c in checks if not c[1]]
     names = [c for c, _, _ in checks]
     assert sum("copy bandwidth" in n for n in names) == 2 * 2 * 2
@@ -412,12 +488,12 @@ def test_summary_checks_all_pass():
 
 
 def test_summary_checks_fail_bandwidth_speed_floor():
-    bad = {c: ok for c, ok, _ in bm.summary_checks(_record(fused_GBps=3000.0))}
+    bad = {c: ok for c, ok, _ in report.summary_checks(_record(fused_GBps=3000.0))}
     assert not bad["rmsnorm fused 16384x4096 float16: >= 90% of copy bandwidth"]
     assert not bad["rmsnorm_gate fused 32768x8192 bfloat16: >= 90% of copy bandwidth"]
-    slow = bm.summary_checks(_record(fused_faster=False))
+    slow = report.summary_checks(_record(fused_faster=False))
     assert not any(ok for c, ok, _ in slow if "faster than" in c)
-    floor = {c: ok for c, ok, _ in bm.summary_checks(_record(small_us=3.5))}
+    floor = {c: ok for c, ok, _ in report.summary_checks(_record(small_us=3.5))}
     assert not floor["rmsnorm fused 128x4096 float16: within 1.5x of the launch floor"]
 
 
@@ -425,9 +501,9 @@ def test_floor_check_names_the_copy_kernel_floor_without_changing_the_verdict():
     name = "rmsnorm fused 128x4096 float16: within 1.5x of the launch floor"
     rec = _record(small_us=3.5)
     rec["copy_kernel_floor_us"] = 3.2  # a bare copy slower than 1.5x: context, not an excuse
-    ok, detail = {c: (o, d) for c, o, d in bm.summary_checks(rec)}[name]
+    ok, detail = {c: (o, d) for c, o, d in report.summary_checks(rec)}[name]
     assert not ok and detail.endswith("a bare copy kernel moving the same x -> y bytes: 3.20 µs = 1.60x")
-    ok, detail = {c: (o, d) for c, o, d in bm.summary_checks(_record(small_us=2.5))}[name]
+    ok, detail = {c: (o, d) for c, o, d in report.summary_checks(_record(small_us=2.5))}[name]
     assert ok and "copy kernel" not in detail  # absent from older records
 
 
@@ -440,7 +516,7 @@ def test_floor_check_names_the_copy_kernel_floor_without_changing_the_verdict():
 def test_copy_kernel_floor_rejects_bad_arguments(kw, err, name):
     args = dict(nbytes=1024, l2_bytes=1 << 20) | kw
     with pytest.raises(err, match=name):
-        bench.copy_kernel_floor(**args)
+        measure.copy_kernel_floor(**args)
 
 
 def test_copy_kernel_floor_takes_numpy_ints_then_needs_a_gpu(monkeypatch):
@@ -449,16 +525,16 @@ def test_copy_kernel_floor_takes_numpy_ints_then_needs_a_gpu(monkeypatch):
 
     monkeypatch.setattr(backend, "require_gpu", cpu_mode)  # the arguments passed validation
     with pytest.raises(backend.GPUUnavailable, match="copy-kernel floor"):
-        bench.copy_kernel_floor(np.int64(1024), np.int64(1 << 20), block=np.int32(256))
+        measure.copy_kernel_floor(np.int64(1024), np.int64(1 << 20), block=np.int32(256))
 
 
 def test_summary_checks_missing_baseline_fails_with_reason():
     rec = _record(drop=("rmsnorm", "compile", 128, 4096, "float16"))
-    checks = {c: (ok, d) for c, ok, d in bm.summary_checks(rec)}
+    checks = {c: (ok, d) for c, ok, d in report.summary_checks(rec)}
     ok, detail = checks["rmsnorm 128x4096 float16: fused faster than compile"]
     assert not ok and "not measured" in detail and "graph break" in detail
     rec = _record(drop=("rmsnorm", "fused", 16384, 4096, "bfloat16"))
-    ok, detail = {c: (o, d) for c, o, d in bm.summary_checks(rec)}[
+    ok, detail = {c: (o, d) for c, o, d in report.summary_checks(rec)}[
         "rmsnorm fused 16384x4096 bfloat16: >= 90% of copy bandwidth"]
     assert not ok and detail == "not measured"
 
@@ -467,30 +543,30 @@ def test_summary_checks_missing_baseline_fails_with_reason():
 
 def test_tables():
     rec = _record()
-    t = bm.table(rec["rows"], provenance=bm.record_provenance(rec))
+    t = report.table(rec["rows"], provenance=records.label(rec))
     md = t.markdown()
     assert md.splitlines()[0].startswith("| op | M x N | dtype | timing | eager µs")
     assert "recorded on NVIDIA H200, 2026-11-29" in md
     assert "(5.0x)" in md  # fused vs eager
     assert "<table>" in t.html() and "recorded on NVIDIA H200" in t._repr_html_()
-    long = bm.table(rec["rows"][:3], layout="long", copy_GBps=rec["copy_GBps"]).plain()
+    long = report.table(rec["rows"][:3], layout="long", copy_GBps=rec["copy_GBps"]).plain()
     assert "% of copy" in long and len(long.splitlines()) == 5
     with pytest.raises(ValueError, match="layout"):
-        bm.table(rec["rows"], layout="tall")
+        report.table(rec["rows"], layout="tall")
 
 
 def test_bar_chart_title_states_provenance(cpu_mode):
     rec = _record()
-    fig = bm.bar_chart(rec["rows"], provenance=bm.record_provenance(rec), op="rmsnorm", dtype="float16")
+    fig = report.bar_chart(rec["rows"], provenance=records.label(rec), op="rmsnorm", dtype="float16")
     assert "recorded on NVIDIA H200, 2026-11-29" in fig.axes[0].get_title()
     assert len(fig.axes[0].patches) == 4 * len(bm.RECORD_SHAPES)
     with pytest.raises(ValueError, match="provenance is required in CPU mode"):
-        bm.bar_chart(rec["rows"])
+        report.bar_chart(rec["rows"])
     with pytest.raises(ValueError, match="no rows"):
-        bm.bar_chart(rec["rows"], provenance="x", op="rmsnorm", dtype="float32")
+        report.bar_chart(rec["rows"], provenance="x", op="rmsnorm", dtype="float32")
 
 
-def test_record_plan_covers_issue5():
+def test_record_plan_covers_every_shape():
     plan = bm.record_plan()
     rms = [p for p in plan if p[0] == "rmsnorm" and "float16" in p[2]][0]
     gate = [p for p in plan if p[0] == "rmsnorm_gate"][0]
@@ -506,6 +582,7 @@ def test_record_plan_covers_issue5():
 # -- GPU -------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_gpu_run_smoke():
     rows = bm.run("rmsnorm", [(64, 1000)], ["float16"], ["eager", "native", "fused"], reps=20)
     assert rows, rows.skipped
@@ -529,24 +606,23 @@ def test_gpu_seed_defects_fixed():
 def test_cpu_providers_with_the_real_modules():
     """eager / native / compile (dynamo's eager backend on CPU) of rmsnorm and rmsnorm_gate agree
     with float64 on CPU tensors: the providers' wiring, not their speed."""
-    pytest.importorskip("gpu_viz.rmsnorm")
     g = torch.Generator().manual_seed(3)
     for op in bm.OPS:
         sets = bm.make_inputs(op, 5, 40, "float32", "cpu", generator=g)
         inp, w = sets[0], sets[0]["weight"]
-        ref = bm.reference(op, inp["x"], w, inp.get("gate"))
+        ref = _ref(inp["x"], w, inp.get("gate"))
         for p in ("eager", "native", "compile"):
             if p not in bm.PROVIDERS[op]:
                 continue
             fn = bm.setup(op, p, w, sample=inp, compile_backend="eager")
-            ok, detail = bm.compare(fn(inp), ref, "float32")
-            assert ok, (op, p, detail)
+            rep = _compare(fn(inp), ref, "float32")
+            assert rep.ok, (op, p, rep.message())
 
 
 def test_seed_comparison_quotes_the_seed_and_labels_ours():
     rows = bm.add_speedups([bm.make_row("rmsnorm_gate", impl, 128, 4096, "float16", _timing(us, t))
                             for impl, us in (("eager", 30.0), ("fused", 3.0)) for t in ("kernel", "call")])
-    t = bm.seed_comparison(rows, provenance="recorded on NVIDIA H200, 2026-11-29 (not live)")
+    t = report.seed_comparison(rows, provenance="recorded on NVIDIA H200, 2026-11-29 (not live)")
     md = t.markdown()
     assert "| 128x4096 | 4.92 | 55.72 | 11.32x | 3.00 | 30.00 | — | 10.0x |" in md
     assert "| 1024x8192 | 25.77 | 294.51 | 11.43x | — |" in md
@@ -555,14 +631,13 @@ def test_seed_comparison_quotes_the_seed_and_labels_ours():
 
 def test_bandwidth_chart_draws_copy_line():
     rec = _record()
-    fig = bm.bar_chart(rec["rows"], provenance="recorded", metric="GBps", op="rmsnorm_gate",
+    fig = report.bar_chart(rec["rows"], provenance="recorded", metric="GBps", op="rmsnorm_gate",
                        copy_GBps=rec["copy_GBps"])
     assert any("copy" in t.get_text() for t in fig.axes[0].texts)
 
 
 def test_kernel_resources_from_a_given_report():
-    ops = pytest.importorskip("gpu_viz.ops")
-    from gpu_viz import device
+    from gpu_viz import device, ops
 
     info = device.spec_sheet("H200")
     k = ops.launch_config(16384, 4096, "float16", gate=True)["kernel"]
@@ -579,7 +654,6 @@ def test_kernel_resources_from_a_given_report():
 
 
 def test_run_loop_end_to_end_with_real_cpu_providers():
-    pytest.importorskip("gpu_viz.rmsnorm")
     timers, _ = _stand_in_timers()
     for op, provs in (("rmsnorm", ("eager", "native", "compile")), ("rmsnorm_gate", ("eager", "compile"))):
         rows = bm._run(op, [(4, 48)], ("float32",), provs, ("kernel", "call"), 3, 1e-6, "cpu", timers,
@@ -591,7 +665,7 @@ def test_run_loop_end_to_end_with_real_cpu_providers():
 
 def test_run_loop_reports_a_timing_failure(monkeypatch):
     def setup_stand_in(provider, weight, eps, sample=None, compile_backend=None):
-        return lambda inp: bm.reference("rmsnorm", inp["x"], weight, None, eps).float()
+        return lambda inp: _ref(inp["x"], weight, None, eps).float()
 
     monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_stand_in)
     timers, _ = _stand_in_timers()
@@ -625,7 +699,7 @@ def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeyp
     rec = _record()
     rec["kernels"] = {}
     (tmp_path / "nvidia-h200-2026-11-29-fused.json").write_text(json.dumps(rec))
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
     monkeypatch.setattr(bm, "kernel_report_any", lambda arch=None: ([], "stand-in (test)"))
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
@@ -636,7 +710,7 @@ def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeyp
         assert "slideshow" in cell.metadata
         if cell.cell_type == "code" and cell.metadata["slideshow"]["slide_type"] != "skip":
             exec(compile(cell.source, "<nb10>", "exec"), ns)
-    tables = [o for o in shown if isinstance(o, bm.Table)]
+    tables = [o for o in shown if isinstance(o, report.Table)]
     label = "recorded on NVIDIA H200, 2026-11-29 (not live)"
     assert any("seed fused µs" in t.header for t in tables)
     assert all(label in t.caption for t in tables if "seed fused µs" in t.header or "GB/s" in t.header)
@@ -644,23 +718,28 @@ def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeyp
     assert ns["label"] == label and ns["rows"] and not ns["LIVE"]
 
 
-def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys):
+@pytest.mark.parametrize("out_given", [True, False], ids=["--out", "current-folder"])
+def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys, out_given):
     """full_record + `gpu-viz bench` end to end on CPU with stand-ins for every GPU step; the
-    stand-in record goes to tmp_path only (it is never a GPU result)."""
-    import argparse
+    stand-in record goes under tmp_path only (it is never a GPU result): into --out, or without
+    it into the current folder (never the package's results)."""
     import json
 
+    cwd, out_dir = tmp_path / "cwd", tmp_path / "out"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(records, "results_dir", lambda: pytest.fail("bench must not write the committed records"))
     t = _timing(2.0)
     monkeypatch.setattr(backend, "require_gpu", lambda what: None)
     monkeypatch.setattr(backend, "has_gpu", lambda: True)
     monkeypatch.setattr(backend, "live_label", lambda: "stand-in label")
-    monkeypatch.setattr(bench, "copy_bandwidth", lambda: {"GBps": 1000.0, "timing": t})
-    monkeypatch.setattr(bench, "launch_floor", lambda: {"kernel": t, "call": _timing(5.0, "call")})
+    monkeypatch.setattr(measure, "copy_bandwidth", lambda: {"GBps": 1000.0, "timing": t})
+    monkeypatch.setattr(measure, "launch_floor", lambda: {"kernel": t, "call": _timing(5.0, "call")})
     floor_calls = []
-    monkeypatch.setattr(bench, "copy_kernel_floor",
+    monkeypatch.setattr(measure, "copy_kernel_floor",
                         lambda nbytes, l2_bytes: floor_calls.append((nbytes, l2_bytes)) or _timing(3.0))
     monkeypatch.setattr(gpu_device, "current", lambda: types.SimpleNamespace(l2_bytes=1 << 20))
-    monkeypatch.setattr(bench, "environment", lambda: {"date": "2000-01-01", "gpu": "Stand-in GPU", "sm": "sm_00"})
+    monkeypatch.setattr(records, "environment", lambda: {"date": "2000-01-01", "gpu": "Stand-in GPU", "sm": "sm_00"})
     monkeypatch.setattr(bm, "_kernel_section", lambda plan: {"source": "stand-in"})
     monkeypatch.setattr(bm, "record_plan", lambda quick=False: [
         ("rmsnorm", [(4, 32), (16, 512)], ("float16",), ("eager", "native", "compile", "fused", "liger")),
@@ -669,10 +748,10 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys):
     def setup_ok(provider, weight, eps, sample=None, compile_backend=None):
         if provider == "compile":
             raise bm.CompileFellBack("torch.compile fell back: stand-in")
-        return lambda inp: bm.reference("rmsnorm", inp["x"], weight, None, eps).to(inp["x"].dtype)
+        return lambda inp: _ref(inp["x"], weight, None, eps).to(inp["x"].dtype)
 
     def setup_gate_ok(provider, weight, eps, sample=None, compile_backend=None):
-        return lambda inp: bm.reference("rmsnorm_gate", inp["x"], weight, inp["gate"], eps).to(inp["x"].dtype)
+        return lambda inp: _ref(inp["x"], weight, inp["gate"], eps).to(inp["x"].dtype)
 
     monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_ok)
     monkeypatch.setitem(bm.SETUP, "rmsnorm_gate", setup_gate_ok)
@@ -685,9 +764,11 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(bm, "run", run_cpu)
     parser = argparse.ArgumentParser()
     bm.register_cli(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["bench", "--out", str(tmp_path), "--tag", "t", "--reps", "3"])
+    where = ["--out", str(out_dir)] if out_given else []
+    args = parser.parse_args(["bench", *where, "--tag", "t", "--reps", "3"])
     assert args.func(args) == 0
-    path = tmp_path / "stand-in-gpu-2000-01-01-t.json"
+    path = (out_dir if out_given else cwd) / "stand-in-gpu-2000-01-01-t.json"
+    assert sorted(p for p in tmp_path.rglob("*.json")) == [path]
     rec = json.loads(path.read_text())
     assert list(rec)[-1] == "rows" and rec["copy_GBps"] == 1000.0 and rec["launch_floor_us"] == 2.0
     assert rec["launch_floor_call_us"] == 5.0 and rec["reps"] == 3 and rec["complete"] is True
@@ -700,14 +781,14 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys):
         assert "liger_kernel" in rec["providers_unavailable"]["liger"]
     assert rec["checks"] and all(set(c) == {"check", "passed", "detail"} for c in rec["checks"])
     out = capsys.readouterr().out
-    assert "Issue 5's targets" in out and "stand-in label" in out and str(path) in out
+    assert "The performance targets" in out and "stand-in label" in out and path.name in out
     assert "compile not measured" in out or "not measured" in out
 
 
 def test_newest_record_skips_partial_and_quick(monkeypatch, tmp_path):
     import json
 
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
     assert bm.newest_record() is None
     base = _record()
     for name, date, extra in (("a-2026-11-01-fused.json", "2026-11-01", {}),
@@ -727,8 +808,8 @@ def test_gpu_compile_baseline_really_compiles(op):
     sets = bm.make_inputs(op, 256, 4096, "float16", "cuda")
     w = sets[0]["weight"]
     fn = bm.setup(op, "compile", w, sample=sets[0])
-    ok, detail = bm.compare(fn(sets[0]), bm.reference(op, sets[0]["x"], w, sets[0].get("gate")), "float16")
-    assert ok, detail
+    rep = _compare(fn(sets[0]), _ref(sets[0]["x"], w, sets[0].get("gate")), "float16")
+    assert rep.ok, rep.message()
 
 
 @pytest.mark.parametrize("bad", ["0", "-3", "two", "1.5"])

@@ -1,10 +1,11 @@
-"""The deck's RMSNorm: eager module, four-phase kernel (deck + guarded), argument checks.
+"""The deck's RMSNorm: the eager module (gpu_viz.rmsnorm.eager) and the four-phase kernel
+(kernels/rmsnorm_deck.cu, deck + guarded variants) launched by gpu_viz.rmsnorm.deck.
 
-CPU tests: the eager module vs float64, the reference itself, the comparison helper, argument
-validation, the deck's phase-2 fault model, nvcc builds for sm_75/89/90 without spills.
+CPU tests: the eager module vs float64, the float64 reference itself, gpu_viz.check.assert_close,
+argument validation, the kernel file's regions, nvcc builds for every arch without spills.
 GPU tests (``-m gpu``): the guarded kernel vs float64 over d x block x dtype with NaN-poisoned
 outputs; the deck variant at its own launch; torch streams, CUDA graphs, CuPy arrays.
-Tolerances per dtype: gpu_viz.rmsnorm.TOLERANCES (documented there).
+Tolerances per dtype: the one table, gpu_viz.rmsnorm.tolerances (its derivation is there).
 """
 import math
 import shutil
@@ -13,8 +14,13 @@ import numpy as np
 import pytest
 import torch
 
-from gpu_viz import kernels, rmsnorm
-from gpu_viz.rmsnorm import TOLERANCES, EagerRMSNorm, check_close, four_phase, reference
+from gpu_viz import check, kernels
+from gpu_viz.rmsnorm import deck, eager
+from gpu_viz.rmsnorm.deck import four_phase
+from gpu_viz.rmsnorm.dtypes import bytes_moved
+from gpu_viz.rmsnorm.eager import EagerRMSNorm
+from gpu_viz.rmsnorm.reference import rmsnorm as reference
+from gpu_viz.rmsnorm.tolerances import tolerance
 
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 EPS = 1e-6
@@ -23,6 +29,12 @@ EPS = 1e-6
 def _rand(rng, shape, dtype="float32", device="cpu"):
     return torch.from_numpy(rng.standard_normal(shape).astype(np.float32)).to(
         device=device, dtype=TORCH_DTYPES[dtype])
+
+
+def _check(got, want, dtype, name="y"):
+    """``got`` against the float64 ``want`` within the one table's tolerance for ``dtype``."""
+    atol, rtol = tolerance(dtype)
+    return check.assert_close(name, got, want, atol=atol, rtol=rtol)
 
 
 # ----------------------------------------------------------------------------- CPU: eager
@@ -34,7 +46,7 @@ def test_eager_matches_float64_fp32(rng, shape):
     m = EagerRMSNorm.from_weight(w, eps=EPS)
     y = m(x)
     assert y.dtype == torch.float32 and y.shape == x.shape
-    check_close(y, reference(x, w, EPS), *TOLERANCES["float32"], name="eager y")
+    _check(y, reference(x, w, EPS), "float32", name="eager y")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -45,7 +57,7 @@ def test_eager_half_input_promotes_to_fp32_output(rng, dtype):
     y = EagerRMSNorm.from_weight(w, EPS)(x)
     assert y.dtype == torch.float32
     # computed in fp32 from the half values: fp32 accuracy against float64 of the same inputs
-    check_close(y, reference(x, w, EPS), 1e-5, 1e-5, name="eager y")
+    check.assert_close("eager y", y, reference(x, w, EPS), atol=1e-5, rtol=1e-5)
 
 
 def test_eager_module_is_the_deck_slide():
@@ -62,25 +74,25 @@ def test_eager_module_is_the_deck_slide():
 
 def test_eager_ops_are_six_in_fp32_seven_in_half(rng):
     m = EagerRMSNorm(64)
-    ops32 = rmsnorm.eager_ops(m, _rand(rng, (2, 64)))
+    ops32 = eager.eager_ops(m, _rand(rng, (2, 64)))
     assert ops32 == ["pow", "mean", "add", "rsqrt", "mul", "mul"]
     m16 = EagerRMSNorm(64, dtype=torch.float16)
-    ops16 = rmsnorm.eager_ops(m16, _rand(rng, (2, 64), "float16"))
+    ops16 = eager.eager_ops(m16, _rand(rng, (2, 64), "float16"))
     assert ops16[0] == "_to_copy" and len(ops16) == 7
 
 
 def test_eager_traffic_counts_intermediates():
-    rows = rmsnorm.eager_traffic(1024, 2048, "float32")
+    rows = eager.eager_traffic(1024, 2048, "float32")
     assert [r[0] for r in rows] == ["pow(2)", "mean(-1)", "+ eps", "rsqrt", "x * rsqrt", "weight * xn"]
     n = 1024 * 2048 * 4
     total = sum(r + w for _, r, w in rows)
     assert 7 * n < total < 7 * n + 64 * 1024  # seven full-size passes plus per-row scalars
-    fused = sum(rmsnorm.four_phase_traffic(1024, 2048, "float32"))
+    fused = bytes_moved(1024, 2048, "float32")  # what one kernel must move: x, w in; y out
     assert fused == 2 * n + 2048 * 4
-    half = rmsnorm.eager_traffic(8, 16, "float16")
+    half = eager.eager_traffic(8, 16, "float16")
     assert half[0] == ("x.float() (_to_copy)", 8 * 16 * 2, 8 * 16 * 4) and len(half) == 7
-    with pytest.raises(ValueError, match="dtype must be one of"):
-        rmsnorm.eager_traffic(1, 1, "int8")
+    with pytest.raises(TypeError, match="dtype int8 is not supported"):
+        eager.eager_traffic(1, 1, "int8")
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True])
@@ -105,24 +117,24 @@ def test_reference_d1_is_sign_times_weight():
 
 
 def test_reference_rejects_mismatched_weight():
-    with pytest.raises(ValueError, match=r"weight must have shape \(d,\) = \(4,\)"):
+    with pytest.raises(ValueError, match=r"weight must have shape \(N,\) = \(4,\)"):
         reference(np.ones((2, 4)), np.ones(3))
 
 
-def test_check_close_names_buffer_index_and_nan():
+def test_assert_close_names_buffer_index_and_nan():
     ref = np.arange(10.0)
     got = ref.copy()
     got[3] = np.nan
     got[7] += 1.0
-    with pytest.raises(rmsnorm.MismatchError, match=r"y: 2 of 10 .*1 NaN.*\(3,\): got nan") as ei:
-        check_close(got, ref, 1e-6, 1e-6, name="y")
-    assert ei.value.report["first"] == [(3,), (7,)]
-    assert check_close(ref + 1e-9, ref, 1e-6, 0)["n"] == 10
+    with pytest.raises(check.MismatchError, match=r"y: 2 of 10 .*1 NaN.*\(3,\): got nan") as ei:
+        check.assert_close("y", got, ref, atol=1e-6, rtol=1e-6)
+    assert [idx for idx, _, _ in ei.value.report.first] == [(3,), (7,)]
+    assert check.assert_close("y", ref + 1e-9, ref, atol=1e-6, rtol=0).n == 10
 
 
-def test_check_close_catches_an_unwritten_nan_poisoned_output():
-    with pytest.raises(rmsnorm.MismatchError, match="4 NaN"):
-        check_close(np.full(4, np.nan), np.zeros(4), 1.0, 1.0)
+def test_assert_close_catches_an_unwritten_nan_poisoned_output():
+    with pytest.raises(check.MismatchError, match="4 NaN"):
+        check.assert_close("y", np.full(4, np.nan), np.zeros(4), atol=1.0, rtol=1.0)
 
 
 # ----------------------------------------------------------------------------- CPU: validation
@@ -172,48 +184,25 @@ def test_four_phase_rejects_bad_arrays(rng):
 def test_four_phase_rejects_bad_out(rng):
     x, w = _ok(rng)
     with pytest.raises(ValueError, match="out must have x's shape"):
-        rmsnorm.validate(x, w, out=torch.empty(3, 8))
+        deck.validate(x, w, out=torch.empty(3, 8))
     with pytest.raises(TypeError, match="out must be the same kind"):
-        rmsnorm.validate(x, w, out=np.empty((2, 8), np.float32))
+        deck.validate(x, w, out=np.empty((2, 8), np.float32))
 
 
 def test_kernel_names():
-    assert rmsnorm.kernel_name("deck", "float16") == "rmsnorm_deck_f16"
-    assert rmsnorm.kernel_name("guarded", "bfloat16") == "rmsnorm_guarded_bf16"
+    assert deck.kernel_name("deck", "float16") == "rmsnorm_deck_f16"
+    assert deck.kernel_name("guarded", "bfloat16") == "rmsnorm_guarded_bf16"
     with pytest.raises(ValueError, match="dtype must be one of"):
-        rmsnorm.kernel_name("deck", "float64")
-
-
-# ----------------------------------------------------------------------------- CPU: deck's fault model
-
-def test_deck_phase2_model_right_at_1024_threads(rng):
-    local = rng.standard_normal(1024).astype(np.float32)
-    stale = rng.standard_normal(32).astype(np.float32) * 1e3  # nothing stale is read at 32 warps
-    r = rmsnorm.deck_phase2_model(local, stale)
-    assert r["nwarps"] == 32 and r["stale_read"] == []
-    assert r["total"] == r["correct"]
-    assert abs(r["total"] - float(local.astype(np.float64).sum())) < 1e-3
-
-
-def test_deck_phase2_model_reads_stale_smem_below_32_warps(rng):
-    local = np.abs(rng.standard_normal(256)).astype(np.float32)
-    stale = np.full(32, 7.0, np.float32)
-    r = rmsnorm.deck_phase2_model(local, stale)
-    assert r["nwarps"] == 8 and r["stale_read"] == list(range(8, 32))
-    assert math.isclose(r["total"] - r["correct"], 24 * 7.0, rel_tol=1e-4)
-    # with zeroed shared memory the fault hides: the same launch "passes"
-    assert rmsnorm.deck_phase2_model(local)["total"] == r["correct"]
-    with pytest.raises(ValueError, match="multiple of 32"):
-        rmsnorm.deck_phase2_model(np.ones(96 + 4))
+        deck.kernel_name("deck", "float64")
 
 
 # ----------------------------------------------------------------------------- CPU: nvcc build
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("arch", kernels.ARCHES)
-def test_rmsnorm_cu_builds_without_spills(arch):
-    usage = {u.kernel: u for u in kernels.nvcc_compile(rmsnorm.KERNEL_FILE, arch)}
-    expected = {rmsnorm.kernel_name(v, t) for v in rmsnorm.VARIANTS for t in rmsnorm.DTYPES}
+def test_rmsnorm_deck_cu_builds_without_spills(arch):
+    usage = {u.kernel: u for u in kernels.nvcc_compile(deck.FILE, arch)}
+    expected = {deck.kernel_name(v, t) for v in deck.VARIANTS for t in deck.DTYPES}
     assert set(usage) == expected
     for name, u in usage.items():
         assert u.spill_stores_bytes == 0 and u.spill_loads_bytes == 0 and u.stack_frame_bytes == 0, u
@@ -221,10 +210,14 @@ def test_rmsnorm_cu_builds_without_spills(arch):
 
 
 def test_regions_are_the_deck_phases():
+    """The regions the notebooks show; phase 3 (thread 0 publishes the RMS) is the same code in
+    both variants: the guarded one differs from the deck's only in phase 2."""
     for region, needle in [("phase1", "local += v * v;"), ("phase2", "float total = (tid < 32) ? smem[tid] : 0;"),
-                           ("phase3", "smem_rms = rsqrtf(mean + eps);"), ("phase4", "float rms = smem_rms;"),
-                           ("guarded_phase2", "block_reduce_sum(local, red)")]:
-        assert needle in kernels.snippet(rmsnorm.KERNEL_FILE, region).text
+                           ("phase3", "if (tid == 0) {"), ("phase3", "smem_rms = rsqrtf(mean + eps);"),
+                           ("phase4", "float rms = smem_rms;"),
+                           ("guarded_phase2", "block_reduce_sum(local, smem)"),
+                           ("guarded_phase2", "deck_phase2(local, smem)")]:
+        assert needle in kernels.snippet(deck.FILE, region).text, (region, needle)
 
 
 # ============================================================================= GPU
@@ -251,30 +244,30 @@ def test_guarded_matches_float64(rng, d, block, dtype):
     y = four_phase(x, w, EPS, block=block, variant="guarded", out=out)
     torch.cuda.synchronize()
     assert y is out and y.dtype == x.dtype
-    check_close(y, reference(x, w, EPS), *TOLERANCES[dtype], name=f"y[d={d}, block={block}, {dtype}]")
+    _check(y, reference(x, w, EPS), dtype, name=f"y[d={d}, block={block}, {dtype}]")
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
 def test_deck_variant_right_at_its_own_launch(rng, dtype):
     # the deck: 1024 threads (32 warps) on rows of 2048 features
-    x = _rand(rng, (64, rmsnorm.DECK_D), dtype, "cuda")
-    w = _rand(rng, (rmsnorm.DECK_D,), dtype, "cuda")
-    for variant in rmsnorm.VARIANTS:
+    x = _rand(rng, (64, deck.DECK_D), dtype, "cuda")
+    w = _rand(rng, (deck.DECK_D,), dtype, "cuda")
+    for variant in deck.VARIANTS:
         y = four_phase(x, w, EPS, block=1024, variant=variant, out=_poisoned_like(x))
         torch.cuda.synchronize()
-        check_close(y, reference(x, w, EPS), *TOLERANCES[dtype], name=f"{variant} y")
+        _check(y, reference(x, w, EPS), dtype, name=f"{variant} y")
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("block", [32, 64, 96, 256, 992])
 def test_guarded_right_where_deck_is_undefined(rng, block):
     # fewer than 32 warps: the deck's phase 2 reads unwritten smem; the guarded one must be right
-    x = _rand(rng, (17, rmsnorm.DECK_D), "float32", "cuda")
-    w = _rand(rng, (rmsnorm.DECK_D,), "float32", "cuda")
+    x = _rand(rng, (17, deck.DECK_D), "float32", "cuda")
+    w = _rand(rng, (deck.DECK_D,), "float32", "cuda")
     y = four_phase(x, w, EPS, block=block, out=_poisoned_like(x))
     torch.cuda.synchronize()
-    check_close(y, reference(x, w, EPS), *TOLERANCES["float32"])
+    _check(y, reference(x, w, EPS), "float32")
     with pytest.warns(RuntimeWarning, match="uninitialised shared memory"):
         four_phase(x, w, EPS, block=block, variant="deck")
     torch.cuda.synchronize()
@@ -295,7 +288,7 @@ def test_runs_on_the_current_torch_stream(rng):
         x.copy_(new)
         y = four_phase(x, w, EPS, out=_poisoned_like(x))
     side.synchronize()
-    check_close(y, reference(new, w, EPS), *TOLERANCES["float32"], name="y on side stream")
+    _check(y, reference(new, w, EPS), "float32", name="y on side stream")
 
 
 @pytest.mark.gpu
@@ -316,7 +309,7 @@ def test_captures_in_a_cuda_graph(rng):
     x.copy_(_rand(rng, (32, d), "float16", "cuda"))
     g.replay()
     torch.cuda.synchronize()
-    check_close(out, reference(x, w, EPS), *TOLERANCES["float16"], name="graph-replayed y")
+    _check(out, reference(x, w, EPS), "float16", name="graph-replayed y")
 
 
 @pytest.mark.gpu
@@ -331,7 +324,7 @@ def test_cupy_arrays_and_empty_rows(rng, dtype):
         y = four_phase(x, w, EPS, block=96)
         cp.cuda.get_current_stream().synchronize()
     assert isinstance(y, cp.ndarray) and y.shape == x.shape and y.dtype == x.dtype
-    check_close(y, reference(x, w, EPS), *TOLERANCES[dtype])
+    _check(y, reference(x, w, EPS), dtype)
     empty = four_phase(x[:0], w)
     assert empty.shape == (0, 3, 300)
 
@@ -340,18 +333,18 @@ def test_cupy_arrays_and_empty_rows(rng, dtype):
 def test_eager_on_gpu_launches_one_kernel_per_op(rng):
     m = EagerRMSNorm(2048, device="cuda")
     x = _rand(rng, (16, 2048), "float32", "cuda")
-    names = rmsnorm.eager_kernels(m, x)
-    ops = rmsnorm.eager_ops(m, x)
+    names = eager.eager_kernels(m, x)
+    ops = eager.eager_ops(m, x)
     assert len(ops) == 6 and len(names) >= len(ops), (ops, names)
     y = four_phase(x, m.weight.detach(), m.eps)
     torch.cuda.synchronize()
-    check_close(y, reference(x, m.weight, m.eps), *TOLERANCES["float32"])
-    check_close(m(x), reference(x, m.weight, m.eps), *TOLERANCES["float32"], name="eager y")
+    _check(y, reference(x, m.weight, m.eps), "float32")
+    _check(m(x), reference(x, m.weight, m.eps), "float32", name="eager y")
 
 
 @pytest.mark.gpu
 def test_kernel_attributes_fit_1024_threads():
-    for variant in rmsnorm.VARIANTS:
-        for dtype in rmsnorm.DTYPES:
-            k = rmsnorm.get_kernel(variant, dtype)
+    for variant in deck.VARIANTS:
+        for dtype in deck.DTYPES:
+            k = deck.get_kernel(variant, dtype)
             assert k.max_threads_per_block == 1024 and k.local_size_bytes == 0

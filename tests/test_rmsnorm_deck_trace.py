@@ -1,19 +1,21 @@
-"""The four-phase RMSNorm trace (kernels/rmsnorm_trace.cu): CPU model, frames, player, notebook 09;
-on a GPU, model == silicon bit for bit over many (d, block) pairs."""
+"""Notebook 09's four phases: the traced build of kernels/rmsnorm_deck.cu -- CPU model, frames,
+player, notebook; on a GPU, model == silicon bit for bit over many (d, block) pairs."""
 import json
 import math
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from gpu_viz import four_phase as fp
-from gpu_viz import kernels
-from gpu_viz.model import rmsnorm_trace as m
+from gpu_viz import disasm, kernels
+from gpu_viz.frames import rmsnorm_deck as fr
+from gpu_viz.lessons import RMSNORM_DECK
+from gpu_viz.model import rmsnorm_deck as m
+from gpu_viz.record import rmsnorm_deck as rec
+from gpu_viz.rmsnorm import reference
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "09_four_phase_trace.ipynb"
@@ -59,7 +61,7 @@ def _scalar_kernel(x, w, block, eps=1e-6):
 @pytest.mark.parametrize("d,block", [(1, 1), (7, 33), (33, 32), (100, 96), (2048, 1024), (700, 1000), (300, 7)])
 def test_model_matches_a_scalar_thread_by_thread_kernel(rng, d, block):
     x, w = _row(rng, d)
-    t = m.four_phase_trace(x, w, block=block)
+    t = m.trace(x, w, block=block)
     local, total, rstd, y = _scalar_kernel(x, w, block)
     assert t["local"].view(np.uint32).tolist() == local.view(np.uint32).tolist()
     assert t["scalars"][0].view(np.uint32) == np.asarray(total, F32).view(np.uint32)
@@ -71,10 +73,10 @@ def test_model_matches_a_scalar_thread_by_thread_kernel(rng, d, block):
 @pytest.mark.parametrize("block", BLOCKS)
 def test_model_within_the_documented_bound_of_float64(rng, d, block):
     x, w = _row(rng, d)
-    t = m.four_phase_trace(x, w, block=block)
+    t = m.trace(x, w, block=block)
     s64 = float(np.sum(x.astype(np.float64) ** 2))
     assert abs(float(t["scalars"][0]) - s64) <= m.sum_error_bound(d, block) * s64
-    ref = m.rmsnorm_float64(x, w)
+    ref = reference.rmsnorm(x, w)
     rel = np.abs(t["y"].astype(np.float64) - ref) / np.maximum(np.abs(ref), 1e-30)
     assert rel.max() <= m.output_rtol(d, block), (rel.max(), m.output_rtol(d, block))
 
@@ -82,7 +84,7 @@ def test_model_within_the_documented_bound_of_float64(rng, d, block):
 @pytest.mark.parametrize("block", BLOCKS)
 def test_trace_layout_nan_marks_missing_lanes(rng, block):
     x, w = _row(rng, 2048)
-    t = m.four_phase_trace(x, w, block=block)
+    t = m.trace(x, w, block=block)
     nw = -(-block // 32)
     assert t["warp_lanes"].shape == (nw, 6, 32) and t["w0_lanes"].shape == (6, 32)
     assert t["local"].shape == (block,) and t["y"].shape == (2048,) and t["scalars"].shape == (4,)
@@ -99,8 +101,8 @@ def test_trace_layout_nan_marks_missing_lanes(rng, block):
 
 def test_deck_variant_doubles_lanes_past_31_but_not_lane_0(rng):
     x, w = _row(rng, 2048)
-    deck = m.four_phase_trace(x, w, block=1024, variant="deck")
-    good = m.four_phase_trace(x, w, block=1024)
+    deck = m.trace(x, w, block=1024, variant="deck")
+    good = m.trace(x, w, block=1024)
     # at 32 warps the deck is right: lane 0 and the output agree bit for bit with the guarded variant
     assert deck.diff(good, ["local", "smem", "y", "scalars"]) == []
     # ... but lane 31 after offset 16 doubled (its partner lane 47 does not exist in the warp)
@@ -115,11 +117,11 @@ def test_deck_variant_doubles_lanes_past_31_but_not_lane_0(rng):
     (dict(x=np.ones(4), variant="fast"), "variant"), (dict(x=np.ones(0)), "d (row length)")])
 def test_bad_arguments_name_themselves(kwargs, word):
     with pytest.raises(ValueError, match=re.escape(word)):
-        m.four_phase_trace(**kwargs)
+        m.trace(**kwargs)
 
 
 def test_steps_cover_four_phases_in_order():
-    t = m.four_phase_trace(np.linspace(-1, 1, 2048), block=1024)
+    t = m.trace(np.linspace(-1, 1, 2048), block=1024)
     phases = [s.data["phase"] for s in t.steps]
     assert phases == sorted(phases) and set(phases) == {1, 2, 3, 4}
     assert 18 <= len(t.steps) <= 40
@@ -127,25 +129,35 @@ def test_steps_cover_four_phases_in_order():
     assert kinds.count("shuffle") == 6 and kinds.count("w0") == 6 and kinds.count("handoff") == 1
 
 
-@pytest.mark.parametrize("arch", kernels.ARCHES)
-def test_kernel_builds_without_spills(arch):
-    usage = {u.kernel: u for u in kernels.nvcc_compile("rmsnorm_trace.cu", arch, ("--fmad=false",))}
-    assert set(usage) == {"rmsnorm_four_phase_trace", "seed_reduce_trace", "block_reduce_all"}
-    for u in usage.values():
-        assert u.spill_stores_bytes == 0 and u.spill_loads_bytes == 0, u
-        assert u.registers <= 64, u
-
-
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-def test_ptx_has_no_fma_and_correctly_rounded_div_sqrt(tmp_path):
-    # the bit-for-bit contract: no contraction into fma.rn.f32 anywhere, IEEE div/sqrt in phase 3
+@pytest.mark.skipif(kernels.find_tool("nvcc") is None, reason="needs nvcc")
+def test_traced_ptx_has_no_fma_and_correctly_rounded_div_sqrt(tmp_path):
+    """The bit-for-bit contract of the traced build: no contraction into fma anywhere, and in every
+    entry point phase 3's mean and rstd as IEEE div / sqrt (no rsqrt.approx)."""
     out = tmp_path / "t.ptx"
-    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-std=c++17", f"-I{kernels.KERNEL_DIR}", *fp.OPTIONS,
-                    "-o", str(out), str(kernels.kernel_path("rmsnorm_trace.cu"))], check=True)
+    subprocess.run([kernels.find_tool("nvcc"), "-arch=sm_90", "-ptx", "-std=c++17", f"-I{kernels.KERNEL_DIR}",
+                    *kernels.TRACED_OPTIONS, "-o", str(out), str(kernels.kernel_path(m.FILE))], check=True)
     ptx = out.read_text()
-    assert "fma.rn.f32" not in ptx and "fma.f32" not in ptx
-    assert ptx.count("div.rn.f32") == 2 and ptx.count("sqrt.rn.f32") == 1
-    assert "rsqrt.approx" not in ptx
+    assert "fma.rn.f32" not in ptx and "fma.f32" not in ptx and "rsqrt.approx" not in ptx
+    for kernel in m.KERNELS.values():
+        entry = disasm._entry(ptx, kernel)
+        assert entry.count("div.rn.f32") == 2 and entry.count("sqrt.rn.f32") == 1, kernel
+
+
+@pytest.mark.skipif(kernels.find_tool("nvcc") is None, reason="needs nvcc")
+def test_plain_build_keeps_the_decks_fast_rsqrt(tmp_path):
+    out = tmp_path / "p.ptx"
+    subprocess.run([kernels.find_tool("nvcc"), "-arch=sm_90", "-ptx", "-std=c++17", f"-I{kernels.KERNEL_DIR}",
+                    "-o", str(out), str(kernels.kernel_path(m.FILE))], check=True)
+    assert "rsqrt.approx.f32" in out.read_text()
+
+
+def test_the_player_shows_the_taught_phases():
+    """Notebook 09 steps through exactly the lines notebook 08 shows: the deck variant's source is
+    the four phase regions of kernels/rmsnorm_deck.cu, without the TRACE lines."""
+    shown = m.source("deck").text
+    for phase in ("phase1", "phase2", "phase3", "phase4"):
+        assert kernels.snippet(m.FILE, phase).text in shown
+    assert "TRACE" not in shown and "block_reduce_sum" in m.source("guarded").text
 
 
 def test_record_without_a_gpu_is_the_labelled_model(rng):
@@ -153,42 +165,42 @@ def test_record_without_a_gpu_is_the_labelled_model(rng):
 
     if backend.has_gpu():
         pytest.skip("CPU-mode behaviour")
-    t = fp.record(rng.standard_normal(64), block=32)
+    t = RMSNORM_DECK.trace(x=rng.standard_normal(64).astype(np.float32), block=32)
     assert t.source == "model" and t.provenance == backend.MODEL_LABEL
     with pytest.raises(backend.GPUUnavailable):
-        fp.record_gpu(np.ones(4), block=4)
+        rec.trace(np.ones(4), block=4)
 
 
 def test_every_step_needle_is_a_line_of_the_shown_source():
-    snip = fp.kernel_source()
     for variant, block in (("guarded", 100), ("deck", 256)):
-        for step in m.four_phase_trace(np.ones(300), block=block, variant=variant).steps:
+        snip = m.source(variant)
+        for step in m.trace(np.ones(300), block=block, variant=variant).steps:
             assert step.line == snip.line_of(step.data["needle"])
             assert 1 <= step.line <= len(snip.text.splitlines())
 
 
 def test_frames_and_static_player(rng):
     x, w = _row(rng, 2048)
-    t = m.four_phase_trace(x, w, block=1024)
-    anim = fp.animation(t, warp=3)
+    t = m.trace(x, w, block=1024)
+    anim = fr.animation(t, warp=3)
     assert len(anim) == len(t.steps) == 20
     assert all(f.png.startswith(b"\x89PNG") for f in anim.frames)
     html = anim.static_html()
     assert 'data-frames="20"' in html
     meta = json.loads(re.search(r"meta = (\[.*?\]), i = 0", html).group(1))
     captions = [c["caption"] for c in meta]
-    for phase, caption in fp.PHASE_CAPTIONS.items():
+    for phase, caption in fr.PHASE_CAPTIONS.items():
         assert any(c.startswith(f"phase {phase}") and caption in c for c in captions), phase
     assert t.provenance in html or "CPU model" in html
 
 
 def test_frames_reject_bad_arguments(rng):
-    t = m.four_phase_trace(rng.standard_normal(64), block=64)
+    t = m.trace(rng.standard_normal(64), block=64)
     with pytest.raises(ValueError, match="warp"):
-        fp.frames(t, warp=2)
+        fr.frames(t, warp=2)
     with pytest.raises(ValueError, match="kinds"):
-        fp.frames(t, kinds=["phase9"])
-    assert len(fp.frames(t, kinds=["w0"])) == 6
+        fr.frames(t, kinds=["phase9"])
+    assert len(fr.frames(t, kinds=["w0"])) == 6
 
 
 @pytest.mark.slow
@@ -231,8 +243,8 @@ def test_silicon_equals_model_bit_for_bit(rng, prefill):
     for d in DS:
         for block in BLOCKS:
             x, w = _row(rng, d)
-            gpu = fp.record_gpu(x, w, block=block, prefill=prefill)
-            cpu = m.four_phase_trace(x, w, block=block, prefill=prefill)
+            gpu = rec.trace(x, w, block=block, prefill=prefill)
+            cpu = m.trace(x, w, block=block, prefill=prefill)
             problems = cpu.diff(gpu)
             if problems:
                 failures.append(f"d={d} block={block}: " + "; ".join(problems))
@@ -243,12 +255,12 @@ def test_silicon_equals_model_bit_for_bit(rng, prefill):
 @pytest.mark.parametrize("block", [32, 96, 256, 1024])
 def test_deck_variant_silicon_equals_model(rng, block):
     x, w = _row(rng, 2048)
-    gpu = fp.record_gpu(x, w, block=block, variant="deck", prefill=True)
-    cpu = m.four_phase_trace(x, w, block=block, variant="deck", prefill=True)
+    gpu = rec.trace(x, w, block=block, variant="deck", prefill=True)
+    cpu = m.trace(x, w, block=block, variant="deck", prefill=True)
     cpu.assert_equal(gpu)
     # without prefill: everything before warp 0's read is still knowable
-    gpu = fp.record_gpu(x, w, block=block, variant="deck", prefill=False)
-    cpu = m.four_phase_trace(x, w, block=block, variant="deck", prefill=False)
+    gpu = rec.trace(x, w, block=block, variant="deck", prefill=False)
+    cpu = m.trace(x, w, block=block, variant="deck", prefill=False)
     knowable = [k for k in cpu.arrays if k not in m.unknowable(cpu.params)]
     cpu.assert_equal(gpu, knowable)
     nw = block // 32
@@ -260,8 +272,8 @@ def test_deck_variant_silicon_equals_model(rng, block):
 @pytest.mark.parametrize("block", BLOCKS)
 def test_silicon_output_within_tolerance_of_float64(rng, d, block):
     x, w = _row(rng, d)
-    y = fp.record_gpu(x, w, block=block)["y"]
-    ref = m.rmsnorm_float64(x, w)
+    y = rec.trace(x, w, block=block)["y"]
+    ref = reference.rmsnorm(x, w)
     rel = np.abs(y.astype(np.float64) - ref) / np.maximum(np.abs(ref), 1e-30)
     assert np.all(np.isfinite(y)) and rel.max() <= m.output_rtol(d, block)
 
@@ -273,7 +285,7 @@ def test_static_player_steps_through_the_four_phases_in_chromium(browser, tmp_pa
     ``browser`` is the one session Chromium (tests/conftest_browser.py): a second Playwright of its
     own here would clash with the one tests/test_browser.py's tests keep open."""
     x, w = _row(rng, 2048)
-    anim = fp.animation(m.four_phase_trace(x, w, block=1024), warp=1)
+    anim = fr.animation(m.trace(x, w, block=1024), warp=1)
     page_file = tmp_path / "player.html"
     page_file.write_text("<html><body>" + anim.static_html() + "</body></html>")
     context = browser.new_context()
@@ -304,4 +316,4 @@ def test_static_player_steps_through_the_four_phases_in_chromium(browser, tmp_pa
 @pytest.mark.parametrize("bad", [0, -5, 2.5, True, "8"])
 def test_default_inputs_names_d(bad):
     with pytest.raises(ValueError, match="d \\(the row length\\) must be a positive integer"):
-        fp.default_inputs(d=bad)
+        rec.default_inputs(d=bad)

@@ -1,20 +1,20 @@
-"""Notebook 07: the round-robin model, the summary, the timeline; silicon's %smid and timers."""
-import shutil
-
+"""Notebook 07's block scheduling (kernels/scheduling.cu): the round-robin model, the summary, the
+timeline; on a GPU, silicon's %smid and timers."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu_viz import device, kernels, scheduling
-from gpu_viz.frames_scheduling import queue_animation, timeline_figure
+from gpu_viz import device, kernels, occupancy
+from gpu_viz.frames import scheduling as frames
+from gpu_viz.lessons import SCHEDULING
 from gpu_viz.model import scheduling as model
 
 L4 = device.SPEC_SHEETS["L4"]
 
 
 def test_deck_case_2048_blocks_on_58_sms():
-    s = scheduling.scheduling_summary(trace=model.scheduling(2048, 256, 20000))
+    s = frames.summary(trace=model.trace(2048, 256, 20000))
     assert s["sm_count"] == 58 and s["sms_used"] == 58 and s["blocks"] == 2048
     assert s["blocks_per_sm_hist"] == {"35": 40, "36": 18}  # 2048 = 58 * 35 + 18: 18 SMs get a 36th
     assert s["resident_blocks_per_sm"] == 6   # 1536 threads/SM / 256
@@ -32,7 +32,7 @@ def test_occupancy_limits(threads, expect):
 @given(blocks=st.integers(1, 3000), threads=st.sampled_from([32, 64, 128, 256, 384, 512, 1024]),
        spin=st.integers(100, 100000))
 def test_round_robin_properties(blocks, threads, spin):
-    tr = model.scheduling(blocks, threads, spin)
+    tr = model.trace(blocks, threads, spin)
     S, R = 58, model.resident_blocks_per_sm(L4, threads)
     smid, t0, t1 = tr["smid"], tr["t_start"], tr["t_end"]
     assert (smid < S).all() and (t1 > t0).all()
@@ -43,68 +43,68 @@ def test_round_robin_properties(blocks, threads, spin):
     assert (t0[:first] == 0).all() and (t0[first:] > 0).all()      # the rest waited in the queue
     for s in range(min(S, blocks)):                                 # never more than R at once
         sel = smid == s
-        assert scheduling.max_concurrent(t0[sel], t1[sel]) <= R
-    summ = scheduling.scheduling_summary(tr)
+        assert frames.max_concurrent(t0[sel], t1[sel]) <= R
+    summ = frames.summary(tr)
     assert summ["waves"] == -(-blocks // (S * R))
     assert sum(summ["blocks_per_sm_hist"].values()) == summ["sms_used"] == min(S, blocks)
     assert set(tr.simulated) == set(tr.arrays)
 
 
 def test_more_work_longer_makespan():
-    a = scheduling.scheduling_summary(trace=model.scheduling(2048, 256, 10000))
-    b = scheduling.scheduling_summary(trace=model.scheduling(2048, 256, 20000))
+    a = frames.summary(trace=model.trace(2048, 256, 10000))
+    b = frames.summary(trace=model.trace(2048, 256, 20000))
     assert b["makespan_us"] == pytest.approx(2 * a["makespan_us"], rel=1e-3)
 
 
 def test_bad_args_name_the_argument():
     with pytest.raises(ValueError, match="threads must be 1..1024"):
-        scheduling.scheduling_trace(threads=2000)
+        SCHEDULING.trace(threads=2000)
     with pytest.raises(ValueError, match="blocks must be"):
-        scheduling.scheduling_trace(blocks=0)
+        SCHEDULING.trace(blocks=0)
     with pytest.raises(TypeError, match="spin_cycles must be an int"):
-        scheduling.scheduling_trace(spin_cycles=1.5)
+        SCHEDULING.trace(spin_cycles=1.5)
 
 
 def test_max_concurrent():
-    assert scheduling.max_concurrent(np.array([0, 0, 5]), np.array([5, 5, 9])) == 2
-    assert scheduling.max_concurrent(np.array([0, 1, 2]), np.array([10, 10, 10])) == 3
+    assert frames.max_concurrent(np.array([0, 0, 5]), np.array([5, 5, 9])) == 2
+    assert frames.max_concurrent(np.array([0, 1, 2]), np.array([10, 10, 10])) == 3
 
 
 def test_frames_render():
-    tr = scheduling.scheduling_trace(blocks=300, threads=512, spin_cycles=5000)
-    an = queue_animation(tr, frames=4)
+    tr = SCHEDULING.trace(blocks=300, threads=512, spin_cycles=5000)
+    an = frames.animation(tr, frames=4)
     assert len(an) == 4 and all(f.png.startswith(b"\x89PNG") for f in an.frames)
     assert "still wait in the queue" in an.frames[0].caption
-    fig = timeline_figure(tr)
+    fig = frames.timeline_figure(tr)
     assert fig.axes
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-def test_model_register_count_matches_ptxas():
-    rows = kernels.nvcc_compile("scheduling.cu", "sm_89")
-    assert rows[0].registers == model.MODEL_REGS_PER_THREAD
-
-
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.skipif(kernels.find_tool("nvcc") is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("arch", kernels.ARCHES)
-def test_nvcc_compiles(arch):
-    rows = kernels.nvcc_compile("scheduling.cu", arch)
-    assert rows and all(r.spill_stores_bytes == 0 for r in rows)
+def test_registers_never_bind_the_models_occupancy(arch):
+    """__launch_bounds__(1024, 2) keeps scheduled_block at <= MODEL_REGS_PER_THREAD registers, so the
+    model's occupancy is exact: at the real register count the calculator gives the same blocks."""
+    regs = kernels.nvcc_compile("scheduling.cu", arch)[0].registers
+    assert regs <= model.MODEL_REGS_PER_THREAD
+    for threads in (32, 96, 256, 1024):
+        real = occupancy.calculate(L4, threads, occupancy.KernelResources("scheduled_block", regs))
+        assert real.blocks_per_sm == model.resident_blocks_per_sm(L4, threads)
 
 
 # -- GPU ----------------------------------------------------------------------------------------
 
+@pytest.mark.timing
 @pytest.mark.gpu
 @pytest.mark.parametrize("blocks,threads,spin", [(2048, 256, 20000), (2048, 1024, 5000), (7, 32, 1000), (500, 96, 0)])
 def test_silicon_smid_and_times(blocks, threads, spin):
-    tr = scheduling.scheduling_gpu(blocks, threads, spin)
+    tr = SCHEDULING.trace(blocks=blocks, threads=threads, spin_cycles=spin)
     S = device.current().sm_count
     assert tr.source == "gpu" and tr.simulated == ()
     assert (tr["smid"] < S).all()
     assert (tr["t_end"] >= tr["t_start"]).all() and (tr["clk_end"] > tr["clk_start"]).all()
     if spin:
         assert ((tr["clk_end"] - tr["clk_start"]) >= spin).all()
-    s = scheduling.scheduling_summary(tr)
+    s = frames.summary(tr)
     assert s["blocks"] == blocks and sum(int(k) * v for k, v in s["blocks_per_sm_hist"].items()) == blocks
     assert s["max_concurrent_blocks_per_sm"] <= s["resident_blocks_per_sm"]
     if blocks >= 2 * S * s["resident_blocks_per_sm"]:
@@ -112,9 +112,10 @@ def test_silicon_smid_and_times(blocks, threads, spin):
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_silicon_queue_waits():
-    tr = scheduling.scheduling_gpu(2048, 1024, 20000)   # 1 block per SM on most GPUs -> many waves
-    s = scheduling.scheduling_summary(tr)
+    tr = SCHEDULING.trace(blocks=2048, threads=1024, spin_cycles=20000)   # 1 block per SM on most GPUs -> many waves
+    s = frames.summary(tr)
     assert s["waves"] >= 2
     assert s["makespan_us"] > 1.5 * s["block_us_median"]
 
@@ -122,6 +123,6 @@ def test_silicon_queue_waits():
 @pytest.mark.gpu
 @pytest.mark.parametrize("threads", [32, 96, 256, 1024])
 def test_occupancy_model_equals_cuda_occupancy_api(threads):
-    fn = kernels.function("scheduling.cu", "scheduled_block")
-    model_r = model.resident_blocks_per_sm(device.current(), threads, fn.num_regs)
-    assert scheduling.resident_blocks_gpu(threads) == model_r
+    from gpu_viz.record import scheduling as record
+
+    assert record.resident_blocks(threads) == model.resident_blocks_per_sm(device.current(), threads)

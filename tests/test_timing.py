@@ -1,10 +1,10 @@
-"""gpu_viz.bench: timing statistics, rotation, records; GPU timing itself on a GPU."""
-import json
-
+"""gpu_viz.measure.timing: timing statistics, rotation; GPU timing itself on a GPU."""
 import numpy as np
 import pytest
 
-from gpu_viz import backend, bench
+from gpu_viz import backend
+from gpu_viz.measure import records
+from gpu_viz.measure import timing as bench
 
 
 def test_timing_statistics():
@@ -26,49 +26,17 @@ def test_rotation_exceeds_l2():
         bench.rotation_count(0, l2)
 
 
-def test_slug_and_record_roundtrip(tmp_path):
-    assert bench.gpu_slug("NVIDIA H200") == "nvidia-h200"
-    assert bench.gpu_slug("Tesla T4 ") == "tesla-t4"
-    rec = {"date": "2026-11-29", "gpu": "NVIDIA H200", "rows": [{"op": "rmsnorm", "median_us": 1.5}]}
-    path = bench.save_record(rec, tag="x", directory=tmp_path)
-    assert path.name == "nvidia-h200-2026-11-29-x.json"
-    assert json.loads(path.read_text())["rows"][0]["median_us"] == 1.5
-    (tmp_path / "broken.json").write_text("{")
-    older = dict(rec, date="2026-01-01")
-    bench.save_record(older, directory=tmp_path)
-    got = bench.load_records(directory=tmp_path)
-    assert [r["date"] for r in got] == ["2026-11-29", "2026-01-01"]
-
-
-def test_committed_records_have_the_design_fields():
-    for rec in bench.load_records():
-        for key in ("date", "gpu", "sm", "driver", "cuda", "torch", "cupy"):
-            assert key in rec, f"{rec['_file']} lacks {key!r}"
-        for row in rec.get("rows", []):
-            # every timed row: what, which implementation, how timed, the spread (DESIGN.md section 5);
-            # the RMSNorm ops' rows also carry their (M, N) shape
-            assert "op" in row, f"{rec['_file']}: a row lacks 'op': {row}"
-            if "median_us" not in row:  # a summary row (e.g. scheduling waves), not a timing
-                continue
-            keys = ["impl", "timing", "p10_us", "p90_us"]
-            if row["op"] in ("rmsnorm", "rmsnorm_gate"):
-                keys += ["M", "N", "dtype", "GBps"]
-            for key in keys:
-                assert key in row, f"{rec['_file']}: a row lacks {key!r}: {row}"
-            assert row["timing"] in ("kernel", "call"), f"{rec['_file']}: timing {row['timing']!r}"
-            assert row["p10_us"] <= row["median_us"] <= row["p90_us"], f"{rec['_file']}: spread out of order: {row}"
-
-
 def test_timing_in_cpu_mode_says_why(monkeypatch):
     cpu = backend.Backend(mode="cpu", reason="no driver", cause=backend.CAUSE_NO_DRIVER)
     monkeypatch.setattr(backend, "_cached", cpu)
     with pytest.raises(backend.GPUUnavailable, match="timing needs a CUDA GPU.*no driver"):
         bench.time_calls(lambda i: None)
     with pytest.raises(backend.GPUUnavailable):
-        bench.environment()
+        records.environment()
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_cupy_timings_are_sane():
     import cupy as cp
 
@@ -84,6 +52,7 @@ def test_cupy_timings_are_sane():
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_copy_kernel_floor_is_above_the_empty_kernel():
     from gpu_viz import device
 
@@ -94,9 +63,10 @@ def test_copy_kernel_floor_is_above_the_empty_kernel():
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_torch_copy_bandwidth_and_environment():
     torch = pytest.importorskip("torch")
     bw = bench.copy_bandwidth(nbytes=1 << 28, reps=10)
     assert 50 < bw["GBps"] < 20000
-    env = bench.environment()
+    env = records.environment()
     assert env["gpu"] == torch.cuda.get_device_name() and env["sm"].startswith("sm_")

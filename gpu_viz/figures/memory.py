@@ -17,6 +17,14 @@ def _rows(points) -> List[Dict]:
     return [p.row() if hasattr(p, "row") else dict(p) for p in points]
 
 
+def _sorted_rows(points, key: str, what: str) -> List[Dict]:
+    """The points as row dicts sorted by ``key``; ValueError naming ``what`` when there are none."""
+    rows = sorted(_rows(points), key=lambda r: r[key])
+    if not rows:
+        raise ValueError(f"{what}: points is empty")
+    return rows
+
+
 def _size_axis(ax, sizes):
     from ..measure.memory import size_label
 
@@ -33,10 +41,7 @@ def plot_staircase(points, info: device.DeviceInfo, provenance: str, deck_cycles
     """
     import matplotlib.pyplot as plt
 
-    info = _check_info(info)
-    rows = sorted(_rows(points), key=lambda r: r["size_bytes"])
-    if not rows:
-        raise ValueError("plot_staircase: points is empty")
+    info, rows = _check_info(info), _sorted_rows(points, "size_bytes", "plot_staircase")
     sizes = [r["size_bytes"] for r in rows]
     fig, ax = plt.subplots(figsize=(9, 4.6))
     ax.plot(sizes, [r["cycles_per_load"] for r in rows], "o-", color=_BLUE, lw=2, label="measured: cycles per load")
@@ -64,10 +69,7 @@ def plot_bandwidth(points, info: device.DeviceInfo, provenance: str, copy_GBps: 
     """Read bandwidth of ``stream_read`` vs bytes read; peak (spec/attributes) and copy bandwidth lines."""
     import matplotlib.pyplot as plt
 
-    info = _check_info(info)
-    rows = sorted(_rows(points), key=lambda r: r["size_bytes"])
-    if not rows:
-        raise ValueError("plot_bandwidth: points is empty")
+    info, rows = _check_info(info), _sorted_rows(points, "size_bytes", "plot_bandwidth")
     sizes = [r["size_bytes"] for r in rows]
     fig, ax = plt.subplots(figsize=(9, 4.4))
     gb = [r["GBps"] for r in rows]
@@ -96,10 +98,7 @@ def plot_sweep(points, info: device.DeviceInfo, provenance: str, copy_GBps: Opti
     """Read bandwidth vs resident warps per SM (one 16-byte load in flight per thread)."""
     import matplotlib.pyplot as plt
 
-    info = _check_info(info)
-    rows = sorted(_rows(points), key=lambda r: r["warps_per_sm"])
-    if not rows:
-        raise ValueError("plot_sweep: points is empty")
+    info, rows = _check_info(info), _sorted_rows(points, "warps_per_sm", "plot_sweep")
     fig, ax = plt.subplots(figsize=(9, 4.4))
     w = [r["warps_per_sm"] for r in rows]
     ax.plot(w, [r["GBps"] for r in rows], "o-", color=_BLUE, lw=2, label="measured: stream_read, DRAM-sized buffer")

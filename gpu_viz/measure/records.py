@@ -18,17 +18,12 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from .. import backend
-
-_PKG = Path(__file__).resolve().parent.parent
-
+from ..data import course_dir
 
 def results_dir() -> Path:
-    """Where the committed records are: ``<repo>/benchmarks/results`` in a source checkout
-    (an editable install), else ``gpu_viz/_results`` inside the installed wheel."""
-    for candidate in (_PKG.parent / "benchmarks" / "results", _PKG / "_results"):
-        if candidate.is_dir() and any(candidate.glob("*.json")):
-            return candidate
-    return _PKG / "_results"
+    """Where the committed records are: ``<repo>/benchmarks/results`` in a source checkout (an
+    editable install), else ``gpu_viz/_results`` inside the installed wheel."""
+    return course_dir("benchmarks/results", "_results")
 
 
 def _driver_version() -> str:

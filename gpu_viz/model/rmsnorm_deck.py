@@ -50,23 +50,19 @@ SOURCE_REGIONS = {
     DECK: ("phase1", "phase2", "phase3", "phase4"),
     GUARDED: ("phase1", "guarded_phase2", "reduce.cuh:block_reduce_sum", "phase3", "phase4"),
 }
-#: For each kind of step, text that finds its line in the variant's source (:data:`SOURCE_REGIONS`).
+#: For each kind of step, text that finds its line in the variant's source (:data:`SOURCE_REGIONS`):
+#: phases 1, 3 and 4 are the deck's lines in both; phase 2 is the deck's or reduce.cuh's.
+_SHARED_NEEDLES = {"local": "local += v * v", "passes": "i = tid, then", "mean": "float mean = total / d;",
+                   "rstd": "smem_rms = rsqrtf(mean + eps);", "sync": "RMS now visible to all",
+                   "output": "y[row*d + i] = from_f32<T>("}
 NEEDLES = {
-    DECK: {"local": "local += v * v", "passes": "i = tid, then", "lanes": "1 · collapse 32 lanes",
-           "shuffle": "local += __shfl_down_sync(FULL, local, off)",
-           "handoff": "if (lane == 0) smem[warpId] = local;",
-           "w0_read": "float total = (tid < 32) ? smem[tid] : 0;",
-           "w0": "total += __shfl_down_sync(FULL, total, off)",
-           "mean": "float mean = total / d;", "rstd": "smem_rms = rsqrtf(mean + eps);",
-           "sync": "RMS now visible to all", "output": "y[row*d + i] = from_f32<T>("},
-    GUARDED: {"local": "local += v * v", "passes": "i = tid, then",
-              "lanes": "v = warp_reduce_sum(v, lanes_in_warp(warp, nthreads), 1);",
-              "shuffle": "float other = __shfl_down_sync(mask, v, off);",
-              "handoff": "if (lane == 0) smem[warp] = v;",
-              "w0_read": "float t = (lane < nwarps) ? smem[lane] : 0.0f;",
-              "w0": "float other = __shfl_down_sync(mask, v, off);",
-              "mean": "float mean = total / d;", "rstd": "smem_rms = rsqrtf(mean + eps);",
-              "sync": "RMS now visible to all", "output": "y[row*d + i] = from_f32<T>("},
+    DECK: dict(_SHARED_NEEDLES, lanes="1 · collapse 32 lanes", shuffle="local += __shfl_down_sync(FULL, local, off)",
+               handoff="if (lane == 0) smem[warpId] = local;", w0_read="float total = (tid < 32) ? smem[tid] : 0;",
+               w0="total += __shfl_down_sync(FULL, total, off)"),
+    GUARDED: dict(_SHARED_NEEDLES, lanes="v = warp_reduce_sum(v, lanes_in_warp(warp, nthreads), 1);",
+                  shuffle="float other = __shfl_down_sync(mask, v, off);", handoff="if (lane == 0) smem[warp] = v;",
+                  w0_read="float t = (lane < nwarps) ? smem[lane] : 0.0f;",
+                  w0="float other = __shfl_down_sync(mask, v, off);"),
 }
 
 

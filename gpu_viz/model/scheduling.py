@@ -76,6 +76,14 @@ def resident_blocks_per_sm(info: device.DeviceInfo, threads: int) -> int:
     return occ.blocks_per_sm
 
 
+def launch_params(blocks: int, threads: int, spin_cycles: int, fma_iters: int, info: device.DeviceInfo,
+                  resident: int, model: Optional[str]) -> dict:
+    """The Trace's ``params`` (both producers); ``model``: the model's name, None on silicon."""
+    return {"blocks": blocks, "threads": threads, "spin_cycles": spin_cycles, "fma_iters": fma_iters,
+            "sm_count": info.sm_count, "resident_blocks_per_sm": resident, "gpu": info.name, "model": model,
+            "clock_khz": info.clock_khz}
+
+
 def block_cycles(spin_cycles: int, fma_iters: int) -> int:
     """The model's duration of one block, in SM cycles."""
     return int(spin_cycles) + FMA_LATENCY_CYCLES * int(fma_iters)
@@ -129,11 +137,7 @@ def trace(blocks: int = DECK_BLOCKS, threads: int = DEFAULT_THREADS, spin_cycles
     t_end = np.round(start + dur_ns).astype(np.uint64)
     clk_start = np.round(start * ghz).astype(np.int64)
     name = model_name(info)
-    return Trace(kernel=KERNEL,
-                 params={"blocks": blocks, "threads": threads, "spin_cycles": spin_cycles,
-                         "fma_iters": fma_iters, "sm_count": info.sm_count,
-                         "resident_blocks_per_sm": resident, "gpu": info.name, "model": name,
-                         "clock_khz": info.clock_khz},
+    return Trace(kernel=KERNEL, params=launch_params(blocks, threads, spin_cycles, fma_iters, info, resident, name),
                  arrays={"smid": smid, "t_start": t_start, "t_end": t_end, "clk_start": clk_start,
                          "clk_end": clk_start + cycles},
                  source=MODEL_SOURCE,

@@ -16,6 +16,8 @@ from ..model.rmsnorm_deck import as_f32_vector
 
 FILE = model.FILE
 WARP = model.WARP
+#: The record size the kernels are compiled with (the .cu file's #ifndef default is the same).
+OPTIONS = (f"-DSEED_MAX_LEVELS={model.SEED_MAX_LEVELS}",)
 
 
 def seed_reduce(partials, corrected: bool = False) -> Dict[str, np.ndarray]:
@@ -38,7 +40,7 @@ def seed_reduce(partials, corrected: bool = False) -> Dict[str, np.ndarray]:
     levels = cp.full((model.SEED_MAX_LEVELS, B), nan, cp.float32)
     finish = cp.full((model.STEPS, WARP), nan, cp.float32)
     out = cp.full(B, nan, cp.float32)
-    kernels.function(FILE, model.SEED_KERNEL)((1,), (B,), (cp.asarray(p), np.int32(1 if corrected else 0),
+    kernels.function(FILE, model.SEED_KERNEL, OPTIONS)((1,), (B,), (cp.asarray(p), np.int32(1 if corrected else 0),
                                                           levels, finish, out))
     return dict(levels=cp.asnumpy(levels), finish=cp.asnumpy(finish), out=cp.asnumpy(out))
 
@@ -58,5 +60,5 @@ def block_reduce(values) -> np.ndarray:
         raise ValueError(f"values must have length (block) in 1..1024, got {B}")
     cp = backend.require_cupy("block_reduce_sum")
     out = cp.full(2 * B, np.float32(np.nan), cp.float32)
-    kernels.function(FILE, model.BLOCK_REDUCE_KERNEL)((1,), (B,), (cp.asarray(v), out))
+    kernels.function(FILE, model.BLOCK_REDUCE_KERNEL, OPTIONS)((1,), (B,), (cp.asarray(v), out))
     return cp.asnumpy(out).reshape(2, B)

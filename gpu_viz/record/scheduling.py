@@ -54,10 +54,6 @@ def trace(blocks: int = model.DECK_BLOCKS, threads: int = model.DEFAULT_THREADS,
         raise AssertionError("scheduled_block: a block ended before it started (timer not monotone)")
     base = t0.min()
     resident = resident_blocks(threads)
-    return Trace(kernel=KERNEL,
-                 params={"blocks": blocks, "threads": threads, "spin_cycles": spin_cycles,
-                         "fma_iters": fma_iters, "sm_count": info.sm_count,
-                         "resident_blocks_per_sm": resident, "gpu": info.name, "model": None,
-                         "clock_khz": info.clock_khz},
+    return Trace(kernel=KERNEL, params=model.launch_params(blocks, threads, spin_cycles, fma_iters, info, resident, None),
                  arrays={"smid": smid, "t_start": t0 - base, "t_end": t1 - base, "clk_start": c0, "clk_end": c1},
                  source=GPU_SOURCE, provenance=backend.live_label() + "; %smid and %globaltimer read on the SMs")

@@ -15,6 +15,8 @@ from ..trace import GPU_SOURCE, Trace
 
 FILE, KERNEL = "vector_add.cu", "vector_add"
 REC_FIELDS = len(model.VECTOR_ADD_FIELDS)
+#: The record layout the traced build is compiled with (the .cu file's #ifndef default is the same).
+OPTIONS = (f"-DVA_REC_FIELDS={REC_FIELDS}",)
 
 
 def trace(A: np.ndarray, B: np.ndarray, block: int = 64, *, region_lines=None, seed=None) -> Trace:
@@ -43,8 +45,8 @@ def trace(A: np.ndarray, B: np.ndarray, block: int = 64, *, region_lines=None, s
     dC = cp.full(n, np.nan, cp.float32)
     rec = cp.full(T * REC_FIELDS, -1, cp.int32)
     vals = cp.full(T * 3, np.nan, cp.float32)
-    kernels.bind_record(kernels.load(FILE, traced=True), [("thread", rec), ("vals", vals)])
-    kernels.function(FILE, KERNEL, traced=True)((grid,), (block,), (dA, dB, dC, np.int32(n)))
+    kernels.bind_record(kernels.load(FILE, OPTIONS, traced=True), [("thread", rec), ("vals", vals)])
+    kernels.function(FILE, KERNEL, OPTIONS, traced=True)((grid,), (block,), (dA, dB, dC, np.int32(n)))
     cp.cuda.get_current_stream().synchronize()
     rec = rec.get().reshape(T, REC_FIELDS)
     vals = vals.get().reshape(T, 3)

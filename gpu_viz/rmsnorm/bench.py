@@ -158,7 +158,7 @@ def fewest_bytes(op: str, M: int, N: int, dtype) -> int:
 
 
 def make_row(op: str, impl: str, M: int, N: int, dtype, t: "bench.Timing", **extra) -> Dict:
-    """One row in DESIGN.md section 5's format from a :class:`gpu_viz.bench.Timing`."""
+    """One row in DESIGN.md section 5's format from a :class:`gpu_viz.measure.timing.Timing`."""
     dt = dtype_name(dtype)
     row = {"op": op, "impl": impl, "M": int(M), "N": int(N), "dtype": dt, "timing": t.timing,
            "median_us": round(t.median_us, 4), "p10_us": round(t.p10_us, 4), "p90_us": round(t.p90_us, 4),
@@ -412,7 +412,7 @@ def _poison_pool(torch, M: int, N: int, device) -> None:
 
 @dataclasses.dataclass
 class _Timers:
-    """How rows get their times; :func:`run` uses the GPU ones (gpu_viz.bench)."""
+    """How rows get their times; :func:`run` uses the GPU ones (gpu_viz.measure.timing)."""
 
     kernel: Callable  # (fn(i), reps, calls_per_graph) -> Timing
     call: Callable  # (fn(i), reps) -> Timing
@@ -436,13 +436,11 @@ def _calls_per_graph(buffers: int, pilot_us: float, target_us: float = 1000.0, m
     (short calls: 64 x 2.3 µs = ~150 µs per replay).  ``pilot_us``: one call's kernel time (µs)
     from a short graph pilot.
 
+    Too few calls per replay add the replay's launch to every call: the pilot is a graph's,
+    not an as-called time, for that reason (benchmarks/NOTES.md).
+
     Raises:
         ValueError: ``buffers`` < 1, ``pilot_us`` not a finite number >= 0.
-
-    Session 3's record took the pilot from as-called timing (Python overhead included) with a
-    200 µs target: 2 calls per replay at fp32 4096x4096 (one pass over 2 sets) and 1 at
-    32768x8192, which added ~1-2 µs per call to every provider there (H200, 2026-11-29:
-    fused 262.2 -> 259.9 µs, Liger 264.0 -> 261.9 with 4 calls; benchmarks/NOTES.md).
     """
     if buffers < 1:
         raise ValueError(f"buffers must be >= 1 (input sets to rotate over), got {buffers}")
@@ -541,7 +539,7 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
                 if verbose:
                     print(f"  {op:12s} {p:10s} {M:>6d}x{N:<6d} {dt:8s} "
                           f"{time.perf_counter() - t0:5.1f} s ({buffers} buffer sets)")
-            del sets, ok_fns
+            sets = ok_fns = None  # this shape's buffers go before the next shape's are made
             if str(device) != "cpu":
                 torch.cuda.empty_cache()
     add_speedups(out)
@@ -574,7 +572,7 @@ def run(op: str, shapes, dtypes=("float16",), providers: Optional[Iterable[str]]
     ``reps`` (>= 1) samples per timing ("kernel": CUDA-graph replay of whole passes over the
     input sets, ~1 ms of kernel time per replay or 64 calls; "call": from Python),
     rotating through enough input sets that their traffic exceeds 3x the L2
-    (:func:`gpu_viz.bench.rotation_count`), and checked again afterwards.
+    (:func:`gpu_viz.measure.timing.rotation_count`), and checked again afterwards.
 
     Returns:
         :class:`Rows`: dicts with :data:`ROW_KEYS` (times in µs, GBps = fewest bytes /
@@ -636,7 +634,7 @@ def kernel_report_any(arch: Optional[str] = None) -> Tuple[List[Dict], str]:
     device's attributes (registers, no spill count).
 
     Raises:
-        ImportError: gpu_viz.ops missing.  RuntimeError: neither source worked (both reasons).
+        RuntimeError: neither source worked (both reasons).
     """
     from .. import device as _device
 
@@ -708,17 +706,17 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
                 verbose: bool = True, save: bool = True) -> Dict:
     """Measure the fused ops against every baseline in one run and save it as one record.
 
-    In order: copy bandwidth (:func:`gpu_viz.bench.copy_bandwidth`, 1 GiB), the launch floor
-    (:func:`gpu_viz.bench.launch_floor`), a bare copy kernel at :data:`FLOOR_SHAPE` fp16
-    (:func:`gpu_viz.bench.copy_kernel_floor`), then :func:`run` over :func:`record_plan` (both timings, ``reps`` >= 100
-    samples each).  Keys beyond DESIGN.md section 5: ``launch_floor_call_us``,
-    ``copy_kernel_floor_us``, ``copy``
-    (its spread), ``kernels`` (:func:`kernel_report_any` and :func:`kernel_resources` per
-    launch: registers, spills, occupancy), ``skipped``, ``checks``
-    (:func:`gpu_viz.rmsnorm.report.summary_checks`), ``plan``, ``wall_s``, ``complete``.  Saved
-    through :func:`gpu_viz.measure.records.save_record` (``out`` directory, default the current folder) after
-    every shape (``"complete": false`` until the end, so a run cut short keeps what it
-    measured) unless ``save=False``; the path is returned as ``record["_path"]`` (not in the file).
+    In order: copy bandwidth (:func:`gpu_viz.measure.timing.copy_bandwidth`, 1 GiB), the launch
+    floor (:func:`gpu_viz.measure.timing.launch_floor`), a bare copy kernel at :data:`FLOOR_SHAPE`
+    fp16 (:func:`gpu_viz.measure.timing.copy_kernel_floor`), then :func:`run` over
+    :func:`record_plan` (both timings, ``reps`` >= 100 samples each).  Keys beyond DESIGN.md
+    section 5: ``launch_floor_call_us``, ``copy_kernel_floor_us``, ``copy`` (its spread),
+    ``kernels`` (:func:`kernel_report_any` and :func:`kernel_resources` per launch: registers,
+    spills, occupancy), ``skipped``, ``checks`` (:func:`gpu_viz.rmsnorm.report.summary_checks`),
+    ``plan``, ``wall_s``, ``complete``.  Saved through :func:`gpu_viz.measure.records.save_record`
+    (``out`` directory, default the current folder) after every shape (``"complete": false``
+    until the end, so a run cut short keeps what it measured) unless ``save=False``; the path is
+    returned as ``record["_path"]`` (not in the file).
 
     Budget: under 4 minutes on an H200 (torch.compile per shape is most of it).
 

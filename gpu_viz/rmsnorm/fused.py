@@ -67,29 +67,23 @@ EPT_CHOICES: Tuple[int, ...] = (8, 16, 32)
 SCALAR_BLOCK_EPT: Tuple[int, ...] = (8,)
 #: ``block`` variant, rows shorter than MULTI_VECTOR_ROW_BYTES (and the scalar path): the
 #: smallest EPT whose block is at most this many threads wins -- on the 16-byte path one vector
-#: per thread, block = N / 8 (fp16/bf16): the shortest latency for short rows (e.g. 1x2048
-#: bf16, 4 KB: 1.47 µs against 1.54 with two vectors per thread on the H200).
+#: per thread, block = N / 8 (fp16/bf16): the shortest latency for short rows.
 BLOCK_TARGET_THREADS = 1024
 #: 16-byte path, rows of at least this many bytes (fp16 N >= 4096, fp32 N >= 2048): the smallest
 #: EPT giving each thread at least MULTI_VECTOR_BYTES_PER_THREAD (two 16-byte loads in flight)
 #: within MULTI_VECTOR_TARGET_THREADS threads: fp16 N=4096 -> 256 x EPT 16, 8192 -> 512 x
-#: EPT 16, 16384 -> 512 x EPT 32.  H200, 2026-11-29 (benchmarks/NOTES.md, "Session 2"): at
-#: 32768x8192 fp16, 512 x EPT 16 runs 262.6 µs under ncu, Liger's Triton kernel 262.0, our
-#: former 1024 x EPT 8 (one vector per thread) 336 µs in the benchmark harness.
-#: The bytes counted are every input's (x, and the gate's for rmsnorm_gate): the gate at fp16
-#: N=4096 gets 512 x EPT 8 (one vector of x and one of gate per thread), 24.72 µs at 4096x4096
-#: against 24.94 for 256 x EPT 16 (H200, session 4 of 2026-11-29, benchmarks/NOTES.md).
-#: Problems whose x, gate and y fit in L2 (:func:`fits_l2`) get one vector per thread instead,
-#: where that block has at most BLOCK_TARGET_THREADS (fp16/bf16 N <= 8192; measured only
-#: there, so fp32 and N=16384 keep the rule above), e.g. gate 512x4096 fp16
-#: 4.60 µs with 512 x EPT 8 against 5.01 with 256 x EPT 16, 1024x8192 13.39 (1024 x 8)
-#: against 14.42 (512 x 16), rmsnorm 512x4096 3.41 against 3.51 (same run).
+#: EPT 16, 16384 -> 512 x EPT 32.  The bytes counted are every input's (x, and the gate's for
+#: rmsnorm_gate): the gate at fp16 N=4096 gets 512 x EPT 8 (one vector of x and one of gate per
+#: thread).  Problems whose x, gate and y fit in L2 (:func:`fits_l2`) get one vector per thread
+#: instead, where that block has at most BLOCK_TARGET_THREADS (fp16/bf16 N <= 8192: where it was
+#: measured; fp32 and N=16384 keep the rule above).  The measurements behind each choice are in
+#: benchmarks/NOTES.md (the H200 runs of 2026-11-29).
 MULTI_VECTOR_ROW_BYTES = 8192
 MULTI_VECTOR_BYTES_PER_THREAD = 32
 MULTI_VECTOR_TARGET_THREADS = 512
 #: 16-byte path: one warp per row only while the row fits in one EPT-8 chunk per lane
 #: (N <= 256); longer rows (e.g. 768) get a ``block`` of N / 8 threads (96 = 3 warps) rather
-#: than a warp padded to EPT 32 (52 registers, 56% occupancy on the first H200 run).
+#: than a warp padded to EPT 32 (many more registers, lower occupancy).
 WARP_ROW_MAX_N_VECTOR = 32 * 8
 #: ... within the kernel's ``__launch_bounds__`` (BLOCK_MAX_THREADS(EPT) in the .cu file, from here).
 BLOCK_MAX_THREADS: Dict[int, int] = {8: 1024, 16: 1024, 32: 512}
@@ -379,10 +373,9 @@ def fits_l2(M: int, N: int, dtype, gate: bool, l2: int) -> bool:
 
     The kernels take it as their last argument: where it holds, x and gate are loaded
     evict-first (``ld.global.cs``) and y is stored plainly, so y -- often a recycled buffer --
-    stays in L2; otherwise the op's load/store policies apply (kernels/rmsnorm_gate.cu,
-    "Cache-hinted loads").  Measured on the H200 (benchmarks/NOTES.md, "Session 3"): the
-    gate at 512x4096 and 1024x8192 was ~5 % faster with the former, at 16384x4096 and
-    32768x8192 ~6 % slower.  The launch config follows it too (:func:`launch_config`,
+    stays in L2; otherwise the op's load/store policies apply (kernels/rmsnorm_fused.cu,
+    "Cache-hinted loads"; chosen by measurement on the H200, benchmarks/NOTES.md: within L2 the
+    evict-first loads are faster, beyond it slower).  The launch config follows it too (:func:`launch_config`,
     MULTI_VECTOR_ROW_BYTES): problems that fit get one 16-byte vector per thread where that
     block fits in 1024 threads (fp16/bf16 rows up to 8192).
 

@@ -28,14 +28,17 @@ def check_eps(eps) -> float:
     return eps
 
 
-def _float64(a, name: str, like=None):
-    """``a`` in float64: a torch tensor stays torch (on ``like``'s device when given), else numpy."""
-    if framework(a) == "torch" or framework(like) == "torch":
+def _float64(a, name: str, like=None, detach: bool = True):
+    """``a`` in float64, in x's library: ``like`` (x in float64) decides when given -- torch on its
+    device, or numpy -- else ``a``'s own kind does (torch stays torch, anything else is numpy).
+    ``detach=False`` keeps a torch tensor in its autograd graph (:func:`grads`)."""
+    kind = framework(a if like is None else like)
+    if kind == "torch":
         import torch
 
-        dev = like.device if framework(like) == "torch" else a.device
+        dev = a.device if like is None else like.device
         t = a if framework(a) == "torch" else torch.as_tensor(to_numpy64(a, name))
-        return t.detach().to(device=dev, dtype=torch.float64)
+        return (t.detach() if detach else t).to(device=dev, dtype=torch.float64)
     return to_numpy64(a, name)
 
 
@@ -43,16 +46,22 @@ def rmsnorm(x, weight, eps: float = 1e-6, gate=None):
     """float64 RMSNorm (and the SiLU gate) of ``x`` ``(..., N)`` with ``weight`` ``(N,)``.
 
     Returns:
-        float64 of x's shape: a torch tensor on x's device when x is a torch tensor, else numpy.
-        NaN/inf in a row give that row what the formula gives (NaN, or 0 where it gives 0).
+        float64 of x's shape: a torch tensor on x's device (outside any autograd graph) when x is
+        a torch tensor, else numpy; weight and gate follow x, whatever their kind.  NaN/inf in a
+        row give that row what the formula gives (NaN, or 0 where it gives 0).
 
     Raises:
         TypeError: not an array, a non-number eps.  ValueError: weight not (N,), gate not x's
             shape, a negative or non-finite eps.
     """
+    return _rmsnorm(x, weight, eps, gate, detach=True)
+
+
+def _rmsnorm(x, weight, eps, gate, detach: bool):
+    """:func:`rmsnorm`; ``detach=False``: differentiable in torch tensors (for :func:`grads`)."""
     eps = check_eps(eps)
-    x64 = _float64(x, "x")
-    w64 = _float64(weight, "weight", like=x64)
+    x64 = _float64(x, "x", detach=detach)
+    w64 = _float64(weight, "weight", like=x64, detach=detach)
     if x64.ndim < 1 or tuple(w64.shape) != tuple(x64.shape[-1:]):
         raise ValueError(f"weight must have shape (N,) = {tuple(x64.shape[-1:])} to match x of shape "
                          f"{tuple(x64.shape)}, got {tuple(w64.shape)}")
@@ -61,7 +70,7 @@ def rmsnorm(x, weight, eps: float = 1e-6, gate=None):
         ms = (x64 * x64).mean(-1, keepdim=True) if torch_ else np.mean(x64 * x64, axis=-1, keepdims=True)
         y = x64 * w64 / ((ms + eps) ** 0.5)
         if gate is not None:
-            g64 = _float64(gate, "gate", like=x64)
+            g64 = _float64(gate, "gate", like=x64, detach=detach)
             if tuple(g64.shape) != tuple(x64.shape):
                 raise ValueError(f"gate must have x's shape {tuple(x64.shape)}, got {tuple(g64.shape)}")
             y = y * (g64 / (1.0 + (-g64).exp() if torch_ else 1.0 + np.exp(-g64)))
@@ -82,12 +91,6 @@ def grads(x, weight, grad, gate=None, eps: float = 1e-6) -> Dict[str, np.ndarray
 
     t = {k: torch.from_numpy(to_numpy64(v, k)).requires_grad_(True)
          for k, v in (("x", x), ("weight", weight), ("gate", gate)) if v is not None}
-    y = rmsnorm(t["x"], t["weight"], eps, t.get("gate"))
+    y = _rmsnorm(t["x"], t["weight"], eps, t.get("gate"), detach=False)
     (y * torch.from_numpy(to_numpy64(grad, "grad"))).sum().backward()
     return {k: v.grad.numpy() for k, v in t.items()}
-
-
-def sum_of_squares(x) -> float:
-    """float64 sum of ``x^2`` over all of ``x`` (one row's statistic before the mean)."""
-    x64 = to_numpy64(x, "x")
-    return float(np.sum(x64 * x64))

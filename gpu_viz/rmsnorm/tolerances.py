@@ -10,11 +10,13 @@ Derivation.  Every provider computes in fp32 and stores in the input's dtype.
     i.e. 1.95e-3 (fp16) and 1.56e-2 (bf16), written 2e-3 and 1.6e-2; atol the same, for
     outputs near zero where the relative error of the fp32 arithmetic below is all there is.
   * fp32: no storage rounding to speak of; the arithmetic is what counts: the sum of up to
-    131072 squares in fp32 (a tree: ~log2 N roundings), rsqrtf (<= 2 ulp) and the fast silu
+    131072 squares in fp32 (each thread adds its N / blockDim terms in turn, then a tree of
+    log2 blockDim levels), rsqrtf (<= 2 ulp) and the fast silu
     (__expf <= 2 + 1.2|g| ulp, __fdividef <= 2 ulp: ~12 ulp = 1.5e-6 at |g| = 8) give ~1e-6
     relative; 2e-5 leaves margin up to |g| ~ 100.
   * gradients: an fp32 composite rounded to the dtype, and the weight's gradient sums over all
-    M rows: the same reasoning with 5x the margin (2x for fp32: 1e-4).
+    M rows: the same reasoning with about 5x the margin: 1e-4 (fp32) and 1e-2 (fp16), 6e-2
+    (bf16, ~4x).
 A lost reduction term (the seed's 96-thread fault) or a wrong row is off by far more than these.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sanitizer run for kernels/memory.cu: every kernel on a few small shapes, edge cases included.
+"""Sanitizer run for kernels/memory.cu and kernels/occupancy.cu: every kernel on a few small shapes, edge cases included.
 
 Run under compute-sanitizer (memcheck, racecheck, synccheck, initcheck) by the GPU batch:
     compute-sanitizer --tool memcheck python scripts/sanitize/memory.py
@@ -18,7 +18,8 @@ def main() -> int:
         return 2
     import cupy as cp
 
-    from gpu_viz import memory as M
+    from gpu_viz import occupancy as O
+    from gpu_viz.measure import memory as M
 
     failures, launches = 0, 0
 
@@ -46,14 +47,14 @@ def main() -> int:
         run(f"stream_read n4={n4} grid={blocks} block={threads}",
             lambda: float(M.stream_read_sums(x, blocks, threads).sum()))
     # occupancy kernels: n = 1, odd n, partial blocks, the 1024 cap; occ_smem with dynamic smem
-    for name in M.OCC_KERNELS:
+    for name in O.OCC_KERNELS:
         for n, block in ((1, 32), (1000, 96), (4099, 256), (2048, 1000)):
             if name == "occ_heavy" and block > 512:
                 block = 512  # 1024 x 80 registers does not fit one SM (notebook 05 shows it)
-            run(f"{name} n={n} block={block}", lambda: M.check_occ_kernel(name, n, block, seed=n + block))
+            run(f"{name} n={n} block={block}", lambda: O.check_occ_kernel(name, n, block, seed=n + block))
     for n, block, dyn in ((999, 128, 128), (4096, 1024, 2048), (33, 64, 64)):
         run(f"occ_smem n={n} block={block} dyn_floats={dyn}",
-            lambda: M.check_occ_kernel("occ_smem", n, block, dyn_floats=dyn, seed=n))
+            lambda: O.check_occ_kernel("occ_smem", n, block, dyn_floats=dyn, seed=n))
     cp.cuda.runtime.deviceSynchronize()
     print(f"memory sanitize: {failures} failing launches of {launches}")
     return 1 if failures else 0

@@ -1,14 +1,17 @@
-"""Sanitizer run for kernels/rmsnorm_gate.cu through gpu_viz.ops: small shapes, every dtype.
+"""Sanitizer run for kernels/rmsnorm_fused.cu through gpu_viz.rmsnorm.fused (public as gpu_viz.ops):
+small shapes, every dtype.
 
 Run under compute-sanitizer by scripts/gpu-check, one tool at a time, e.g.
-    compute-sanitizer --tool memcheck  python scripts/sanitize/ops.py
-    compute-sanitizer --tool racecheck python scripts/sanitize/ops.py   (also synccheck, initcheck)
+    compute-sanitizer --tool memcheck  python scripts/sanitize/rmsnorm_fused.py
+    compute-sanitizer --tool racecheck python scripts/sanitize/rmsnorm_fused.py   (also synccheck, initcheck)
 Covers each variant (warp / block / wide), the 16-byte and scalar paths, and every defect of the
 seed write-up: N=768 in a 96-thread block (and 97, 100), N > 8192, N % 8 != 0, misaligned views,
 row strides, M = 0, a NaN row, a non-default stream; plus the backward (torch composite).
 Framework memory pools are off (PYTORCH_NO_CUDA_MEMORY_CACHING=1, CuPy's allocator = cudaMalloc)
 so memcheck sees every buffer's true bounds.  Each launch: fresh random data, NaN-poisoned
-output, float64 reference.  Exit 1 on any mismatch, 2 without a GPU; one line per case.
+output, the float64 reference (gpu_viz.rmsnorm.reference) within the one tolerance table
+(gpu_viz.rmsnorm.tolerances), compared by gpu_viz.check.  Exit 1 on any mismatch, 2 without a
+GPU; one line per case.
 """
 import os
 import sys
@@ -24,13 +27,15 @@ def main() -> int:
     from gpu_viz import backend
 
     if not backend.has_gpu():
-        print(f"ops sanitize: no GPU ({backend.detect().reason})", file=sys.stderr)
+        print(f"rmsnorm_fused sanitize: no GPU ({backend.detect().reason})", file=sys.stderr)
         return 2
     import cupy
     import torch
 
+    from gpu_viz import check as checks
     from gpu_viz import ops
-    from gpu_viz.rmsnorm import MismatchError, check_close
+    from gpu_viz.rmsnorm import fused
+    from gpu_viz.rmsnorm.tolerances import tolerance
 
     cupy.cuda.set_allocator(None)
     tdt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -55,12 +60,11 @@ def main() -> int:
             if nan_rows:
                 g = got.float().cpu().numpy()
                 assert all(np.isnan(g[r]).all() for r in nan_rows), f"{label}: NaN row not NaN"
-                keep = [r for r in range(g.shape[0]) if r not in nan_rows]
-                got, ref = got[keep], ref[keep]
-            rep = check_close(got, ref, *tol, name=label)
+            # every element, the NaN rows too: NaN passes only where the float64 reference is NaN
+            rep = checks.assert_close(label, got, ref, atol=tol[0], rtol=tol[1])
             results["ok"] += 1
-            print(f"ok   {label} max_abs_err={rep['max_abs_err']:.2e}")
-        except (MismatchError, AssertionError) as exc:
+            print(f"ok   {label} max_abs_err={rep.max_abs_err:.2e}")
+        except AssertionError as exc:  # gpu_viz.check.MismatchError is one
             results["fail"] += 1
             print(f"FAIL {exc}")
 
@@ -70,14 +74,14 @@ def main() -> int:
         w = values(1, N, dtype)[0]
         if nan_row is not None:
             x[nan_row, N // 2] = float("nan")
-        info = ops._validate(x, w, g, 1e-6)
+        info = fused._validate(x, w, g, 1e-6)
         out = torch.full((M, N), float("nan"), device="cuda", dtype=tdt[dtype])
         if stream is not None:
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):
-                y = ops._launch(info, out=out, config=config)
+                y = fused._launch(info, out=out, config=config)
         else:
-            y = ops._launch(info, out=out, config=config)
+            y = fused._launch(info, out=out, config=config)
         torch.cuda.synchronize()
         ref = ops.reference_rmsnorm_gate(x, g, w) if gate else ops.reference_rmsnorm(x, w)
         cfg = config or ops.choose_config(M, N, dtype, gate=gate,
@@ -86,7 +90,7 @@ def main() -> int:
         label = (f"{'rmsnorm_gate' if gate else 'rmsnorm':12s} {dtype:8s} M={M:3d} N={N:6d} {layout:10s} "
                  f"{cfg.kernel} block={cfg.block}" + (" nan-row" if nan_row is not None else "")
                  + (" side-stream" if stream is not None else ""))
-        check(label, y, ref, ops.TOLERANCES[dtype], nan_rows=(nan_row,) if nan_row is not None else ())
+        check(label, y, ref, tolerance(dtype), nan_rows=(nan_row,) if nan_row is not None else ())
 
     side = torch.cuda.Stream()
     for dtype in DTYPES:
@@ -121,7 +125,7 @@ def main() -> int:
             G = values(3, 768, dtype)
             (ops.rmsnorm_gate(x, g, w) if gate else ops.rmsnorm(x, w)).backward(G)
             ref = ops.reference_grads(x, w, G, gate=g)
-            atol, rtol = ops.GRAD_TOLERANCES[dtype]
+            atol, rtol = tolerance(dtype, grad=True)
             check(f"grad x      {dtype} gate={gate}", x.grad, ref["x"], (atol, rtol))
             check(f"grad weight {dtype} gate={gate}", w.grad, ref["weight"], (atol * 2, rtol))
             if gate:
@@ -134,9 +138,9 @@ def main() -> int:
             w = cupy.asarray(rng.standard_normal(771).astype(dtype))
             y = ops.rmsnorm(x, w)
         s.synchronize()
-        check(f"cupy rmsnorm {dtype} 3x771 on a CuPy stream", y, ops.reference_rmsnorm(x, w), ops.TOLERANCES[dtype])
+        check(f"cupy rmsnorm {dtype} 3x771 on a CuPy stream", y, ops.reference_rmsnorm(x, w), tolerance(dtype))
     total = results["ok"] + results["fail"]
-    print(f"ops sanitize: {results['fail']} mismatching checks of {total}")
+    print(f"rmsnorm_fused sanitize: {results['fail']} mismatching checks of {total}")
     return 1 if results["fail"] else 0
 
 

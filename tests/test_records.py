@@ -1,0 +1,66 @@
+"""gpu_viz.measure.records: one JSON file per GPU run -- written where the caller says (the current
+folder by default, never the installed package), found in a checkout or an installed wheel."""
+import json
+
+from gpu_viz.measure import records
+
+
+def test_slug_and_record_roundtrip(tmp_path):
+    assert records.gpu_slug("NVIDIA H200") == "nvidia-h200"
+    assert records.gpu_slug("Tesla T4 ") == "tesla-t4"
+    rec = {"date": "2026-11-29", "gpu": "NVIDIA H200", "rows": [{"op": "rmsnorm", "median_us": 1.5}]}
+    path = records.save_record(rec, tag="x", directory=tmp_path)
+    assert path.name == "nvidia-h200-2026-11-29-x.json"
+    assert json.loads(path.read_text())["rows"][0]["median_us"] == 1.5
+    (tmp_path / "broken.json").write_text("{")
+    older = dict(rec, date="2026-01-01")
+    records.save_record(older, directory=tmp_path)
+    got = records.load_records(directory=tmp_path)
+    assert [r["date"] for r in got] == ["2026-11-29", "2026-01-01"]
+
+
+def test_save_defaults_to_the_current_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = records.save_record({"date": "2026-12-01", "gpu": "NVIDIA L4", "rows": []}, tag="t")
+    assert path.resolve() == (tmp_path / "nvidia-l4-2026-12-01-t.json").resolve() and path.is_file()
+
+
+def test_course_dirs_are_the_checkout_s_or_the_wheel_s(tmp_path, monkeypatch):
+    from gpu_viz import data
+
+    pkg = tmp_path / "site" / "gpu_viz"
+    monkeypatch.setattr(data, "PKG", pkg)
+    monkeypatch.setattr(data, "CHECKOUT", None)                      # an installed wheel
+    assert data.course_dir("benchmarks/results", "_results") == pkg / "_results"
+    monkeypatch.setattr(data, "CHECKOUT", tmp_path / "repo")        # a source checkout
+    (tmp_path / "repo" / "benchmarks" / "results").mkdir(parents=True)
+    assert data.course_dir("benchmarks/results", "_results") == tmp_path / "repo" / "benchmarks" / "results"
+
+
+def test_newest_and_label(tmp_path):
+    for date in ("2026-11-29", "2026-11-30"):
+        records.save_record({"date": date, "gpu": "NVIDIA H200", "rows": []}, tag="fused", directory=tmp_path)
+    rec = records.newest("*-fused.json", tmp_path)
+    assert rec["date"] == "2026-11-30" and records.label(rec) == "recorded on NVIDIA H200, 2026-11-30 (not live)"
+    assert records.newest("*-nothing.json", tmp_path) is None
+
+
+def test_committed_records_have_the_design_fields():
+    recs = records.load_records()
+    assert recs, "no committed record found"
+    for rec in recs:
+        for key in ("date", "gpu", "sm", "driver", "cuda", "torch", "cupy"):
+            assert key in rec, f"{rec['_file']} lacks {key!r}"
+        for row in rec.get("rows", []):
+            # every timed row: what, which implementation, how timed, the spread (DESIGN.md section 5);
+            # the RMSNorm ops' rows also carry their (M, N) shape
+            assert "op" in row, f"{rec['_file']}: a row lacks 'op': {row}"
+            if "median_us" not in row:  # a summary row (e.g. scheduling waves), not a timing
+                continue
+            keys = ["impl", "timing", "p10_us", "p90_us"]
+            if row["op"] in ("rmsnorm", "rmsnorm_gate"):
+                keys += ["M", "N", "dtype", "GBps"]
+            for key in keys:
+                assert key in row, f"{rec['_file']}: a row lacks {key!r}: {row}"
+            assert row["timing"] in ("kernel", "call"), f"{rec['_file']}: timing {row['timing']!r}"
+            assert row["p10_us"] <= row["median_us"] <= row["p90_us"], f"{rec['_file']}: spread out of order: {row}"
