@@ -296,13 +296,28 @@ def bind_record(mod, fields: Sequence[Tuple[str, object]], symbol: str = "rec") 
     cupy = backend.require_cupy("a traced launch")
     words = np.array([int(v.data.ptr) if hasattr(v, "data") else int(v) for _, v in fields], dtype=np.uint64)
     ptr = mod.get_global(symbol)
-    size = getattr(getattr(ptr, "mem", None), "size", words.nbytes)
-    if size != words.nbytes:
+    size = _global_size(mod, symbol)
+    if size is not None and size != words.nbytes:
         raise ValueError(f"record struct {symbol!r} is {size} bytes in the module, but the producer gives "
                          f"{len(fields)} fields ({[n for n, _ in fields]}) = {words.nbytes} bytes")
     stream = cupy.cuda.get_current_stream()
     ptr.copy_from_host_async(words.ctypes.data, words.nbytes, stream)  # ordered before the launch
     stream.synchronize()  # `words` is host memory that goes away on return
+
+
+def _global_size(mod, symbol: str) -> Optional[int]:
+    """Bytes of the ``__device__`` variable ``symbol`` of a loaded module (``cuModuleGetGlobal``;
+    CuPy's ``get_global`` does not keep it); None where the driver library cannot be asked."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        dptr, size = ctypes.c_uint64(0), ctypes.c_size_t(0)
+        rc = lib.cuModuleGetGlobal_v2(ctypes.byref(dptr), ctypes.byref(size), ctypes.c_void_p(mod.module.ptr),
+                                      symbol.encode())
+    except (OSError, AttributeError):
+        return None
+    return int(size.value) if rc == 0 else None
 
 
 def attributes(name: str, kernel: str, options: Sequence[str] = ()) -> KernelAttributes:

@@ -173,12 +173,12 @@ def test_kernel_files_found():
 def test_nvrtc_load_attributes_and_error(tmp_path, monkeypatch):
     import cupy as cp
 
+    shutil.copy(kernels.KERNEL_DIR / "reduce.cuh", tmp_path / "reduce.cuh")
     monkeypatch.setattr(kernels, "KERNEL_DIR", tmp_path)
     (tmp_path / "ok.cu").write_text(
         '#include "reduce.cuh"\nextern "C" __global__ void s(const float* x, float* o) {\n'
         "  __shared__ float r[GPU_VIZ_REDUCE_SLOTS];\n  float t = block_reduce_sum(x[threadIdx.x], r);\n"
         "  if (threadIdx.x == 0) o[0] = t;\n}\n")
-    shutil.copy(kernels.KERNEL_DIR / "reduce.cuh", tmp_path / "reduce.cuh")
     f = kernels.function("ok.cu", "s")
     x = cp.arange(100, dtype=cp.float32)
     o = cp.full(1, cp.nan, dtype=cp.float32)

@@ -179,3 +179,40 @@ def test_live_rule_reads_list_sources_and_missing_sources():
     nb.cells[3] = nbformat.from_dict({"cell_type": "markdown", "id": "live-claim", "metadata": {"slideshow": {"slide_type": "-"}}})
     problems = strip_notebooks.check_notebook(nb, SELFTEST.name)
     assert not any("cell 3 says" in p for p in problems)
+
+
+def _names_a_notebook_imports_and_rebinds(nb):
+    """(cell, name) for every name a code cell binds (assignment, loop, comprehension) that an import
+    of the same notebook bound: a loop variable called `timing` shadows `from gpu_viz.measure import
+    timing` for every later cell, which then fails only on the path that uses the module."""
+    import ast
+
+    imported, rebound = set(), []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                imported |= {a.asname or a.name.split(".")[0] for a in node.names}
+        for node in ast.walk(tree):
+            targets = ([node.target] if isinstance(node, (ast.For, ast.comprehension)) else
+                       node.targets if isinstance(node, ast.Assign) else [])
+            rebound += [(i, n.id) for t in targets for n in ast.walk(t)
+                        if isinstance(n, ast.Name) and n.id in imported]
+    return rebound
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_cell_rebinds_an_imported_name(path):
+    nb = nbformat.read(path, as_version=4)
+    assert _names_a_notebook_imports_and_rebinds(nb) == []
+
+
+def test_the_rebinding_check_catches_a_shadowed_module():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("from gpu_viz.measure import timing"),
+                                         nbformat.v4.new_code_cell("for timing in ('kernel', 'call'):\n    pass")])
+    assert _names_a_notebook_imports_and_rebinds(nb) == [(1, "timing")]

@@ -210,8 +210,6 @@ def test_heavy_kernel_at_1024_threads_fails_for_resources():
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["occ_light", "occ_heavy", "occ_smem"])
 def test_occupancy_kernels_are_correct(name):
-    from gpu_viz import memory as M
-
     for n, block in ((1, 32), (1000, 96), (4099, 256), (2048, 512)):
         O.check_occ_kernel(name, n, block, seed=n)
     if name == "occ_smem":
