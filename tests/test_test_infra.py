@@ -374,3 +374,43 @@ def test_gpu_check_merges_both_parts_for_the_record(tmp_path):
         sys.path.remove(str(ROOT / "scripts"))
     s = gpu_check_record.pytest_summary(tmp_path)
     assert (s["tests"], s["failures"], s["errors"], s["skipped"], s["seconds"]) == (5, 1, 0, 2, 3.0), s
+
+
+def _defined_twice(path: Path):
+    """(name, first line, second line) for each def/class bound twice in one module or class body:
+    the later binding silently replaces the earlier one (a test that never runs, a helper that is
+    not the one read)."""
+    import ast
+
+    found = []
+
+    def scan(body):
+        seen = {}
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                # @overload stubs and @x.setter-style redefinitions are meant to rebind
+                decos = [ast.unparse(d) for d in node.decorator_list]
+                if any(d.endswith((".setter", ".deleter", "overload")) for d in decos):
+                    continue
+                if node.name in seen:
+                    found.append((node.name, seen[node.name], node.lineno))
+                seen[node.name] = node.lineno
+                if isinstance(node, ast.ClassDef):
+                    scan(node.body)
+
+    scan(ast.parse(path.read_text(), filename=str(path)).body)
+    return found
+
+
+def test_no_module_defines_a_function_or_class_twice():
+    files = sorted([*ROOT.glob("gpu_viz/**/*.py"), *TESTS.glob("*.py"), *ROOT.glob("scripts/**/*.py")])
+    assert len(files) > 50
+    twice = {str(p.relative_to(ROOT)): d for p in files if (d := _defined_twice(p))}
+    assert not twice, twice
+
+
+def test_the_duplicate_check_finds_a_shadowed_test(tmp_path):
+    f = tmp_path / "test_x.py"
+    f.write_text("def test_a():\n    assert False\n\n\nclass K:\n    def m(self): ...\n    def m(self): ...\n\n\n"
+                 "def test_a():\n    pass\n")
+    assert _defined_twice(f) == [("m", 6, 7), ("test_a", 1, 10)]

@@ -70,3 +70,19 @@ def test_torch_copy_bandwidth_and_environment():
     assert 50 < bw["GBps"] < 20000
     env = records.environment()
     assert env["gpu"] == torch.cuda.get_device_name() and env["sm"].startswith("sm_")
+
+
+@pytest.mark.gpu
+def test_time_graph_refuses_an_empty_capture():
+    """Work launched through the other framework's stream is not captured: an error, not ~0 µs."""
+    import cupy as cp
+
+    torch = pytest.importorskip("torch")
+    x = cp.random.rand(1 << 20, dtype=cp.float32)
+    y = cp.empty_like(x)
+    with pytest.raises(bench.EmptyGraphError, match="framework='cupy'"):
+        bench.time_graph(lambda i: cp.multiply(x, 2, out=y), reps=3, framework="torch")
+    with pytest.raises(bench.EmptyGraphError, match="framework='torch'"):
+        bench.time_graph(lambda i: None, reps=3, framework="cupy")
+    t = torch.rand(1 << 20, device="cuda")
+    assert bench.time_graph(lambda i: t.mul_(1.0), reps=3, framework="torch").median_us > 0

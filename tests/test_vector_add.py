@@ -3,7 +3,6 @@ on a GPU, model == silicon bit for bit."""
 import numpy as np
 import pytest
 
-from gpu_viz import kernels
 from gpu_viz.frames import vector_add as frames
 from gpu_viz.lessons import VECTOR_ADD
 from gpu_viz.model import vector_add as model
@@ -28,26 +27,6 @@ def test_vector_add_model_indices_and_values(n, block, rng):
     np.testing.assert_allclose(tr["c"][ok], A.astype(np.float64) + B.astype(np.float64), rtol=2 ** -24)
     assert set(tr.simulated) == {"smid", "hw_warpid"}
     assert (tr["smid"] < 58).all()
-
-
-def test_deck_claim_two_warps_six_instructions():
-    tr = simt.vector_add_trace(n=64, block=64, seed=1)
-    assert tr.params["warps"] == 2
-    assert len(np.unique(tr["warp"])) == 2
-    assert len(tr.steps) == 1 + 6 * 2
-    lines = [s.line for s in tr.steps[1:]]
-    assert lines[0::2] == simt.step_lines() and len(set(simt.step_lines())) == 6
-
-
-def test_bad_input_names_the_argument():
-    with pytest.raises(ValueError, match="block must be 1..1024"):
-        simt.vector_add_trace(n=64, block=2048)
-    with pytest.raises(ValueError, match="n must be >= 1"):
-        simt.vector_add_trace(n=0)
-    with pytest.raises(TypeError, match="A must be a 1-D float32"):
-        model.vector_add(np.zeros(4), np.zeros(4, np.float32))
-    with pytest.raises(ValueError, match="kernel must be one of"):
-        simt.divergence_trace(kernel="nope")
 
 
 def _step_lines():

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import warnings
 from typing import Callable, Dict, Sequence
 
 import numpy as np
@@ -55,6 +56,28 @@ class Timing:
 
 # -- frameworks: torch or cupy, same three operations -------------------------------------
 
+class EmptyGraphError(RuntimeError):
+    """The CUDA graph :func:`time_graph` captured holds no work, so its replays would time nothing."""
+
+
+_EMPTY_GRAPH = ("time_graph: the captured CUDA graph is empty: fn launched no work on {stream}, the stream "
+          "being captured (work launched through the other framework goes to its own stream: "
+          "pass framework='{other}')")
+
+
+def _graph_node_count(graph_handle: int):
+    """Nodes in a ``cudaGraph_t`` (``cuGraphGetNodes``), or None where libcuda cannot answer."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    n = ctypes.c_size_t(0)
+    rc = lib.cuGraphGetNodes(ctypes.c_void_p(graph_handle), None, ctypes.byref(n))
+    return int(n.value) if rc == 0 else None
+
+
 class _Torch:
     def __init__(self):
         import torch
@@ -80,8 +103,14 @@ class _Torch:
             body()
         torch.cuda.current_stream().wait_stream(side)
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            body()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with torch.cuda.graph(g):
+                body()
+        for w in caught:  # torch says so only in a warning; an empty graph would time nothing
+            if "graph is empty" in str(w.message).lower():
+                raise EmptyGraphError(_EMPTY_GRAPH.format(stream="torch's current stream", other="cupy"))
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return g.replay
 
 
@@ -112,6 +141,9 @@ class _CuPy:
                 body()
             finally:
                 g = stream.end_capture()
+        if _graph_node_count(g.graph) == 0:
+            raise EmptyGraphError(_EMPTY_GRAPH.format(stream="CuPy's current stream", other="torch"))
+
         def replay():
             g.launch(stream=cupy.cuda.get_current_stream())
         return replay
@@ -154,7 +186,13 @@ def time_graph(fn: Callable[[int], object], *, reps: int = 100, warmup: int = 3,
     """Kernel-only time: capture ``calls_per_graph`` calls ``fn(0..k-1)`` in a CUDA graph and
     time ``reps`` replays with events; each sample is replay time / ``calls_per_graph`` (µs).
 
-    ``fn`` must be capturable: launch on the current stream, no host sync.
+    ``fn`` must be capturable: launch on ``framework``'s current stream, no host sync.
+
+    Raises:
+        ValueError: ``reps`` or ``calls_per_graph`` below 1, an unknown ``framework``.
+        EmptyGraphError: ``fn`` launched nothing on the captured stream (e.g. a CuPy kernel
+            timed with ``framework="torch"``).
+        GPUUnavailable: in CPU mode.
     """
     if reps < 1 or calls_per_graph < 1:
         raise ValueError(f"reps and calls_per_graph must be >= 1, got {reps}, {calls_per_graph}")
