@@ -21,14 +21,14 @@ def _info(args) -> int:
 def main(argv=None) -> int:
     from . import doctor, slides
     from .measure import lessons
-    from .rmsnorm import bench
+    from .rmsnorm import report
 
     parser = argparse.ArgumentParser(prog="gpu-viz", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="the GPU (or CPU mode) the course will use")
     p.add_argument("--json", action="store_true", help="also print every attribute as JSON")
     p.set_defaults(func=_info)
-    for module in (doctor, bench, lessons, slides):
+    for module in (doctor, report, lessons, slides):
         module.register_cli(sub)
     args = parser.parse_args(argv)
     return args.func(args)

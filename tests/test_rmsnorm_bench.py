@@ -172,7 +172,7 @@ def test_cli_bench_in_cpu_mode(cpu_mode, capsys):
 
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
-    bm.register_cli(sub)
+    report.register_cli(sub)
     args = parser.parse_args(["bench", "--quick", "--tag", "t", "--out", "/tmp/x"])
     assert args.quick and args.tag == "t" and args.out == Path("/tmp/x")
     assert parser.parse_args(["bench"]).out == Path(".")  # the current folder, not the package's
@@ -478,7 +478,7 @@ def _record(fused_GBps=3900.0, fused_faster=True, floor_us=2.0, small_us=2.5, dr
 
 
 def test_summary_checks_all_pass():
-    checks = report.summary_checks(_record())
+    checks = bm.summary_checks(_record())
     assert checks and all(passed for _, passed, _ in checks), [c for c in checks if not c[1]]
     names = [c for c, _, _ in checks]
     assert sum("copy bandwidth" in n for n in names) == 2 * 2 * 2
@@ -488,12 +488,12 @@ def test_summary_checks_all_pass():
 
 
 def test_summary_checks_fail_bandwidth_speed_floor():
-    bad = {c: ok for c, ok, _ in report.summary_checks(_record(fused_GBps=3000.0))}
+    bad = {c: ok for c, ok, _ in bm.summary_checks(_record(fused_GBps=3000.0))}
     assert not bad["rmsnorm fused 16384x4096 float16: >= 90% of copy bandwidth"]
     assert not bad["rmsnorm_gate fused 32768x8192 bfloat16: >= 90% of copy bandwidth"]
-    slow = report.summary_checks(_record(fused_faster=False))
+    slow = bm.summary_checks(_record(fused_faster=False))
     assert not any(ok for c, ok, _ in slow if "faster than" in c)
-    floor = {c: ok for c, ok, _ in report.summary_checks(_record(small_us=3.5))}
+    floor = {c: ok for c, ok, _ in bm.summary_checks(_record(small_us=3.5))}
     assert not floor["rmsnorm fused 128x4096 float16: within 1.5x of the launch floor"]
 
 
@@ -501,9 +501,9 @@ def test_floor_check_names_the_copy_kernel_floor_without_changing_the_verdict():
     name = "rmsnorm fused 128x4096 float16: within 1.5x of the launch floor"
     rec = _record(small_us=3.5)
     rec["copy_kernel_floor_us"] = 3.2  # a bare copy slower than 1.5x: context, not an excuse
-    ok, detail = {c: (o, d) for c, o, d in report.summary_checks(rec)}[name]
+    ok, detail = {c: (o, d) for c, o, d in bm.summary_checks(rec)}[name]
     assert not ok and detail.endswith("a bare copy kernel moving the same x -> y bytes: 3.20 µs = 1.60x")
-    ok, detail = {c: (o, d) for c, o, d in report.summary_checks(_record(small_us=2.5))}[name]
+    ok, detail = {c: (o, d) for c, o, d in bm.summary_checks(_record(small_us=2.5))}[name]
     assert ok and "copy kernel" not in detail  # absent from older records
 
 
@@ -530,11 +530,11 @@ def test_copy_kernel_floor_takes_numpy_ints_then_needs_a_gpu(monkeypatch):
 
 def test_summary_checks_missing_baseline_fails_with_reason():
     rec = _record(drop=("rmsnorm", "compile", 128, 4096, "float16"))
-    checks = {c: (ok, d) for c, ok, d in report.summary_checks(rec)}
+    checks = {c: (ok, d) for c, ok, d in bm.summary_checks(rec)}
     ok, detail = checks["rmsnorm 128x4096 float16: fused faster than compile"]
     assert not ok and "not measured" in detail and "graph break" in detail
     rec = _record(drop=("rmsnorm", "fused", 16384, 4096, "bfloat16"))
-    ok, detail = {c: (o, d) for c, o, d in report.summary_checks(rec)}[
+    ok, detail = {c: (o, d) for c, o, d in bm.summary_checks(rec)}[
         "rmsnorm fused 16384x4096 bfloat16: >= 90% of copy bandwidth"]
     assert not ok and detail == "not measured"
 
@@ -763,7 +763,7 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys, out_given):
 
     monkeypatch.setattr(bm, "run", run_cpu)
     parser = argparse.ArgumentParser()
-    bm.register_cli(parser.add_subparsers(dest="command", required=True))
+    report.register_cli(parser.add_subparsers(dest="command", required=True))
     where = ["--out", str(out_dir)] if out_given else []
     args = parser.parse_args(["bench", *where, "--tag", "t", "--reps", "3"])
     assert args.func(args) == 0
@@ -817,7 +817,7 @@ def test_bench_reps_must_be_a_whole_number_at_least_one(bad, capsys):
     """`gpu-viz bench --reps` is checked when the arguments are parsed (like `slides --jobs`),
     not after the GPU check: a usage error naming --reps, exit status 2."""
     parser = argparse.ArgumentParser()
-    bm.register_cli(parser.add_subparsers(dest="command", required=True))
+    report.register_cli(parser.add_subparsers(dest="command", required=True))
     with pytest.raises(SystemExit) as exc:
         parser.parse_args(["bench", "--reps", bad])
     assert exc.value.code == 2

@@ -1,16 +1,20 @@
-"""What a benchmark run or record shows: tables, bar charts, the seed's table beside ours, and the
-performance checks (rows in DESIGN.md section 5's format, live from :mod:`gpu_viz.rmsnorm.bench`
-or from a committed record).
+"""What a benchmark run or record shows: tables, bar charts, the seed's table beside ours, the
+performance checks as a table (rows in DESIGN.md section 5's format, live from
+:mod:`gpu_viz.rmsnorm.bench` or from a committed record); and ``gpu-viz bench``, which measures
+with :mod:`gpu_viz.rmsnorm.bench` and prints with these.
 """
 from __future__ import annotations
 
 import html as _html
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .. import backend
+from pathlib import Path
+
+from .. import backend, check
+from ..measure import records
 from ..measure.timing import CALL, KERNEL
-from .bench import (BANDWIDTH_SHAPES, BANDWIDTH_TARGET, FLOOR_FACTOR, FLOOR_SHAPE, OPS, PROVIDERS, RMSNORM,
-                    RMSNORM_GATE, SEED_H100)
+from . import bench
+from .bench import OPS, PROVIDERS, RMSNORM_GATE, SEED_H100
 from .dtypes import dtype_name
 
 def _fmt(v, spec="{:,.2f}"):
@@ -207,74 +211,45 @@ def seed_comparison(rows: Sequence[Dict], provenance: str, dtype: str = "float16
     return Table(header, body, cap)
 
 
-# -- the performance targets, on a record ---------------------------------------------------------
-
-def _find(rows, **key):
-    for r in rows:
-        if all(r.get(k) == v for k, v in key.items()):
-            return r
-    return None
-
-
-def summary_checks(record: Dict, timing: str = KERNEL) -> List[Tuple[str, bool, str]]:
-    """The fused ops' performance targets evaluated on ``record`` (DESIGN.md section 5 format).
-
-    1. fused >= 90 % of ``copy_GBps`` at 16384x4096 and 32768x8192, fp16 and bf16, both ops;
-    2. fused faster than ``native`` and ``compile`` at every (op, shape, dtype) where fused
-       was measured (a missing or excluded baseline fails the check: it was not shown);
-    3. fused at 128x4096 within 1.5x of ``launch_floor_us`` (both the kernel timing).
-
-    Returns a list of (check, passed, detail).  Rows of ``timing`` ("kernel") are used.
-    """
-    rows = [r for r in record.get("rows", []) if r.get("timing") == timing]
-    skipped = record.get("skipped", [])
-    out: List[Tuple[str, bool, str]] = []
-    copy = record.get("copy_GBps")
-    for op in OPS:
-        for (M, N) in BANDWIDTH_SHAPES:
-            for dt in ("float16", "bfloat16"):
-                name = f"{op} fused {M}x{N} {dt}: >= {BANDWIDTH_TARGET:.0%} of copy bandwidth"
-                r = _find(rows, op=op, impl="fused", M=M, N=N, dtype=dt)
-                if r is None or not copy:
-                    out.append((name, False, "not measured" if r is None else "no copy_GBps in the record"))
-                    continue
-                share = r["GBps"] / copy
-                out.append((name, share >= BANDWIDTH_TARGET,
-                            f"{r['GBps']:,.0f} GB/s = {share:.1%} of copy {copy:,.0f} GB/s"))
-    baselines = {RMSNORM: ("native", "compile"), RMSNORM_GATE: ("compile",)}
-    for r in rows:
-        if r["impl"] != "fused":
-            continue
-        for b in baselines[r["op"]]:
-            name = f"{r['op']} {r['M']}x{r['N']} {r['dtype']}: fused faster than {b}"
-            br = _find(rows, op=r["op"], impl=b, M=r["M"], N=r["N"], dtype=r["dtype"])
-            if br is None:
-                why = _find(skipped, op=r["op"], impl=b, M=r["M"], N=r["N"], dtype=r["dtype"])
-                out.append((name, False, f"{b} not measured" + (f": {why['reason'][:160]}" if why else "")))
-                continue
-            out.append((name, r["median_us"] < br["median_us"],
-                        f"fused {r['median_us']:.2f} µs vs {b} {br['median_us']:.2f} µs "
-                        f"({br['median_us'] / r['median_us']:.2f}x)"))
-    floor = record.get("launch_floor_us")
-    for op in OPS:
-        for dt in ("float16", "bfloat16"):
-            M, N = FLOOR_SHAPE
-            name = f"{op} fused {M}x{N} {dt}: within {FLOOR_FACTOR}x of the launch floor"
-            r = _find(rows, op=op, impl="fused", M=M, N=N, dtype=dt)
-            if r is None or not floor:
-                out.append((name, False, "not measured" if r is None else "no launch_floor_us in the record"))
-                continue
-            detail = f"{r['median_us']:.2f} µs = {r['median_us'] / floor:.2f}x the floor {floor:.2f} µs"
-            bare = record.get("copy_kernel_floor_us")
-            if bare:  # context: the least any kernel moving x -> y of this shape takes
-                detail += (f"; a bare copy kernel moving the same x -> y bytes: {bare:.2f} µs = "
-                           f"{bare / floor:.2f}x")
-            out.append((name, r["median_us"] <= FLOOR_FACTOR * floor, detail))
-    return out
-
-
 def checks_table(checks: Sequence[Tuple[str, bool, str]]) -> Table:
-    """:func:`summary_checks` output as a :class:`Table`."""
+    """:func:`gpu_viz.rmsnorm.bench.summary_checks` output as a :class:`Table`."""
     return Table(["check", "passed", "detail"], [[c, "yes" if p else "NO", d] for c, p, d in checks])
 
 
+# -- command line ----------------------------------------------------------------------------------
+
+def _cmd_bench(args) -> int:
+    if not backend.has_gpu():
+        print(f"gpu-viz bench needs a CUDA GPU: {backend.detect().describe()}")
+        rec = bench.newest_record()
+        if rec:
+            print(f"The newest committed record is {rec['_file']} ({records.label(rec)}).")
+        return 2
+    record = bench.full_record(quick=args.quick, out=args.out, tag=args.tag, reps=args.reps)
+    rows = record["rows"]
+    print()
+    print(table(rows, provenance=backend.live_label()).plain())
+    if record["skipped"]:
+        print("\nNot timed:")
+        for s in record["skipped"]:
+            print(f"  {s['op']} {s['impl']} {s['M']}x{s['N']} {s['dtype']}: {s['reason'][:200]}")
+    print("\nThe performance targets (kernel timing):")
+    checks = [(c["check"], c["passed"], c["detail"]) for c in record["checks"]]
+    print(checks_table(checks).plain())
+    print(f"\n{sum(p for _, p, _ in checks)} of {len(checks)} checks passed; record: {record.get('_path')}")
+    return 1 if args.strict and not all(p for _, p, _ in checks) else 0
+
+
+def register_cli(subparsers) -> None:
+    """Add ``gpu-viz bench [--quick] [--out DIR] [--tag T] [--reps N] [--strict]``."""
+    p = subparsers.add_parser("bench", help="measure fused RMSNorm (+gate) vs eager, F.rms_norm, "
+                                            "torch.compile; save a record")
+    p.add_argument("--quick", action="store_true", help="a few shapes, fp16 only")
+    p.add_argument("--out", type=Path, default=Path("."),
+                   help="folder for the JSON record (default: the current folder; the course's committed "
+                        "records are in benchmarks/results/)")
+    p.add_argument("--tag", default="fused", help="record file suffix (default: fused)")
+    p.add_argument("--reps", type=check.positive_int_arg, default=bench.DEFAULT_REPS,
+                   help="timed samples per row, >= 1 (default 100)")
+    p.add_argument("--strict", action="store_true", help="exit 1 if any performance target is missed")
+    p.set_defaults(func=_cmd_bench)
