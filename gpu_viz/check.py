@@ -39,6 +39,21 @@ def check_int(name: str, value, minimum: Optional[int] = None, maximum: Optional
     return value
 
 
+def check_f32(name: str, value, minimum: Optional[float] = None) -> np.float32:
+    """``value`` as the float32 a kernel's ``float`` argument receives, checked: TypeError unless a
+    real number (bool not), ValueError unless finite after the float32 rounding (``1e39`` is inf
+    there) and, when ``minimum`` is given, ``>= minimum``; both naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a float, got {type(value).__name__} {value!r}")
+    with np.errstate(over="ignore"):
+        v32 = np.float32(value)
+    if not np.isfinite(v32):
+        raise ValueError(f"{name} must be finite as a float32 (the kernel's float argument), got {value!r}")
+    if minimum is not None and v32 < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return v32
+
+
 def positive_int_arg(text: str) -> int:
     """argparse type: an integer >= 1 (argparse names the option in its error message)."""
     import argparse

@@ -12,7 +12,8 @@ def _info(args) -> int:
     b = backend.detect()
     print(b.describe())
     info = device.current()
-    print(info.summary())
+    # in CPU mode the traces model the deck's GPU: say so, lest its line read as one found here
+    print(("" if b.mode == "gpu" else "the GPU the CPU models stand for (none on this machine): ") + info.summary())
     if args.json:
         print(json.dumps(info.as_dict(), indent=1, default=str))
     return 0

@@ -17,7 +17,7 @@ import importlib
 from typing import Callable, Dict, Optional, Tuple
 
 from . import backend, kernels
-from .check import new_seed, random_f32
+from .check import check_int, new_seed, random_f32
 from .trace import Trace
 
 
@@ -86,10 +86,22 @@ class Lesson:
         self.animation(trace if trace is not None else self.trace(), **options).show()
 
 
+#: The most elements, threads or blocks one lesson trace records.  A trace keeps a record per
+#: element (or block) and the CPU model computes every one; the lessons teach with 64-2048, and
+#: past this there is nothing more to see, only minutes of work and gigabytes of memory.
+MAX_TRACE = 1 << 20
+#: The longest per-block work the scheduling lesson asks of the GPU (cycles of spin, FMAs).
+MAX_SPIN_CYCLES = 10**7
+MAX_FMA_ITERS = 10**6
+#: Loop trips of each branch in the divergence lesson.
+MAX_ITERS = 4096
+
+
 def _vector_add_inputs(seed: int, n: int = 64, block: int = 64):
     from .model import vector_add as m
 
     m.check_launch(n, block, min_n=1)
+    check_int("n", n, 1, MAX_TRACE)
     return (random_f32(n, seed), random_f32(n, seed + 1)), {"block": block}
 
 
@@ -101,6 +113,11 @@ def _vector_add_lines(snip, **_launch) -> Dict:
 
 def _divergence_inputs(seed: int, n: int = 64, block: int = 64, iters: int = 8,
                        kernel: str = "divergent_branch"):
+    from .model import vector_add as m
+
+    m.check_launch(n, block, min_n=1)
+    check_int("n", n, 1, MAX_TRACE)
+    check_int("iters", iters, 0, MAX_ITERS)
     return (random_f32(n, seed),), {"block": block, "iters": iters, "kernel": kernel}
 
 
@@ -108,6 +125,9 @@ def _grid_stride_inputs(seed: int, n: int = 2048, grid: int = 1, block: int = 10
     from .model import grid_stride as m
 
     m.check_shape(n, grid, block)
+    check_int("n", n, 0, MAX_TRACE)
+    if grid * block > MAX_TRACE:
+        raise ValueError(f"grid * block must be <= {MAX_TRACE} threads for a trace, got {grid} * {block}")
     return (random_f32(n, seed),), {"alpha": alpha, "grid": grid, "block": block}
 
 
@@ -118,6 +138,9 @@ def _grid_stride_lines(snip, **_launch) -> Dict:
 
 def _scheduling_inputs(seed: int, blocks: int = 2048, threads: int = 256, spin_cycles: int = 20000,
                        fma_iters: int = 0):
+    check_int("blocks", blocks, 1, MAX_TRACE)
+    check_int("spin_cycles", spin_cycles, 0, MAX_SPIN_CYCLES)
+    check_int("fma_iters", fma_iters, 0, MAX_FMA_ITERS)
     return (), {"blocks": blocks, "threads": threads, "spin_cycles": spin_cycles, "fma_iters": fma_iters}
 
 
@@ -126,6 +149,7 @@ def _rmsnorm_deck_inputs(seed: int, d: int = 2048, block: int = 1024, variant: s
     from .record.rmsnorm_deck import default_inputs
 
     if x is None:
+        check_int("d", d, 1, MAX_TRACE)
         x, w_default = default_inputs(d, seed)
         w = w_default if w is None else w
     return (x, w), {"block": block, "variant": variant, "prefill": prefill, "eps": eps}

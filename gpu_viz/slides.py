@@ -417,10 +417,16 @@ def notebook_title(nb, fallback: str) -> str:
 
 
 def find_notebooks(notebooks_dir: Path, only: Optional[str] = None) -> List[Path]:
-    """``NN_*.ipynb`` under ``notebooks_dir``, sorted; ``only`` is a glob or substring filter on the name."""
+    """``NN_*.ipynb`` under ``notebooks_dir``, sorted; ``only`` is a glob or substring filter on the name.
+
+    Raises:
+        SlidesError: ``only`` given but holding no pattern (``""``, ``","``): it would select every deck.
+    """
     paths = sorted(Path(notebooks_dir).glob(NOTEBOOK_GLOB))
-    if only:
+    if only is not None:
         pats = [p.strip() for p in only.split(",") if p.strip()]
+        if not pats:
+            raise SlidesError(f"--only needs at least one pattern (e.g. '03' or '0[1-3]*'), got {only!r}")
         paths = [p for p in paths
                  if any(fnmatch.fnmatch(p.name, pat) or fnmatch.fnmatch(p.stem, pat) or pat in p.stem
                         for pat in pats)]
@@ -590,6 +596,19 @@ def write_index(decks: Sequence[Deck], out_dir: Path, built_at: Optional[str] = 
 
 
 # ----------------------------------------------------------------------------- build
+def _with_earlier_decks(built: Sequence[Deck], out_dir: Path) -> List[Deck]:
+    """``built`` plus the decks of an earlier build in ``out_dir`` that this one did not rebuild and
+    whose page is still there, by name: a build of some decks (``--only``) keeps the index and the
+    manifest listing all of them, each with its own mode, GPU and date."""
+    try:
+        earlier = BuildResult.load(out_dir).decks
+    except (FileNotFoundError, ValueError, KeyError, TypeError):  # none, or not one we can read
+        earlier = []
+    names = {d.name for d in built}
+    kept = [d for d in earlier if d.name not in names and d.html is not None and d.html.is_file()]
+    return sorted([*built, *kept], key=lambda d: d.name)
+
+
 def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, only: Optional[str] = None,
           execute: bool = True, executed_dir: Optional[Path] = None, timeout: int = 600, jobs: int = 1,
           vendor_from: Optional[Path] = None, force_cpu: bool = False, log=print) -> BuildResult:
@@ -666,8 +685,9 @@ def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, 
             d.html = None
             d.error = (d.error + "\n" if d.error else "") + f"render failed: {type(exc).__name__}: {exc}"
         log(f"[slides]   {d.name}: {'deck ' + str(d.html) if d.html else 'NO DECK: ' + d.error}")
-    index = write_index(decks, out_dir)
-    (out_dir / "manifest.json").write_text(json.dumps({"decks": [d.as_dict() for d in decks]}, indent=1) + "\n")
+    listed = _with_earlier_decks(decks, out_dir) if only else decks
+    index = write_index(listed, out_dir)
+    (out_dir / "manifest.json").write_text(json.dumps({"decks": [d.as_dict() for d in listed]}, indent=1) + "\n")
     log(f"[slides] index: {index}")
     return BuildResult(out_dir=out_dir, executed_dir=executed_dir, index=index, decks=decks, vendored=how)
 

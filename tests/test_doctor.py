@@ -325,3 +325,13 @@ def test_banner_points_to_the_doctor_by_cause(monkeypatch, capsys, cause, reason
     monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason=reason, cause=cause))
     assert ("gpu_viz.doctor.report()" in gpu_viz.banner()) == points_to_doctor
     capsys.readouterr()
+
+
+def test_info_in_cpu_mode_says_the_gpu_line_is_the_modelled_one(env, capsys):
+    """`gpu-viz info` without a GPU: the spec-sheet GPU the models stand for is labelled as such,
+    never printed as if it were found on this machine."""
+    env(fake_cupy(count_error=CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")))
+    assert cli.main(["info"]) == 0
+    first, second = capsys.readouterr().out.splitlines()[:2]
+    assert first.startswith("CPU mode")
+    assert second.startswith("the GPU the CPU models stand for (none on this machine): ") and "spec sheet" in second

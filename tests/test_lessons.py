@@ -53,3 +53,48 @@ def test_the_data_path_reads_off_the_file_names():
     names = {p.stem for p in (ROOT / "gpu_viz" / "record").glob("*.py")}
     assert {"vector_add", "divergence", "rmsnorm_deck", "reduction"} <= names
     assert importlib.import_module("gpu_viz.model.reduction").FILE == "reduction.cu"
+
+
+# Every launch argument a learner can pass to a lesson's trace, with values the trace must refuse
+# at once (before any input is made or kernel launched), the argument named in the error: sizes
+# past the trace limit (they would take minutes and gigabytes), wrong types, and non-finite or
+# negative float arguments (the traces use NaN to mean "not written", so NaN in would be silent).
+_HUGE = 10**9
+_REFUSED = {
+    "vector_add": [("n", _HUGE), ("n", 0), ("n", 64.0), ("block", 0), ("block", 2048)],
+    "divergence": [("n", _HUGE), ("n", -5), ("n", 64.0), ("block", 2048), ("iters", _HUGE), ("iters", -1),
+                   ("kernel", "nope")],
+    "grid_stride": [("n", _HUGE), ("n", -1), ("grid", 1.5), ("grid", 4096), ("block", 0),
+                    ("alpha", float("nan")), ("alpha", float("inf")), ("alpha", 1e39), ("alpha", "2")],
+    "scheduling": [("blocks", _HUGE), ("blocks", 0), ("threads", 2000), ("spin_cycles", _HUGE * 1000),
+                   ("spin_cycles", -1), ("spin_cycles", 1.5), ("fma_iters", _HUGE)],
+    "rmsnorm_deck": [("d", _HUGE), ("d", 0), ("block", 2048), ("eps", -1.0), ("eps", float("nan")),
+                     ("eps", float("inf")), ("eps", True), ("variant", "nope")],
+}
+
+
+def test_every_lesson_has_refusal_cases():
+    assert set(_REFUSED) == set(lessons.LESSONS)
+
+
+@pytest.mark.parametrize("stem,arg,value", [(s, a, v) for s, cases in _REFUSED.items() for a, v in cases],
+                         ids=lambda v: repr(v)[:12])
+def test_trace_refuses_bad_launch_arguments_at_once(stem, arg, value):
+    import time
+
+    if (stem, arg, value) == ("grid_stride", "grid", 4096):
+        launch = {"grid": 4096, "block": 1024}  # 4M threads: past the trace limit
+    else:
+        launch = {arg: value}
+    t0 = time.perf_counter()
+    with pytest.raises((TypeError, ValueError)) as exc:
+        lessons.LESSONS[stem].trace(seed=1, **launch)
+    assert time.perf_counter() - t0 < 2.0
+    assert (arg in str(exc.value)) or ("grid * block" in str(exc.value)), str(exc.value)
+
+
+def test_the_limits_leave_the_lessons_room():
+    """The defaults and the notebooks' sizes are far inside the limits."""
+    assert lessons.MAX_TRACE >= 2048 * 256 and lessons.MAX_SPIN_CYCLES >= 20000 * 100
+    tr = lessons.GRID_STRIDE.trace(seed=1, n=lessons.MAX_TRACE, grid=1024, block=1024)
+    assert tr.params["n"] == lessons.MAX_TRACE

@@ -99,6 +99,9 @@ def test_notebook_title_and_find_notebooks(tmp_path):
     names = [p.name for p in slides.find_notebooks(tmp_path)]
     assert names == ["01_intro.ipynb", "02_warps.ipynb", "10_rmsnorm.ipynb"]
     assert [p.name for p in slides.find_notebooks(tmp_path, "02*,rmsnorm")] == ["02_warps.ipynb", "10_rmsnorm.ipynb"]
+    for empty in ("", ",", " , "):  # no pattern at all: an error, not every deck
+        with pytest.raises(slides.SlidesError, match="--only needs at least one pattern"):
+            slides.find_notebooks(tmp_path, empty)
     nb = nbformat.read(str(tmp_path / "01_intro.ipynb"), as_version=4)
     assert slides.notebook_title(nb, "fallback") == "The *title* here"
     assert slides.notebook_title(new_notebook(), "fallback") == "fallback"
@@ -334,3 +337,29 @@ def test_executing_a_notebook_prints_no_kernel_warning_and_keeps_errors(tmp_path
     assert "without encryption" not in err, err
     assert not re.search(r"\[IPKernelApp\] (WARNING|ERROR)", err), err
     assert "ZeroDivisionError" in info["error"], "a real error in a cell must still be reported"
+
+
+def test_building_some_decks_keeps_the_others_in_the_index(tmp_path, selftest_slides):
+    """`gpu-viz slides --only X` into a folder with an earlier build: the index and the manifest
+    still list every deck whose page is there (each with its own mode and date), X once."""
+    nbdir, out = tmp_path / "nbs", tmp_path / "out"
+    nbdir.mkdir()
+    for name, title in (("01_first", "First"), ("02_second", "Second")):
+        nb = new_notebook(cells=[new_markdown_cell(f"# {title}", metadata={"slideshow": {"slide_type": "slide"}}),
+                                 new_code_cell("print(1)", metadata={"slideshow": {"slide_type": "-"}})])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, str(nbdir / f"{name}.ipynb"))
+    kw = dict(out_dir=out, notebooks_dir=nbdir, vendor_from=selftest_slides.out_dir / "vendor", timeout=60,
+              force_cpu=True, log=lambda *a: None)
+    slides.build(only="01", **kw)
+    second = slides.build(only="02", **kw)
+    assert [d.name for d in second.decks] == ["02_second"]  # what this build made
+    listed = lambda: [d["name"] for d in json.loads((out / "manifest.json").read_text())["decks"]]  # noqa: E731
+    assert listed() == ["01_first", "02_second"]
+    index = (out / "index.html").read_text()
+    assert 'href="01_first.slides.html"' in index and 'href="02_second.slides.html"' in index
+    slides.build(only="01", **kw)
+    assert listed() == ["01_first", "02_second"]  # rebuilt, listed once
+    (out / "02_second.slides.html").unlink()  # a page gone: no dead link in the index
+    slides.build(only="01", **kw)
+    assert listed() == ["01_first"] and "02_second" not in (out / "index.html").read_text()

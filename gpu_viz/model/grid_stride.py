@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
+from ..check import check_f32
 from ..trace import MODEL_SOURCE, Step, Trace
 
 #: What the deck shows: 2048 elements, 1024 threads.
@@ -85,7 +86,7 @@ def trace(x: np.ndarray, alpha: float = 2.0, grid: int = 1, block: int = DECK_TH
     n = x.shape[0]
     check_shape(n, grid, block)
     T = grid * block
-    a32 = np.float32(alpha)
+    a32 = check_f32("alpha", alpha)
     y = np.full(n, np.nan, np.float32)
     blk = np.full(n, -1, np.int32)
     thr = np.full(n, -1, np.int32)

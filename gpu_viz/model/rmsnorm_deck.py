@@ -33,6 +33,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .. import backend, kernels
+from ..check import check_f32
 from ..trace import MODEL_SOURCE, Step, Trace
 from .reduction import F32, OFFSETS, STEPS, WARP, block_reduce_sum, lanes_in_warp, warp_shuffle_steps  # noqa: F401
 
@@ -161,7 +162,7 @@ def trace(x, w=None, block: int = 1024, eps: float = DEFAULT_EPS, variant: str =
     d, block = check_launch(x.shape[0], block, variant)
     w = np.ones(d, dtype=F32) if w is None else as_f32_vector(w, "w", d)
     deck = variant == DECK
-    eps32 = F32(eps)
+    eps32 = check_f32("eps", eps, minimum=0.0)
     nw = (block + WARP - 1) // WARP
 
     # phase 1

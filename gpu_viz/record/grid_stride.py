@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 
 from .. import backend, device, kernels
-from ..check import assert_close, assert_equal
+from ..check import assert_close, assert_equal, check_f32
 from ..model import grid_stride as model
 from ..trace import GPU_SOURCE, Trace
 
@@ -31,8 +31,8 @@ def trace(x: np.ndarray, alpha: float = 2.0, grid: int = 1, block: int = model.D
     x = model.as_f32("x", x)
     n = x.shape[0]
     model.check_shape(n, grid, block)
+    a32 = check_f32("alpha", alpha)
     cp = backend.require_cupy("the traced grid-stride loop")
-    a32 = np.float32(alpha)
     size = max(n, 1)  # cupy cannot hand a kernel a zero-size buffer's pointer reliably
     dx = cp.asarray(x) if n else cp.zeros(1, cp.float32)
     dy = cp.full(size, np.nan, cp.float32)
@@ -60,10 +60,11 @@ def scale(x, alpha: float = 2.0, grid: Optional[int] = None, block: int = 256, o
     if not isinstance(x, cp.ndarray) or x.dtype != cp.float32 or x.ndim != 1:
         raise TypeError(f"x must be a 1-D cupy float32 array, got {type(x).__name__}")
     model.check_shape(int(x.size), grid or 1, block)
+    a32 = check_f32("alpha", alpha)
     grid = grid or 4 * device.current().sm_count
     if out is not None and (not isinstance(out, cp.ndarray) or out.dtype != cp.float32 or out.shape != x.shape):
         raise TypeError(f"out must be a cupy float32 array of shape {x.shape}")
     y = cp.full_like(x, np.nan) if out is None else out
     if x.size:
-        kernels.function(FILE, KERNEL)((grid,), (block,), (x, y, np.float32(alpha), np.int64(x.size)))
+        kernels.function(FILE, KERNEL)((grid,), (block,), (x, y, a32, np.int64(x.size)))
     return y

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend, kernels
+from ..check import check_f32
 from ..model import rmsnorm_deck as model
 from ..trace import GPU_SOURCE, Trace
 
@@ -44,6 +45,7 @@ def trace(x, w=None, block: int = 1024, eps: float = model.DEFAULT_EPS, variant:
     """
     x = model.as_f32_vector(x, "x")
     d, block = model.check_launch(x.shape[0], block, variant)
+    check_f32("eps", eps, minimum=0.0)
     cp = backend.require_cupy("recording the four-phase trace")
     w = np.ones(d, dtype=np.float32) if w is None else model.as_f32_vector(w, "w", d)
     nw = (block + WARP - 1) // WARP
