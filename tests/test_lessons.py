@@ -31,6 +31,10 @@ def test_trace_in_cpu_mode_is_the_labelled_model_and_plays(stem):
     assert tr.source == "model" and backend.MODEL_LABEL in tr.provenance
     an = les.animation(tr)
     assert len(an) >= 1 and an.provenance == tr.provenance
+    # a model's player never claims a run on the hardware, in its title or any frame's caption
+    claims = ("silicon", "measured on", "on the GPU", "recorded on")
+    texts = [an.title, *(f.caption for f in an.frames)]
+    assert not [t for t in texts for c in claims if c in t], texts[:3]
     if any(s.line for s in tr.steps):
         assert an.source == les.source_for(tr).text
 

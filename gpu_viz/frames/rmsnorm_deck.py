@@ -311,7 +311,8 @@ def animation(trace: Trace, source: Optional[str] = None, warp: int = 0, title: 
     line lit.  ``source``: the code the steps' lines point into (default: the variant's,
     ``gpu_viz.model.rmsnorm_deck.source``)."""
     p = trace.params
-    title = title or (f"Four phases on the silicon: RMSNorm of one row, d={p['d']}, {p['block']} threads "
+    where = "on the silicon" if trace.source == GPU_SOURCE else "in the CPU model"  # the title never claims a GPU run
+    title = title or (f"Four phases {where}: RMSNorm of one row, d={p['d']}, {p['block']} threads "
                       f"({p['variant']} phase 2)")
     return Animation(frames(trace, warp=warp, kinds=kinds), title=title, provenance=trace.provenance,
                      source=source if source is not None else model.source(p["variant"]).text)
