@@ -9,20 +9,23 @@ kernel launched on torch's current stream (``fw == "torch"``) or CuPy's.
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Optional
 
 import numpy as np
 
 from . import backend
 
-try:
-    import torch
-except ImportError:  # the CPU-only course runs without torch
-    torch = None
+
+def _torch():
+    """torch if something has imported it, else None: a tensor cannot exist before torch does, so
+    telling arrays apart never pays torch's import (a second or more) for the course's CPU paths."""
+    return sys.modules.get("torch")
 
 
 def framework(a) -> Optional[str]:
-    """``"torch"`` for a torch.Tensor, ``"cupy"`` for a CuPy array, else ``None`` (no import of CuPy)."""
+    """``"torch"`` for a torch.Tensor, ``"cupy"`` for a CuPy array, else ``None`` (imports neither)."""
+    torch = _torch()
     if torch is not None and isinstance(a, torch.Tensor):
         return "torch"
     mod = type(a).__module__ or ""
@@ -46,6 +49,7 @@ _RAW_STREAM_OK = [True]
 def _torch_stream_ptr(device: int) -> int:
     """torch's current stream on ``device`` as a raw cudaStream_t (what Triton reads too);
     the public ``torch.cuda.current_stream`` where the C hook is missing."""
+    torch = _torch()
     get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if get is not None:
         return get(device)
@@ -73,7 +77,7 @@ def launch(kernel, grid: int, block: int, args, fw: str, device: int) -> None:
                 return
             except (TypeError, AttributeError):
                 _RAW_STREAM_OK[0] = False
-        ts = torch.cuda.current_stream(device)
+        ts = _torch().cuda.current_stream(device)
         if hasattr(cupy.cuda.Stream, "from_external"):
             stream = cupy.cuda.Stream.from_external(ts)
         else:  # CuPy < 14
@@ -90,7 +94,7 @@ def to_numpy64(a, name: str) -> np.ndarray:
     """
     fw = framework(a)
     if fw == "torch":
-        return a.detach().to(device="cpu", dtype=torch.float64).numpy()
+        return a.detach().to(device="cpu", dtype=_torch().float64).numpy()
     if fw == "cupy":
         return a.get().astype(np.float64)
     try:

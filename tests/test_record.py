@@ -7,6 +7,7 @@ before the GPU run.  It also checks that without a GPU (CuPy missing included) e
 raises GPUUnavailable, never an ImportError.
 """
 import importlib
+import os
 import pkgutil
 import re
 import sys
@@ -232,3 +233,21 @@ def test_only_the_backend_imports_cupy():
             if re.match(r"(import cupy\b|from cupy[. ])", line.strip()):
                 offenders.append(f"{m.name}:{i}: {line.strip()}")
     assert not offenders, offenders
+
+
+def test_the_command_line_and_the_lessons_do_not_import_torch():
+    """torch costs a second or more to import (a CUDA build more): `gpu-viz info/doctor/slides`,
+    the lessons, the checks and the record readers never pay it; only the torch paths (the fused
+    ops, the eager baselines, the benchmark providers when they run) import it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gpu_viz.cli, gpu_viz.doctor, gpu_viz.slides, gpu_viz.lessons, gpu_viz.check, "
+            "gpu_viz.arrays, gpu_viz.measure.records, gpu_viz.measure.lessons, gpu_viz.rmsnorm.bench, "
+            "gpu_viz.rmsnorm.report, gpu_viz.rmsnorm.reference, gpu_viz.rmsnorm.tolerances; "
+            "from gpu_viz.lessons import VECTOR_ADD; VECTOR_ADD.trace(seed=1); "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "GPU_VIZ_FORCE_CPU": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout[:500]

@@ -32,7 +32,6 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .. import backend, check
 from ..measure import records, timing as bench
-from . import deck, eager, fused
 from .dtypes import OPS, bytes_moved, check_op as _check_op, dtype_name as _dtype_name
 from .reference import rmsnorm as reference_f64
 from .tolerances import tolerance
@@ -299,9 +298,10 @@ def _liger_rms_norm():
 
 def _deck_module(weight, eps: float):
     """The deck's eager module (:class:`gpu_viz.rmsnorm.eager.EagerRMSNorm`) holding ``weight``."""
+    from . import eager  # torch-importing modules: loaded when used
     m = eager.EagerRMSNorm.from_weight(weight.detach(), eps)
     m.weight.requires_grad_(False)
-    return m.to(weight.device).eval()
+    return m.eval()  # from_weight put it on weight's device
 
 
 def setup_rmsnorm(provider: str, weight, eps: float = EPS, sample=None, compile_backend=None) -> Callable:
@@ -315,6 +315,7 @@ def setup_rmsnorm(provider: str, weight, eps: float = EPS, sample=None, compile_
         ProviderUnavailable: the provider's code is not importable here.
         CompileFellBack: ``"compile"`` did not really compile.
     """
+    from . import deck, fused  # torch-importing modules: loaded when used
     check_providers(RMSNORM, (provider,))
     import torch
 
@@ -344,6 +345,7 @@ def setup_rmsnorm_gate(provider: str, weight, eps: float = EPS, sample=None, com
 
     Same contract and errors as :func:`setup_rmsnorm`.
     """
+    from . import eager, fused  # torch-importing modules: loaded when used
     check_providers(RMSNORM_GATE, (provider,))
     if provider == "eager":
         return lambda inp: eager.eager_rmsnorm_gate(inp["x"], inp["gate"], weight, eps)
@@ -636,6 +638,7 @@ def kernel_report_any(arch: Optional[str] = None) -> Tuple[List[Dict], str]:
     Raises:
         RuntimeError: neither source worked (both reasons).
     """
+    from . import fused  # torch-importing modules: loaded when used
     from .. import device as _device
 
     arch = arch or _device.current().sm
@@ -659,6 +662,7 @@ def kernel_resources(cases: Sequence[Tuple[str, int, int]], dtype="float16", inf
     registers, spill_stores_bytes, spill_loads_bytes, local_bytes, shared_bytes,
     blocks_per_sm, occupancy (0..1), limiter.
     """
+    from . import fused  # torch-importing modules: loaded when used
     from .. import device as _device, occupancy
 
     info = info or _device.current()
@@ -807,6 +811,7 @@ def seed_defect_checks(dtype="float16", eps: float = EPS) -> List[Tuple[str, boo
     Raises:
         gpu_viz.backend.GPUUnavailable: in CPU mode.
     """
+    from . import fused  # torch-importing modules: loaded when used
     backend.require_gpu("the seed-defect checks")
     import torch
 
