@@ -21,7 +21,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from .arrays import framework
+from .arrays import framework, to_numpy64
 
 
 def check_int(name: str, value, minimum: Optional[int] = None, maximum: Optional[int] = None) -> int:
@@ -47,10 +47,9 @@ def check_f32(name: str, value, minimum: Optional[float] = None) -> np.float32:
         raise TypeError(f"{name} must be a float, got {type(value).__name__} {value!r}")
     with np.errstate(over="ignore"):
         v32 = np.float32(value)
-    if not np.isfinite(v32):
-        raise ValueError(f"{name} must be finite as a float32 (the kernel's float argument), got {value!r}")
-    if minimum is not None and v32 < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    if not np.isfinite(v32) or (minimum is not None and v32 < minimum):
+        bound = "" if minimum is None else f" and >= {minimum:g}"
+        raise ValueError(f"{name} must be finite{bound} as a float32 (the kernel's float argument), got {value!r}")
     return v32
 
 
@@ -145,15 +144,9 @@ class MismatchError(AssertionError):
 
 def _as_float64(a, name: str):
     """``a`` as float64 in its own library where that is torch (stays on its device), else numpy."""
-    fw = framework(a)
-    if fw == "torch":
+    if framework(a) == "torch":
         return a.detach().double(), "torch"
-    if fw == "cupy":
-        return a.get().astype(np.float64), "numpy"
-    try:
-        return np.asarray(a, dtype=np.float64), "numpy"
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array (numpy, torch or CuPy), got {type(a).__name__}") from None
+    return to_numpy64(a, name), "numpy"
 
 
 def compare(name: str, got, want, *, atol: float = 0.0, rtol: float = 0.0, seed: Optional[int] = None,

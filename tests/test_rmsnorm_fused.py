@@ -119,11 +119,16 @@ def test_non_contiguous_last_dim_rejected():
 
 
 @pytest.mark.parametrize("eps, err", [(-1e-6, ValueError), (float("nan"), ValueError),
-                                      (float("inf"), ValueError), ("1e-6", TypeError), (None, TypeError)])
+                                      (float("inf"), ValueError), (1e39, ValueError), (True, TypeError),
+                                      ("1e-6", TypeError), (None, TypeError)])
 def test_eps_checked(eps, err):
+    """Every op (and the float64 references) refuses an eps its float32 kernel argument cannot hold:
+    1e39 is finite in float64 but inf in float32, where y would come out all zeros."""
     x, w = _xw()
-    with pytest.raises(err, match="eps must be"):
-        ops.rmsnorm(x, w, eps)
+    for call in (lambda: ops.rmsnorm(x, w, eps), lambda: ops.rmsnorm_gate(x, x, w, eps),
+                 lambda: ops.reference_rmsnorm(x, w, eps)):
+        with pytest.raises(err, match="eps must be"):
+            call()
 
 
 def test_dtype_name_accepts_the_usual_spellings():

@@ -38,11 +38,18 @@ from ..trace import MODEL_SOURCE, Step, Trace
 from .reduction import F32, OFFSETS, STEPS, WARP, block_reduce_sum, lanes_in_warp, warp_shuffle_steps  # noqa: F401
 
 FILE = "rmsnorm_deck.cu"
-GUARDED = "guarded"          #: phase 2 = reduce.cuh's block_reduce_sum: correct for any blockDim 1..1024
 DECK = "deck"                #: the deck's phase 2 as printed: blockDim % 32 == 0 only
-VARIANTS = (GUARDED, DECK)
+GUARDED = "guarded"          #: phase 2 = reduce.cuh's block_reduce_sum: correct for any blockDim 1..1024
+VARIANTS = (DECK, GUARDED)
+
+
+def entry_point(variant: str, suffix: str = "f32") -> str:
+    """The kernel file's entry point of ``variant`` for a dtype suffix (f32, f16, bf16)."""
+    return f"rmsnorm_{variant}_{suffix}"
+
+
 #: The traced entry point of each variant (float).
-KERNELS = {GUARDED: "rmsnorm_guarded_f32", DECK: "rmsnorm_deck_f32"}
+KERNELS = {v: entry_point(v) for v in VARIANTS}
 DEFAULT_EPS = 1e-6
 #: u, the unit roundoff of float32 (half an ulp of 1.0).
 U32 = 2.0 ** -24

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Dict, Tuple
+from typing import Dict
 
 import numpy as np
 
 from .. import backend, kernels
 from ..arrays import framework as _framework
 from ..arrays import launch
+from ..model.rmsnorm_deck import DECK, FILE, GUARDED, VARIANTS, entry_point  # noqa: F401
 from .dtypes import DTYPES, dtype_name
 from .eager import describe as _describe
 from .reference import check_eps
@@ -27,12 +28,8 @@ try:
 except ImportError:  # pragma: no cover - the course environment has torch
     torch = None
 
-FILE = "rmsnorm_deck.cu"
-
-#: Variants of the kernel (see the header of kernels/rmsnorm_deck.cu).
-DECK = "deck"        # the deck's code as shown; right only at block=1024
-GUARDED = "guarded"  # correct for any block in 32..1024 and any d >= 1
-VARIANTS: Tuple[str, ...] = (DECK, GUARDED)
+# FILE, DECK (the deck's code as shown: right only at block=1024), GUARDED (any block, any d >= 1)
+# and VARIANTS come from the CPU model, the one place they are named.
 
 #: The deck's launch: one block of 1024 threads per row of 2048 features.
 DECK_BLOCK = 1024
@@ -141,7 +138,7 @@ def kernel_name(variant: str, dtype) -> str:
         suffix = DTYPES[dtype_name(dtype)][0]
     except TypeError:
         raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}") from None
-    return f"rmsnorm_{variant}_{suffix}"
+    return entry_point(variant, suffix)
 
 
 def get_kernel(variant: str, dtype, device: int = 0):

@@ -10,22 +10,19 @@ time); anything else (numpy, CuPy, lists) in numpy.
 """
 from __future__ import annotations
 
-import math
 from typing import Dict
 
 import numpy as np
 
 from ..arrays import framework, to_numpy64
+from ..check import check_f32
 
 
 def check_eps(eps) -> float:
-    """``eps`` as a float; TypeError unless a number, ValueError unless finite and >= 0."""
-    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)):
-        raise TypeError(f"eps must be a float, got {type(eps).__name__} {eps!r}")
-    eps = float(eps)
-    if not (math.isfinite(eps) and eps >= 0.0):
-        raise ValueError(f"eps must be finite and >= 0, got {eps}")
-    return eps
+    """``eps`` as a float; TypeError unless a number, ValueError unless finite and >= 0 as the
+    float32 every kernel receives (``1e39`` is inf there: the output would be all zeros)."""
+    check_f32("eps", eps, minimum=0.0)
+    return float(eps)
 
 
 def _float64(a, name: str, like=None, detach: bool = True):

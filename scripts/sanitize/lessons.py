@@ -19,11 +19,7 @@ import numpy as np
 def main() -> int:
     from gpu_viz import backend
 
-    if not backend.has_gpu():
-        print(f"sanitize/lessons: no GPU ({backend.detect().reason})", file=sys.stderr)
-        return 2
-    import cupy as cp
-
+    # the package's names first, so that a renamed module fails here too, not only on a GPU
     from gpu_viz import kernels
     from gpu_viz.check import assert_close
     from gpu_viz.frames import scheduling as sched_frames
@@ -34,6 +30,11 @@ def main() -> int:
     from gpu_viz.model import vector_add as va_model
     from gpu_viz.record import divergence, grid_stride, reduction, rmsnorm_deck, scheduling, vector_add
     from gpu_viz.rmsnorm import reference
+
+    if not backend.has_gpu():
+        print(f"sanitize/lessons: no GPU ({backend.detect().reason})", file=sys.stderr)
+        return 2
+    import cupy as cp
 
     rng = np.random.default_rng(12345)
     failures = []

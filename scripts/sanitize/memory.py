@@ -13,13 +13,14 @@ import sys
 def main() -> int:
     from gpu_viz import backend
 
+    # the package's names first, so that a renamed module fails here too, not only on a GPU
+    from gpu_viz import occupancy as O
+    from gpu_viz.measure import memory as M
+
     if not backend.has_gpu():
         print(f"memory sanitize: no GPU ({backend.detect().reason})", file=sys.stderr)
         return 2
     import cupy as cp
-
-    from gpu_viz import occupancy as O
-    from gpu_viz.measure import memory as M
 
     failures, launches = 0, 0
 

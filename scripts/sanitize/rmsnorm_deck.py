@@ -17,15 +17,16 @@ import numpy as np
 def main() -> int:
     from gpu_viz import backend
 
-    if not backend.has_gpu():
-        print(f"rmsnorm_deck sanitize: no GPU ({backend.detect().reason})", file=sys.stderr)
-        return 2
-    import torch
-
+    # the package's names first, so that a renamed module fails here too, not only on a GPU
     from gpu_viz import check
     from gpu_viz.rmsnorm.deck import DECK_BLOCK, four_phase
     from gpu_viz.rmsnorm.reference import rmsnorm as reference
     from gpu_viz.rmsnorm.tolerances import tolerance
+
+    if not backend.has_gpu():
+        print(f"rmsnorm_deck sanitize: no GPU ({backend.detect().reason})", file=sys.stderr)
+        return 2
+    import torch
 
     dtypes = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
     launches = [(d, block, "guarded") for d in (1, 7, 2048) for block in (32, 96, 1000, 1024)]

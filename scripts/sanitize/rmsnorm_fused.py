@@ -26,16 +26,17 @@ DTYPES = ("float32", "float16", "bfloat16")
 def main() -> int:
     from gpu_viz import backend
 
+    # the package's names first, so that a renamed module fails here too, not only on a GPU
+    from gpu_viz import check as checks
+    from gpu_viz import ops
+    from gpu_viz.rmsnorm import fused
+    from gpu_viz.rmsnorm.tolerances import tolerance
+
     if not backend.has_gpu():
         print(f"rmsnorm_fused sanitize: no GPU ({backend.detect().reason})", file=sys.stderr)
         return 2
     import cupy
     import torch
-
-    from gpu_viz import check as checks
-    from gpu_viz import ops
-    from gpu_viz.rmsnorm import fused
-    from gpu_viz.rmsnorm.tolerances import tolerance
 
     cupy.cuda.set_allocator(None)
     tdt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
