@@ -16,6 +16,7 @@ the tests and the notebooks (the style of llm.c's ``validate_result`` and Liger'
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from typing import List, Optional, Tuple
 
@@ -39,18 +40,27 @@ def check_int(name: str, value, minimum: Optional[int] = None, maximum: Optional
     return value
 
 
+#: The largest finite float32; a float argument past it reaches a kernel as inf.
+F32_MAX = 3.4028234663852886e38
+
+
 def check_f32(name: str, value, minimum: Optional[float] = None) -> np.float32:
     """``value`` as the float32 a kernel's ``float`` argument receives, checked: TypeError unless a
-    real number (bool not), ValueError unless finite after the float32 rounding (``1e39`` is inf
-    there) and, when ``minimum`` is given, ``>= minimum``; both naming ``name``."""
+    real number (bool not), ValueError unless finite within float32's range (``1e39`` would be
+    inf there) and, when ``minimum`` is given, ``>= minimum``; both naming ``name``.  Plain Python
+    until the final conversion, so torch.compile traces through the checks (see :func:`check_f32_arg`)."""
+    return np.float32(check_f32_arg(name, value, minimum))
+
+
+def check_f32_arg(name: str, value, minimum: Optional[float] = None) -> float:
+    """:func:`check_f32`'s checks, returning ``float(value)`` (pure Python: torch.compile can trace it)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a float, got {type(value).__name__} {value!r}")
-    with np.errstate(over="ignore"):
-        v32 = np.float32(value)
-    if not np.isfinite(v32) or (minimum is not None and v32 < minimum):
+    v = float(value)
+    if not math.isfinite(v) or abs(v) > F32_MAX or (minimum is not None and v < minimum):
         bound = "" if minimum is None else f" and >= {minimum:g}"
         raise ValueError(f"{name} must be finite{bound} as a float32 (the kernel's float argument), got {value!r}")
-    return v32
+    return v
 
 
 def positive_int_arg(text: str) -> int:

@@ -15,14 +15,13 @@ from typing import Dict
 import numpy as np
 
 from ..arrays import framework, to_numpy64
-from ..check import check_f32
+from ..check import check_f32_arg
 
 
 def check_eps(eps) -> float:
     """``eps`` as a float; TypeError unless a number, ValueError unless finite and >= 0 as the
     float32 every kernel receives (``1e39`` is inf there: the output would be all zeros)."""
-    check_f32("eps", eps, minimum=0.0)
-    return float(eps)
+    return check_f32_arg("eps", eps, minimum=0.0)
 
 
 def _float64(a, name: str, like=None, detach: bool = True):
