@@ -90,6 +90,8 @@ class Lesson:
 #: element (or block) and the CPU model computes every one; the lessons teach with 64-2048, and
 #: past this there is nothing more to see, only minutes of work and gigabytes of memory.
 MAX_TRACE = 1 << 20
+#: The most blocks the scheduling lesson launches (32x the deck's 2048; its player takes seconds there).
+MAX_BLOCKS = 1 << 16
 #: The longest per-block work the scheduling lesson asks of the GPU (cycles of spin, FMAs).
 MAX_SPIN_CYCLES = 10**7
 MAX_FMA_ITERS = 10**6
@@ -138,7 +140,7 @@ def _grid_stride_lines(snip, **_launch) -> Dict:
 
 def _scheduling_inputs(seed: int, blocks: int = 2048, threads: int = 256, spin_cycles: int = 20000,
                        fma_iters: int = 0):
-    check_int("blocks", blocks, 1, MAX_TRACE)
+    check_int("blocks", blocks, 1, MAX_BLOCKS)
     check_int("spin_cycles", spin_cycles, 0, MAX_SPIN_CYCLES)
     check_int("fma_iters", fma_iters, 0, MAX_FMA_ITERS)
     return (), {"blocks": blocks, "threads": threads, "spin_cycles": spin_cycles, "fma_iters": fma_iters}

@@ -99,6 +99,38 @@ def test_trace_refuses_bad_launch_arguments_at_once(stem, arg, value):
 
 def test_the_limits_leave_the_lessons_room():
     """The defaults and the notebooks' sizes are far inside the limits."""
-    assert lessons.MAX_TRACE >= 2048 * 256 and lessons.MAX_SPIN_CYCLES >= 20000 * 100
+    assert lessons.MAX_TRACE >= 2048 * 256 and lessons.MAX_BLOCKS >= 2048 * 16 and lessons.MAX_SPIN_CYCLES >= 20000 * 100
     tr = lessons.GRID_STRIDE.trace(seed=1, n=lessons.MAX_TRACE, grid=1024, block=1024)
     assert tr.params["n"] == lessons.MAX_TRACE
+
+
+#: The largest trace each lesson's limits allow.
+_LARGEST = {"vector_add": {"n": lessons.MAX_TRACE, "block": 256},
+            "divergence": {"n": lessons.MAX_TRACE, "block": 256},
+            "grid_stride": {"n": lessons.MAX_TRACE, "grid": 1024, "block": 1024},
+            "scheduling": {"blocks": lessons.MAX_BLOCKS, "threads": 1024},
+            "rmsnorm_deck": {"d": lessons.MAX_TRACE, "block": 1024}}
+
+
+def test_every_lesson_has_a_largest_case():
+    assert set(_LARGEST) == set(lessons.LESSONS)
+
+
+@pytest.mark.parametrize("stem", list(lessons.LESSONS))
+def test_the_player_of_the_largest_allowed_trace_is_quick_or_refused(stem):
+    """A learner may ask for the largest trace the limits allow: its player draws the first warps
+    (a few dozen frames at most) in seconds, or refuses at once naming its own limit; it never
+    renders thousands of frames (vector add at n=4096 once took two minutes, n=2**20 hours)."""
+    import time
+
+    if backend.has_gpu():
+        pytest.skip("CPU-mode timing of the model and its frames")
+    les = lessons.LESSONS[stem]
+    tr = les.trace(seed=1, **_LARGEST[stem])
+    t0 = time.perf_counter()
+    try:
+        an = les.animation(tr)
+    except ValueError as exc:
+        assert "at most" in str(exc) and time.perf_counter() - t0 < 2.0, str(exc)
+        return
+    assert len(an) <= 60 and time.perf_counter() - t0 < 30.0, (len(an), time.perf_counter() - t0)

@@ -5,20 +5,27 @@ Data path: ``gpu_viz.record.divergence`` / ``gpu_viz.model.divergence`` --> :cla
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from ..trace import Trace
 from ..widgets import Animation, render_frames
 from .vector_add import MAX_WARPS_DRAWN, WARP
 
-def mask_groups(trace: Trace) -> List[dict]:
-    """One dict per (warp, active mask) in issue order: warp id, branch, mask, lanes.
+
+def _warps(trace: Trace) -> List[tuple]:
+    """Every (block, warp) of the trace, sorted."""
+    return sorted(set(zip(trace["block"].tolist(), trace["warp"].tolist())))
+
+
+def mask_groups(trace: Trace, max_warps: Optional[int] = None) -> List[dict]:
+    """One dict per (warp, active mask) in issue order: warp id, branch, mask, lanes; of the first
+    ``max_warps`` warps (all when None).
 
     Groups come from the trace's recorded masks: what ran together under one mask.
     """
     blk, warp, branch, active = trace["block"], trace["warp"], trace["branch"], trace["active"]
     groups = []
-    for key in sorted(set(zip(blk.tolist(), warp.tolist()))):
+    for key in _warps(trace)[:max_warps]:
         sel = (blk == key[0]) & (warp == key[1])
         for br in sorted(set(branch[sel].tolist())):
             s2 = sel & (branch == br)
@@ -28,12 +35,13 @@ def mask_groups(trace: Trace) -> List[dict]:
     return groups
 
 
-def figure(trace: Trace, highlight: int = -1):
-    """Lanes of each warp coloured by branch; group ``highlight`` (index into :func:`mask_groups`) lit."""
+def figure(trace: Trace, highlight: int = -1, groups: Optional[List[dict]] = None):
+    """Lanes of the first warps coloured by branch; group ``highlight`` (index into ``groups``,
+    default :func:`mask_groups` of the warps drawn) lit."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    groups = mask_groups(trace)
+    groups = mask_groups(trace, MAX_WARPS_DRAWN) if groups is None else groups
     keys = sorted({(g["block"], g["warp"]) for g in groups})[:MAX_WARPS_DRAWN]
     fig, ax = plt.subplots(figsize=(12, 0.7 + 0.85 * len(keys)))
     ax.set_xlim(-3.5, WARP + 9)
@@ -68,15 +76,15 @@ def animation(trace: Trace, source: str, dpi: int = 70) -> Animation:
     ``source``: the ``branch`` region's text; each frame lights the path its lanes run.
     """
     a_line, b_line = _line_of(source, "path_a("), _line_of(source, "path_b(")
-    groups = mask_groups(trace)
-    keys = {(g["block"], g["warp"]) for g in groups}
-    groups = [g for g in groups if (g["block"], g["warp"]) in sorted(keys)[:MAX_WARPS_DRAWN]]
+    groups = mask_groups(trace, MAX_WARPS_DRAWN)  # once, and only of the warps drawn
+    n_warps = len(_warps(trace))
     caps = [f"block {g['block']} warp {g['warp']} runs path {'AB'[g['branch']]} with "
             f"__activemask() = " + ", ".join(f"0x{m:08x}" for m in g["masks"])
             + f" ({len(g['lanes'])} of 32 lanes)" for g in groups]
-    caps.append(f"{len(groups)} path executions for {len(keys)} warp(s)")
+    caps.append(f"{len(groups)} path executions for {min(n_warps, MAX_WARPS_DRAWN)} warp(s)"
+                + (f" (the first {MAX_WARPS_DRAWN} of {n_warps} drawn)" if n_warps > MAX_WARPS_DRAWN else ""))
     lines = [a_line if g["branch"] == 0 else b_line for g in groups] + [None]
-    frames = render_frames(lambda i: figure(trace, i if i < len(groups) else -1),
+    frames = render_frames(lambda i: figure(trace, i if i < len(groups) else -1, groups),
                            len(caps), caps, lines, dpi=dpi, tight=False)
     return Animation(frames, title=f"{trace.kernel}: who runs, under which mask",
                      provenance=trace.provenance, source=source)

@@ -96,15 +96,19 @@ def figure(trace: Trace, frame: int):
 
 
 def animation(trace: Trace, source: str, dpi: int = 70) -> Animation:
-    """Animation of every step of a vector-add trace.
+    """Animation of the steps of a vector-add trace issued by the warps drawn (the first
+    :data:`MAX_WARPS_DRAWN`; the others issue the same six instructions, which the last caption says).
 
     ``source`` is the text of region ``vector_add`` (``kernels.snippet(...).text``), whose lines
     the steps highlight.
     """
-    steps = trace.steps
-    frames = render_frames(lambda i: figure(trace, i), len(steps), [s.label for s in steps],
-                           [s.line for s in steps], dpi=dpi, tight=False)
     warps = trace.params["warps"]
+    shown = [i for i, s in enumerate(trace.steps) if s.data["warp"] < MAX_WARPS_DRAWN]
+    caps = [trace.steps[i].label for i in shown]
+    if warps > MAX_WARPS_DRAWN:
+        caps[-1] += f" (warps {MAX_WARPS_DRAWN}..{warps - 1} issue the same six instructions; not drawn)"
+    frames = render_frames(lambda j: figure(trace, shown[j]), len(shown), caps,
+                           [trace.steps[i].line for i in shown], dpi=dpi, tight=False)
     return Animation(frames, title=f"C = A + B on {trace.params['n']} elements: {warps} warp(s), "
                                    f"6 warp-instructions each", provenance=trace.provenance, source=source)
 
