@@ -84,7 +84,7 @@ def kernel_path(name: str) -> Path:
         FileNotFoundError: naming the files that do exist.
     """
     if not isinstance(name, str) or not name or Path(name).name != name:
-        raise ValueError(f"kernel file name must be a bare file name in {KERNEL_DIR} (e.g. 'rmsnorm.cu'), "
+        raise ValueError(f"kernel file name must be a bare file name in {KERNEL_DIR} (e.g. 'rmsnorm_deck.cu'), "
                          f"got {name!r}")
     path = KERNEL_DIR / name
     if not path.is_file():

@@ -18,6 +18,9 @@ from typing import Callable, Dict, Optional, Tuple
 
 from . import backend, kernels
 from .check import check_int, new_seed, random_f32
+from .model import grid_stride as _gs
+from .model import rmsnorm_deck as _rd
+from .model import scheduling as _sch
 from .trace import Trace
 
 
@@ -123,7 +126,8 @@ def _divergence_inputs(seed: int, n: int = 64, block: int = 64, iters: int = 8,
     return (random_f32(n, seed),), {"block": block, "iters": iters, "kernel": kernel}
 
 
-def _grid_stride_inputs(seed: int, n: int = 2048, grid: int = 1, block: int = 1024, alpha: float = 2.0):
+def _grid_stride_inputs(seed: int, n: int = _gs.DECK_N, grid: int = 1, block: int = _gs.DECK_THREADS,
+                        alpha: float = 2.0):
     from .model import grid_stride as m
 
     m.check_shape(n, grid, block)
@@ -138,16 +142,16 @@ def _grid_stride_lines(snip, **_launch) -> Dict:
     return {"loop_line": loop, "body_line": body}
 
 
-def _scheduling_inputs(seed: int, blocks: int = 2048, threads: int = 256, spin_cycles: int = 20000,
-                       fma_iters: int = 0):
+def _scheduling_inputs(seed: int, blocks: int = _sch.DECK_BLOCKS, threads: int = _sch.DEFAULT_THREADS,
+                       spin_cycles: int = _sch.DEFAULT_SPIN, fma_iters: int = 0):
     check_int("blocks", blocks, 1, MAX_BLOCKS)
     check_int("spin_cycles", spin_cycles, 0, MAX_SPIN_CYCLES)
     check_int("fma_iters", fma_iters, 0, MAX_FMA_ITERS)
     return (), {"blocks": blocks, "threads": threads, "spin_cycles": spin_cycles, "fma_iters": fma_iters}
 
 
-def _rmsnorm_deck_inputs(seed: int, d: int = 2048, block: int = 1024, variant: str = "guarded",
-                         prefill: bool = True, eps: float = 1e-6, x=None, w=None):
+def _rmsnorm_deck_inputs(seed: int, d: int = 2048, block: int = 1024, variant: str = _rd.GUARDED,
+                         prefill: bool = True, eps: float = _rd.DEFAULT_EPS, x=None, w=None):
     from .record.rmsnorm_deck import default_inputs
 
     if x is None:

@@ -1,4 +1,4 @@
-// convert.cuh -- element conversions shared by rmsnorm.cu and rmsnorm_gate.cu:
+// convert.cuh -- element conversions shared by rmsnorm_deck.cu and rmsnorm_fused.cu:
 // loads widen fp32 / fp16 / bf16 to fp32 (exact), stores round fp32 to nearest even.
 //
 // Use:  #include "convert.cuh"   float v = to_f32(x[i]);   y[i] = from_f32<T>(v);

@@ -24,12 +24,12 @@ def source(corrected: bool) -> "kernels.Snippet":
 
 def frames(partials, result: Dict[str, np.ndarray], corrected: bool, dpi: int = 72) -> List[Frame]:
     """Frames of the seed's reduction (or the fix): the slots after each tree level, what warp 0 read,
-    the lost partials in red.  ``result`` from :func:`seed_reduce_gpu` or ``model.seed_reduce``."""
+    the lost partials in red.  ``result`` from ``gpu_viz.record.reduction.seed_reduce`` or ``model.seed_reduce``."""
     import matplotlib.pyplot as plt
 
     p = np.asarray(partials, dtype=np.float32)
     B = p.size
-    weight = model.seed_reduce(p, corrected)["weight"]
+    weight = result["weight"] if "weight" in result else model.seed_reduce(p, corrected)["weight"]  # GPU results have none
     snip = source(corrected)
     levels = [lv for lv in result["levels"] if np.isfinite(lv).any()]
     states = [("partials in shared[tid]", p, None)]

@@ -104,7 +104,7 @@ def frames(trace: Trace, warp: int = 0, kinds: Optional[Sequence[str]] = None, d
     figure is drawn and its artists updated per step (a frame costs one PNG render).
 
     Args:
-        trace: from :func:`record` / the model (kernel ``rmsnorm_four_phase_trace``).
+        trace: from :func:`record` / the model (kernel ``rmsnorm_deck_f32`` or ``rmsnorm_guarded_f32``).
         warp: which warp's lanes to draw (0..n_warps-1).
         kinds: only the steps of these kinds (``local``, ``shuffle``, ``handoff``, ``w0``, ``math``,
             ``output``); default all.

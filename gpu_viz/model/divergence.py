@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
+from ..check import check_int
 from ..trace import MODEL_SOURCE, Trace
 from .vector_add import WARP, as_f32, check_launch
 
@@ -19,9 +20,8 @@ PATH_B = (np.float32(0.9999), np.float32(-0.25))
 
 
 def check_iters(iters) -> None:
-    """Raises ValueError unless ``iters`` is an int >= 0 (loop trips of each path)."""
-    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
-        raise ValueError(f"iters must be an int >= 0, got {iters!r}")
+    """TypeError unless ``iters`` is an int, ValueError unless >= 0 (loop trips of each path)."""
+    check_int("iters", iters, 0)
 
 
 def run_paths(x: np.ndarray, branch: np.ndarray, iters: int) -> np.ndarray:

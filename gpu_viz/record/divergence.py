@@ -18,10 +18,11 @@ FILE = "divergence.cu"
 
 
 def reference(x: np.ndarray, branch: np.ndarray, iters: int) -> np.ndarray:
-    """float64 ``y``: each element's path (branch 0: v * 1.0001 + 0.5, 1: v * 0.9999 - 0.25) ``iters`` times."""
+    """float64 ``y``: each element's path (branch 0: ``model.PATH_A``, 1: ``model.PATH_B``, the
+    kernel's float constants, as mul then add) ``iters`` times."""
     v = x.astype(np.float64)
-    mul = np.where(branch == 0, 1.0001, 0.9999)
-    add = np.where(branch == 0, 0.5, -0.25)
+    mul = np.where(branch == 0, float(model.PATH_A[0]), float(model.PATH_B[0]))
+    add = np.where(branch == 0, float(model.PATH_A[1]), float(model.PATH_B[1]))
     for _ in range(iters):
         v = v * mul + add
     return v

@@ -46,8 +46,8 @@ def trace(x, w=None, block: int = 1024, eps: float = model.DEFAULT_EPS, variant:
     x = model.as_f32_vector(x, "x")
     d, block = model.check_launch(x.shape[0], block, variant)
     check_f32("eps", eps, minimum=0.0)
-    cp = backend.require_cupy("recording the four-phase trace")
     w = np.ones(d, dtype=np.float32) if w is None else model.as_f32_vector(w, "w", d)
+    cp = backend.require_cupy("recording the four-phase trace")  # every argument checked first
     nw = (block + WARP - 1) // WARP
     nan = np.float32(np.nan)
     bufs = dict(y=cp.full(d, nan, cp.float32), local=cp.full(block, nan, cp.float32),

@@ -18,7 +18,6 @@ DTYPES: Dict[str, Tuple[str, int, int, int]] = {
     "float16": ("f16", 2, 8, 2),
     "bfloat16": ("bf16", 2, 8, 4),
 }
-NAMES: Tuple[str, ...] = tuple(DTYPES)
 OPS: Tuple[str, ...] = ("rmsnorm", "rmsnorm_gate")
 _ALIASES = {"half": "float16", "float": "float32", "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 

@@ -124,7 +124,7 @@ def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: st
     """Grouped bars: one group per shape, one bar per impl, of ``metric`` ("median_us",
     "GBps" or "speedup_vs_eager") for one ``timing`` (and optionally one ``op`` / ``dtype``).
 
-    The title states the provenance: ``provenance`` (e.g. :func:`record_provenance`), or the
+    The title states the provenance: ``provenance`` (e.g. :func:`gpu_viz.measure.records.label`), or the
     live label when a GPU is here.  With ``metric="GBps"`` and ``copy_GBps``, the copy
     bandwidth measured in the same run is drawn as the practical roofline.  Returns the
     matplotlib Figure.
