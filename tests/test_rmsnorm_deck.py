@@ -17,12 +17,12 @@ import torch
 from gpu_viz import check, kernels
 from gpu_viz.rmsnorm import deck, eager
 from gpu_viz.rmsnorm.deck import four_phase
-from gpu_viz.rmsnorm.dtypes import bytes_moved
+from gpu_viz.rmsnorm.dtypes import DTYPES, bytes_moved, torch_dtype
 from gpu_viz.rmsnorm.eager import EagerRMSNorm
 from gpu_viz.rmsnorm.reference import rmsnorm as reference
 from gpu_viz.rmsnorm.tolerances import tolerance
 
-TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+TORCH_DTYPES = {name: torch_dtype(name) for name in DTYPES}
 EPS = 1e-6
 
 

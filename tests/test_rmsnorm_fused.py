@@ -25,10 +25,11 @@ torch = pytest.importorskip("torch")
 
 from gpu_viz import backend, check, ops  # noqa: E402
 from gpu_viz.rmsnorm import fused, reference  # noqa: E402
+from gpu_viz.rmsnorm.dtypes import DTYPES, torch_dtype  # noqa: E402
 from gpu_viz.rmsnorm.tolerances import tolerance  # noqa: E402
 
 DTYPES = ("float32", "float16", "bfloat16")
-TORCH_DTYPE = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+TORCH_DTYPE = {name: torch_dtype(name) for name in DTYPES}
 
 
 # ---------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .. import backend, check
 from ..measure import records, timing as bench
-from .dtypes import OPS, bytes_moved, check_op as _check_op, dtype_name as _dtype_name
+from .dtypes import OPS, bytes_moved, check_op as _check_op, dtype_name as _dtype_name, torch_dtype
 from .reference import rmsnorm as reference_f64
 from .tolerances import tolerance
 
@@ -371,19 +371,13 @@ def setup(op: str, provider: str, weight, eps: float = EPS, sample=None, compile
 
 # -- inputs ------------------------------------------------------------------------------------
 
-def _torch_dtype(name: str):
-    import torch
-
-    return {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}[name]
-
-
 def make_inputs(op: str, M: int, N: int, dtype, device, generator=None, count: int = 1) -> List[Dict]:
     """``count`` independent input sets ``{"x", "gate"?}`` of fresh random (never zero) data,
     plus the shared weight as element ``[0]["weight"]``: x ~ N(0, 1), gate ~ N(0, 2^2) (both
     tails of SiLU), weight ~ 1 + N(0, 0.5^2)."""
     import torch
 
-    dt = _torch_dtype(dtype_name(dtype))
+    dt = torch_dtype(dtype_name(dtype))
     g = generator
     sets = []
     for _ in range(count):
@@ -816,7 +810,7 @@ def seed_defect_checks(dtype="float16", eps: float = EPS) -> List[Tuple[str, boo
     import torch
 
     dt = dtype_name(dtype)
-    tdt = _torch_dtype(dt)
+    tdt = torch_dtype(dt)
     g = torch.Generator(device="cuda")
     seed = check.new_seed()
     g.manual_seed(seed)

@@ -52,6 +52,13 @@ def itemsize(dtype) -> int:
     return DTYPES[dtype_name(dtype)][1]
 
 
+def torch_dtype(dtype):
+    """The ``torch.dtype`` of a dtype name (or anything :func:`dtype_name` reads): imports torch."""
+    import torch
+
+    return getattr(torch, dtype_name(dtype))
+
+
 def check_op(op: str) -> str:
     """``op`` if it is ``"rmsnorm"`` or ``"rmsnorm_gate"``; ValueError naming both otherwise."""
     if op not in OPS:

@@ -20,6 +20,7 @@ def main() -> int:
     # the package's names first, so that a renamed module fails here too, not only on a GPU
     from gpu_viz import check
     from gpu_viz.rmsnorm.deck import DECK_BLOCK, four_phase
+    from gpu_viz.rmsnorm.dtypes import DTYPES, torch_dtype
     from gpu_viz.rmsnorm.reference import rmsnorm as reference
     from gpu_viz.rmsnorm.tolerances import tolerance
 
@@ -28,7 +29,7 @@ def main() -> int:
         return 2
     import torch
 
-    dtypes = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+    dtypes = {name: torch_dtype(name) for name in DTYPES}
     launches = [(d, block, "guarded") for d in (1, 7, 2048) for block in (32, 96, 1000, 1024)]
     launches += [(d, DECK_BLOCK, "deck") for d in (1, 7, 2048)]
     rng = np.random.default_rng(2026)

@@ -30,6 +30,7 @@ def main() -> int:
     from gpu_viz import check as checks
     from gpu_viz import ops
     from gpu_viz.rmsnorm import fused
+    from gpu_viz.rmsnorm.dtypes import DTYPES, torch_dtype
     from gpu_viz.rmsnorm.tolerances import tolerance
 
     if not backend.has_gpu():
@@ -39,7 +40,7 @@ def main() -> int:
     import torch
 
     cupy.cuda.set_allocator(None)
-    tdt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+    tdt = {name: torch_dtype(name) for name in DTYPES}
     rng = np.random.default_rng(2026)
     results = {"ok": 0, "fail": 0}
 
