@@ -19,6 +19,8 @@ def banner() -> str:
 
     Returns the text it prints.
     """
+    import textwrap
+
     from . import backend, device
 
     b = detect()
@@ -35,5 +37,7 @@ def banner() -> str:
                 "Recorded GPU numbers, where shown, carry their GPU and date.")
         if b.cause != backend.CAUSE_FORCED_CPU:
             text += "\nExpected a GPU? Run gpu_viz.doctor.report() for what to do."
+    # lines of at most 72 characters: the banner is projected on each deck's title slide
+    text = "\n".join(textwrap.fill(line, 72, break_on_hyphens=False) for line in text.splitlines())
     print(text)
     return text

@@ -83,6 +83,10 @@ VENDOR_REQUIRED = [
     "mathjax/config/TeX-AMS_CHTML-full.js", "html-manager/embed-amd.js",
 ]
 VENDOR_STAMP = "VENDORED.json"
+#: The slide in CSS px: a 720p projector's screen (reveal.js scales it by 1.5 to fill 1920x1080).
+SLIDE_WIDTH, SLIDE_HEIGHT = 1280, 720
+#: The smallest text a slide may show, in CSS px at that size (read from the back of a room).
+MIN_TEXT_PX = 18
 #: Cell tags honoured on slides: code hidden (output kept), or the whole cell left out.
 HIDE_INPUT_TAGS = ("hide-input", "remove-input")
 REMOVE_CELL_TAGS = ("remove-cell",)
@@ -529,9 +533,9 @@ def exporter():
     se.reveal_theme = "white"        # base theme; slides/templates/.../gpu_viz_theme.css overrides it
     se.reveal_number = "c/t"         # slide numbers: current / total
     se.reveal_transition = "none"    # nothing moves on a projector but the content
-    se.reveal_scroll = True          # tall code cells scroll instead of overflowing
-    se.reveal_width = "1280"
-    se.reveal_height = "800"
+    se.reveal_scroll = False         # no scrolling slides: every slide fits (tests/test_slide_fit.py)
+    se.reveal_width = str(SLIDE_WIDTH)
+    se.reveal_height = str(SLIDE_HEIGHT)
     se.exclude_input_prompt = True
     se.exclude_output_prompt = True
     se.preprocessors = [_LazyPreprocessor.get(), "nbconvert.preprocessors.TagRemovePreprocessor"]
@@ -584,6 +588,9 @@ def write_index(decks: Sequence[Deck], out_dir: Path, built_at: Optional[str] = 
         rows.append({
             "name": d.name, "title": d.title,
             "href": d.html.name if d.html is not None else None,
+            "pdf": (d.html.name.replace(".slides.html", ".pdf")
+                    if d.html is not None and (Path(out_dir) / d.html.name.replace(".slides.html", ".pdf")).is_file()
+                    else None),
             "mode": ("GPU: " + (d.gpu or "?")) if d.mode == "gpu" else
                     ("CPU mode (no GPU; model traces, nothing timed)" if d.mode == "cpu" else d.mode),
             "date": d.date, "error": d.error.splitlines()[0][:300] if d.error else "",
@@ -748,6 +755,15 @@ def _cli(args) -> int:
     for d in failed:
         print(f"gpu-viz slides: {d.name} FAILED: {d.error[:1500]}", file=sys.stderr)
     print(f"{len(result.decks) - len(failed)} of {len(result.decks)} decks built; open {result.index}")
+    if not args.no_pdf and len(failed) < len(result.decks):
+        from . import pdf
+
+        try:
+            made = pdf.render(out)
+        except SlidesError as exc:
+            print(f"gpu-viz slides: {exc}", file=sys.stderr)
+            return 2
+        print(f"{len(made)} PDFs written beside the decks (one page per slide)")
     return 1 if failed else 0
 
 
@@ -765,6 +781,8 @@ def register_cli(subparsers) -> None:
     p.add_argument("--vendor-only", action="store_true",
                    help="only (re)build OUT/vendor (the decks' JavaScript, from npm); execute and render nothing")
     p.add_argument("--cpu", action="store_true", help="execute in CPU mode even on a GPU machine")
+    p.add_argument("--no-pdf", action="store_true",
+                   help="skip the PDFs (reveal.js print mode through headless Chromium; needs playwright)")
     p.add_argument("--vendor-from", metavar="DIR",
                    help="copy the vendored JavaScript from DIR (a complete vendor/ folder) instead of npm")
     p.set_defaults(func=_cli)

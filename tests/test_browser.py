@@ -41,9 +41,9 @@ def _serve(directory):
 class DeckPage:
     """A page whose every request is checked: local ones pass, anything else is blocked and recorded."""
 
-    def __init__(self, browser, base):
+    def __init__(self, browser, base, viewport=None):
         self.base = base
-        self.context = browser.new_context(viewport={"width": 1280, "height": 800})
+        self.context = browser.new_context(viewport=viewport or {"width": 1280, "height": 720})
         self.page = self.context.new_page()
         self.errors, self.failed, self.blocked = [], [], []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)

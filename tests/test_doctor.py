@@ -335,3 +335,17 @@ def test_info_in_cpu_mode_says_the_gpu_line_is_the_modelled_one(env, capsys):
     first, second = capsys.readouterr().out.splitlines()[:2]
     assert first.startswith("CPU mode")
     assert second.startswith("the GPU the CPU models stand for (none on this machine): ") and "spec sheet" in second
+
+
+def test_banner_lines_fit_a_projected_slide(monkeypatch, capsys):
+    """Bug class: the banner printed one 200-character line that ran off every deck's title slide."""
+    import gpu_viz
+
+    long_reason = ("no NVIDIA driver is installed or loaded on this machine, so CUDA cannot start "
+                   "[cudaErrorInsufficientDriver] " + "detail " * 20)
+    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason=long_reason,
+                                                            cause=backend.CAUSE_LAUNCH_FAILED))
+    text = gpu_viz.banner()
+    capsys.readouterr()
+    assert max(len(line) for line in text.splitlines()) <= 72
+    assert "cudaErrorInsufficientDriver" in text and "gpu_viz.doctor.report()" in text

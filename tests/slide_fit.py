@@ -1,0 +1,129 @@
+"""What "fits the projector" means, as one JavaScript check run on a reveal.js slide in Chromium.
+
+``problems(page)`` returns, for the slide reveal.js shows now, one line per defect:
+
+- ``past the edge``: an element (the outermost one) drawn outside the 1280x720 slide box, or a box
+  whose content is cut or scrolls (``scrollWidth > clientWidth`` with overflow hidden/auto);
+- ``taller than the screen``: the slide's content is taller than the slide;
+- ``text N px``: visible text under ``MIN_TEXT_PX`` CSS px at the slide's size -- HTML text by its
+  computed font size, SVG text by its font size times the SVG's scale on the screen (a figure shrunk
+  to fit shrinks its labels too);
+- ``raster image``: an <img>/<canvas> on a slide (the text inside a bitmap cannot be checked:
+  figures are drawn as SVG);
+- ``labels overlap``: two <text> boxes of one SVG figure overlap;
+- ``control needs a kernel``: an input/slider/button outside a gpu_viz player (a deck has no kernel,
+  so it would do nothing);
+- ``no speaker notes``.
+
+Used by tests/test_slide_fit.py on every slide of every deck; its own behaviour is tested there
+on a page built to break each rule.
+"""
+from gpu_viz.slides import MIN_TEXT_PX
+
+CHECK_JS = r"""(minPx) => {
+  const scale = Reveal.getScale ? Reveal.getScale() : 1;
+  const sec = Reveal.getCurrentSlide();
+  const out = [];
+  if (!sec) return ['no current slide'];
+  const box = sec.getBoundingClientRect();
+  const name = (el) => {
+    let s = el.tagName.toLowerCase();
+    const cls = (typeof el.className === 'string') ? el.className.trim().split(/\s+/).filter(Boolean) : [];
+    if (cls.length) s += '.' + cls.slice(0, 2).join('.');
+    const t = (el.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 60);
+    return s + (t ? ' "' + t + '"' : '');
+  };
+  const skip = (el) => el.closest('aside.notes, script, style, .MJX_Assistive_MathML, .MathJax_Preview, .MathJax_Hidden');
+  const shown = (el) => {
+    const cs = getComputedStyle(el);
+    if (cs.display === 'none' || cs.visibility === 'hidden') return false;
+    const r = el.getBoundingClientRect();
+    return r.width > 1 && r.height > 1;
+  };
+  // 1. the slide's own height
+  const over = sec.scrollHeight - sec.clientHeight;
+  if (over > 2) out.push('taller than the screen by ' + Math.round(over / scale) + ' px');
+  // 2. elements past the slide's edge, or cut inside their own box (outermost only)
+  const reported = new Set();
+  const tol = 1.5;
+  for (const el of sec.querySelectorAll('*')) {
+    if (skip(el) || !shown(el)) continue;
+    let anc = el.parentElement, dup = false;
+    while (anc && anc !== sec) { if (reported.has(anc)) { dup = true; break; } anc = anc.parentElement; }
+    if (dup) continue;
+    const r = el.getBoundingClientRect();
+    if (r.right > box.right + tol || r.bottom > box.bottom + tol || r.left < box.left - tol || r.top < box.top - tol) {
+      const by = Math.max(r.right - box.right, r.bottom - box.bottom, box.left - r.left, box.top - r.top) / scale;
+      out.push('past the edge by ' + Math.round(by) + ' px: ' + name(el));
+      reported.add(el);
+      continue;
+    }
+    if (el instanceof SVGElement && !(el instanceof SVGSVGElement)) continue;
+    const cs = getComputedStyle(el);
+    const cutX = cs.overflowX !== 'visible' && el.scrollWidth > el.clientWidth + 2;
+    const cutY = cs.overflowY !== 'visible' && el.scrollHeight > el.clientHeight + 2 && el !== sec;
+    if (cutX || cutY) {
+      out.push('content cut or scrolling (' + (cutX ? 'width ' + el.scrollWidth + ' > ' + el.clientWidth : '')
+               + (cutY ? ' height ' + el.scrollHeight + ' > ' + el.clientHeight : '') + '): ' + name(el));
+      reported.add(el);
+    }
+  }
+  // 3. text size, HTML and SVG
+  const walker = document.createTreeWalker(sec, NodeFilter.SHOW_TEXT);
+  const small = new Map();
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!n.nodeValue.trim()) continue;
+    const el = n.parentElement;
+    if (!el || skip(el) || !shown(el)) continue;
+    let px = parseFloat(getComputedStyle(el).fontSize);
+    if (el instanceof SVGElement) {
+      const m = el.getScreenCTM();
+      if (m) px = px * Math.sqrt(Math.abs(m.a * m.d - m.b * m.c)) / scale;
+    }
+    if (px < minPx - 0.05 && !small.has(el)) small.set(el, px);
+  }
+  for (const [el, px] of small) out.push('text ' + px.toFixed(1) + ' px: ' + name(el));
+  // 4. bitmaps
+  for (const el of sec.querySelectorAll('img, canvas')) {
+    if (skip(el) || !shown(el)) continue;
+    out.push('raster image (its text cannot be checked; draw it as SVG): ' + name(el)
+             + ' ' + (el.getAttribute('src') || '').slice(0, 30));
+  }
+  // 5. overlapping labels inside one SVG figure
+  for (const svg of sec.querySelectorAll('svg')) {
+    if (skip(svg) || !shown(svg) || svg.parentElement.closest('svg')) continue;
+    const boxes = [];
+    for (const t of svg.querySelectorAll('text')) {
+      if (!t.textContent.trim() || !shown(t)) continue;
+      boxes.push([t, t.getBoundingClientRect()]);
+    }
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i][1], b = boxes[j][1];
+      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+      const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (w > 2 && h > 2 && w * h > 0.15 * Math.min(a.width * a.height, b.width * b.height))
+        out.push('labels overlap: "' + boxes[i][0].textContent.trim().slice(0, 30) + '" / "'
+                 + boxes[j][0].textContent.trim().slice(0, 30) + '"');
+    }
+  }
+  // 6. controls that need a kernel
+  for (const el of sec.querySelectorAll('input, select, textarea, button, .widget-slider, .jupyter-widgets.widget-inline-hbox')) {
+    if (skip(el) || el.closest('.gpu-viz-player') || !shown(el)) continue;
+    out.push('control needs a kernel (inert in a deck): ' + name(el));
+  }
+  // 7. speaker notes
+  const notes = sec.querySelector('aside.notes');
+  if (!notes || !notes.textContent.trim()) out.push('no speaker notes');
+  return out;
+}"""
+
+
+def slides(page):
+    """Every slide's (h, v) index, in presentation order."""
+    return page.evaluate("""() => Reveal.getSlides().map(s => { const i = Reveal.getIndices(s);
+                                                               return [i.h, i.v || 0]; })""")
+
+
+def problems(page, min_px: float = MIN_TEXT_PX):
+    """The defects of the slide shown now (list of str, empty when it fits)."""
+    return page.evaluate(CHECK_JS, min_px)

@@ -1,0 +1,182 @@
+"""Every slide of every deck fits a projector: at 1280x720 and 1920x1080 in Chromium, no element past
+the slide's edge, no slide taller than the screen, no text under 18 CSS px (SVG figures included),
+no bitmap, no overlapping figure labels, no control that needs a kernel, speaker notes everywhere;
+a title slide first and a takeaways slide last; -> and Space walk every slide in order; the PDFs.
+
+The decks are the CPU build of tests/conftest_slides.py, or, with ``GPU_VIZ_SLIDES_BUILD=<dir>``,
+a build made on the GPU machine (scripts/gpu-check) and checked here.  Failures name the deck, the
+slide (h/v index) and the element.
+"""
+import os
+
+import pytest
+
+from conftest_slides import COURSE_NOTEBOOKS, built_slides  # noqa: F401
+from slide_fit import problems, slides
+from test_browser import DeckPage, _serve
+
+from gpu_viz import slides as gslides
+
+pytestmark = pytest.mark.browser
+
+VIEWPORTS = {"720p": (1280, 720), "1080p": (1920, 1080)}
+
+
+def _deck_page(browser, built, name, viewport):
+    if os.environ.get("GPU_VIZ_SLIDES_BUILD") and name not in {d.name for d in built.decks}:
+        pytest.skip(f"{name} is not part of the build in GPU_VIZ_SLIDES_BUILD")
+    deck = built.deck(name)
+    assert deck.html is not None, f"{name}: no deck was rendered: {deck.error}"
+    base, server = _serve(built.out_dir)
+    dp = DeckPage(browser, base, viewport=viewport)
+    dp.open_deck(deck.html.name)
+    return dp, server
+
+
+# ----------------------------------------------------------------------------- the checker itself
+BROKEN_PAGE = """<html><head><style>
+  body { margin: 0; } section { position: relative; width: 1280px; height: 720px; overflow: hidden;
+                                font-size: 24px; }
+</style></head><body><div class="slides"><section id="s">
+  <h2>A title that fits</h2>
+  <p style="font-size: 12px">tiny words</p>
+  <pre style="width: 300px; overflow-x: auto; white-space: pre">a line far too long for its three hundred pixel box</pre>
+  <div style="position: absolute; left: 1200px; top: 100px; width: 200px">runs off the right</div>
+  <svg width="400" height="100" viewBox="0 0 800 200" style="width: 400px">
+    <text x="10" y="50" font-size="24">label shrunk by half</text>
+    <text x="10" y="150" font-size="40">first</text><text x="30" y="150" font-size="40">second</text>
+  </svg>
+  <img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==" style="width: 40px; height: 40px">
+  <input type="range">
+  <div style="height: 900px">tall</div>
+</section></div>
+<script>window.Reveal = { getScale: () => 1, getCurrentSlide: () => document.getElementById('s') };</script>
+</body></html>"""
+
+
+def test_fit_checker_names_every_kind_of_defect(browser, tmp_path):
+    """The check can fail: a page built to break each rule yields one finding per rule, naming the
+    element; the same page with the defects removed yields none but the missing notes."""
+    (tmp_path / "broken.html").write_text(BROKEN_PAGE)
+    base, server = _serve(tmp_path)
+    dp = DeckPage(browser, base)
+    try:
+        dp.page.goto(f"{base}/broken.html")
+        found = problems(dp.page)
+        text = "\n".join(found)
+        assert "taller than the screen" in text
+        assert 'text 12.0 px: p "tiny words"' in text
+        assert "text 12.0 px: text \"label shrunk by half\"" in text   # 24 user units at scale 1/2
+        assert "content cut or scrolling" in text and "a line far too long" in text
+        assert "past the edge" in text and "runs off the right" in text
+        assert 'labels overlap: "first" / "second"' in text
+        assert "raster image" in text
+        assert "control needs a kernel" in text and "input" in text
+        assert "no speaker notes" in text
+        assert not any("A title that fits" in p for p in found)
+        dp.page.set_content("""<section id="s" style="width:1280px;height:720px;font-size:24px">
+            <h2>Fine</h2><p>big enough</p><aside class="notes">say this</aside></section>
+            <script>window.Reveal = { getScale: () => 1,
+                                      getCurrentSlide: () => document.getElementById('s') };</script>""")
+        assert problems(dp.page) == []
+    finally:
+        dp.close()
+        server.shutdown()
+
+
+# ----------------------------------------------------------------------------- every course deck
+@pytest.mark.slow
+@pytest.mark.parametrize("viewport", list(VIEWPORTS))
+@pytest.mark.parametrize("name", COURSE_NOTEBOOKS)
+def test_every_slide_fits(browser, built_slides, name, viewport):
+    width, height = VIEWPORTS[viewport]
+    dp, server = _deck_page(browser, built_slides, name, {"width": width, "height": height})
+    try:
+        page = dp.page
+        expected_scale = min(width / gslides.SLIDE_WIDTH, height / gslides.SLIDE_HEIGHT)
+        assert abs(page.evaluate("Reveal.getScale()") - expected_scale) < 1e-3, \
+            f"{name}: the slide is not scaled to the {viewport} screen"
+        found = []
+        for h, v in slides(page):
+            page.evaluate(f"Reveal.slide({h}, {v})")
+            page.wait_for_timeout(60)
+            found += [f"{name} slide {h}/{v}: {p}" for p in problems(page)]
+        assert not found, f"{len(found)} defects at {viewport}:\n" + "\n".join(found)
+        dp.assert_clean(f"{name} at {viewport}")
+    finally:
+        dp.close()
+        server.shutdown()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", COURSE_NOTEBOOKS)
+def test_title_slide_first_takeaways_last(browser, built_slides, name):
+    dp, server = _deck_page(browser, built_slides, name, {"width": 1280, "height": 720})
+    try:
+        page = dp.page
+        page.evaluate("Reveal.slide(0, 0)")
+        assert page.evaluate("!!Reveal.getCurrentSlide().querySelector('h1')"), f"{name}: slide 1 has no title (h1)"
+        last = slides(page)[-1]
+        page.evaluate(f"Reveal.slide({last[0]}, {last[1]})")
+        heading = page.evaluate("(Reveal.getCurrentSlide().querySelector('h1, h2, h3') || {}).textContent || ''")
+        assert "takeaway" in heading.lower(), f"{name}: the last slide is {heading!r}, not the takeaways"
+    finally:
+        dp.close()
+        server.shutdown()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["ArrowRight", "Space"])
+@pytest.mark.parametrize("name", COURSE_NOTEBOOKS)
+def test_keys_walk_every_slide_in_order(browser, built_slides, name, key):
+    """-> and Space visit every slide, vertical ones included, in the order of the deck."""
+    dp, server = _deck_page(browser, built_slides, name, {"width": 1280, "height": 720})
+    try:
+        page = dp.page
+        order = [tuple(s) for s in slides(page)]
+        page.evaluate("Reveal.slide(0, 0)")
+        seen = []
+        for _ in range(len(order) + page.evaluate("document.querySelectorAll('.reveal .fragment').length") + 2):
+            i = page.evaluate("(() => { const i = Reveal.getIndices(); return [i.h, i.v || 0]; })()")
+            if not seen or seen[-1] != tuple(i):
+                seen.append(tuple(i))
+            if tuple(i) == order[-1] and page.evaluate("Reveal.isLastSlide()"):
+                break
+            page.keyboard.press(key)
+            page.wait_for_timeout(30)
+        assert seen == order, f"{name}: {key} visited {seen}, the deck is {order}"
+    finally:
+        dp.close()
+        server.shutdown()
+
+
+def test_index_page_says_what_the_keys_do(built_slides):
+    text = (built_slides.out_dir / "index.html").read_text()
+    assert "Space" in text and "→" in text and "every slide" in text, "the index does not say what the keys do"
+
+
+# ----------------------------------------------------------------------------- PDFs
+@pytest.mark.slow
+def test_pdf_of_every_deck(browser, built_slides, tmp_path):
+    """Print mode through Chromium: one page per slide, each page the slide's 16:9 size (a slide
+    that overflowed its page would add pages), for every deck built."""
+    from gpu_viz import pdf
+
+    pypdf = pytest.importorskip("pypdf")
+    made = pdf.render(built_slides.out_dir, browser=browser, out_dir=tmp_path)
+    decks = [d for d in built_slides.decks if d.html is not None]
+    assert sorted(p.name for p in made) == sorted(d.html.name.replace(".slides.html", ".pdf") for d in decks)
+    base, server = _serve(built_slides.out_dir)
+    dp = DeckPage(browser, base, viewport={"width": 1280, "height": 720})
+    try:
+        for d, path in zip(sorted(decks, key=lambda d: d.html.name), sorted(made)):
+            dp.open_deck(d.html.name)
+            total = dp.page.evaluate("Reveal.getTotalSlides()")
+            reader = pypdf.PdfReader(str(path))
+            assert len(reader.pages) == total, f"{path.name}: {len(reader.pages)} pages for {total} slides"
+            for k, page in enumerate(reader.pages):
+                w, h = float(page.mediabox.width), float(page.mediabox.height)
+                assert abs(w / h - 16 / 9) < 0.01, f"{path.name} page {k + 1}: {w}x{h} is not 16:9"
+    finally:
+        dp.close()
+        server.shutdown()
