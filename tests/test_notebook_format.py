@@ -216,3 +216,81 @@ def test_the_rebinding_check_catches_a_shadowed_module():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("from gpu_viz.measure import timing"),
                                          nbformat.v4.new_code_cell("for timing in ('kernel', 'call'):\n    pass")])
     assert _names_a_notebook_imports_and_rebinds(nb) == [(1, "timing")]
+
+
+# ----------------------------------------------------------------------------- a notebook is also a talk
+INTERNAL_WORDS = r"\bthe seed\b|\bseed's\b|\bseed write-up\b|\bissue \d+|\btiming chapter\b|\bsession \d+\b"
+
+
+def _slide_groups(nb):
+    """The cells of each slide (a cell typed slide/subslide starts one), skipped and removed cells left out."""
+    groups = []
+    for c in nb.cells:
+        st = c.metadata.get("slideshow", {}).get("slide_type", "-")
+        if st in ("slide", "subslide") or not groups:
+            groups.append([])
+        if st != "skip" and "remove-cell" not in c.metadata.get("tags", []):
+            groups[-1].append(c)
+    return [g for g in groups if g]
+
+
+def talk_problems(nb):
+    """Every slide has speaker notes, a heading and no plumbing on screen: a code cell the deck shows
+    has its input hidden (``hide-input``) unless it is one short teaching line; the deck opens on a
+    title (``# ...``) and closes on its takeaways; no words from the project's own history."""
+    import re
+
+    problems = []
+    groups = _slide_groups(nb)
+    for k, g in enumerate(groups):
+        shown = [c for c in g if c.metadata.get("slideshow", {}).get("slide_type") != "notes"]
+        first = next((c.source.splitlines()[0] for c in shown if c.source.strip()), "")
+        if not any(c.metadata.get("slideshow", {}).get("slide_type") == "notes" for c in g):
+            problems.append(f"slide {k + 1} ({first[:50]!r}): no notes cell")
+        if not any(c.cell_type == "markdown" and re.search(r"^#{1,3} ", c.source, re.M) for c in shown):
+            problems.append(f"slide {k + 1} ({first[:50]!r}): no heading")
+        for c in shown:
+            if (c.cell_type == "code" and "hide-input" not in c.metadata.get("tags", [])
+                    and len(c.source.strip().splitlines()) > 2):
+                problems.append(f"slide {k + 1}: a {len(c.source.splitlines())}-line code cell is projected: "
+                                f"{c.source.splitlines()[0][:50]!r} (tag it hide-input)")
+    if groups and not re.search(r"^# ", "\n".join(c.source for c in groups[0] if c.cell_type == "markdown"), re.M):
+        problems.append("the first slide has no title (# ...)")
+    if groups and not any(c.source.startswith("## Takeaways") for c in groups[-1]):
+        problems.append("the last slide is not '## Takeaways'")
+    for c in nb.cells:
+        if c.cell_type == "markdown":
+            for m in re.finditer(INTERNAL_WORDS, c.source, re.I):
+                problems.append(f"internal word {m.group(0)!r}: ...{c.source[max(0, m.start() - 30):m.end() + 20]!r}...")
+    return problems
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_reads_as_a_talk(path):
+    problems = talk_problems(nbformat.read(str(path), as_version=4))
+    assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
+
+
+def test_talk_rules_catch_each_defect():
+    """The rules can fail: a notebook with a slide without notes or heading, a projected 3-line code
+    cell, no takeaways and an internal word gets one finding for each."""
+    v4 = nbformat.v4
+
+    def cell(c, st, tags=()):
+        c.metadata["slideshow"] = {"slide_type": st}
+        if tags:
+            c.metadata["tags"] = list(tags)
+        return c
+
+    nb = v4.new_notebook(cells=[
+        cell(v4.new_markdown_cell("# Title\n\nAs the seed said."), "slide"),
+        cell(v4.new_markdown_cell("notes"), "notes"),
+        cell(v4.new_markdown_cell("no heading here"), "slide"),
+        cell(v4.new_code_cell("a = 1\nb = 2\nprint(a + b)"), "-"),
+        cell(v4.new_code_cell("hidden = 1\nhidden += 1\nprint(hidden)"), "-", ["hide-input"]),
+    ])
+    found = "\n".join(talk_problems(nb))
+    assert "slide 2" in found and "no notes cell" in found and "no heading" in found
+    assert "3-line code cell is projected: 'a = 1'" in found and "'hidden = 1'" not in found
+    assert "the last slide is not '## Takeaways'" in found
+    assert "internal word 'the seed'" in found
