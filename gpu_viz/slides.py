@@ -27,6 +27,7 @@ import argparse
 import dataclasses
 import datetime as _dt
 import fnmatch
+import importlib.util
 import html
 import json
 import os
@@ -758,6 +759,11 @@ def _cli(args) -> int:
     if not args.no_pdf and len(failed) < len(result.decks):
         from . import pdf
 
+        if pdf.chromium_path() is None or importlib.util.find_spec("playwright") is None:
+            # the decks are built; the PDFs are the one part that needs a browser
+            print("gpu-viz slides: PDFs skipped: they need Chromium (apt-get install chromium, or set "
+                  "$GPU_VIZ_CHROMIUM) and the playwright package; the decks are built", file=sys.stderr)
+            return 1 if failed else 0
         try:
             made = pdf.render(out)
         except SlidesError as exc:

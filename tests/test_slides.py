@@ -363,3 +363,17 @@ def test_building_some_decks_keeps_the_others_in_the_index(tmp_path, selftest_sl
     (out / "02_second.slides.html").unlink()  # a page gone: no dead link in the index
     slides.build(only="01", **kw)
     assert listed() == ["01_first"] and "02_second" not in (out / "index.html").read_text()
+
+
+def test_cli_builds_decks_and_says_pdfs_were_skipped_without_chromium(selftest_slides, tmp_path, capsys, monkeypatch):
+    """No Chromium: the decks are still built (exit 0) and the build says the PDFs were skipped and why."""
+    from gpu_viz import pdf
+
+    monkeypatch.setattr(pdf, "chromium_path", lambda: None)
+    rc = cli.main(["slides", "--notebooks", str(DATA), "--out", str(tmp_path / "out"), "--no-execute",
+                   "--executed-dir", str(selftest_slides.executed_dir),
+                   "--vendor-from", str(selftest_slides.out_dir / "vendor")])
+    err = capsys.readouterr().err
+    assert rc == 0 and (tmp_path / "out" / "99_slides_selftest.slides.html").is_file()
+    assert "PDFs skipped" in err and "Chromium" in err
+    assert not list((tmp_path / "out").glob("*.pdf"))
