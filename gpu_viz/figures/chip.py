@@ -105,6 +105,7 @@ def _fmt_latency(m: Optional[Dict]) -> str:
     return " / ".join(parts)
 
 
+@style.styled
 def draw_chip(info: device.DeviceInfo, latency: Optional[Dict[str, Dict]] = None,
               bandwidth: Optional[Dict[str, float]] = None, provenance: Optional[str] = None):
     """The whole chip: host --PCIe--> GPU (SMs, L2) --> DRAM, sized and labelled from ``info``.
@@ -205,6 +206,7 @@ def draw_chip(info: device.DeviceInfo, latency: Optional[Dict[str, Dict]] = None
     return fig
 
 
+@style.styled
 def draw_sm(info: device.DeviceInfo):
     """One SM: four sub-partitions (warp scheduler, register file slice, FP32 lanes), L1/shared, limits.
 
@@ -274,6 +276,7 @@ MAPPING = (
 )
 
 
+@style.styled
 def draw_mapping(info: device.DeviceInfo):
     """The deck's "What you write vs what runs it": thread -> core lane, warp -> scheduler,
     block -> SM, grid -> GPU, with this device's counts.

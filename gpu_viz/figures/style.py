@@ -15,6 +15,7 @@ room (18 CSS px or more) when every font is at least :data:`MIN_FONT_PT` points.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import textwrap
 from typing import Dict, List, Sequence, Tuple
@@ -56,6 +57,7 @@ def rc_params() -> Dict:
         "legend.fontsize": SMALL_PT,
         "legend.title_fontsize": SMALL_PT,
         "figure.titlesize": TITLE_PT,
+        "axes.titlepad": 12.0,            # clear of a y tick label at the top of the axes
         "axes.prop_cycle": cycler(color=list(OKABE_ITO)),
         "figure.facecolor": "white",
         "axes.facecolor": "white",
@@ -95,6 +97,17 @@ def context():
         yield
 
 
+def styled(func):
+    """Decorator: run a figure function inside :func:`context`, so that every text it creates
+    takes the course's sizes whatever the session's rcParams are."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with context():
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
 def subplots(*args, figsize=(MAX_FIGSIZE_IN[0], MAX_FIGSIZE_IN[1]), **kwargs):
     """``plt.subplots`` in the course's style; tick label sizes are fixed on each axes so that
     ticks created later, outside :func:`context`, keep them.
@@ -110,7 +123,7 @@ def subplots(*args, figsize=(MAX_FIGSIZE_IN[0], MAX_FIGSIZE_IN[1]), **kwargs):
     with context():
         fig, axes = plt.subplots(*args, figsize=figsize, **kwargs)
     for ax in np.atleast_1d(axes).ravel():
-        ax.tick_params(labelsize=SMALL_PT)
+        ax.tick_params(which="both", labelsize=SMALL_PT)
     return fig, axes
 
 
