@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from gpu_viz import device, occupancy  # noqa: E402
-from gpu_viz.figures import chip, memory as memory_figures, style  # noqa: E402
+from gpu_viz.figures import chip, memory as memory_figures, models, style  # noqa: E402
 from gpu_viz.measure import memory, records  # noqa: E402
 from gpu_viz.measure.timing import CALL, KERNEL  # noqa: E402
 from gpu_viz.rmsnorm import bench as bm, report  # noqa: E402
@@ -132,9 +132,73 @@ FIGURES["draw_chip-measured"] = _chip_measured
 FIGURES["plot_sweep-recorded"] = lambda: memory_figures.plot_sweep(
     _hardware()[0]["occupancy_sweep"], _hardware()[2], _hardware()[1], _hardware()[0]["copy_GBps"],
     _hardware()[0]["littles_law"]["warps_per_sm"])
+# the GPU's own occupancy tables (CUDA occupancy API), as recorded beside the measurements
+FIGURES["plot_occupancy-record-live"] = lambda: memory_figures.plot_occupancy(
+    _hardware()[0]["occupancy"], _hardware()[2], _hardware()[1])
 FIGURES["bar_chart-nb10-seed-shapes"] = _nb10_seed_shapes
 FIGURES["bar_chart-nb10-bandwidth"] = _nb10_bandwidth
 FIGURES["bar_chart-nb08-speedups"] = _nb08_speedups
+
+
+
+
+# The model plots of notebooks 04 and 09, at the notebooks' inputs.
+def _latency_hiding(key):
+    rec, label, _ = _hardware()
+    info = _info(key)
+    L = int(round(rec["dram_latency"]["cycles_per_load"])) if key == "recorded" else memory.DECK_LOAD_CYCLES
+    name = "measured" if key == "recorded" else "the deck"
+    return models.plot_latency_hiding([(L, name), (memory.DECK_LOAD_CYCLES, "the deck")], 16,
+                                      info.max_threads_per_sm // info.warp_size,
+                                      f"warp_scheduler_model, a model, nothing measured; L: {label}")
+
+
+def _lost_partials():
+    import numpy as np
+
+    from gpu_viz.model import reduction
+
+    widths = np.arange(8, 4097, 8)
+    threads = np.maximum(np.minimum(256, widths // 8), 32)
+    lost = [100 * reduction.lost_partials(int(t)).size / t for t in threads]
+    return models.plot_lost_partials(widths, lost, "our reconstruction of the write-up's tree, CPU model, exact")
+
+
+def _sum_error():
+    import numpy as np
+
+    from gpu_viz.model import rmsnorm_deck as model
+
+    ds = 2 ** np.arange(6, 21, 2)
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal(int(d)).astype(np.float32) for d in ds]
+    exact = [np.sum(x.astype(np.float64) ** 2) for x in xs]
+    errors = {"kernel order, block = 1024": [abs(float(model.sum_of_squares_fp32(x, 1024)) - s) / s
+                                             for x, s in zip(xs, exact)],
+              "one thread, left to right": [abs(float(model.sequential_sum_of_squares_fp32(x)) - s) / s
+                                            for x, s in zip(xs, exact)]}
+    bounds = {"bound, block = 1024": [model.sum_error_bound(int(d), 1024) for d in ds],
+              "bound, block = 1": [model.sum_error_bound(int(d), 1) for d in ds]}
+    return models.plot_sum_error(ds, errors, "computed in numpy on the CPU in the kernel's order", bounds=bounds)
+
+
+for _key in ("L4", "T4", "recorded"):
+    FIGURES[f"plot_latency_hiding-{_key}"] = lambda k=_key: _latency_hiding(k)
+FIGURES["plot_lost_partials"] = _lost_partials
+FIGURES["plot_sum_error"] = _sum_error
+
+
+def test_latency_hiding_draws_a_repeated_latency_once():
+    fig = models.plot_latency_hiding([(200, "measured"), (200, "the deck")], 16, 48, "model")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["L = 200 cycles (measured): ~13 warps", "max resident per SM: 48"]
+
+
+def test_model_plots_name_bad_input():
+    with pytest.raises(ValueError, match="3 widths and 2 values"):
+        models.plot_lost_partials([8, 16, 24], [0.0, 1.0], "model")
+    with pytest.raises(ValueError, match="one value per length"):
+        models.plot_sum_error([64, 256], {"a": [1e-7]}, "model")
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
