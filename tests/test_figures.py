@@ -324,6 +324,28 @@ def test_svg_written_after_use_keeps_text_as_text(tmp_path):
     assert "font-size" in svg and re.search(r"font[-:][^;\"]*(1[4-9]|[2-9]\d)(\.\d+)?px", svg)
 
 
+def test_use_in_ipython_makes_inline_figures_svg_with_text():
+    # a fresh interpreter: an IPython shell is a process-wide singleton
+    import subprocess
+    import sys
+
+    code = """
+import matplotlib; matplotlib.use("Agg")
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+import matplotlib.pyplot as plt
+from gpu_viz.figures import style
+style.use(); style.use()
+fig, ax = plt.subplots(); ax.set_title("a title")
+data, _ = shell.display_formatter.format(fig)
+print(sorted(data), data.get("image/svg+xml", "").count("<text"))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    formats, n_text = out.stdout.split("] ")
+    assert formats == "['image/svg+xml', 'text/plain'" and int(n_text) >= 1
+
+
 def test_subplots_refuses_a_figure_over_the_slide():
     with pytest.raises(ValueError, match=r"figsize \(13, 5\) in exceeds the slide's \(12.0, 5.5\) in"):
         style.subplots(figsize=(13, 5))
