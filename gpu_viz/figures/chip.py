@@ -200,7 +200,7 @@ def draw_chip(info: device.DeviceInfo, latency: Optional[Dict[str, Dict]] = None
         lines += [(m, small, "normal", _RED) for m in measured]
     y = 0.93
     for text, size, weight, color in lines:
-        t = ax.text(0.8925, y, text, ha="center", va="top", fontsize=size, weight=weight, color=color,
+        ax.text(0.8925, y, text, ha="center", va="top", fontsize=size, weight=weight, color=color,
                     linespacing=1.2)
         y -= (text.count("\n") + 1) * 0.085 + 0.015
     return fig
