@@ -555,11 +555,16 @@ def test_tables():
         report.table(rec["rows"], layout="tall")
 
 
-def test_bar_chart_title_states_provenance(cpu_mode):
+def test_bar_chart_states_provenance(cpu_mode):
     rec = _record()
-    fig = report.bar_chart(rec["rows"], provenance=records.label(rec), op="rmsnorm", dtype="float16")
-    assert "recorded on NVIDIA H200, 2026-11-29" in fig.axes[0].get_title()
-    assert len(fig.axes[0].patches) == 4 * len(bm.RECORD_SHAPES)
+    seed_rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES]
+    fig = report.bar_chart(seed_rows, provenance=records.label(rec), op="rmsnorm", dtype="float16")
+    data = " ".join(fig.axes[0].get_xlabel().split())
+    assert data.startswith("Data: ") and "recorded on NVIDIA H200, 2026-11-29" in data
+    assert len(fig.axes[0].patches) == 4 * len(bm.SEED_SHAPES)
+    # all nine record shapes do not fit one readable chart: refused, naming the count and the limit
+    with pytest.raises(ValueError, match=f"{len(bm.RECORD_SHAPES)} shapes .* at most {report.BAR_CHART_MAX_GROUPS}"):
+        report.bar_chart(rec["rows"], provenance=records.label(rec), op="rmsnorm", dtype="float16")
     with pytest.raises(ValueError, match="provenance is required in CPU mode"):
         report.bar_chart(rec["rows"])
     with pytest.raises(ValueError, match="no rows"):
@@ -631,9 +636,12 @@ def test_seed_comparison_quotes_the_seed_and_labels_ours():
 
 def test_bandwidth_chart_draws_copy_line():
     rec = _record()
-    fig = report.bar_chart(rec["rows"], provenance="recorded", metric="GBps", op="rmsnorm_gate",
-                       copy_GBps=rec["copy_GBps"])
-    assert any("copy" in t.get_text() for t in fig.axes[0].texts)
+    bw_rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bm.BANDWIDTH_SHAPES]
+    fig = report.bar_chart(bw_rows, provenance="recorded", metric="GBps", op="rmsnorm_gate",
+                           copy_GBps=rec["copy_GBps"])
+    ax = fig.axes[0]
+    assert [line.get_ydata()[0] for line in ax.get_lines()] == [rec["copy_GBps"]]
+    assert f"device copy {rec['copy_GBps']:,.0f} GB/s" in [t.get_text() for t in ax.get_legend().get_texts()]
 
 
 def test_kernel_resources_from_a_given_report():

@@ -118,22 +118,37 @@ def _provenance_or_live(provenance: Optional[str]) -> str:
                      "records.label(record)")
 
 
+#: Most groups (shapes) one bar chart draws: more do not fit a slide's width with 14 pt labels.
+BAR_CHART_MAX_GROUPS = 6
+
+
+def _shape_label(g, multi_op: bool, multi_dt: bool) -> str:
+    """A group's tick label: M over N (narrow enough for six groups), op and dtype when they vary."""
+    op, M, N, dt = g
+    return (f"{op}\n" if multi_op else "") + f"{M} x\n{N}" + (f"\n{dt}" if multi_dt else "")
+
+
 def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: str = KERNEL,
               op: Optional[str] = None, dtype: Optional[str] = None, metric: str = "median_us", ax=None,
               copy_GBps: Optional[float] = None):
-    """Grouped bars: one group per shape, one bar per impl, of ``metric`` ("median_us",
-    "GBps" or "speedup_vs_eager") for one ``timing`` (and optionally one ``op`` / ``dtype``).
+    """Grouped bars: one group per shape, one bar per impl, of ``metric`` ("median_us" in µs,
+    "GBps" in GB/s or "speedup_vs_eager" as a ratio) for one ``timing`` (and optionally one
+    ``op`` / ``dtype``).
 
-    The title states the provenance: ``provenance`` (e.g. :func:`gpu_viz.measure.records.label`), or the
-    live label when a GPU is here.  With ``metric="GBps"`` and ``copy_GBps``, the copy
-    bandwidth measured in the same run is drawn as the practical roofline.  Returns the
-    matplotlib Figure.
+    The ``Data:`` line under the bars states the provenance: ``provenance`` (e.g.
+    :func:`gpu_viz.measure.records.label`), or the live label when a GPU is here.  With
+    ``metric="GBps"`` and ``copy_GBps`` (GB/s), the copy bandwidth measured in the same run is
+    drawn as the practical roofline.  Without ``ax`` the figure is at most 12 x 5.5 in; every
+    text is 14 pt or more (:mod:`gpu_viz.figures.style`).  Returns the matplotlib Figure.
 
     Raises:
-        ValueError: no rows match, an unknown metric, or no provenance in CPU mode.
+        ValueError: no rows match, an unknown metric, no provenance in CPU mode, or more than
+            :data:`BAR_CHART_MAX_GROUPS` shapes (filter by ``op`` / ``dtype`` or pass fewer rows).
     """
-    import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    from ..figures import style
 
     label = _provenance_or_live(provenance)
     if metric not in ("median_us", "GBps", "speedup_vs_eager"):
@@ -145,36 +160,64 @@ def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: st
     order = [p for o in OPS for p in PROVIDERS[o]]
     impls = sorted({r["impl"] for r in sel}, key=lambda p: order.index(p) if p in order else 99)
     groups = list(dict.fromkeys((r["op"], r["M"], r["N"], r["dtype"]) for r in sel))
+    if len(groups) > BAR_CHART_MAX_GROUPS:
+        raise ValueError(f"bar_chart: {len(groups)} shapes (op, M, N, dtype) selected, at most "
+                         f"{BAR_CHART_MAX_GROUPS} fit one readable chart; pass op= / dtype= or fewer rows")
     vals = {(r["op"], r["M"], r["N"], r["dtype"], r["impl"]): r[metric] for r in sel}
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(groups) * max(1, len(impls)) / 2.5), 3.8))
-    else:
-        fig = ax.figure
-    x = np.arange(len(groups))
-    w = 0.8 / len(impls)
-    for j, p in enumerate(impls):
-        ys = [vals.get(g + (p,), np.nan) for g in groups]
-        ax.bar(x + (j - (len(impls) - 1) / 2) * w, ys, w, label=p)
-    multi_op = len({g[0] for g in groups}) > 1
-    multi_dt = len({g[3] for g in groups}) > 1
-    ax.set_xticks(x)
-    ax.set_xticklabels([(f"{g[0]}\n" if multi_op else "") + f"{g[1]}x{g[2]}" + (f"\n{g[3]}" if multi_dt else "")
-                        for g in groups], fontsize=8)
-    ylabel = {"median_us": f"median time per call, µs ({timing} timing)",
-              "GBps": "effective bandwidth, GB/s (fewest bytes / median)",
-              "speedup_vs_eager": "speed-up over eager (x)"}[metric]
-    ax.set_ylabel(ylabel, fontsize=8)
-    if metric == "median_us":
-        ax.set_yscale("log")
-    if metric == "GBps" and copy_GBps:
-        ax.axhline(copy_GBps, color="k", ls="--", lw=1)
-        ax.annotate(f"device-to-device copy {copy_GBps:,.0f} GB/s", (0, copy_GBps), xytext=(2, 3),
-                    textcoords="offset points", fontsize=7)
-    what = " / ".join(sorted({g[0] for g in groups}))
-    ax.set_title(f"{what}, {timing} timing — {label}", fontsize=9)
-    ax.legend(fontsize=8, ncol=min(len(impls), 6))
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
+    with style.context():
+        if ax is None:
+            # room per group for its bars and its widest label line (0.62 em a character at 14 pt),
+            # plus the y axis; never past the slide
+            label_in = max(len(line) for g in groups for line in
+                           _shape_label(g, len({h[0] for h in groups}) > 1, True).split("\n")) * 0.62 * 14 / 72
+            width = min(style.MAX_FIGSIZE_IN[0], 2.0 + len(groups) * max(1.4, 0.32 * len(impls), label_in + 0.4))
+            fig, ax = style.subplots(figsize=(width, style.MAX_FIGSIZE_IN[1]))
+            own = True
+        else:
+            fig, own = ax.figure, False
+            ax.tick_params(which="both", labelsize=style.SMALL_PT)
+        x = np.arange(len(groups))
+        w = 0.8 / len(impls)
+        for j, p in enumerate(impls):
+            ys = [vals.get(g + (p,), np.nan) for g in groups]
+            ax.bar(x + (j - (len(impls) - 1) / 2) * w, ys, w, label=p,
+                   color=style.OKABE_ITO[j % len(style.OKABE_ITO)])
+        multi_op = len({g[0] for g in groups}) > 1
+        multi_dt = len({g[3] for g in groups}) > 1
+        ax.set_xticks(x)
+        ax.set_xticklabels([_shape_label(g, multi_op, multi_dt) for g in groups], fontsize=style.SMALL_PT)
+        ylabel = {"median_us": "median µs per call", "GBps": "effective GB/s",
+                  "speedup_vs_eager": "speed-up over eager (x)"}[metric]
+        ax.set_ylabel(ylabel, fontsize=style.BODY_PT)
+        top = max(v for v in vals.values())
+        roofline = metric == "GBps" and bool(copy_GBps)
+        if roofline:
+            top = max(top, copy_GBps)
+            ax.axhline(copy_GBps, color="k", ls="--", lw=1.5, label=f"device copy {copy_GBps:,.0f} GB/s")
+        # headroom above the tallest bar for the legend's rows (upper left, three entries a row)
+        legend_rows = -(-(len(impls) + roofline) // 3)
+        ax_h_pt = ax.get_position().height * fig.get_size_inches()[1] * 72
+        room = min(0.6, (legend_rows * style.SMALL_PT * 1.6 + 24) / max(ax_h_pt, 1.0))
+        if metric == "median_us":
+            ax.set_yscale("log")
+            bottom = min(v for v in vals.values()) / 2
+            ax.set_ylim(bottom, bottom * (top / bottom) ** (1 / (1 - room)))
+            # plain numbers at 1, 2, 5 x 10^k: a range under a decade still gets several labels
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+        else:
+            ax.set_ylim(0, top / (1 - room))
+        what = " / ".join(sorted({g[0] for g in groups}))
+        ax.set_title(f"{what}, {timing} timing", fontsize=style.BODY_PT)
+        ax_w_in = ax.get_position().width * fig.get_size_inches()[0]
+        ax.set_xlabel(style.wrap("Data: " + label, max(ax_w_in, 3.0)), fontsize=style.SMALL_PT,
+                      color=style.PROVENANCE_COLOR)
+        ax.legend(loc="upper left", ncol=min(3, len(impls) + roofline), fontsize=style.SMALL_PT, columnspacing=1.0,
+                  handlelength=1.2, handletextpad=0.4)
+        ax.grid(axis="y", alpha=0.3)
+        if own:
+            fig.tight_layout()
     return fig
 
 

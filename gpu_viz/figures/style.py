@@ -1,0 +1,245 @@
+"""The course's figure style for a projected slide, and a checker that a figure meets it.
+
+A deck slide is 1280x720 CSS px with about 1150 x 540 px for a figure under its title.
+matplotlib's SVG maps 1 inch = 72 pt = 96 CSS px, so a figure at natural size fits when its
+size is at most :data:`MAX_FIGSIZE_IN` inches, and its text is readable from the back of a
+room (18 CSS px or more) when every font is at least :data:`MIN_FONT_PT` points.
+
+* :func:`use` -- notebooks: SVG inline figures with real ``<text>``, large fonts, Okabe-Ito
+  colours, white background.  Call it from the setup cell; calling it again changes nothing.
+* :func:`check` / :func:`assert_readable` -- what is wrong with a figure: too large, text too
+  small, texts overlapping, text past the figure's edge.
+* :func:`context`, :func:`subplots`, :func:`add_data_line` -- what the figure functions in this
+  package draw with, so their figures meet the rule whether or not :func:`use` was called.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import textwrap
+from typing import Dict, List, Sequence, Tuple
+
+#: Largest figure, (width, height) in inches: 1152 x 528 CSS px in matplotlib's SVG.
+MAX_FIGSIZE_IN: Tuple[float, float] = (12.0, 5.5)
+#: Smallest visible text, in points: 18 CSS px.
+MIN_FONT_PT: float = 13.5
+
+#: CSS px per point in matplotlib's SVG (96 px per inch / 72 pt per inch).
+PX_PER_PT = 96 / 72
+
+#: Font sizes the package's figures use (points), all at or above MIN_FONT_PT.
+SMALL_PT = 14.0   # tick labels, legends, the Data: line
+BODY_PT = 15.0    # labels and text in diagrams
+TITLE_PT = 18.0
+
+#: Okabe & Ito's colour-blind-safe palette (Color Universal Design, 2002), in its usual order.
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY, YELLOW, BLACK = OKABE_ITO
+GREY = "#5f5f5f"          # secondary text: dark enough to read on a projector
+PROVENANCE_COLOR = "#444444"
+
+#: Overlap below this, in CSS px on each axis, is not reported: glyph boxes touch, ink does not.
+OVERLAP_TOLERANCE_PX = 1.0
+
+
+def rc_params() -> Dict:
+    """The rcParams :func:`use` sets (a fresh dict each call)."""
+    from cycler import cycler
+
+    return {
+        "svg.fonttype": "none",           # keep text as <text> so a browser lays it out and measures it
+        "font.size": BODY_PT,
+        "axes.titlesize": TITLE_PT,
+        "axes.labelsize": BODY_PT,
+        "xtick.labelsize": SMALL_PT,
+        "ytick.labelsize": SMALL_PT,
+        "legend.fontsize": SMALL_PT,
+        "legend.title_fontsize": SMALL_PT,
+        "figure.titlesize": TITLE_PT,
+        "axes.titlepad": 12.0,            # clear of a y tick label at the top of the axes
+        "axes.prop_cycle": cycler(color=list(OKABE_ITO)),
+        "figure.facecolor": "white",
+        "axes.facecolor": "white",
+        "savefig.facecolor": "white",
+        "axes.linewidth": 1.2,
+        "lines.linewidth": 2.5,
+        "lines.markersize": 8,
+    }
+
+
+def use() -> None:
+    """Set the course's figure style for this Python session (notebooks call it once).
+
+    Updates matplotlib's rcParams (:func:`rc_params`) and, inside IPython, makes the inline
+    backend emit SVG.  Outside IPython only the rcParams change.  Safe to call again.
+    """
+    import matplotlib
+
+    matplotlib.rcParams.update(rc_params())
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+    set_matplotlib_formats("svg")
+
+
+@contextlib.contextmanager
+def context():
+    """rcParams of :func:`use` for the duration of a ``with`` block (the session's are restored)."""
+    import matplotlib
+
+    with matplotlib.rc_context(rc_params()):
+        yield
+
+
+def styled(func):
+    """Decorator: run a figure function inside :func:`context`, so that every text it creates
+    takes the course's sizes whatever the session's rcParams are."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with context():
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+def subplots(*args, figsize=(MAX_FIGSIZE_IN[0], MAX_FIGSIZE_IN[1]), **kwargs):
+    """``plt.subplots`` in the course's style; tick label sizes are fixed on each axes so that
+    ticks created later, outside :func:`context`, keep them.
+
+    Raises:
+        ValueError: ``figsize`` larger than :data:`MAX_FIGSIZE_IN`.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if figsize[0] > MAX_FIGSIZE_IN[0] or figsize[1] > MAX_FIGSIZE_IN[1]:
+        raise ValueError(f"figsize {tuple(figsize)} in exceeds the slide's {MAX_FIGSIZE_IN} in")
+    with context():
+        fig, axes = plt.subplots(*args, figsize=figsize, **kwargs)
+    for ax in np.atleast_1d(axes).ravel():
+        ax.tick_params(which="both", labelsize=SMALL_PT)
+    return fig, axes
+
+
+def wrap(text: str, width_in: float, fontsize: float = SMALL_PT) -> str:
+    """``text`` wrapped to lines that fit ``width_in`` inches at ``fontsize`` points.
+
+    Uses 0.55 em per character, about DejaVu Sans's average over mixed text; :func:`check`
+    measures the result."""
+    chars = max(10, int(width_in * 72 / (0.55 * fontsize)))
+    return "\n".join(textwrap.fill(part, chars) for part in text.split("\n"))
+
+
+def add_data_line(fig, text: str, fontsize: float = SMALL_PT) -> float:
+    """Write the provenance line ``text`` (``"Data: ..."``) across the bottom of ``fig``, wrapped
+    to its width; returns the height it takes, as a fraction of the figure's height (pass it
+    as the bottom of a layout rectangle)."""
+    w, h = fig.get_size_inches()
+    wrapped = wrap(text, w - 0.2, fontsize)
+    lines = wrapped.count("\n") + 1
+    fig.text(0.1 / w, 0.06 / h, wrapped, fontsize=fontsize, color=PROVENANCE_COLOR, va="bottom", ha="left")
+    return (lines * fontsize * 1.25 + 8) / (h * 72)
+
+
+# -- the checker --------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _recording_drawn_texts(drawn: List):
+    """Record every Text artist that actually draws (visible, non-empty, in view) while active."""
+    from matplotlib.text import Text
+
+    original = Text.draw
+
+    def draw(self, renderer):
+        if self.get_visible() and self.get_text().strip():
+            drawn.append(self)
+        return original(self, renderer)
+
+    Text.draw = draw
+    try:
+        yield
+    finally:
+        Text.draw = original
+
+
+def _renderer(fig):
+    get = getattr(fig.canvas, "get_renderer", None)
+    if get is not None:
+        return get()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    return FigureCanvasAgg(fig).get_renderer()
+
+
+def _short(text: str, n: int = 40) -> str:
+    one = " ".join(text.split())
+    return repr(one if len(one) <= n else one[: n - 3] + "...")
+
+
+def drawn_texts(fig) -> List:
+    """The Text artists ``fig`` draws (titles, tick labels, legend texts, annotations, fig.text),
+    in drawing order; invisible ones, empty strings and ticks outside the view are left out."""
+    drawn: List = []
+    renderer = _renderer(fig)
+    with _recording_drawn_texts(drawn):
+        fig.draw(renderer)
+    return list(dict.fromkeys(drawn))
+
+
+def check(fig) -> List[str]:
+    """What keeps ``fig`` from being readable on the projector; ``[]`` when nothing does.
+
+    Reports, one string each: a size over :data:`MAX_FIGSIZE_IN` inches; every drawn text under
+    :data:`MIN_FONT_PT` points; every pair of drawn texts whose boxes overlap by more than
+    :data:`OVERLAP_TOLERANCE_PX` CSS px both ways; every text reaching past the figure's edge.
+    Boxes are measured with the figure's own renderer after a full draw.
+    """
+    problems: List[str] = []
+    w, h = fig.get_size_inches()
+    if w > MAX_FIGSIZE_IN[0] + 1e-9 or h > MAX_FIGSIZE_IN[1] + 1e-9:
+        problems.append(f"figure is {w:g} x {h:g} in ({w * 96:.0f} x {h * 96:.0f} CSS px); "
+                        f"the most is {MAX_FIGSIZE_IN[0]:g} x {MAX_FIGSIZE_IN[1]:g} in")
+    texts = drawn_texts(fig)
+    renderer = _renderer(fig)
+    css = 96 / fig.dpi  # CSS px per display pixel
+    for t in texts:
+        size = t.get_fontsize()
+        if size < MIN_FONT_PT:
+            problems.append(f"text {_short(t.get_text())} is {size:g} pt ({size * PX_PER_PT:.1f} CSS px); "
+                            f"the least is {MIN_FONT_PT:g} pt")
+    boxes = [(t, t.get_window_extent(renderer)) for t in texts]
+    fig_w, fig_h = w * fig.dpi, h * fig.dpi
+    for t, b in boxes:
+        past = max(-b.x0, -b.y0, b.x1 - fig_w, b.y1 - fig_h) * css
+        if past > OVERLAP_TOLERANCE_PX:
+            problems.append(f"text {_short(t.get_text())} reaches {past:.0f} CSS px past the figure's edge")
+    for (t1, b1), (t2, b2) in itertools.combinations(boxes, 2):
+        dx = (min(b1.x1, b2.x1) - max(b1.x0, b2.x0)) * css
+        dy = (min(b1.y1, b2.y1) - max(b1.y0, b2.y0)) * css
+        if dx > OVERLAP_TOLERANCE_PX and dy > OVERLAP_TOLERANCE_PX:
+            problems.append(f"texts {_short(t1.get_text())} and {_short(t2.get_text())} overlap "
+                            f"({dx:.0f} x {dy:.0f} CSS px)")
+    return problems
+
+
+def assert_readable(fig) -> None:
+    """Raise if :func:`check` finds anything.
+
+    Raises:
+        ValueError: listing every problem :func:`check` found.
+    """
+    problems = check(fig)
+    if problems:
+        raise ValueError(f"figure is not readable on a 1280x720 slide ({len(problems)} problems):\n  "
+                         + "\n  ".join(problems))
+
+
+def figure_text_sizes(fig) -> Sequence[float]:
+    """The font sizes (points) of the texts ``fig`` draws, smallest first."""
+    return sorted(t.get_fontsize() for t in drawn_texts(fig))
