@@ -11,7 +11,7 @@ def _good():
         {"op": "latency_chain", "impl": "chain_shfl", "cycles_per_step": 24.0, "p10": 23.9, "p90": 24.1, "reps": 7},
         {"op": "doubling_point", "threads": 1024, "blocks": 265, "slots": 264, "first_wave_blocks": 264,
          "makespan_us": 20.7, "block_us_median": 10.4, "resident_blocks_per_sm": 2, "sm_count": 132},
-        {"op": "warp_order", "threads": 64, "warpid": [2, 3], "clk_offset": [0, 4], "smid": 7},
+        {"op": "warp_order", "threads": 64, "block": 0, "warpid": [2, 3], "clk_offset": [0, 4], "smid": 7, "same_sm": True},
         {"op": "fp16_load", "sass": "LDG.E.U16", "bytes_per_lane": 2, "bytes_per_warp": 64}]}
 
 
@@ -74,3 +74,15 @@ def test_probes_record_runs_every_probe(tmp_path):
     dbl = {(r["threads"], r["blocks"] - r["slots"]): r for r in rec["rows"] if r["op"] == "doubling_point"}
     for t in probes.DOUBLING_THREADS:
         assert dbl[(t, 1)]["makespan_us"] > dbl[(t, 0)]["makespan_us"]
+
+
+def test_claim_texts_quote_the_rows_and_their_label(monkeypatch):
+    from gpu_viz.measure import claims
+
+    rows = _good()["rows"]
+    monkeypatch.setattr(probes, "current", lambda op: ([r for r in rows if r["op"] == op], "recorded on X, D (not live)"))
+    assert "24.0" in claims.shuffle_step() and "recorded on X" in claims.shuffle_step()
+    assert "**64 bytes**" in claims.fp16_load()
+    assert "%warpid [2, 3]" in claims.warp_order()
+    monkeypatch.setattr(probes, "current", lambda op: ([], "no committed probes record"))
+    assert "no committed probes record" in claims.shuffle_step()

@@ -219,7 +219,7 @@ def record(out=None):
 REQUIRED_ROW_KEYS = {"latency_chain": ("impl", "cycles_per_step", "p10", "p90", "reps"),
                      "doubling_point": ("threads", "blocks", "slots", "first_wave_blocks", "makespan_us",
                                         "block_us_median", "resident_blocks_per_sm", "sm_count"),
-                     "warp_order": ("threads", "warpid", "clk_offset", "smid"),
+                     "warp_order": ("threads", "block", "warpid", "clk_offset", "smid", "same_sm"),
                      "fp16_load": ("sass", "bytes_per_lane", "bytes_per_warp")}
 
 

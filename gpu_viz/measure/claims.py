@@ -1,0 +1,87 @@
+"""Teaching text for the claims the probes correct: markdown that quotes this GPU's value on a GPU
+and the committed record in CPU mode (labelled with its GPU and date), never a hard-coded number.
+
+    from IPython.display import Markdown
+    from gpu_viz.measure import claims
+    Markdown(claims.shuffle_step())      # notebook 08, phase 2
+
+Each function returns a markdown string; where neither a GPU nor a record has the number it says
+so and how to make the record.
+"""
+from __future__ import annotations
+
+from . import probes
+
+
+def _rows(op):
+    return probes.current(op)
+
+
+def shuffle_step() -> str:
+    """Notebook 08 (phase 2): what a shuffle step costs, beside the deck's "~5 cycles"."""
+    rows, label = _rows("latency_chain")
+    if not rows:
+        return f"*A shuffle step's cost is measured by `kernels/probes.cu`; {label}.*"
+    c = {r["impl"]: r["cycles_per_step"] for r in rows}
+    return (f"The deck says a shuffle step costs ~{probes.DECK_SHUFFLE_CYCLES} cycles. Timed with `clock64` over "
+            f"thousands of dependent steps in one warp ({label}): SHFL alone **{c.get('chain_shfl', float('nan')):.1f}** "
+            f"cycles, SHFL.DOWN + FADD (one reduction step) **{c.get('chain_shfl_fadd', float('nan')):.1f}**, a "
+            f"shared-memory load chain {c.get('chain_lds', float('nan')):.1f}, an FFMA chain "
+            f"{c.get('chain_ffma', float('nan')):.1f}. A shuffle step costs about what a shared-memory load does; "
+            "its advantage is that it needs no barrier and no store/load pair through shared memory.")
+
+
+def doubling_point() -> str:
+    """Notebook 07: when the makespan doubles, and how full the first wave is."""
+    rows, label = _rows("doubling_point")
+    if not rows:
+        return f"*The doubling point is measured by `gpu-viz record probes`; {label}.*"
+    parts = []
+    for t in sorted({r["threads"] for r in rows}):
+        at = {r["blocks"] - r["slots"]: r for r in rows if r["threads"] == t and r["blocks"] != 2048}
+        big = next((r for r in rows if r["threads"] == t and r["blocks"] == 2048), None)
+        if 0 in at and 1 in at:
+            a, b = at[0], at[1]
+            parts.append(f"at {t} threads per block, {a['sm_count']} SMs x {a['resident_blocks_per_sm']} resident = "
+                         f"{a['blocks']} blocks take {a['makespan_us']:.1f} us and {b['blocks']} take "
+                         f"{b['makespan_us']:.1f} us" + (f"; of 2,048 blocks, {big['first_wave_blocks']} started "
+                                                         f"in the first wave (the API allows {big['slots']})" if big else ""))
+    return ("The makespan does not double at SMs + 1 blocks: each SM holds several blocks at once, so it doubles "
+            f"at SMs x resident + 1 ({label}): " + "; ".join(parts) + ".")
+
+
+def fp16_load() -> str:
+    """Notebook 08 (phase 1): a warp's fp16 load is 64 bytes, not a 128-byte transaction."""
+    rows, label = _rows("fp16_load")
+    if not rows:
+        return (f"*The fp16 load's width is read from the SASS by `gpu-viz record probes`; {label}.* One fp16 "
+                "value per lane is 32 x 2 = 64 bytes per warp-load.")
+    r = rows[0]
+    return (f"Each lane loads one fp16 value: the SASS says `{r['sass']}` ({r['bytes_per_lane']} bytes per lane; "
+            f"{label}), so a warp's load is 32 x {r['bytes_per_lane']} = **{r['bytes_per_warp']} bytes**, two 32-byte "
+            "sectors, not a full 128-byte line. Eight fp16 values per lane (a 16-byte vector load) would fill four "
+            "lines per warp-load.")
+
+
+def warp_order() -> str:
+    """Notebook 03: which scheduler slot a 64-thread block's warps get, and when they issue."""
+    rows, label = _rows("warp_order")
+    if not rows:
+        return f"*The warps' `%warpid` and first-issue clocks are recorded by `gpu-viz record probes`; {label}.*"
+    shown = "; ".join(f"block {r['block']} on SM {r['smid']}: %warpid {r['warpid']}, first issue +{r['clk_offset']} "
+                      "cycles" for r in rows[:4])
+    return ("The animation's order (warp 0 issues, then warp 1) is a schematic. An SM has four sub-partition "
+            f"schedulers, each issuing for its own warps in the same cycle; measured ({label}): {shown}. "
+            "`%warpid` is a slot number on the SM, not the warp's index in its block.")
+
+
+def decoder_step() -> str:
+    """Notebook 08's finale: the three conclusion lines of the decoder record (or this GPU's run)."""
+    from .. import backend
+    from . import decoder, records
+
+    rec = decoder.recorded()
+    if rec is None:
+        return ("*The decoder step is measured by `gpu-viz record decoder` on a GPU; no committed record yet.*"
+                if not backend.has_gpu() else "*Run `gpu-viz record decoder` to measure the decoder step here.*")
+    return f"**A decoder step, {records.label(rec)}:**\n\n" + "\n".join(f"- {ln}" for ln in rec["conclusion"])
