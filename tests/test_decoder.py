@@ -66,7 +66,8 @@ def test_conclusion_is_read_from_the_rows():
 
 
 def test_record_schema():
-    rec = {"date": "2026-12-01", "gpu": "NVIDIA H200", "sm": "sm_90", "rows": _rows(),
+    compiled = dict(_rows()[0], impl="compile", norms_median_us=None, norm_share=None)
+    rec = {"date": "2026-12-01", "gpu": "NVIDIA H200", "sm": "sm_90", "rows": _rows() + [compiled],
            "conclusion": d.conclusion(_rows()), "deck_claim_speedup": d.DECK_CLAIM}
     assert d.check_record(rec) == []
     bad = copy.deepcopy(rec)

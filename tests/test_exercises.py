@@ -208,3 +208,15 @@ def test_kernel_checker_names_the_mistake(eid, code, fragment):
 def test_predict_solution_passes_on_the_gpu(eid):
     v = _run_cell(ex.get(eid).solution)
     assert v.ok is True, v.text()
+
+
+def test_cpu_mode_shows_the_committed_probes_record(monkeypatch, cpu_mode):
+    from gpu_viz.measure import probes
+
+    rec = {"date": "2026-12-01", "gpu": "NVIDIA H200", "rows": [
+        {"op": "doubling_point", "threads": 1024, "blocks": b, "slots": 264, "makespan_us": us,
+         "first_wave_blocks": 264, "makespan_blocks": us / 10.4} for b, us in ((264, 10.4), (265, 20.7))]}
+    monkeypatch.setattr(probes, "recorded", lambda directory=None: rec)
+    g = ex.given("07.doubling")
+    v = ex.check("07.doubling", g["sm_count"] * g["resident_blocks_per_sm"] + 1)
+    assert any("recorded on NVIDIA H200, 2026-12-01" in d and "265 blocks 20.7 us" in d for d in v.details), v.details

@@ -476,6 +476,26 @@ def _makespan_us(blocks: int, threads: int) -> tuple:
     return s["makespan_us"], s["block_us_median"], tr.provenance
 
 
+def _recorded_probe_lines(threads: int, blocks_2048: bool = False) -> list:
+    """CPU mode: what the committed probes record saw at ``threads`` (labelled), else []."""
+    if live():
+        return []
+    from ..measure import probes, records
+
+    rec = probes.recorded()
+    if rec is None:
+        return []
+    rows = [r for r in rec.get("rows", []) if r.get("op") == "doubling_point" and r.get("threads") == threads]
+    if blocks_2048:
+        rows = [r for r in rows if r["blocks"] == 2048]
+        return [f"the silicon, {records.label(rec)}: of {r['blocks']} blocks, {r['first_wave_blocks']} started in "
+                f"the first wave (the occupancy API allows {r['slots']}); {r['makespan_blocks']:.1f} block times"
+                for r in rows]
+    rows = [r for r in rows if r["blocks"] != 2048]
+    return [f"the silicon, {records.label(rec)}: " + ", ".join(f"{r['blocks']} blocks {r['makespan_us']:.1f} us"
+                                                          for r in sorted(rows, key=lambda r: r["blocks"]))] if rows else []
+
+
 def _given_07_doubling():
     i = info()
     r, src = _resident(THREADS_07)
@@ -496,6 +516,7 @@ def _check_07_doubling(answer):
     m_at, blk, prov = _makespan_us(b, THREADS_07)
     m_before, _, _ = _makespan_us(b - 1, THREADS_07)
     d = [f"the run: {b - 1} blocks {m_before:.1f} us, {b} blocks {m_at:.1f} us (one block {blk:.1f} us; {prov})"]
+    d += _recorded_probe_lines(THREADS_07)
     doubled_here = m_at >= 1.6 * blk and m_before < 1.4 * blk
     if doubled_here:
         note = "" if b == want else (f" (the occupancy arithmetic says {want}: this GPU's first wave held "
@@ -545,6 +566,7 @@ def _check_07_waves(answer):
         m, blk, prov = _makespan_us(g["blocks"], 256)
         obs = m / blk
         d.append(f"the run: makespan {m:.1f} us = {obs:.1f} block times ({prov})")
+        d += _recorded_probe_lines(256, blocks_2048=True)
         if obs > want + 0.5:
             d.append("more block times than waves: fewer blocks than the occupancy API's slots started at "
                      "once, so the hardware needed extra rounds (the first wave is not full on silicon).")
@@ -596,7 +618,7 @@ def _deck_resident_threads(block: int):
         from .. import occupancy
         from ..rmsnorm import deck
 
-        fn = deck.get_kernel("deck", "float16")
+        fn = deck.get_kernel("guarded", "float16")   # the variant the checker times
         return occupancy.live_blocks_per_sm(fn, block) * block, "CUDA occupancy API"
     return min(i.max_threads_per_sm // block, i.max_blocks_per_sm) * block, f"thread limit of {i.name}"
 
