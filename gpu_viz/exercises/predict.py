@@ -105,9 +105,9 @@ def _check_01_time(answer):
         "that moves only half the bytes: x is read and y written.": want / 2,
     }, details)
     if v.ok and live():
-        import cupy as cp
-
         from ..measure import timing
+
+        cp = backend.require_cupy("01.time's run")
 
         x = cp.random.standard_normal(N01, dtype=cp.float32)
         y = cp.empty_like(x)
