@@ -204,6 +204,7 @@ def test_kernel_checker_names_the_mistake(eid, code, fragment):
 
 
 @pytest.mark.gpu
+@pytest.mark.timing   # 07's verdicts read measured makespans
 @pytest.mark.parametrize("eid", PREDICT)
 def test_predict_solution_passes_on_the_gpu(eid):
     v = _run_cell(ex.get(eid).solution)

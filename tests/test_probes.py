@@ -58,6 +58,7 @@ def test_shfl_steps_match_the_model_bit_for_bit():
 
 
 @pytest.mark.gpu
+@pytest.mark.timing   # asserts on measured cycles and makespans
 def test_probes_record_runs_every_probe(tmp_path):
     import json
 
