@@ -173,13 +173,15 @@ def reference(cfg: Config, W: Dict, inp: Dict, kv_len: int = 0):
 TOLERANCES = {"float32": (2e-3, 2e-3), "float16": (6e-2, 3e-2), "bfloat16": (2.5e-1, 1e-1)}
 
 
-def check_variant(cfg: Config, W: Dict, inp: Dict, fn, kv_len: int, dtype_name: str, what: str):
-    """Run ``fn`` (a step callable of inp) once and compare with :func:`reference`; raises
-    MismatchError naming ``what`` on a mismatch.  Returns the :class:`gpu_viz.check.Report`."""
+def check_variant(cfg: Config, W: Dict, inp: Dict, fn, kv_len: int, dtype_name: str, what: str, want=None):
+    """Run ``fn`` (a step callable of inp) once and compare with :func:`reference` (or ``want``, its
+    result computed once for several variants); raises MismatchError naming ``what`` on a
+    mismatch.  Returns the :class:`gpu_viz.check.Report`."""
     from ..check import assert_close
 
     atol, rtol = TOLERANCES[dtype_name]
-    want = reference(cfg, W, inp, kv_len)
+    if want is None:
+        want = reference(cfg, W, inp, kv_len)
     got = fn({k: v.clone() for k, v in inp.items()})
     return assert_close(f"decoder step ({what})", got, want, atol=atol, rtol=rtol)
 
@@ -191,7 +193,7 @@ def _time(fn, reps: int, warmup: int):
 
 
 def measure(cfg: Config = Config(), dtype: str = "float16", shapes=SHAPES, variants=VARIANTS,
-            reps: int = 30, warmup: int = 5, seed: int = 0) -> List[Dict]:
+            reps: int = 30, warmup: int = 5, seed: Optional[int] = None) -> List[Dict]:
     """Check, then time, every variant at every shape on this GPU.  One row per (shape, variant),
     DESIGN.md section 5 format with ``op = "decoder_step"``; a variant that fails its check or
     whose compile falls back gets a row with ``"error"`` and no time.
@@ -210,17 +212,21 @@ def measure(cfg: Config = Config(), dtype: str = "float16", shapes=SHAPES, varia
     for v in variants:
         if v not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {v!r}")
+    from ..check import new_seed
+
+    seed = new_seed() if seed is None else int(seed)
     dt = torch_dtype(dtype)
     W = make_weights(cfg, dt, "cuda", seed)
     rows = []
     for phase, B, T, S in shapes:
         inp = make_inputs(cfg, B, T, S, dt, "cuda", seed)
         xs = [torch.randn(B, T, cfg.hidden, device="cuda", dtype=dt) for _ in range(3)]
+        want = reference(cfg, W, inp, S)   # float64, once per shape, for every variant
         for variant in variants:
             norm = norm_fn(variant)
             row = {"op": "decoder_step", "impl": variant, "phase": phase, "batch": B, "tokens": T, "kv_len": S,
                    "M": B * T, "N": cfg.hidden, "dtype": dtype, "timing": "call", "layers": 1, "norm_calls": 3,
-                   "intermediate": cfg.intermediate, "heads": cfg.heads, "kv_heads": cfg.kv_heads}
+                   "intermediate": cfg.intermediate, "heads": cfg.heads, "kv_heads": cfg.kv_heads, "seed": seed}
             try:
                 def run(i, norm=norm):
                     return step(cfg, W, i, norm, S)
@@ -231,7 +237,7 @@ def measure(cfg: Config = Config(), dtype: str = "float16", shapes=SHAPES, varia
                     fn = compiled
                 else:
                     fn = run
-                rep = check_variant(cfg, W, inp, fn, S, dtype, f"{phase}, {variant}")
+                rep = check_variant(cfg, W, inp, fn, S, dtype, f"{phase}, {variant}", want=want)
                 row["check"] = rep.message()
                 with torch.no_grad():
                     t = _time(lambda: fn(inp), reps, warmup)
@@ -250,7 +256,8 @@ def measure(cfg: Config = Config(), dtype: str = "float16", shapes=SHAPES, varia
                 row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
             print({k: row.get(k) for k in ("phase", "impl", "median_us", "norms_median_us", "norm_share", "error")})
             rows.append(row)
-            torch.cuda.empty_cache()
+        del want, inp, xs
+        torch.cuda.empty_cache()
     return rows
 
 
@@ -258,10 +265,13 @@ def _timed(rows, phase, impl) -> Optional[Dict]:
     return next((r for r in rows if r.get("phase") == phase and r.get("impl") == impl and "median_us" in r), None)
 
 
-def conclusion(rows: List[Dict], deck_claim: float = DECK_CLAIM) -> List[str]:
-    """Three lines read from the rows: the step's speed-up with the fused norm at each phase, with
-    the norms' share of the eager step (the Amdahl bound), and the norms' own speed-up beside the
-    deck's claim.  Lines say what is missing when a row is."""
+def conclusion(rows: List[Dict], deck_claim: float = DECK_CLAIM, dtype: Optional[str] = None) -> List[str]:
+    """Three lines read from the rows (of ``dtype``; default: the first row's): the step's speed-up
+    with the fused norm at each phase, with the norms' share of the eager step (the Amdahl bound),
+    and the norms' own speed-up beside the deck's claim.  Lines say what is missing when a row is."""
+    if rows:
+        dtype = dtype or rows[0].get("dtype")
+        rows = [r for r in rows if r.get("dtype") == dtype]
     lines = []
     for phase in ("prefill", "decode"):
         e, f = _timed(rows, phase, "eager"), _timed(rows, phase, "fused")
@@ -270,7 +280,7 @@ def conclusion(rows: List[Dict], deck_claim: float = DECK_CLAIM) -> List[str]:
             continue
         share = e["norm_share"]
         bound = 1 / (1 - share) if share < 1 else float("inf")
-        lines.append(f"{phase} (batch {e['batch']} x {e['tokens']} tokens, KV {e['kv_len']}): the fused norm makes "
+        lines.append(f"{phase} ({dtype}, batch {e['batch']} x {e['tokens']} tokens, KV {e['kv_len']}): the fused norm makes "
                      f"the step {e['median_us'] / f['median_us']:.2f}x faster ({e['median_us']:,.0f} -> "
                      f"{f['median_us']:,.0f} us); the norms were {100 * share:.1f}% of the eager step, so no norm "
                      f"could give more than {bound:.2f}x")
@@ -310,15 +320,25 @@ def check_record(rec: Dict) -> List[str]:
     return problems
 
 
-def record(out=None, dtype: str = "float16"):
-    """Measure on this GPU and save ``<gpu>-<date>-decoder.json`` into ``out``; returns the path."""
+#: The dtypes the record measures; the conclusion reads the first.
+RECORD_DTYPES = ("float16", "bfloat16")
+
+
+def record(out=None, dtypes=RECORD_DTYPES):
+    """Measure on this GPU (each of ``dtypes``) and save ``<gpu>-<date>-decoder.json`` into ``out``;
+    returns the path."""
+    import torch
+
     from . import records
 
-    rows = measure(dtype=dtype)
-    lines = conclusion(rows)
+    rows = []
+    for dt in dtypes:
+        torch._dynamo.reset()
+        rows += measure(dtype=dt)
+    lines = conclusion(rows, dtype=dtypes[0])
     for ln in lines:
         print(ln)
-    rec = records.new_record(rows, deck_claim_speedup=DECK_CLAIM, conclusion=lines,
+    rec = records.new_record(rows, deck_claim_speedup=DECK_CLAIM, conclusion=lines, conclusion_dtype=dtypes[0],
                              config=dataclasses.asdict(Config()), shapes=[list(s) for s in SHAPES])
     return records.save_record(rec, tag="decoder", directory=out)
 
