@@ -6,7 +6,7 @@ shows the committed record of the reference solution's run (``gpu-viz record exe
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 

@@ -8,7 +8,7 @@ labelled with their GPU and date.
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional
+from typing import Dict
 
 import numpy as np
 

@@ -130,7 +130,6 @@ def step(cfg: Config, W: Dict, inp: Dict, norm, kv_len: int = 0):
     Returns:
         [B, T, hidden] in x's dtype.
     """
-    import torch
     import torch.nn.functional as F
 
     x = inp["x"]
@@ -256,7 +255,7 @@ def measure(cfg: Config = Config(), dtype: str = "float16", shapes=SHAPES, varia
                 row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
             print({k: row.get(k) for k in ("phase", "impl", "median_us", "norms_median_us", "norm_share", "error")})
             rows.append(row)
-        del want, inp, xs
+        want = None   # free the float64 result before the next shape's
         torch.cuda.empty_cache()
     return rows
 
