@@ -173,7 +173,7 @@ KERNEL_WRONG = [
     ("03.vector_add", sources.VECTOR_ADD_WRONG["missing guard"], "guard the write"),
     ("03.vector_add", sources.VECTOR_ADD_WRONG["no blockIdx"], "ignores blockIdx.x"),
     ("03.vector_add", sources.VECTOR_ADD_WRONG["gridDim for blockDim"], "gridDim.x"),
-    ("03.vector_add", sources.VECTOR_ADD_START, "guard"),
+    ("03.vector_add", sources.VECTOR_ADD_START, "never written"),
     ("06.grid_stride", sources.GRID_STRIDE_WRONG["no loop"], "no loop"),
     ("06.grid_stride", sources.GRID_STRIDE_WRONG["stride is blockDim"], "blocks overlap"),
     ("06.grid_stride", sources.GRID_STRIDE_WRONG["off-by-one stride"], "off-by-one"),
