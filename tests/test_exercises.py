@@ -6,6 +6,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gpu_viz import backend, exercises as ex, kernels
@@ -221,3 +222,74 @@ def test_cpu_mode_shows_the_committed_probes_record(monkeypatch, cpu_mode):
     g = ex.given("07.doubling")
     v = ex.check("07.doubling", g["sm_count"] * g["resident_blocks_per_sm"] + 1)
     assert any("recorded on NVIDIA H200, 2026-12-01" in d and "265 blocks 20.7 us" in d for d in v.details), v.details
+
+
+# -- the vector-add and grid-stride diagnoses on numpy emulations of each kernel --------------------
+# (the diagnosis reads only what a launch wrote; here numpy writes what each kernel would, thread by
+# thread, so the message each mistake gets is checked without a GPU; the GPU tests run the kernels)
+
+def _emulate_vector_add(index, guard, n, block, A, B):
+    grid = -(-n // block)
+    c = np.full(n + kernel_lab.PAD, np.nan, np.float32)
+    for b in range(grid):
+        for t in range(block):
+            i = index(b, t, grid, block)
+            if not guard or i < n:
+                c[i] = A[i] + B[i]
+    return c
+
+
+VA_EMULATED = [
+    ("reference", lambda b, t, g, bd: b * bd + t, True, None),
+    ("missing guard", lambda b, t, g, bd: b * bd + t, False, "guard the write"),
+    ("no blockIdx", lambda b, t, g, bd: t, True, "ignores blockIdx.x"),
+    ("gridDim for blockDim", lambda b, t, g, bd: b * g + t, True, "gridDim.x"),
+    ("i = 0", lambda b, t, g, bd: 0, True, "never written"),
+]
+
+
+@pytest.mark.parametrize("name,index,guard,fragment", VA_EMULATED, ids=[v[0] for v in VA_EMULATED])
+def test_vector_add_diagnosis(name, index, guard, fragment, rng):
+    msgs = []
+    for n, block in kernel_lab.VA_SHAPES[:4]:
+        A = rng.standard_normal(n + kernel_lab.PAD).astype(np.float32)
+        B = rng.standard_normal(n + kernel_lab.PAD).astype(np.float32)
+        msgs.append(kernel_lab.diagnose_vector_add(_emulate_vector_add(index, guard, n, block, A, B), A, B, n, block))
+    first = next((m for m in msgs if m), None)
+    assert (first is None) if fragment is None else (fragment in first), msgs
+
+
+def _emulate_grid_stride(stride, bound, n, grid, block, x, alpha):
+    v = np.zeros(n + kernel_lab.PAD, np.uint32)
+    y = np.full(n + kernel_lab.PAD, np.nan, np.float32)
+    for b in range(grid):
+        for t in range(block):
+            i = b * block + t
+            s = stride(grid, block)
+            while bound(i, n):
+                v[i] += 1
+                y[i] = np.float32(alpha) * x[i]
+                if s == 0:
+                    break
+                i += s
+    return v, y
+
+
+GS_EMULATED = [
+    ("reference", lambda g, b: g * b, lambda i, n: i < n, None),
+    ("no loop", lambda g, b: 0, lambda i, n: i < n, "no loop"),
+    ("stride is blockDim", lambda g, b: b, lambda i, n: i < n, "blocks overlap"),
+    ("off-by-one stride", lambda g, b: g * b + 1, lambda i, n: i < n, "off-by-one"),
+    ("i <= n", lambda g, b: g * b, lambda i, n: i <= n, "i < n"),
+]
+
+
+@pytest.mark.parametrize("name,stride,bound,fragment", GS_EMULATED, ids=[v[0] for v in GS_EMULATED])
+def test_grid_stride_diagnosis(name, stride, bound, fragment, rng):
+    msgs = []
+    for n, grid, block in kernel_lab.GS_SHAPES[:5]:
+        x = rng.standard_normal(n + kernel_lab.PAD).astype(np.float32)
+        v, y = _emulate_grid_stride(stride, bound, n, grid, block, x, 1.5)
+        msgs.append(kernel_lab.diagnose_grid_stride(v, y, x, np.float32(1.5), n, grid, block))
+    first = next((m for m in msgs if m), None)
+    assert (first is None) if fragment is None else (fragment in first), msgs

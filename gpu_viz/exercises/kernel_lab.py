@@ -6,7 +6,7 @@ shows the committed record of the reference solution's run (``gpu-viz record exe
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -88,6 +88,30 @@ _VA_CANDIDATES = {
 }
 
 
+def diagnose_vector_add(c: np.ndarray, A: np.ndarray, B: np.ndarray, n: int, block: int) -> Optional[str]:
+    """What is wrong with ``c`` (the NaN-poisoned output, n + PAD long) of one launch, in the learner's
+    terms; None when it is right."""
+    where = f"(n={n}, block={block}, grid={-(-n // block)})"
+    if np.isfinite(c[n:]).any():
+        k = int(np.argmax(np.isfinite(c[n:]))) + n
+        return (f"C[{k}] was written though n = {n} {where}: the last block has threads past the end; guard "
+                "the write with `if (i < n)`.")
+    written = np.isfinite(c)
+    want = A + B
+    if written[:n].all() and np.array_equal(c[:n], want[:n]):
+        return None
+    for msg, index in _VA_CANDIDATES.items():
+        if np.array_equal(written, _va_written(n, block, index)):
+            return f"{msg} {where}"
+    miss = np.flatnonzero(~written[:n])
+    if miss.size:
+        return (f"{miss.size} of {n} elements were never written (first C[{miss[0]}]) {where}: each thread "
+                "handles i = blockIdx.x * blockDim.x + threadIdx.x.")
+    k = int(np.flatnonzero(c[:n] != want[:n])[0])
+    return (f"C[{k}] = {c[k]!r}, want A[{k}] + B[{k}] = {want[k]!r} {where}: check the sum and that thread i "
+            "reads A[i] and B[i].")
+
+
 def check_vector_add(code: str) -> Verdict:
     eid = "03.vector_add"
     if not backend.has_gpu():
@@ -102,26 +126,9 @@ def check_vector_add(code: str) -> Verdict:
         B = rng.standard_normal(n + PAD).astype(np.float32)
         C = cp.full(n + PAD, np.nan, cp.float32)
         fn((-(-n // block),), (block,), (cp.asarray(A), cp.asarray(B), C, np.int32(n)))
-        c = cp.asnumpy(C)
-        where = f"(n={n}, block={block}, grid={-(-n // block)})"
-        if np.isfinite(c[n:]).any():
-            k = int(np.argmax(np.isfinite(c[n:]))) + n
-            return Verdict(eid, False, f"C[{k}] was written though n = {n} {where}: the last block has "
-                           "threads past the end; guard the write with `if (i < n)`.")
-        written = np.isfinite(c)
-        want = A + B
-        if written[:n].all() and np.array_equal(c[:n], want[:n]):
-            continue
-        for msg, index in _VA_CANDIDATES.items():
-            if np.array_equal(written, _va_written(n, block, index)):
-                return Verdict(eid, False, f"{msg} {where}")
-        miss = np.flatnonzero(~written[:n])
-        if miss.size:
-            return Verdict(eid, False, f"{miss.size} of {n} elements were never written (first C[{miss[0]}]) {where}: "
-                           "each thread handles i = blockIdx.x * blockDim.x + threadIdx.x.")
-        k = int(np.flatnonzero(c[:n] != want[:n])[0])
-        return Verdict(eid, False, f"C[{k}] = {c[k]!r}, want A[{k}] + B[{k}] = {want[k]!r} {where}: check the sum "
-                       "and that thread i reads A[i] and B[i].")
+        msg = diagnose_vector_add(cp.asnumpy(C), A, B, n, block)
+        if msg:
+            return Verdict(eid, False, msg)
     return Verdict(eid, True, f"right at all {len(VA_SHAPES)} launch shapes, no write past n.",
                    [f"shapes (n, block): {list(VA_SHAPES)}; {backend.live_label()}"])
 
@@ -129,6 +136,33 @@ def check_vector_add(code: str) -> Verdict:
 # == 06: grid-stride loop =============================================================================
 
 GS_SHAPES = ((2048, 1, 1024), (2500, 1, 1024), (700, 1, 1024), (10000, 3, 256), (5000, 7, 96), (1, 4, 32))
+
+
+def diagnose_grid_stride(v: np.ndarray, y: np.ndarray, x: np.ndarray, alpha, n: int, grid: int,
+                         block: int) -> Optional[str]:
+    """What is wrong with one launch's ``visits`` and ``y`` (n + PAD long), in the learner's terms;
+    None when every element was visited once and y = alpha * x."""
+    where = f"(n={n}, grid={grid}, block={block}: {grid * block} threads)"
+    T = grid * block
+    if v[n:].any():
+        return (f"element {n + int(np.argmax(v[n:] > 0))} was visited though n = {n} {where}: the loop must "
+                "stop at i < n (not i <= n).")
+    if (v[:n] == 1).all():
+        want = (np.float32(alpha) * x[:n]).astype(np.float32)
+        if np.array_equal(y[:n], want):
+            return None
+        k = int(np.flatnonzero(y[:n] != want)[0])
+        return f"every element visited once, but y[{k}] = {y[k]!r}, want alpha * x = {want[k]!r} {where}."
+    if (v[:n] > 1).any():
+        k = int(np.argmax(v[:n] > 1))
+        return (f"element {k} was visited {int(v[k])} times {where}: the stride is too short -- with more than "
+                "one block, blockDim.x makes blocks overlap; step by blockDim.x * gridDim.x, the whole grid.")
+    if (v[:min(n, T)] == 1).all() and not v[T:n].any():
+        return (f"only the first {T} elements were handled, the other {n - T} never {where}: there is no loop "
+                "(or it never advances); repeat with i += blockDim.x * gridDim.x.")
+    k = int(np.argmax(v[:n] == 0))
+    return (f"element {k} was never visited {where}: the loop skips elements -- an off-by-one stride? It must "
+            "be exactly blockDim.x * gridDim.x.")
 
 
 def check_grid_stride(code: str) -> Verdict:
@@ -146,30 +180,9 @@ def check_grid_stride(code: str) -> Verdict:
         y = cp.full(n + PAD, np.nan, cp.float32)
         visits = cp.zeros(n + PAD, cp.uint32)
         fn((grid,), (block,), (cp.asarray(x), y, alpha, np.int32(n), visits))
-        v, yy = cp.asnumpy(visits), cp.asnumpy(y)
-        where = f"(n={n}, grid={grid}, block={block}: {grid * block} threads)"
-        T = grid * block
-        if v[n:].any():
-            return Verdict(eid, False, f"element {n + int(np.argmax(v[n:] > 0))} was visited though n = {n} {where}: "
-                           "the loop must stop at i < n (not i <= n).")
-        if (v[:n] == 1).all():
-            ok = np.array_equal(yy[:n], (alpha * x[:n]).astype(np.float32))
-            if not ok:
-                k = int(np.flatnonzero(yy[:n] != alpha * x[:n])[0])
-                return Verdict(eid, False, f"every element visited once, but y[{k}] = {yy[k]!r}, want alpha * x = "
-                               f"{alpha * x[k]!r} {where}.")
-            continue
-        if (v[:n] > 1).any():
-            k = int(np.argmax(v[:n] > 1))
-            return Verdict(eid, False, f"element {k} was visited {int(v[k])} times {where}: the stride is too "
-                           "short -- with more than one block, blockDim.x makes blocks overlap; step by "
-                           "blockDim.x * gridDim.x, the whole grid.")
-        if (v[:min(n, T)] == 1).all() and not v[T:n].any():
-            return Verdict(eid, False, f"only the first {T} elements were handled, the other {n - T} never "
-                           f"{where}: there is no loop (or it never advances); repeat with i += blockDim.x * gridDim.x.")
-        k = int(np.argmax(v[:n] == 0))
-        return Verdict(eid, False, f"element {k} was never visited {where}: the loop skips elements -- an off-by-one "
-                       "stride? It must be exactly blockDim.x * gridDim.x.")
+        msg = diagnose_grid_stride(cp.asnumpy(visits), cp.asnumpy(y), x, alpha, n, grid, block)
+        if msg:
+            return Verdict(eid, False, msg)
     return Verdict(eid, True, f"every element visited exactly once at all {len(GS_SHAPES)} launch shapes.",
                    [f"shapes (n, grid, block): {list(GS_SHAPES)}; {backend.live_label()}"])
 
