@@ -21,6 +21,10 @@
 //                     first instruction: rec[(block * warps + warp) * 3 + {0, 1, 2}].
 //   load_f16          one warp loads 32 consecutive fp16 values (one per lane) and writes them
 //                     back as float: the SASS of this kernel names the load's width.
+//   reread            any grid: every thread sums its grid-stride share of x (float4 loads),
+//                     `passes` times over, and writes the sum to out[thread]: a buffer that fits
+//                     in L2 is read from L2 on every pass after the first, so one launch does
+//                     enough work to measure L2 bandwidth rather than the launch.
 #include <cuda_fp16.h>
 #include "sreg.cuh"
 
@@ -113,3 +117,17 @@ extern "C" __global__ void load_f16(const __half* x, float* y) {
     y[lane] = __half2float(x[lane]);            // 32 lanes x 2 bytes: one 64-byte warp request
 }
 // [end load_f16]
+
+// [region reread]
+extern "C" __global__ void reread(const float4* x, long long n4, int passes, float* out) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    float acc = 0.0f;
+    for (int p = 0; p < passes; ++p)
+        for (long long i = t; i < n4; i += stride) {
+            float4 v = x[i];
+            acc += (v.x + v.y) + (v.z + v.w);
+        }
+    out[t] = acc;
+}
+// [end reread]

@@ -12,7 +12,11 @@ def _good():
         {"op": "doubling_point", "threads": 1024, "blocks": 265, "slots": 264, "first_wave_blocks": 264,
          "makespan_us": 20.7, "block_us_median": 10.4, "resident_blocks_per_sm": 2, "sm_count": 132},
         {"op": "warp_order", "threads": 64, "block": 0, "warpid": [2, 3], "clk_offset": [0, 4], "smid": 7, "same_sm": True},
-        {"op": "fp16_load", "sass": "LDG.E.U16", "bytes_per_lane": 2, "bytes_per_warp": 64}]}
+        {"op": "fp16_load", "sass": "LDG.E.U16", "bytes_per_lane": 2, "bytes_per_warp": 64},
+        {"op": "reread_bandwidth", "level": "L2", "size_bytes": 8 << 20, "passes": 64, "median_us": 60.0,
+         "p10_us": 59.0, "p90_us": 61.0, "GBps": 8947.8},
+        {"op": "reread_bandwidth", "level": "DRAM", "size_bytes": 1 << 30, "passes": 1, "median_us": 250.0,
+         "p10_us": 249.0, "p90_us": 251.0, "GBps": 4295.0}]}
 
 
 def test_record_schema_accepts_a_sound_record():
@@ -75,6 +79,8 @@ def test_probes_record_runs_every_probe(tmp_path):
     dbl = {(r["threads"], r["blocks"] - r["slots"]): r for r in rec["rows"] if r["op"] == "doubling_point"}
     for t in probes.DOUBLING_THREADS:
         assert dbl[(t, 1)]["makespan_us"] > dbl[(t, 0)]["makespan_us"]
+    bw = {r["level"]: r["GBps"] for r in rec["rows"] if r["op"] == "reread_bandwidth"}
+    assert bw["L2"] > bw["DRAM"], bw   # a buffer in L2, re-read, beats one pass over DRAM
 
 
 def test_claim_texts_quote_the_rows_and_their_label(monkeypatch):
@@ -85,5 +91,7 @@ def test_claim_texts_quote_the_rows_and_their_label(monkeypatch):
     assert "24.0" in claims.shuffle_step() and "recorded on X" in claims.shuffle_step()
     assert "**64 bytes**" in claims.fp16_load()
     assert "%warpid [2, 3]" in claims.warp_order()
+    l2 = claims.l2_bandwidth()
+    assert "**8,948 GB/s**" in l2 and "4,295 GB/s" in l2 and "recorded on X" in l2
     monkeypatch.setattr(probes, "current", lambda op: ([], "no committed probes record"))
     assert "no committed probes record" in claims.shuffle_step()

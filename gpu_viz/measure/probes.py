@@ -11,6 +11,8 @@ logs a failing probe (its error in the record's ``failed``) and goes on with the
   ``scheduled_block``, at 256 and 1024 threads, and how many blocks started in the first wave.
 * :func:`warp_order` -- the %warpid, %smid and first-issue clock64 of a 64-thread block's warps.
 * :func:`fp16_load` -- the width of one lane's fp16 load in the SASS, and so a warp's request.
+* :func:`l2_bandwidth` -- a buffer a quarter of L2 re-read many times in one launch (L2), beside
+  one pass over 1 GiB (DRAM): notebook 01's L2 label, not launch-bound.
 
 Rows are DESIGN.md section 5 rows (``op`` = the probe); the file is
 ``<gpu-slug>-<date>-probes.json``.  :func:`recorded` reads the newest committed one (CPU mode).
@@ -177,8 +179,53 @@ def fp16_load() -> Dict:
             "bytes_per_lane": width, "bytes_per_warp": WARP * width}
 
 
+#: Passes over the L2-sized buffer in one launch (enough that the launch is a few percent).
+L2_PASSES = 64
+
+
+def _reread(nbytes: int, passes: int, reps: int = 20) -> Dict:
+    """Time ``reread`` over ``nbytes`` of small-integer floats (exact sums), ``passes`` times; checked."""
+    from .. import device
+    from .timing import time_calls
+
+    cp = backend.require_cupy("the re-read bandwidth probe")
+    info = device.current()
+    n4 = nbytes // 16
+    host = np.random.default_rng().integers(0, 4, 4 * n4).astype(np.float32)
+    x = cp.asarray(host)
+    threads, blocks = 256, info.sm_count * (info.max_threads_per_sm // 256)
+    out = cp.full(threads * blocks, np.nan, cp.float32)
+    fn = _fn("reread")
+    args = (x, np.int64(n4), np.int32(passes), out)
+    t = time_calls(lambda i: fn((blocks,), (threads,), args), reps=reps, warmup=3, framework="cupy")
+    # check: each thread's sum is passes x the sum of its float4s (small integers: exact in fp32)
+    per4 = host.reshape(n4, 4).sum(1, dtype=np.float64)
+    want = np.bincount(np.arange(n4) % (threads * blocks), weights=per4, minlength=threads * blocks) * passes
+    got = cp.asnumpy(out)
+    if not np.array_equal(got.astype(np.float64), want):
+        bad = int(np.argmax(got != want))
+        raise AssertionError(f"reread: out[{bad}] = {got[bad]}, want {want[bad]}")
+    return {"size_bytes": int(n4 * 16), "passes": passes, "median_us": round(t.median_us, 3),
+            "p10_us": round(t.p10_us, 3), "p90_us": round(t.p90_us, 3),
+            "GBps": round(t.GBps(n4 * 16 * passes), 1), "blocks": blocks, "threads": threads}
+
+
+def l2_bandwidth() -> List[Dict]:
+    """Two rows: a buffer of a quarter of L2 (at most 8 MiB) read :data:`L2_PASSES` times in one
+    launch, and 1 GiB read once; GB/s counts every pass's bytes."""
+    from .. import device
+
+    info = device.current()
+    small = min(8 << 20, info.l2_bytes // 4)
+    rows = []
+    for level, nbytes, passes in (("L2", small, L2_PASSES), ("DRAM", 1 << 30, 1)):
+        r = _reread(nbytes, passes)
+        rows.append({"op": "reread_bandwidth", "impl": "reread", "level": level, "timing": "call", **r})
+    return rows
+
+
 PROBES: Dict[str, Callable] = {"shuffle_latency": shuffle_latency, "doubling_point": doubling_point,
-                               "warp_order": warp_order, "fp16_load": fp16_load}
+                               "warp_order": warp_order, "fp16_load": fp16_load, "l2_bandwidth": l2_bandwidth}
 
 
 def run_all(probes=None) -> Dict:
@@ -220,7 +267,8 @@ REQUIRED_ROW_KEYS = {"latency_chain": ("impl", "cycles_per_step", "p10", "p90", 
                      "doubling_point": ("threads", "blocks", "slots", "first_wave_blocks", "makespan_us",
                                         "block_us_median", "resident_blocks_per_sm", "sm_count"),
                      "warp_order": ("threads", "block", "warpid", "clk_offset", "smid", "same_sm"),
-                     "fp16_load": ("sass", "bytes_per_lane", "bytes_per_warp")}
+                     "fp16_load": ("sass", "bytes_per_lane", "bytes_per_warp"),
+                     "reread_bandwidth": ("level", "size_bytes", "passes", "median_us", "p10_us", "p90_us", "GBps")}
 
 
 def check_record(rec: Dict) -> List[str]:
@@ -255,7 +303,7 @@ def current(op: str) -> tuple:
 
     if backend.has_gpu():
         fn = {"latency_chain": shuffle_latency, "doubling_point": doubling_point, "warp_order": warp_order,
-              "fp16_load": lambda: [fp16_load()]}[op]
+              "fp16_load": lambda: [fp16_load()], "reread_bandwidth": l2_bandwidth}[op]
         return fn(), backend.live_label()
     rec = recorded()
     if rec is None:

@@ -47,6 +47,7 @@ def main() -> int:
         probes._fn("load_f16")((1,), (32,), (cp.asarray(x), y))
         assert np.array_equal(cp.asnumpy(y), x.astype(np.float32)), "load_f16"
     run("load_f16", load_f16)
+    run("reread 1 MiB x 2", lambda: probes._reread(1 << 20, 2, reps=1))
 
     def vector_add():
         fn = kernel_lab.compile_source(sources.VECTOR_ADD_REFERENCE, "vector_add")
