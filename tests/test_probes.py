@@ -95,3 +95,19 @@ def test_claim_texts_quote_the_rows_and_their_label(monkeypatch):
     assert "**8,948 GB/s**" in l2 and "4,295 GB/s" in l2 and "recorded on X" in l2
     monkeypatch.setattr(probes, "current", lambda op: ([], "no committed probes record"))
     assert "no committed probes record" in claims.shuffle_step()
+
+
+def test_claims_from_the_hardware_record_in_cpu_mode(monkeypatch):
+    """CPU mode: one GPU (the committed hardware record's) for the limit and the latency."""
+    from gpu_viz import backend
+    from gpu_viz.measure import claims, memory
+
+    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason="test", cause=backend.CAUSE_FORCED_CPU))
+    rec, label = memory.recorded_hardware()
+    if rec is None:
+        pytest.skip("no committed hardware record")
+    per_sched = rec["device"]["max_threads_per_sm"] // 32 // 4
+    text = claims.latency_hiding()
+    assert f"**{per_sched} per scheduler**" in text and label in text
+    assert f"{round(rec['dram_latency']['cycles_per_load'])} cycles" in text
+    assert f"{rec['device']['max_threads_per_sm']:,} threads" in claims.block_cap()

@@ -112,3 +112,59 @@ def l2_bandwidth() -> str:
     if dram:
         text += f"; DRAM, 1 GiB read once: {dram['GBps']:,.0f} GB/s"
     return text + f" ({label}).{small}"
+
+
+def latency_hiding(compute_per_load: int = 16) -> str:
+    """Notebook 04: warps *per scheduler* against the model, at one GPU's latency and limit."""
+    from .. import backend
+    from ..exercises.core import info, source_label
+    from ..model import latency as lm
+    from . import memory, records
+
+    i = info()
+    per_sched = i.max_threads_per_sm // 32 // 4
+    if backend.has_gpu():
+        lat, where = round(memory.dram_latency().cycles_per_load), backend.live_label()
+    else:
+        rec, lab = memory.recorded_hardware()
+        if not rec or not rec.get("dram_latency"):
+            return "*No DRAM latency: no GPU and no committed hardware record.*"
+        lat, where = round(rec["dram_latency"]["cycles_per_load"]), lab
+    busy = lm.utilization(per_sched, lat, compute_per_load)
+    need = lm.warps_to_hide(lat, compute_per_load)
+    return (f"The model is one of the SM's four schedulers, so its axis is warps *per scheduler*: {i.name} holds "
+            f"{i.max_threads_per_sm // 32} warps per SM = **{per_sched} per scheduler** ({source_label()}). At its "
+            f"DRAM latency of {lat} cycles ({where}) and {compute_per_load} instructions per load, {per_sched} warps "
+            f"keep the scheduler {busy:.0%} busy; hiding the latency fully would take about {need}. Kernels reach "
+            "the bandwidth anyway by having several loads in flight per warp (wider or unrolled loads).")
+
+
+def block_cap() -> str:
+    """Notebook 05: 1024 is the block's cap, not the SM's size; and 1024 = 32 x 32 is smem[32]."""
+    from ..exercises.core import info, source_label
+
+    i = info()
+    return (f"The cap is not the SM's size: an SM of {i.name} holds {i.max_threads_per_sm:,} threads "
+            f"({i.max_threads_per_sm // 1024} block(s) of 1024 at once; {source_label()}). What 1024 does fix "
+            "is the reduction's shape: 1024 threads are 32 warps of 32 lanes, so one partial per warp fits "
+            "`smem[32]` and warp 0's 32 lanes can reduce them in one more shuffle pass.")
+
+
+def constant_and_l1(file: str = "rmsnorm_deck.cu", kernel: str = "rmsnorm_deck_f16") -> str:
+    """Notebook 08 (phases 3 and 4): the evidence in the SASS -- kernel parameters read from the
+    constant bank (``c[0x0][...]``) and loads the compiler marked read-only (``.CONSTANT``)."""
+    import re
+
+    from .. import disasm
+
+    text, label = disasm.sass(file, kernel)
+    if not text:
+        return f"*The SASS evidence needs cuobjdump: {label}.*"
+    consts = sorted(set(re.findall(r"c\[0x0\]\[0x[0-9a-f]+\]", text)))
+    ro = sorted(set(re.findall(r"\bLDG\.E[\w.]*CONSTANT[\w.]*", text)))
+    return (f"In the SASS of `{kernel}` ({label}): the kernel's parameters (`d`, `eps`, the pointers) are read "
+            f"from the constant bank, {len(consts)} distinct slots such as `{consts[0] if consts else 'none'}`; "
+            + (f"the loads of x and w are `{', '.join(ro)}`: read-only loads through the L1/texture path, which is "
+               "where phase 4's second read of x and every block's read of w hit."
+               if ro else "no load is marked `.CONSTANT` in this build: phase 4's L1 hits are then not visible in "
+                          "the SASS (a profiler's L1 hit rate shows them)."))
