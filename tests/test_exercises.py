@@ -293,3 +293,12 @@ def test_grid_stride_diagnosis(name, stride, bound, fragment, rng):
         msgs.append(kernel_lab.diagnose_grid_stride(v, y, x, np.float32(1.5), n, grid, block))
     first = next((m for m in msgs if m), None)
     assert (first is None) if fragment is None else (fragment in first), msgs
+
+
+@pytest.mark.parametrize("block", [256, 512, 1024])
+def test_08_block_size_knob(block, cpu_mode):
+    g = ex.given("08.inflight", block=block)
+    assert g["block"] == block
+    assert ex.check("08.inflight", g["resident_threads_per_sm"] * 2, block=block).ok is True
+    with pytest.raises(TypeError):
+        ex.given("01.bytes", block=block)

@@ -25,13 +25,14 @@ class Given(dict):
                          for k, v in self.items())
 
 
-def given(exercise_id: str) -> Dict:
-    """The facts exercise ``exercise_id`` needs, as a dict (printed one a line in a notebook).
+def given(exercise_id: str, **options) -> Dict:
+    """The facts exercise ``exercise_id`` needs, as a dict (printed one a line in a notebook);
+    ``options`` are the exercise's knobs (e.g. ``block=256`` for 08.inflight).
 
     Raises:
-        KeyError: no such exercise (naming those that exist).
+        KeyError: no such exercise (naming those that exist).  TypeError: an option it lacks.
     """
-    return Given(get(exercise_id).given())
+    return Given(get(exercise_id).given(**options))
 
 
 def check(exercise_id: str, answer, **options) -> Verdict:
