@@ -330,6 +330,8 @@ TIMING = {
     "tests/test_scheduling.py::test_silicon_smid_and_times",
     "tests/test_scheduling.py::test_silicon_queue_waits",
     "tests/test_divergence.py::test_divergence_costs_more_than_uniform",
+    "tests/test_exercises.py::test_predict_solution_passes_on_the_gpu",
+    "tests/test_probes.py::test_probes_record_runs_every_probe",
 }
 
 

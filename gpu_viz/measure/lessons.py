@@ -4,7 +4,12 @@
   launch floor (:func:`gpu_viz.measure.memory.hardware_record`);
 * ``scheduling`` -- notebook 07: the deck's 2048-block launch at 256 and 1024 threads per block
   (:func:`gpu_viz.frames.scheduling.summary` of ``gpu_viz.record.scheduling``);
-* ``divergence`` -- notebook 03: divergent vs uniform branches (:func:`gpu_viz.measure.divergence.cost`).
+* ``divergence`` -- notebook 03: divergent vs uniform branches (:func:`gpu_viz.measure.divergence.cost`);
+* ``probes`` -- notebooks 03, 07, 08, 09: shuffle-step latency, the doubling point, warp order,
+  the fp16 load's width (:func:`gpu_viz.measure.probes.record`);
+* ``exercises`` -- every write-the-kernel exercise's reference solution, graded on this GPU
+  (:func:`gpu_viz.exercises.kernel_lab.record`): the run CPU mode shows;
+* ``decoder`` -- notebook 08's finale: a decoder step with each RMSNorm (:func:`gpu_viz.measure.decoder.record`).
 
 Each writes ``<gpu-slug>-<date>-<what>.json`` into ``--out`` (default: the current folder).
 """
@@ -16,7 +21,7 @@ from pathlib import Path
 from .. import backend
 from . import records
 
-WHAT = ("hardware", "scheduling", "divergence")
+WHAT = ("hardware", "scheduling", "divergence", "probes", "exercises", "decoder")
 
 
 def record(what: str, out=None) -> Path:
@@ -28,6 +33,18 @@ def record(what: str, out=None) -> Path:
     if what not in WHAT:
         raise ValueError(f"what must be one of {WHAT}, got {what!r}")
     backend.require_gpu(f"the {what} record")
+    if what == "probes":
+        from . import probes
+
+        return probes.record(out)
+    if what == "exercises":
+        from ..exercises import kernel_lab
+
+        return kernel_lab.record(out)
+    if what == "decoder":
+        from . import decoder
+
+        return decoder.record(out)
     if what == "hardware":
         from . import memory
 
@@ -58,7 +75,7 @@ def _cli(args) -> int:
 
 
 def register_cli(subparsers) -> None:
-    """Add ``gpu-viz record {hardware,scheduling,divergence} [--out DIR]``."""
+    """Add ``gpu-viz record {hardware,scheduling,divergence,probes,exercises,decoder} [--out DIR]``."""
     p = subparsers.add_parser("record", help="measure one of the lessons' GPU records and save it")
     p.add_argument("what", choices=WHAT, help="which record")
     p.add_argument("--out", type=Path, default=Path("."), help="folder for the JSON record (default: here)")

@@ -1,0 +1,196 @@
+"""What every exercise shares: the :class:`Verdict` a checker returns, the :class:`Exercise` a
+notebook cell calls, the registry, and where the facts an exercise gives come from.
+
+A checker grades an answer and, when it is wrong, names the likely mistake (GPU-Puzzles style:
+"you divided by the threads of a block, not of an SM").  In CPU mode the facts and the run come
+from the CPU models and the committed records (labelled with their GPU and date); on a GPU they
+are read and run on the silicon.  Kernel exercises need a GPU runtime: in CPU mode their
+verdict says so (``ok is None``) and shows the recorded reference run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Dict, List, Optional
+
+from .. import backend, device
+
+#: The kinds of exercise (DESIGN.md section 7).
+PREDICT = "predict-then-run"
+KERNEL = "write-the-kernel"
+MEASURE = "change-and-measure"
+KINDS = (PREDICT, KERNEL, MEASURE)
+
+
+@dataclasses.dataclass
+class Verdict:
+    """A checker's answer.
+
+    Attributes:
+        exercise: the exercise id ("07.doubling").
+        ok: True (right), False (wrong: ``message`` names the likely mistake), None (not graded
+            here: no answer yet, or a kernel exercise in CPU mode).
+        message: one or two sentences for the learner.
+        details: further lines (the run the answer was checked against, with its provenance).
+    """
+
+    exercise: str
+    ok: Optional[bool]
+    message: str
+    details: List[str] = dataclasses.field(default_factory=list)
+
+    def text(self) -> str:
+        mark = {True: "correct", False: "not yet", None: "not graded"}[self.ok]
+        return "\n".join([f"[{self.exercise}] {mark}: {self.message}"] + [f"  {d}" for d in self.details])
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:  # a notebook cell's last expression shows the verdict as text
+        return self.text()
+
+    def require(self) -> "Verdict":
+        """Raise AssertionError (the message) when the answer is wrong; returns self otherwise.
+        A verdict that could not be graded here (``ok is None``) passes: it names why."""
+        if self.ok is False:
+            raise AssertionError(self.text())
+        return self
+
+
+@dataclasses.dataclass(frozen=True)
+class Exercise:
+    """One exercise.
+
+    Attributes:
+        id: "NN.name", NN the notebook number.
+        notebook: the notebook stem it sits in ("07_kernel_scheduling").
+        kind: one of :data:`KINDS`.
+        title: a short name.
+        task: the task text (markdown) the learner reads; ``{given}`` is not substituted, the
+            exercise cell prints the facts with :func:`given`.
+        placeholder: the learner's code cell (calls the checker with an unfilled answer).
+        solution: the reference answer's cell (the tests execute it and require a pass).
+        before: the notebook cell the exercise is inserted before (the first line of the heading
+            that starts the next section); None = at the end.
+        given: ``given() -> dict`` the facts the task needs (from this GPU or the record / model).
+        check: ``check(answer, **options) -> Verdict``.
+        mistakes: the classic wrong answers the checker names (for the report and the tests).
+    """
+
+    id: str
+    notebook: str
+    kind: str
+    title: str
+    task: str
+    placeholder: str
+    solution: str
+    before: Optional[str]
+    given: Callable[[], Dict]
+    check: Callable[..., Verdict]
+    mistakes: tuple = ()
+
+
+REGISTRY: Dict[str, Exercise] = {}
+
+
+def register(ex: Exercise) -> Exercise:
+    if ex.kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {ex.kind!r}")
+    if ex.id in REGISTRY:
+        raise ValueError(f"exercise {ex.id!r} is registered twice")
+    REGISTRY[ex.id] = ex
+    return ex
+
+
+def get(exercise_id: str) -> Exercise:
+    """The exercise ``exercise_id``; KeyError naming the ids that exist."""
+    _load_all()
+    if exercise_id not in REGISTRY:
+        raise KeyError(f"no exercise {exercise_id!r}; exercises: {sorted(REGISTRY)}")
+    return REGISTRY[exercise_id]
+
+
+def _load_all() -> None:
+    from . import kernel_lab, predict  # noqa: F401  (each registers its exercises)
+
+
+def exercises(notebook: Optional[str] = None) -> List[Exercise]:
+    """Every exercise (of ``notebook``, a stem like "03_warps_simt"), in id order."""
+    _load_all()
+    return [REGISTRY[k] for k in sorted(REGISTRY) if notebook is None or REGISTRY[k].notebook == notebook]
+
+
+# -- where the facts come from ---------------------------------------------------------------------
+
+def live() -> bool:
+    return backend.has_gpu()
+
+
+def hardware_record() -> Optional[Dict]:
+    """The newest committed hardware record (CPU mode's one GPU), or None."""
+    from ..measure import records
+
+    return records.newest("*-hardware.json")
+
+
+def info() -> device.DeviceInfo:
+    """The GPU an exercise is about: this one on a GPU; in CPU mode the GPU of the newest
+    committed hardware record (so the facts and the recorded numbers describe one GPU), else
+    the deck's L4 spec sheet."""
+    if live():
+        return device.current()
+    rec = hardware_record()
+    if rec and rec.get("device"):
+        from ..measure.memory import recorded_device
+
+        return recorded_device(rec)
+    return device.spec_sheet(device.DECK_GPU)
+
+
+def source_label() -> str:
+    """Where an exercise's facts came from, for the verdict's details."""
+    if live():
+        return backend.live_label()
+    rec = hardware_record()
+    if rec:
+        from ..measure import records
+
+        return f"CPU mode: {records.label(rec)}, and the CPU models of that GPU"
+    return backend.MODEL_LABEL
+
+
+def no_answer(exercise_id: str, what: str) -> Verdict:
+    return Verdict(exercise_id, None, f"no answer yet: replace the None with {what}.")
+
+
+def as_number(exercise_id: str, answer, what: str) -> Optional[float]:
+    """``answer`` as a float, or None when it is None; a Verdict-worthy TypeError otherwise."""
+    if answer is None:
+        return None
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)) and not hasattr(answer, "__float__"):
+        raise TypeError(f"{exercise_id}: the answer must be a number ({what}), got {type(answer).__name__} {answer!r}")
+    v = float(answer)
+    if not math.isfinite(v):
+        raise ValueError(f"{exercise_id}: the answer must be a finite number ({what}), got {answer!r}")
+    return v
+
+
+def close(a: float, b: float, rtol: float) -> bool:
+    return abs(a - b) <= rtol * abs(b)
+
+
+def grade_number(exercise_id: str, answer, want: float, rtol: float, what: str,
+                 mistakes: Dict[str, float], details: List[str]) -> Verdict:
+    """Grade a number: right within ``rtol``; else the first of ``mistakes`` (message -> the value
+    that mistake gives) it matches, else how far off it is."""
+    v = as_number(exercise_id, answer, what)
+    if v is None:
+        return Verdict(exercise_id, None, f"no answer yet: replace the None with {what}.", details)
+    if close(v, want, rtol):
+        return Verdict(exercise_id, True, f"{v:,.6g} is right ({what}).", details)
+    for msg, value in mistakes.items():
+        if value is not None and close(v, value, max(rtol, 1e-9)):
+            return Verdict(exercise_id, False, f"{v:,.6g}: {msg}", details)
+    ratio = v / want if want else float("inf")
+    return Verdict(exercise_id, False, f"{v:,.6g} is off by a factor of {ratio:.3g} ({what}); recheck "
+                   "each factor and its unit.", details)

@@ -1,0 +1,170 @@
+"""Teaching text for the claims the probes correct: markdown that quotes this GPU's value on a GPU
+and the committed record in CPU mode (labelled with its GPU and date), never a hard-coded number.
+
+    from IPython.display import Markdown
+    from gpu_viz.measure import claims
+    Markdown(claims.shuffle_step())      # notebook 08, phase 2
+
+Each function returns a markdown string; where neither a GPU nor a record has the number it says
+so and how to make the record.
+"""
+from __future__ import annotations
+
+from . import probes
+
+
+def _rows(op):
+    return probes.current(op)
+
+
+def shuffle_step() -> str:
+    """Notebook 08 (phase 2): what a shuffle step costs, beside the deck's "~5 cycles"."""
+    rows, label = _rows("latency_chain")
+    if not rows:
+        return f"*A shuffle step's cost is measured by `kernels/probes.cu`; {label}.*"
+    c = {r["impl"]: r["cycles_per_step"] for r in rows}
+    return (f"The deck says a shuffle step costs ~{probes.DECK_SHUFFLE_CYCLES} cycles. Timed with `clock64` over "
+            f"thousands of dependent steps in one warp ({label}): SHFL alone **{c.get('chain_shfl', float('nan')):.1f}** "
+            f"cycles, SHFL.DOWN + FADD (one reduction step) **{c.get('chain_shfl_fadd', float('nan')):.1f}**, a "
+            f"shared-memory load chain {c.get('chain_lds', float('nan')):.1f}, an FFMA chain "
+            f"{c.get('chain_ffma', float('nan')):.1f}. A shuffle step costs about what a shared-memory load does; "
+            "its advantage is that it needs no barrier and no store/load pair through shared memory.")
+
+
+def doubling_point() -> str:
+    """Notebook 07: when the makespan doubles, and how full the first wave is."""
+    rows, label = _rows("doubling_point")
+    if not rows:
+        return f"*The doubling point is measured by `gpu-viz record probes`; {label}.*"
+    parts = []
+    for t in sorted({r["threads"] for r in rows}):
+        at = {r["blocks"] - r["slots"]: r for r in rows if r["threads"] == t and r["blocks"] != 2048}
+        big = next((r for r in rows if r["threads"] == t and r["blocks"] == 2048), None)
+        if 0 in at and 1 in at:
+            a, b = at[0], at[1]
+            parts.append(f"at {t} threads per block, {a['sm_count']} SMs x {a['resident_blocks_per_sm']} resident = "
+                         f"{a['blocks']} blocks take {a['makespan_us']:.1f} us and {b['blocks']} take "
+                         f"{b['makespan_us']:.1f} us" + (f"; of 2,048 blocks, {big['first_wave_blocks']} started "
+                                                         f"in the first wave (the API allows {big['slots']})" if big else ""))
+    return ("The makespan does not double at SMs + 1 blocks: each SM holds several blocks at once, so it doubles "
+            f"at SMs x resident + 1 ({label}): " + "; ".join(parts) + ".")
+
+
+def fp16_load() -> str:
+    """Notebook 08 (phase 1): a warp's fp16 load is 64 bytes, not a 128-byte transaction."""
+    rows, label = _rows("fp16_load")
+    if not rows:
+        return (f"*The fp16 load's width is read from the SASS by `gpu-viz record probes`; {label}.* One fp16 "
+                "value per lane is 32 x 2 = 64 bytes per warp-load.")
+    r = rows[0]
+    return (f"Each lane loads one fp16 value: the SASS says `{r['sass']}` ({r['bytes_per_lane']} bytes per lane; "
+            f"{label}), so a warp's load is 32 x {r['bytes_per_lane']} = **{r['bytes_per_warp']} bytes**, two 32-byte "
+            "sectors, not a full 128-byte line. Eight fp16 values per lane (a 16-byte vector load) would fill four "
+            "lines per warp-load.")
+
+
+def warp_order() -> str:
+    """Notebook 03: which scheduler slot a 64-thread block's warps get, and when they issue."""
+    rows, label = _rows("warp_order")
+    if not rows:
+        return f"*The warps' `%warpid` and first-issue clocks are recorded by `gpu-viz record probes`; {label}.*"
+    shown = "; ".join(f"block {r['block']} on SM {r['smid']}: %warpid {r['warpid']}, first issue +{r['clk_offset']} "
+                      "cycles" for r in rows[:4])
+    return ("The animation's order (warp 0 issues, then warp 1) is a schematic. An SM has four sub-partition "
+            f"schedulers, each issuing for its own warps in the same cycle; measured ({label}): {shown}. "
+            "`%warpid` is a slot number on the SM, not the warp's index in its block.")
+
+
+def decoder_step() -> str:
+    """Notebook 08's finale: the three conclusion lines of the decoder record (or this GPU's run)."""
+    from .. import backend
+    from . import decoder, records
+
+    rec = decoder.recorded()
+    if rec is None:
+        return ("*The decoder step is measured by `gpu-viz record decoder` on a GPU; no committed record yet.*"
+                if not backend.has_gpu() else "*Run `gpu-viz record decoder` to measure the decoder step here.*")
+    return f"**A decoder step, {records.label(rec)}:**\n\n" + "\n".join(f"- {ln}" for ln in rec["conclusion"])
+
+
+def l2_bandwidth() -> str:
+    """Notebook 01 (the chip drawing): L2's bandwidth from a re-read that is not launch-bound."""
+    from .. import backend
+    from . import memory, records
+
+    rows, label = _rows("reread_bandwidth")
+    small = ""
+    # CPU mode: the committed one-pass sweep shows why its in-L2 sizes measure the launch
+    rec = None if backend.has_gpu() else memory.recorded_hardware()[0]
+    pts = (rec or {}).get("bandwidth_vs_size")
+    if pts:
+        p = min((q for q in pts if q["size_bytes"] >= (4 << 20)), key=lambda q: q["size_bytes"], default=None)
+        if p:
+            small = (f" One pass over {memory.size_label(p['size_bytes'])} takes {p['median_us']:.1f} us "
+                     f"({records.label(rec)}), most of it the launch: {p['GBps']:,.0f} GB/s there is a launch "
+                     "floor, not L2's bandwidth.")
+    if not rows:
+        return f"*L2's bandwidth is measured by `gpu-viz record probes` (re-read in one launch); {label}.*{small}"
+    by = {r["level"]: r for r in rows}
+    l2, dram = by.get("L2"), by.get("DRAM")
+    text = (f"L2 read bandwidth, a {memory.size_label(l2['size_bytes'])} buffer read {l2['passes']} times in one "
+            f"launch: **{l2['GBps']:,.0f} GB/s**" if l2 else "no L2 row")
+    if dram:
+        text += f"; DRAM, 1 GiB read once: {dram['GBps']:,.0f} GB/s"
+    return text + f" ({label}).{small}"
+
+
+def latency_hiding(compute_per_load: int = 16) -> str:
+    """Notebook 04: warps *per scheduler* against the model, at one GPU's latency and limit."""
+    from .. import backend
+    from ..exercises.core import info, source_label
+    from ..model import latency as lm
+    from . import memory, records
+
+    i = info()
+    per_sched = i.max_threads_per_sm // 32 // 4
+    if backend.has_gpu():
+        lat, where = round(memory.dram_latency().cycles_per_load), backend.live_label()
+    else:
+        rec, lab = memory.recorded_hardware()
+        if not rec or not rec.get("dram_latency"):
+            return "*No DRAM latency: no GPU and no committed hardware record.*"
+        lat, where = round(rec["dram_latency"]["cycles_per_load"]), lab
+    busy = lm.utilization(per_sched, lat, compute_per_load)
+    need = lm.warps_to_hide(lat, compute_per_load)
+    return (f"The model is one of the SM's four schedulers, so its axis is warps *per scheduler*: {i.name} holds "
+            f"{i.max_threads_per_sm // 32} warps per SM = **{per_sched} per scheduler** ({source_label()}). At its "
+            f"DRAM latency of {lat} cycles ({where}) and {compute_per_load} instructions per load, {per_sched} warps "
+            f"keep the scheduler {busy:.0%} busy; hiding the latency fully would take about {need}. Kernels reach "
+            "the bandwidth anyway by having several loads in flight per warp (wider or unrolled loads).")
+
+
+def block_cap() -> str:
+    """Notebook 05: 1024 is the block's cap, not the SM's size; and 1024 = 32 x 32 is smem[32]."""
+    from ..exercises.core import info, source_label
+
+    i = info()
+    return (f"The cap is not the SM's size: an SM of {i.name} holds {i.max_threads_per_sm:,} threads "
+            f"({i.max_threads_per_sm // 1024} block(s) of 1024 at once; {source_label()}). What 1024 does fix "
+            "is the reduction's shape: 1024 threads are 32 warps of 32 lanes, so one partial per warp fits "
+            "`smem[32]` and warp 0's 32 lanes can reduce them in one more shuffle pass.")
+
+
+def constant_and_l1(file: str = "rmsnorm_deck.cu", kernel: str = "rmsnorm_deck_f16") -> str:
+    """Notebook 08 (phases 3 and 4): the evidence in the SASS -- kernel parameters read from the
+    constant bank (``c[0x0][...]``) and loads the compiler marked read-only (``.CONSTANT``)."""
+    import re
+
+    from .. import disasm
+
+    text, label = disasm.sass(file, kernel)
+    if not text:
+        return f"*The SASS evidence needs cuobjdump: {label}.*"
+    consts = sorted(set(re.findall(r"c\[0x0\]\[0x[0-9a-f]+\]", text)))
+    ro = sorted(set(re.findall(r"\bLDG\.E[\w.]*CONSTANT[\w.]*", text)))
+    return (f"In the SASS of `{kernel}` ({label}): the kernel's parameters (`d`, `eps`, the pointers) are read "
+            f"from the constant bank, {len(consts)} distinct slots such as `{consts[0] if consts else 'none'}`; "
+            + (f"the loads of x and w are `{', '.join(ro)}`: read-only loads through the L1/texture path, which is "
+               "where phase 4's second read of x and every block's read of w hit."
+               if ro else "no load is marked `.CONSTANT` in this build: phase 4's L1 hits are then not visible in "
+                          "the SASS (a profiler's L1 hit rate shows them)."))

@@ -1,0 +1,133 @@
+// probes.cu -- small measurements of claims the course makes: what a shuffle step costs, where a
+// warp's value sits after each step, which %warpid a block's warps get, how wide an fp16 load is.
+//
+// Notebooks 03, 07, 08, 09.  Host side gpu_viz/measure/probes.py (`gpu-viz record probes`);
+// tests/test_probes.py.
+// Build check: nvcc -arch=sm_89 -cubin -std=c++17 -Ikernels kernels/probes.cu
+//
+// Kernels (launch one warp unless said otherwise):
+//   shfl_steps        lane l starts with in[l]; after each of the five __shfl_down_sync steps
+//                     (offsets 16, 8, 4, 2, 1) every lane writes its value: out[k * 32 + l],
+//                     k = 0 (start) .. 5.  The silicon's side of notebook 09's lane-0 exercise.
+//   chain_shfl        `steps` dependent __shfl_sync (v = value of lane l+1): SHFL alone
+//   chain_shfl_fadd   `steps` dependent v += __shfl_down_sync(v, 1): the deck's reduction step
+//   chain_lds         `steps` dependent shared-memory loads (i = smem[i]): an LDS chain
+//   chain_ffma        `steps` dependent fmaf(v, a, b): an FFMA chain
+//                     Each chain: clock64() before and after the loop, lane 0 writes the cycle
+//                     count to cycles[0] and the chain's value to out[0] (so it cannot be
+//                     dropped); the host times two step counts and takes the difference, so the
+//                     loop's entry and exit cancel.
+//   warp_order        any block: lane 0 of each warp writes %warpid, %smid and clock64() at its
+//                     first instruction: rec[(block * warps + warp) * 3 + {0, 1, 2}].
+//   load_f16          one warp loads 32 consecutive fp16 values (one per lane) and writes them
+//                     back as float: the SASS of this kernel names the load's width.
+//   reread            any grid: every thread sums its grid-stride share of x (float4 loads),
+//                     `passes` times over, and writes the sum to out[thread]: a buffer that fits
+//                     in L2 is read from L2 on every pass after the first, so one launch does
+//                     enough work to measure L2 bandwidth rather than the launch.
+#include <cuda_fp16.h>
+#include "sreg.cuh"
+
+#define FULL 0xffffffffu
+#define CHAIN_UNROLL 16
+
+// [region shfl_steps]
+extern "C" __global__ void shfl_steps(const float* in, float* out) {
+    unsigned lane = threadIdx.x & 31;
+    float v = in[lane];
+    out[lane] = v;
+    int k = 1;
+    for (int off = 16; off > 0; off >>= 1, ++k) {
+        v += __shfl_down_sync(FULL, v, off);   // lane l adds lane l + off (its own value past 31)
+        out[k * 32 + lane] = v;
+    }
+}
+// [end shfl_steps]
+
+// [region chains]
+extern "C" __global__ void chain_shfl(int steps, const float* seed, float* out, long long* cycles) {
+    unsigned lane = threadIdx.x & 31;
+    float v = seed[lane];
+    long long t0 = clock64();
+    for (int s = 0; s < steps; s += CHAIN_UNROLL) {
+#pragma unroll
+        for (int u = 0; u < CHAIN_UNROLL; ++u) v = __shfl_sync(FULL, v, (lane + 1) & 31);
+    }
+    long long t1 = clock64();
+    if (lane == 0) { out[0] = v; cycles[0] = t1 - t0; }
+}
+
+extern "C" __global__ void chain_shfl_fadd(int steps, const float* seed, float* out, long long* cycles) {
+    unsigned lane = threadIdx.x & 31;
+    float v = seed[lane];
+    long long t0 = clock64();
+    for (int s = 0; s < steps; s += CHAIN_UNROLL) {
+#pragma unroll
+        for (int u = 0; u < CHAIN_UNROLL; ++u) v += __shfl_down_sync(FULL, v, 1);
+    }
+    long long t1 = clock64();
+    if (lane == 0) { out[0] = v; cycles[0] = t1 - t0; }
+}
+
+extern "C" __global__ void chain_lds(int steps, const float* seed, float* out, long long* cycles) {
+    __shared__ int next[32];
+    unsigned lane = threadIdx.x & 31;
+    next[lane] = (lane + 1) & 31;               // a ring: the next index is the loaded value
+    __syncwarp();
+    int i = (int)seed[lane] & 31;
+    long long t0 = clock64();
+    for (int s = 0; s < steps; s += CHAIN_UNROLL) {
+#pragma unroll
+        for (int u = 0; u < CHAIN_UNROLL; ++u) i = next[i];
+    }
+    long long t1 = clock64();
+    if (lane == 0) { out[0] = (float)i; cycles[0] = t1 - t0; }
+}
+
+extern "C" __global__ void chain_ffma(int steps, const float* seed, float* out, long long* cycles) {
+    unsigned lane = threadIdx.x & 31;
+    float v = seed[lane], a = seed[32], b = seed[33];
+    long long t0 = clock64();
+    for (int s = 0; s < steps; s += CHAIN_UNROLL) {
+#pragma unroll
+        for (int u = 0; u < CHAIN_UNROLL; ++u) v = fmaf(v, a, b);
+    }
+    long long t1 = clock64();
+    if (lane == 0) { out[0] = v; cycles[0] = t1 - t0; }
+}
+// [end chains]
+
+// [region warp_order]
+extern "C" __global__ void warp_order(long long* rec) {
+    long long t = clock64();                    // first: the time this warp issued
+    unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    unsigned warps = (blockDim.x + 31) >> 5;
+    if (lane == 0) {
+        long long* r = rec + 3ll * (blockIdx.x * warps + warp);
+        r[0] = warpid();
+        r[1] = smid();
+        r[2] = t;
+    }
+}
+// [end warp_order]
+
+// [region load_f16]
+extern "C" __global__ void load_f16(const __half* x, float* y) {
+    unsigned lane = threadIdx.x & 31;
+    y[lane] = __half2float(x[lane]);            // 32 lanes x 2 bytes: one 64-byte warp request
+}
+// [end load_f16]
+
+// [region reread]
+extern "C" __global__ void reread(const float4* x, long long n4, int passes, float* out) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    float acc = 0.0f;
+    for (int p = 0; p < passes; ++p)
+        for (long long i = t; i < n4; i += stride) {
+            float4 v = x[i];
+            acc += (v.x + v.y) + (v.z + v.w);
+        }
+    out[t] = acc;
+}
+// [end reread]

@@ -1,0 +1,304 @@
+"""Exercises (gpu_viz.exercises): every notebook has at least two; each checker accepts the
+reference answer and names the classic wrong answers; kernel exercises compile for the four
+architectures here and, on a GPU (marked gpu), accept the reference and reject each wrong kernel
+with the message that names its mistake."""
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_viz import backend, exercises as ex, kernels
+from gpu_viz.exercises import kernel_lab, sources
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.fixture
+def cpu_mode(monkeypatch):
+    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason="test", cause=backend.CAUSE_FORCED_CPU))
+
+
+def _run_cell(code: str):
+    """Execute an exercise cell: all lines, the last one's value returned (as a notebook shows it)."""
+    lines = code.rstrip().splitlines()
+    ns = {}
+    exec("\n".join(lines[:-1]), ns)
+    return eval(lines[-1], ns)
+
+
+def test_every_notebook_has_two_exercises():
+    by_nb = {nb: [e.id for e in ex.exercises(nb)] for nb in NOTEBOOKS}
+    assert all(len(v) >= 2 for v in by_nb.values()), by_nb
+    assert {e.notebook for e in ex.exercises()} <= set(NOTEBOOKS)
+    assert all(e.id.split(".")[0] == e.notebook[:2] for e in ex.exercises())
+
+
+def test_unknown_exercise_names_the_ids():
+    with pytest.raises(KeyError, match="07.doubling"):
+        ex.check("07.nope", 1)
+
+
+PREDICT = [e.id for e in ex.exercises() if e.kind != "write-the-kernel"]
+KERNEL = [e.id for e in ex.exercises() if e.kind == "write-the-kernel"]
+
+
+@pytest.mark.parametrize("eid", PREDICT)
+def test_solution_passes_and_placeholder_is_not_graded_in_cpu_mode(eid, cpu_mode):
+    e = ex.get(eid)
+    v = _run_cell(e.solution)
+    assert v.ok is True, v.text()
+    p = _run_cell(e.placeholder)
+    assert p.ok is None and "no answer yet" in p.message, p.text()
+
+
+@pytest.mark.parametrize("eid", KERNEL)
+def test_kernel_exercise_in_cpu_mode_says_it_needs_a_gpu(eid, cpu_mode):
+    e = ex.get(eid)
+    for code in (e.placeholder, e.solution):
+        v = _run_cell(code)
+        assert v.ok is None and "needs a GPU runtime" in v.message, v.text()
+        assert any("reference solution" in d for d in v.details), v.details
+
+
+def _g(eid):
+    return ex.given(eid)
+
+
+# (exercise, wrong answer (callable of the given facts), a fragment the verdict must contain)
+WRONG = [
+    ("01.bytes", lambda g: 4 * g["n"], "one direction only"),
+    ("01.bytes", lambda g: g["n"], "element count"),
+    ("01.bytes", lambda g: 2 * 4 * g["n"] / 2**20, "MiB"),
+    ("01.time", lambda g: g["bytes"] / (g["copy_GBps"] * 2**30) * 1e6, "GiB/s"),
+    ("01.time", lambda g: g["bytes"] / (g["copy_GBps"] * 1e9) * 1e3, "milliseconds"),
+    ("02.regs", lambda g: g["regs_per_sm"] // g["max_threads_per_block"], "threads of one block"),
+    ("02.warps", lambda g: (3, 28), "rounds a block up to whole warps"),
+    ("02.warps", lambda g: (4, 4), "idle lanes"),
+    ("03.warps", lambda g: (4, 4), "warps of elements"),
+    ("03.warps", lambda g: (6, 4), "how many of those indices"),
+    ("04.hide", lambda g: 4 * next(w for w in range(1, 257) if __import__("gpu_viz.model.latency", fromlist=["x"])
+                                   .utilization(w, g["latency_cycles"], 16) >= 0.9), "per SM"),
+    ("04.little", lambda g: g["copy_GBps"] * g["latency_ns"], "whole chip"),
+    ("04.little", lambda g: g["copy_GBps"] * g["latency_cycles"] / g["sm_count"], "cycles"),
+    ("05.blocks", lambda g: g["max_threads_per_sm"] / 768, "round down"),
+    ("05.blocks", lambda g: 1, "per-block cap"),
+    ("05.fit1024", lambda g: 1, "not the SM's size"),
+    ("06.passes", lambda g: (2, 452), "floor(n / stride)"),
+    ("06.passes", lambda g: (3, 451), "off by one"),
+    ("07.doubling", lambda g: g["sm_count"] + 1, "SMs + 1"),
+    ("07.doubling", lambda g: g["sm_count"] * g["resident_blocks_per_sm"], "first wave"),
+    ("07.waves", lambda g: -(-g["blocks"] // g["sm_count"]), "divides by the SMs only"),
+    ("08.bytes", lambda g: 3 * g["M"] * g["d"] * 2 + g["d"] * 2, "counted x twice"),
+    ("08.bytes", lambda g: 2 * (2 * g["M"] * g["d"] * 2 + g["d"] * 2), "float32"),
+    ("08.inflight", lambda g: g["block"] * 2, "one block only"),
+    ("08.inflight", lambda g: g["resident_threads_per_sm"] * 4, "float32 loads"),
+    ("09.lane0", lambda g: sum(g["lanes"][:8]), "neighbours"),
+    ("09.lane0", lambda g: g["lanes"][0], "__shfl_up_sync"),
+    ("09.lane0", lambda g: sum(g["lanes"]), "all five steps"),
+    ("10.bytes", lambda g: 2 * g["M"] * g["N"] * 2 + g["N"] * 2, "left out the gate"),
+    ("10.floor", lambda g: g["bytes"] / (ex.core.info().peak_bandwidth_GBps * 1e9) * 1e6, "peak bandwidth"),
+]
+
+
+@pytest.mark.parametrize("eid,wrong,fragment", WRONG, ids=[f"{e}-{f}" for e, _, f in WRONG])
+def test_wrong_answer_names_the_mistake(eid, wrong, fragment, cpu_mode):
+    v = ex.check(eid, wrong(_g(eid)))
+    assert v.ok is False and fragment in v.message, v.text()
+
+
+def test_every_predict_exercise_has_a_wrong_answer_test():
+    assert {e for e, _, _ in WRONG} == set(PREDICT)
+
+
+def test_bad_answer_kind_is_a_clear_error(cpu_mode):
+    with pytest.raises(TypeError, match="01.bytes.*number"):
+        ex.check("01.bytes", "lots")
+    with pytest.raises(TypeError, match="02.warps.*pair"):
+        ex.check("02.warps", 4)
+
+
+def test_verdict_require():
+    assert ex.Verdict("x", True, "fine").require().ok
+    assert ex.Verdict("x", None, "needs a GPU").require().ok is None
+    with pytest.raises(AssertionError, match="the mistake"):
+        ex.Verdict("x", False, "the mistake").require()
+
+
+# -- the block-sum diagnosis: which block sizes fail says which mistake was made ------------------
+
+@pytest.mark.parametrize("bad,flaky,fragment", [
+    ({}, [], None),
+    ({b: 0.0 for b in range(2, 1025)}, [], "single warp"),
+    ({b: 0.0 for b in range(33, 1025) if b % 32}, [], "not a multiple of 32"),
+    ({b: 0.0 for b in range(33, 1024)}, [], "smem[tid]"),
+    ({b: 0.0 for b in range(33, 1025)}, [], "__syncthreads"),
+    ({40: 0.0}, [40, 700], "race"),
+])
+def test_block_sum_diagnosis(bad, flaky, fragment):
+    v = kernel_lab._diagnose_block_sum("09.block_sum", bad, flaky, nan_all=False)
+    if fragment is None:
+        assert v.ok is True
+    else:
+        assert v.ok is False and fragment in v.message, v.message
+
+
+# -- kernel sources: every start, reference and wrong kernel compiles for the four architectures ------
+
+SOURCES = {"vector_add start": sources.VECTOR_ADD_START, "vector_add ref": sources.VECTOR_ADD_REFERENCE,
+           **{f"vector_add {k}": s for k, s in sources.VECTOR_ADD_WRONG.items()},
+           "grid_stride ref": sources.GRID_STRIDE_REFERENCE,
+           **{f"grid_stride {k}": s for k, s in sources.GRID_STRIDE_WRONG.items()},
+           "block_sum start": sources.BLOCK_SUM_START, "block_sum ref": sources.BLOCK_SUM_REFERENCE,
+           **{f"block_sum {k}": s for k, s in sources.BLOCK_SUM_WRONG.items()}}
+
+
+@pytest.mark.skipif(kernels.find_tool("nvcc") is None, reason="no nvcc")
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_exercise_kernels_compile_for_every_arch(name):
+    gencode = [a for arch in kernels.ARCHES for a in ("-gencode", f"arch=compute_{arch[3:]},code={arch}")]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.cu"
+        src.write_text(SOURCES[name])
+        r = subprocess.run([kernels.find_tool("nvcc"), "-fatbin", "-std=c++17", *gencode,
+                            f"-I{kernels.KERNEL_DIR}", "-o", str(Path(tmp) / "k.fatbin"), str(src)],
+                           capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+# -- on a GPU: the silicon grades the reference and each wrong kernel ----------------------------------
+
+KERNEL_WRONG = [
+    ("03.vector_add", sources.VECTOR_ADD_WRONG["missing guard"], "guard the write"),
+    ("03.vector_add", sources.VECTOR_ADD_WRONG["no blockIdx"], "ignores blockIdx.x"),
+    ("03.vector_add", sources.VECTOR_ADD_WRONG["gridDim for blockDim"], "gridDim.x"),
+    ("03.vector_add", sources.VECTOR_ADD_START, "never written"),
+    ("06.grid_stride", sources.GRID_STRIDE_WRONG["no loop"], "no loop"),
+    ("06.grid_stride", sources.GRID_STRIDE_WRONG["stride is blockDim"], "blocks overlap"),
+    ("06.grid_stride", sources.GRID_STRIDE_WRONG["off-by-one stride"], "off-by-one"),
+    ("06.grid_stride", sources.GRID_STRIDE_WRONG["i <= n"], "i < n"),
+    ("09.block_sum", sources.BLOCK_SUM_WRONG["missing lane guard"], "lane 0"),
+    ("09.block_sum", sources.BLOCK_SUM_WRONG["missing __syncthreads"], "__syncthreads"),
+    ("09.block_sum", sources.BLOCK_SUM_WRONG["partial warp"], "not a multiple of 32"),
+    ("09.fix_deck", sources.BLOCK_SUM_DECK, "smem[tid]"),
+    ("09.block_sum", sources.BLOCK_SUM_START, "never written"),
+    ("09.block_sum", "this is not CUDA", "does not compile"),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("eid", KERNEL)
+def test_kernel_checker_accepts_the_reference(eid):
+    check, ref = kernel_lab.KERNEL_CHECKS[eid]
+    v = check(ref)
+    assert v.ok is True, v.text()
+    assert _run_cell(ex.get(eid).solution).ok is True
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("eid,code,fragment", KERNEL_WRONG, ids=[f"{e}-{f}" for e, _, f in KERNEL_WRONG])
+def test_kernel_checker_names_the_mistake(eid, code, fragment):
+    v = ex.check(eid, code)
+    assert v.ok is False and fragment in v.message, v.text()
+
+
+@pytest.mark.gpu
+@pytest.mark.timing   # 07's verdicts read measured makespans
+@pytest.mark.parametrize("eid", PREDICT)
+def test_predict_solution_passes_on_the_gpu(eid):
+    v = _run_cell(ex.get(eid).solution)
+    assert v.ok is True, v.text()
+
+
+def test_cpu_mode_shows_the_committed_probes_record(monkeypatch, cpu_mode):
+    from gpu_viz.measure import probes
+
+    rec = {"date": "2026-12-01", "gpu": "NVIDIA H200", "rows": [
+        {"op": "doubling_point", "threads": 1024, "blocks": b, "slots": 264, "makespan_us": us,
+         "first_wave_blocks": 264, "makespan_blocks": us / 10.4} for b, us in ((264, 10.4), (265, 20.7))]}
+    monkeypatch.setattr(probes, "recorded", lambda directory=None: rec)
+    g = ex.given("07.doubling")
+    v = ex.check("07.doubling", g["sm_count"] * g["resident_blocks_per_sm"] + 1)
+    assert any("recorded on NVIDIA H200, 2026-12-01" in d and "265 blocks 20.7 us" in d for d in v.details), v.details
+
+
+# -- the vector-add and grid-stride diagnoses on numpy emulations of each kernel --------------------
+# (the diagnosis reads only what a launch wrote; here numpy writes what each kernel would, thread by
+# thread, so the message each mistake gets is checked without a GPU; the GPU tests run the kernels)
+
+def _emulate_vector_add(index, guard, n, block, A, B):
+    grid = -(-n // block)
+    c = np.full(n + kernel_lab.PAD, np.nan, np.float32)
+    for b in range(grid):
+        for t in range(block):
+            i = index(b, t, grid, block)
+            if not guard or i < n:
+                c[i] = A[i] + B[i]
+    return c
+
+
+VA_EMULATED = [
+    ("reference", lambda b, t, g, bd: b * bd + t, True, None),
+    ("missing guard", lambda b, t, g, bd: b * bd + t, False, "guard the write"),
+    ("no blockIdx", lambda b, t, g, bd: t, True, "ignores blockIdx.x"),
+    ("gridDim for blockDim", lambda b, t, g, bd: b * g + t, True, "gridDim.x"),
+    ("i = 0", lambda b, t, g, bd: 0, True, "never written"),
+]
+
+
+@pytest.mark.parametrize("name,index,guard,fragment", VA_EMULATED, ids=[v[0] for v in VA_EMULATED])
+def test_vector_add_diagnosis(name, index, guard, fragment, rng):
+    msgs = []
+    for n, block in kernel_lab.VA_SHAPES[:4]:
+        A = rng.standard_normal(n + kernel_lab.PAD).astype(np.float32)
+        B = rng.standard_normal(n + kernel_lab.PAD).astype(np.float32)
+        msgs.append(kernel_lab.diagnose_vector_add(_emulate_vector_add(index, guard, n, block, A, B), A, B, n, block))
+    first = next((m for m in msgs if m), None)
+    assert (first is None) if fragment is None else (fragment in first), msgs
+
+
+def _emulate_grid_stride(stride, bound, n, grid, block, x, alpha):
+    v = np.zeros(n + kernel_lab.PAD, np.uint32)
+    y = np.full(n + kernel_lab.PAD, np.nan, np.float32)
+    for b in range(grid):
+        for t in range(block):
+            i = b * block + t
+            s = stride(grid, block)
+            while bound(i, n):
+                v[i] += 1
+                y[i] = np.float32(alpha) * x[i]
+                if s == 0:
+                    break
+                i += s
+    return v, y
+
+
+GS_EMULATED = [
+    ("reference", lambda g, b: g * b, lambda i, n: i < n, None),
+    ("no loop", lambda g, b: 0, lambda i, n: i < n, "no loop"),
+    ("stride is blockDim", lambda g, b: b, lambda i, n: i < n, "blocks overlap"),
+    ("off-by-one stride", lambda g, b: g * b + 1, lambda i, n: i < n, "off-by-one"),
+    ("i <= n", lambda g, b: g * b, lambda i, n: i <= n, "i < n"),
+]
+
+
+@pytest.mark.parametrize("name,stride,bound,fragment", GS_EMULATED, ids=[v[0] for v in GS_EMULATED])
+def test_grid_stride_diagnosis(name, stride, bound, fragment, rng):
+    msgs = []
+    for n, grid, block in kernel_lab.GS_SHAPES[:5]:
+        x = rng.standard_normal(n + kernel_lab.PAD).astype(np.float32)
+        v, y = _emulate_grid_stride(stride, bound, n, grid, block, x, 1.5)
+        msgs.append(kernel_lab.diagnose_grid_stride(v, y, x, np.float32(1.5), n, grid, block))
+    first = next((m for m in msgs if m), None)
+    assert (first is None) if fragment is None else (fragment in first), msgs
+
+
+@pytest.mark.parametrize("block", [256, 512, 1024])
+def test_08_block_size_knob(block, cpu_mode):
+    g = ex.given("08.inflight", block=block)
+    assert g["block"] == block
+    assert ex.check("08.inflight", g["resident_threads_per_sm"] * 2, block=block).ok is True
+    with pytest.raises(TypeError):
+        ex.given("01.bytes", block=block)
