@@ -194,7 +194,8 @@ FIGURES["plot_sum_error"] = _sum_error
 def test_latency_hiding_draws_a_repeated_latency_once():
     fig = models.plot_latency_hiding([(200, "measured"), (200, "the deck")], 16, 48, "model")
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels == ["L = 200 cycles (measured): ~13 warps", "max resident per SM: 48"]
+    # bug class: the per-SM warp limit drawn on an axis of one scheduler's warps
+    assert labels == ["L = 200 cycles (measured): ~13 warps", "max per scheduler: 12 (48 per SM / 4)"]
 
 
 def test_model_plots_name_bad_input():

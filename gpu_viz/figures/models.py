@@ -24,6 +24,10 @@ def _finish(fig, provenance: str):
     fig.tight_layout(rect=(0, bottom, 1, 1))
 
 
+#: Warp schedulers (SM sub-partitions) per SM on every GPU the course supports (sm_75 .. sm_90).
+SCHEDULERS_PER_SM = 4
+
+
 @style.styled
 def plot_latency_hiding(latencies: Sequence[Tuple[int, str]], compute_per_load: int, max_warps: int,
                         provenance: str, warps: Sequence[int] = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64)):
@@ -33,7 +37,8 @@ def plot_latency_hiding(latencies: Sequence[Tuple[int, str]], compute_per_load: 
         latencies: ``(cycles, name)`` pairs, e.g. ``[(L, "measured"), (200, "the deck")]``; a
             repeated latency is drawn once, with its first name.
         compute_per_load: dependent instructions after each load (the model's ``compute_per_load``).
-        max_warps: resident warps per SM (a vertical line).
+        max_warps: resident warps per SM; the vertical line is one scheduler's share of them
+            (``max_warps // SCHEDULERS_PER_SM``), the x axis being one scheduler's warps.
         provenance: the ``Data:`` line's source (the model, and where each latency came from).
         warps: the warp counts on the x axis.
 
@@ -58,7 +63,9 @@ def plot_latency_hiding(latencies: Sequence[Tuple[int, str]], compute_per_load: 
         ax.plot(warps, [model.utilization(w, cycles, compute_per_load) for w in warps], marker + "-", color=color,
                 label=f"L = {cycles} cycles ({name}): ~{need} warps")
         ax.axvline(need, ls=":", lw=2, color=color)
-    ax.axvline(max_warps, color="k", lw=1.5, label=f"max resident per SM: {max_warps}")
+    per_scheduler = max_warps // SCHEDULERS_PER_SM
+    ax.axvline(per_scheduler, color="k", lw=1.5,
+               label=f"max per scheduler: {per_scheduler} ({max_warps} per SM / {SCHEDULERS_PER_SM})")
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(warps))
     ax.set_xticklabels([str(w) for w in warps])
