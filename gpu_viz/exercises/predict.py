@@ -622,7 +622,7 @@ register(Exercise(
     "from gpu_viz import exercises as ex\nanswer = None   # FILL ME IN: bytes\nex.check('08.bytes', answer)",
     f"from gpu_viz import exercises as ex\nM, d = {M08}, {D08}\nanswer = 2 * M * d * 2 + d * 2   # x in, y out, w once\n"
     "ex.check('08.bytes', answer).require()",
-    "## 6. Where data lives", lambda: {"M": M08, "d": D08, "dtype": "float16"}, _check_08_bytes,
+    "## 3. Four phases on the silicon", lambda: {"M": M08, "d": D08, "dtype": "float16"}, _check_08_bytes,
     ("x counted twice", "fp32 sizes", "output left out")))
 
 
@@ -697,7 +697,7 @@ def _check_08_inflight(answer, block: int = 1024):
 
 
 register(Exercise(
-    "08.inflight", "08_rmsnorm_four_phases", MEASURE, "The deck kernel against Little's law",
+    "08.inflight", "08_rmsnorm_speedup", MEASURE, "The deck kernel against Little's law",
     "**Exercise: change and measure.** A model of phase 1: each thread of the deck kernel has one 2-byte "
     "fp16 load of `x` in flight at a time (the compiler may overlap the loop's two loads, which would "
     "double it). With `g['resident_threads_per_sm']` threads resident per SM at "
@@ -706,7 +706,7 @@ register(Exercise(
     "change the bytes in flight?",
     _placeholder("08.inflight", "bytes in flight per SM"),
     _solution("08.inflight", "g['resident_threads_per_sm'] * g['bytes_per_load']"),
-    "## 6. Where data lives", _given_08_inflight, _check_08_inflight,
+    "## 2. Where data lives", _given_08_inflight, _check_08_inflight,
     ("one block only", "fp32 loads", "per warp")))
 
 
@@ -760,6 +760,78 @@ register(Exercise(
     _solution("09.lane0", "sum(g['lanes'][::32 >> g['step']])   # lanes 0, 4, 8, ... after step 3"),
     "## 3. Model == silicon", _given_09_lane0, _check_09_lane0,
     ("neighbouring lanes", "shfl_up", "the total", "one step early")))
+
+
+def _given_08_warp_loads() -> Dict:
+    return {"d": 3000, "block": 1024}
+
+
+def _check_08_warp_loads(answer):
+    g = _given_08_warp_loads()
+    d, block = g["d"], g["block"]
+    passes = -(-d // block)
+    # a warp issues the load of a pass when any of its lanes still has an element: i = pass*block + t < d
+    want = sum(-(-min(block, d - p * block) // 32) for p in range(passes))
+    return grade_number("08.warp_loads", answer, want, 1e-9, "warp-load instructions of x in phase 1", {
+        "that counts every warp on the last pass: a warp whose 32 lanes are all past d skips the load.":
+            passes * (block // 32),
+        "that is the element count: one warp-instruction loads 32 neighbouring elements.": d,
+        "that is one thread's loads (the passes); the block has block / 32 warps issuing them.": passes,
+    }, [f"phase 1 at d = {d}, block = {block}: {passes} passes of the grid-stride loop"])
+
+
+register(Exercise(
+    "08.warp_loads", "08_rmsnorm_four_phases", PREDICT, "Warp-loads in phase 1",
+    "**Exercise: predict.** Phase 1 at `d = g['d']` features and `block = g['block']` threads: how many "
+    "warp-level load instructions of `x` does the block issue (a warp issues a load when at least one "
+    "of its lanes has an element)?",
+    _placeholder("08.warp_loads", "warp-load instructions"),
+    _solution("08.warp_loads", "-(-g['d'] // 32)   # each warp-load covers 32 neighbouring elements"),
+    "### Phase 2", _given_08_warp_loads, _check_08_warp_loads,
+    ("every warp on the last pass", "the element count", "one thread's loads")))
+
+
+def _given_08_amdahl() -> Dict:
+    """The norms' share of an eager decoder step and the fused norm's own speed-up, from the decoder
+    record (fp16 prefill) when one is committed, else the deck's 7.2x and a share stated as an example."""
+    from ..measure import decoder
+
+    rec = decoder.recorded()
+    rows = [r for r in (rec or {}).get("rows", []) if r.get("dtype") == "float16" and r.get("phase") == "prefill"
+            and "median_us" in r]
+    e = next((r for r in rows if r.get("impl") == "eager" and r.get("norm_share") is not None), None)
+    f = next((r for r in rows if r.get("impl") == "fused" and r.get("norms_median_us")), None)
+    if e and f:
+        from ..measure import records
+
+        return {"norm_share": float(e["norm_share"]), "norm_speedup": e["norms_median_us"] / f["norms_median_us"],
+                "source": f"the decoder record, fp16 prefill ({records.label(rec)})"}
+    return {"norm_share": 0.05, "norm_speedup": 7.2,
+            "source": "an example: the deck's 7.2x and a 5% share (no decoder record is committed)"}
+
+
+def _check_08_amdahl(answer):
+    g = _given_08_amdahl()
+    s, k = g["norm_share"], g["norm_speedup"]
+    want = 1.0 / ((1.0 - s) + s / k)
+    return grade_number("08.amdahl", answer, want, 2e-3, "the whole step's speed-up", {
+        "that is the norms' own speed-up: the rest of the step does not get faster.": k,
+        "that is the Amdahl bound, for norms that take no time at all; yours still take 1/k of theirs.":
+            1.0 / (1.0 - s),
+        "you sped up the rest of the step instead of the norms: (1 - s) / k + s.": 1.0 / ((1.0 - s) / k + s),
+        "that is the time saved as a fraction, s (1 - 1/k), not the speed-up.": s * (1.0 - 1.0 / k),
+    }, [f"facts: {g['source']}"])
+
+
+register(Exercise(
+    "08.amdahl", "08_rmsnorm_speedup", PREDICT, "What a faster norm gives the whole step",
+    "**Exercise: predict.** The three norms take a fraction `g['norm_share']` of an eager decoder step, "
+    "and the fused op makes them `g['norm_speedup']` times faster. How many times faster is the whole "
+    "step (Amdahl's law)?",
+    _placeholder("08.amdahl", "the step's speed-up"),
+    _solution("08.amdahl", "1 / ((1 - g['norm_share']) + g['norm_share'] / g['norm_speedup'])"),
+    "## Takeaways", _given_08_amdahl, _check_08_amdahl,
+    ("the norms' own speed-up", "the Amdahl bound", "the wrong part sped up", "time saved")))
 
 
 # == 10: the fused gate ===============================================================================
