@@ -291,6 +291,31 @@ def static_players(nb) -> int:
     return count
 
 
+_SVG_PROLOGUE = re.compile(r"^\s*(<\?xml[^>]*\?>\s*)?(<!DOCTYPE[^>]*>\s*)?", re.S)
+
+
+def inline_svg(nb) -> int:
+    """Figure outputs (``image/svg+xml``, what :func:`gpu_viz.figures.style.use` makes matplotlib emit)
+    become inline ``<svg>`` markup in the deck instead of an ``<img>``: their labels stay text the
+    browser lays out, so the slide-fit test measures them (an ``<img>`` is a bitmap to it).
+
+    Returns how many outputs were converted.
+    """
+    count = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            svg = data.get("image/svg+xml")
+            if out.get("output_type") not in ("display_data", "execute_result") or svg is None or _is_player(out):
+                continue
+            svg = "".join(svg) if isinstance(svg, list) else svg
+            data["text/html"] = '<div class="gv-figure">' + _SVG_PROLOGUE.sub("", svg, count=1) + "</div>"
+            for mime in ("image/svg+xml", "image/png", "text/plain"):
+                data.pop(mime, None)
+            count += 1
+    return count
+
+
 def _nbconvert_preprocessor_base():
     from nbconvert.preprocessors import Preprocessor
 
@@ -313,6 +338,7 @@ class _LazyPreprocessor:
                 def preprocess(self, nb, resources):
                     drop_colab_badges(nb)
                     static_players(nb)
+                    inline_svg(nb)
                     prune_widget_state(nb)
                     return nb, resources
 

@@ -377,3 +377,17 @@ def test_cli_builds_decks_and_says_pdfs_were_skipped_without_chromium(selftest_s
     assert rc == 0 and (tmp_path / "out" / "99_slides_selftest.slides.html").is_file()
     assert "PDFs skipped" in err and "Chromium" in err
     assert not list((tmp_path / "out").glob("*.pdf"))
+
+
+def test_figure_outputs_become_inline_svg_in_decks():
+    """Bug class: nbconvert renders image/svg+xml as an <img>, a bitmap to the browser, so a figure's
+    labels could not be measured (or read by a screen reader).  The deck gets the <svg> inline."""
+    nb = new_notebook(cells=[new_code_cell("plot()", metadata={"slideshow": {"slide_type": "-"}})])
+    svg = ('<?xml version="1.0" encoding="utf-8" standalone="no"?>\n<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN"'
+           ' "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">\n<svg width="864pt" height="396pt"><text>L2</text></svg>')
+    nb.cells[0].outputs = [nbformat.v4.new_output("display_data", data={"image/svg+xml": svg, "text/plain": "<Figure>"})]
+    assert slides.inline_svg(nb) == 1
+    data = nb.cells[0].outputs[0]["data"]
+    assert set(data) == {"text/html"}
+    assert data["text/html"].startswith('<div class="gv-figure"><svg width="864pt"') and "<?xml" not in data["text/html"]
+    assert slides.inline_svg(nb) == 0   # nothing left to convert
