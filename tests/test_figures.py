@@ -430,3 +430,20 @@ def test_hierarchy_table():
     assert "| NVIDIA H200 | sm_90 | 132 |" in md and "spec sheet" in md
     with pytest.raises(ValueError, match="rows is empty"):
         chip.markdown_table([])
+
+
+def test_checker_catches_mathtext_exponents():
+    """Bug class: log-axis ticks drawn as 10^k put the exponent at 70% size (13.1 CSS px at 14 pt);
+    the checker reports them, and plain_log_ticks writes them as plain text."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.loglog([1e2, 1e6], [1e-7, 1e-3])
+    for t in ax.get_xticklabels() + ax.get_yticklabels():
+        t.set_fontsize(14)
+    assert any("10^" in p or "mathdefault" in p for p in style.check(fig))
+    style.plain_log_ticks(ax)
+    for t in ax.get_xticklabels() + ax.get_yticklabels():
+        t.set_fontsize(14)
+    assert not [p for p in style.check(fig) if "mathdefault" in p or "10^" in p]
+    plt.close(fig)

@@ -125,6 +125,7 @@ def plot_sum_error(lengths: Sequence[int], errors: Dict[str, Sequence[float]], p
         ax.loglog(lengths, ys, "k" + ls, lw=1.5, label=name)
     ax.axhline(unit_roundoff, color="#999999", lw=1.5,
                label="u = 2^-24" if unit_roundoff == 2.0 ** -24 else f"u = {unit_roundoff:g}")
+    style.plain_log_ticks(ax)
     ax.set_xlabel("d (row length)")
     ax.set_ylabel("relative error")
     # the legend beside the plot: the five lines fan out over the whole log-log area

@@ -24,6 +24,8 @@ from typing import Dict, List, Sequence, Tuple
 MAX_FIGSIZE_IN: Tuple[float, float] = (12.0, 5.5)
 #: Smallest visible text, in points: 18 CSS px.
 MIN_FONT_PT: float = 13.5
+#: matplotlib's mathtext scale for super- and subscripts (``SHRINK_FACTOR`` in matplotlib's _mathtext).
+MATHTEXT_SCRIPT_SCALE: float = 0.7
 
 #: CSS px per point in matplotlib's SVG (96 px per inch / 72 pt per inch).
 PX_PER_PT = 96 / 72
@@ -192,6 +194,17 @@ def drawn_texts(fig) -> List:
     return list(dict.fromkeys(drawn))
 
 
+def plain_log_ticks(ax, x: bool = True, y: bool = True) -> None:
+    """Tick labels of log axes as plain text ("64", "1e-07") instead of mathtext's 10^k, whose
+    exponent is drawn at 70% size (under the slide's smallest text at any readable base size)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    for on, axis in ((x, ax.xaxis), (y, ax.yaxis)):
+        if on and axis.get_scale() == "log":
+            axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if 1e-3 <= v < 1e6 else f"{v:.0e}"))
+            axis.set_minor_formatter(NullFormatter())
+
+
 def check(fig) -> List[str]:
     """What keeps ``fig`` from being readable on the projector; ``[]`` when nothing does.
 
@@ -210,7 +223,11 @@ def check(fig) -> List[str]:
     css = 96 / fig.dpi  # CSS px per display pixel
     for t in texts:
         size = t.get_fontsize()
-        if size < MIN_FONT_PT:
+        # mathtext draws super- and subscripts (log-axis ticks' 10^-7) at 70% of the text's size
+        raw = t.get_text()
+        if "$" in raw and ("^" in raw or "_" in raw):
+            size *= MATHTEXT_SCRIPT_SCALE
+        if size < MIN_FONT_PT - 1e-9:
             problems.append(f"text {_short(t.get_text())} is {size:g} pt ({size * PX_PER_PT:.1f} CSS px); "
                             f"the least is {MIN_FONT_PT:g} pt")
     boxes = [(t, t.get_window_extent(renderer)) for t in texts]
