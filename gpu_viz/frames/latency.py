@@ -139,10 +139,12 @@ def drawing(trace: Trace, t: Optional[int] = None) -> str:
     d.text(8, 22, f"cycle {t} of {T}: issue slot busy {busy:.0%} of cycles so far, "
                   f"{int(trace['in_flight'][t])} loads in flight", weight="bold")
 
-    def bars(y, runs, fill_of, word_of):
+    def bars(y, runs, fill_of, word_of, on_top=(LOAD, COMPUTE)):
+        # issue cycles are drawn last: a 1-cycle load must not vanish under the stall after it
+        runs = [r for r in runs if r[2] not in on_top] + [r for r in runs if r[2] in on_top]
         for a, b, v in runs:
             if a > t:
-                break
+                continue
             b = min(b, t + 1)
             x0, w_ = _LEFT + a * scale, max(3.0, (b - a) * scale)   # a 1-cycle issue stays visible
             d.rect(x0, y, w_, _ROW - 5, fill=fill_of(v), rx=0)
@@ -161,7 +163,7 @@ def drawing(trace: Trace, t: Optional[int] = None) -> str:
     d.text(8, y + _ROW - 10, "issue", weight="bold")
     d.rect(_LEFT, y, _RIGHT - _LEFT, _ROW - 5, fill="#FFFFFF", stroke=svg.MUTED, rx=0)
     bars(y, _runs((issued >= 0).astype(np.int8)), lambda v: svg.GREEN if v else "#FFFFFF",
-         lambda v: "busy" if v else "idle")
+         lambda v: "busy" if v else "idle", on_top=(1,))
     w_now = int(issued[t])
     d.text(_RIGHT + 10, y + _ROW - 10, f"warp {w_now} issues" if w_now >= 0 else "IDLE: no warp ready",
            weight="bold", fill=svg.INK if w_now >= 0 else svg.VERMILLION)

@@ -34,7 +34,7 @@ PLAYER_WIDTH, PLAYER_HEIGHT = 1200, 560
 SOURCE_WIDTH = 404
 SOURCE_FONT_PX = 18
 SOURCE_LINE_PX = 22
-SOURCE_ROWS = _svg.HEIGHT // SOURCE_LINE_PX
+SOURCE_ROWS = (_svg.HEIGHT - 10) // SOURCE_LINE_PX     # 8 px of padding and 2 of border inside the cap
 #: Characters one wrapped row of the source pane holds (18 px monospace is ~0.61 em a character;
 #: 16 px of padding).  Used to choose which lines fit; the browser wraps the text itself.
 SOURCE_COLS = int((SOURCE_WIDTH - 16) / (0.61 * SOURCE_FONT_PX))
@@ -168,7 +168,7 @@ class Animation:
         if not frames:
             raise ValueError("Animation: frames is empty; a player needs at least one frame")
         if not all(isinstance(f, Frame) for f in frames):
-            raise TypeError("Animation: frames must be gpu_viz.widgets.Frame objects")
+            raise TypeError("Animation: frames must be Frame objects (from gpu_viz.widgets)")
         n_lines = len(source.splitlines()) if source else 0
         for i, f in enumerate(frames):
             if source and f.line is not None and not (1 <= f.line <= n_lines):

@@ -41,12 +41,15 @@ def esc(text) -> str:
 
 
 def fmt(v, width: int = 5) -> str:
-    """A float in at most ``width`` characters (lane cells are narrow): 1234, 68.3, 0.53, -0.5; '–'
-    for NaN (no value)."""
+    """A float in at most ``width`` characters (lane cells are narrow): 1234, 68.3, 0.53, -.04;
+    '–' for NaN (no value)."""
     if v is None or not np.isfinite(v):
         return "–"
     v = float(v)
-    for s in (f"{v:.2f}", f"{v:.1f}", f"{v:.0f}"):
+    if abs(v) < 0.005:
+        v = 0.0                      # "-0.00" would say nothing more, in more characters
+    two = f"{v:.2f}"
+    for s in (two, two.replace("0.", ".", 1) if abs(v) < 1 else two, f"{v:.1f}", f"{v:.0f}"):
         if len(s) <= width:
             return s
     return f"{v:.0e}".replace("e+0", "e").replace("e+", "e")
