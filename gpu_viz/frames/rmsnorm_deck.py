@@ -125,11 +125,11 @@ def drawing(trace: Trace, step_index: int, warp: int = 0, _cache=None) -> str:
         who, what = warp, f"y[i] = x[i] * rstd * w[i] for i = {first}.., stored to VRAM"
     else:
         regs, who = (w0[s["step"]] if kind == "w0" else w0[-1]), 0
+        if kind == "w0" and deck_stale:
+            stale_lanes = set(range(nw, n0))      # they started from slots nobody wrote
         if kind == "w0" and s["step"] == 0:
             what = ("total = smem[tid] for every lane (the deck)" if p["variant"] == model.DECK
                     else f"total = smem[lane] for lane < {nw}, else 0")
-            if deck_stale:
-                stale_lanes = set(range(nw, n0))
         elif kind == "w0":
             what = f"warp 0, offset {s['offset']}: lane l += lane l+{s['offset']}"
         else:
@@ -156,7 +156,7 @@ def drawing(trace: Trace, step_index: int, warp: int = 0, _cache=None) -> str:
         d.text(_X0 - 6, y0 + _CH / 2 + 6, "0-15" if row == 0 else "16-31", anchor="end", fill=svg.MUTED)
     if arrows_off:
         _shuffle_arrows(d, arrows_off, n_lanes)
-    if stale_lanes:
+    if stale_lanes and s["step"] == 0:       # between the rows: no arrows there at this step
         d.text(_X0, _Y_ROW2 - 6, f"✗ lanes {nw}-{n0 - 1} read slots nobody wrote", fill=svg.VERMILLION, weight="bold")
 
     # the barrier, where the step is one
@@ -212,8 +212,12 @@ def drawing(trace: Trace, step_index: int, warp: int = 0, _cache=None) -> str:
         d.text(8, y, words)
         if rstd_known:
             d.cell(svg.WIDTH - 250, y - 20, 242, 28, f"smem rstd = {scalars[3]:.5g}", fill=RSTD, stroke=svg.PURPLE, sw=2)
+    elif stale_lanes and 0 < s["step"] < 5:
+        d.text(8, y, f"✗ lanes {nw}-{n0 - 1} started from slots nobody wrote: their values join the sum",
+               fill=svg.VERMILLION, weight="bold")
     elif kind == "w0" and s["step"] == 5:
-        d.text(8, y, f"lane 0: total = {w0[-1, 0]:.6g}", weight="bold")
+        d.text(8, y, f"lane 0: total = {w0[-1, 0]:.6g}" + (f"  ✗ {n0 - nw} stale slots are in it" if deck_stale else ""),
+               weight="bold", fill=svg.VERMILLION if deck_stale else svg.INK)
     return d.markup()
 
 

@@ -41,15 +41,16 @@ def esc(text) -> str:
 
 
 def fmt(v, width: int = 5) -> str:
-    """A float in at most ``width`` characters (lane cells are narrow): 1234, 68.3, 0.53, -.04;
-    '–' for NaN (no value)."""
+    """A float in at most ``width`` characters (lane cells are narrow): 1234, 68.3, 0.53, -.04,
+    27k, 1.2M; '–' for NaN (no value)."""
     if v is None or not np.isfinite(v):
         return "–"
     v = float(v)
     if abs(v) < 0.005:
         v = 0.0                      # "-0.00" would say nothing more, in more characters
     two = f"{v:.2f}"
-    for s in (two, two.replace("0.", ".", 1) if abs(v) < 1 else two, f"{v:.1f}", f"{v:.0f}"):
+    for s in (two, two.replace("0.", ".", 1) if abs(v) < 1 else two, f"{v:.1f}", f"{v:.0f}",
+              f"{v / 1e3:.1f}k", f"{v / 1e3:.0f}k", f"{v / 1e6:.1f}M", f"{v / 1e6:.0f}M"):
         if len(s) <= width:
             return s
     return f"{v:.0e}".replace("e+0", "e").replace("e+", "e")
