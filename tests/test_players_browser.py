@@ -8,7 +8,8 @@ player's button the deck's keys (→, Space, ←) still walk the deck.  Screensh
 test-artifacts/players/ (gitignored).
 
 The deck page is a plain reveal.js 4 page (the vendored copy gpu_viz.slides uses, width 1280,
-height 720) with one player per slide: the same static player HTML a built deck embeds.
+height 720) with one player per slide, in a box as wide as a deck's output area: the same static
+player HTML a built deck embeds.
 """
 import functools
 import html
@@ -27,6 +28,9 @@ pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "players"
 W, H = 1280, 720
+#: The width of a code cell's output in the course's decks at 1280 px (nbconvert's output area,
+#: measured on 2026-12-01's build): a player must keep its source pane beside the drawing in it.
+DECK_OUTPUT_WIDTH = 1178
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -50,7 +54,8 @@ def deck(tmp_path_factory):
             anim, _ = CASES[name](kind)
             names.append(f"{name}-{kind}")
             sections.append(f'<section data-case="{name}-{kind}"><h2 style="font-size:32px;margin:0 0 8px">'
-                            f'{html.escape(name)} ({kind})</h2>{anim.static_html()}</section>')
+                            f'{html.escape(name)} ({kind})</h2><div style="width:{DECK_OUTPUT_WIDTH}px">'
+                            f'{anim.static_html()}</div></section>')
     (out / "index.html").write_text(f"""<!doctype html><html><head><meta charset="utf-8">
 <link rel="stylesheet" href="vendor/reveal.js/dist/reveal.css">
 <link rel="stylesheet" href="vendor/reveal.js/dist/theme/white.css"></head>
@@ -96,7 +101,8 @@ _MEASURE = """() => {
   var out = {w: r.width / k, h: r.height / k, right: r.right, bottom: r.bottom, vw: innerWidth, vh: innerHeight,
              slideBottom: slide.top + 720 * k, small: [], pane: null};
   if (src) {
-    var s = src.getBoundingClientRect();
+    var s = src.getBoundingClientRect(), d = pl.querySelector('.gpu-viz-draw').getBoundingClientRect();
+    out.beside = s.top < d.bottom && s.left >= d.right;
     out.pane = {sw: src.scrollWidth, cw: src.clientWidth, sh: src.scrollHeight, ch: src.clientHeight,
                 inside: s.left >= r.left - 1 && s.right <= r.right + 1 && s.top >= r.top - 1 && s.bottom <= r.bottom + 1};
   }
@@ -151,6 +157,7 @@ def test_player_fits_reads_and_plays(page, name, kind):
         assert not m["small"], f"{case} frame {k}: text under 18 CSS px: {m['small'][:5]}"
         pane = m["pane"]
         assert pane is not None, f"{case}: no source pane"
+        assert m["beside"], f"{case}: the source pane wrapped below the drawing in a {DECK_OUTPUT_WIDTH} px output"
         assert pane["sw"] <= pane["cw"] + 1 and pane["sh"] <= pane["ch"] + 1 and pane["inside"], \
             f"{case} frame {k}: source pane clipped ({pane})"
         lit = pg.evaluate("() => Array.from(Reveal.getCurrentSlide().querySelectorAll("

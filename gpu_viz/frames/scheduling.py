@@ -135,7 +135,8 @@ def drawing(trace: Trace, at_ns: float) -> str:
 
 def animation(trace: Trace, source: Optional[str] = None, frames: int = 10) -> Animation:
     """The hardware queue draining: ``frames`` instants from the launch to the last block's end
-    (SVG, see :func:`drawing`)."""
+    (SVG, see :func:`drawing`), beside ``source`` (default: region ``scheduled_block`` of
+    ``kernels/scheduling.cu``, the kernel every block runs)."""
     if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or not 2 <= frames <= 60:
         raise ValueError(f"frames must be an int in 2..60 (instants drawn), got {frames!r}")
     t0 = trace["t_start"].astype(np.float64)
@@ -149,6 +150,10 @@ def animation(trace: Trace, source: Optional[str] = None, frames: int = 10) -> A
         cap = f"t = {t / 1e3:.1f} µs: {int((rel > t).sum())} block(s) still wait in the queue"
         out.append(Frame(drawing(trace, float(t)), cap))
     r = p["resident_blocks_per_sm"]
+    if source is None:
+        from .. import kernels
+
+        source = kernels.snippet("scheduling.cu", "scheduled_block").text
     return Animation(out, title=f"{p['blocks']} blocks on {p['sm_count']} SMs ({r} slot{'s' if r != 1 else ''} "
                                 f"each): the queue drains in waves", provenance=trace.provenance, source=source)
 

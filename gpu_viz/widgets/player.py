@@ -22,7 +22,7 @@ import html
 import io
 import itertools
 import json
-import math
+import textwrap
 from typing import Dict, List, Optional, Sequence
 
 from . import svg as _svg
@@ -30,8 +30,10 @@ from . import svg as _svg
 PLAYER_METADATA_KEY = "gpu_viz"
 #: The player's outer box, CSS px (issue 15: a slide of 1280x720 below its title).
 PLAYER_WIDTH, PLAYER_HEIGHT = 1200, 560
+#: Gap between the drawing and the source pane, and the player's padding, CSS px.
+GAP, PAD = 10, 4
 #: The source pane: width (CSS px) and the most wrapped rows it shows at 18 px.
-SOURCE_WIDTH = 404
+SOURCE_WIDTH = 392
 SOURCE_FONT_PX = 18
 SOURCE_LINE_PX = 22
 SOURCE_ROWS = (_svg.HEIGHT - 10) // SOURCE_LINE_PX     # 8 px of padding and 2 of border inside the cap
@@ -85,7 +87,10 @@ def show_figure(fig, dpi: int = 80) -> None:
 
 
 def _rows(text: str) -> int:
-    return max(1, math.ceil(len(text.expandtabs(4).rstrip()) / SOURCE_COLS))
+    """Rows ``text`` takes in the source pane: wrapped at spaces like CSS ``pre-wrap``, a word longer
+    than a row broken anywhere (``overflow-wrap: anywhere``)."""
+    return max(1, len(textwrap.wrap(text.expandtabs(4).rstrip(), width=SOURCE_COLS, break_long_words=True,
+                                    break_on_hyphens=False, replace_whitespace=False)))
 
 
 def source_window(source: str, line: Optional[int]) -> tuple:
@@ -143,9 +148,13 @@ def _key(line: Optional[int]) -> str:
     return "" if line is None else str(line)
 
 
+#: The content width a player needs to keep its source pane beside the drawing (narrower, as in a
+#: notebook's output area, the pane goes below it).
+CONTENT_WIDTH = _svg.WIDTH + GAP + SOURCE_WIDTH + 2 * PAD
+
 #: Style of the player's text (scoped to one player by its id in :meth:`Animation.static_html`).
 _BOX = (f"box-sizing:border-box;max-width:{PLAYER_WIDTH}px;font-family:{_svg.FONT};"
-        "font-size:18px;line-height:22px;color:#111;text-align:left;padding:4px")
+        f"font-size:18px;line-height:22px;color:#111;text-align:left;padding:{PAD}px")
 
 
 class Animation:
@@ -214,7 +223,7 @@ class Animation:
         return f"""
 <div class="gpu-viz-player" id="{uid}" data-frames="{n}" data-frame="0" style="{_BOX}">
   {self._header()}
-  <div style="display:flex;gap:12px;align-items:flex-start;flex-wrap:wrap;margin:4px 0">
+  <div style="display:flex;gap:{GAP}px;align-items:flex-start;flex-wrap:wrap;margin:4px 0">
     <div id="{uid}-draw" class="gpu-viz-draw" style="flex:0 0 auto">{first.markup}</div>
     {src}
   </div>
