@@ -8,8 +8,8 @@ player's button the deck's keys (→, Space, ←) still walk the deck.  Screensh
 test-artifacts/players/ (gitignored).
 
 The deck page is a plain reveal.js 4 page (the vendored copy gpu_viz.slides uses, width 1280,
-height 720) with one player per slide, in a box as wide as a deck's output area: the same static
-player HTML a built deck embeds.
+height 720, the course theme's CSS) with one player per slide, in a box as wide as a deck's output
+area: the same static player HTML a built deck embeds, under the same style rules.
 """
 import functools
 import html
@@ -48,17 +48,21 @@ def deck(tmp_path_factory):
         if in_ci():
             pytest.fail(str(exc))
         pytest.skip(f"reveal.js is not vendored here: {exc}")
+    # the course decks' theme, so that its rules for code, outputs and players apply here too
+    theme_css = slides.TEMPLATES_DIR / slides.TEMPLATE_NAME / "gpu_viz_theme.css"
+    theme = theme_css.read_text() if theme_css.is_file() else ""
     sections, names = [], []
     for name in CASES:
         for kind in KINDS:
             anim, _ = CASES[name](kind)
             names.append(f"{name}-{kind}")
             sections.append(f'<section data-case="{name}-{kind}"><h2 style="font-size:32px;margin:0 0 8px">'
-                            f'{html.escape(name)} ({kind})</h2><div style="width:{DECK_OUTPUT_WIDTH}px">'
-                            f'{anim.static_html()}</div></section>')
+                            f'{html.escape(name)} ({kind})</h2><div class="jp-Cell jp-CodeCell">'
+                            f'<div class="jp-OutputArea-output" style="width:{DECK_OUTPUT_WIDTH}px">'
+                            f'{anim.static_html()}</div></div></section>')
     (out / "index.html").write_text(f"""<!doctype html><html><head><meta charset="utf-8">
 <link rel="stylesheet" href="vendor/reveal.js/dist/reveal.css">
-<link rel="stylesheet" href="vendor/reveal.js/dist/theme/white.css"></head>
+<link rel="stylesheet" href="vendor/reveal.js/dist/theme/white.css"><style>{theme}</style></head>
 <body><div class="reveal"><div class="slides">{''.join(sections)}<section><h2>the end</h2></section></div></div>
 <script src="vendor/reveal.js/dist/reveal.js"></script>
 <script>Reveal.initialize({{width: {W}, height: {H}, margin: 0.03, center: false, hash: false,

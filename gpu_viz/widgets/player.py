@@ -35,7 +35,9 @@ GAP, PAD = 10, 4
 #: The source pane: width (CSS px) and the most wrapped rows it shows at 18 px.
 SOURCE_WIDTH = 392
 SOURCE_FONT_PX = 18
-SOURCE_LINE_PX = 22
+#: Row height: 25 px, more than any deck theme's ``pre`` line height at 18 px (the course theme
+#: forces 1.35 = 24.3 px), so the rows counted here always fit the pane.
+SOURCE_LINE_PX = 25
 SOURCE_ROWS = (_svg.HEIGHT - 10) // SOURCE_LINE_PX     # 8 px of padding and 2 of border inside the cap
 #: Characters one wrapped row of the source pane holds (18 px monospace is ~0.61 em a character;
 #: 16 px of padding).  Used to choose which lines fit; the browser wraps the text itself.
