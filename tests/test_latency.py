@@ -59,7 +59,7 @@ def test_model_frames_feed_the_player():
 
     tr = L.simulate(4, 60, 6, 2)
     fr = F.frames(tr, count=5, source_lines={L.LOAD: 1, L.COMPUTE: 2})
-    assert len(fr) == 5 and all(f.png.startswith(b"\x89PNG") for f in fr)
+    assert len(fr) == 5 and all(f.markup.startswith("<svg") for f in fr)
     assert fr[-1].caption.startswith(f"cycle {tr.params['cycles'] - 1}:")
     assert {f.line for f in fr} <= {None, 1, 2}
     anim = Animation(fr, title="latency hiding", provenance=tr.provenance, source="load\nmath")

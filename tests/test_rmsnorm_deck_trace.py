@@ -184,11 +184,11 @@ def test_frames_and_static_player(rng):
     t = m.trace(x, w, block=1024)
     anim = fr.animation(t, warp=3)
     assert len(anim) == len(t.steps) == 20
-    assert all(f.png.startswith(b"\x89PNG") for f in anim.frames)
+    assert all(f.markup.startswith("<svg") for f in anim.frames)
     html = anim.static_html()
     assert 'data-frames="20"' in html
-    meta = json.loads(re.search(r"meta = (\[.*?\]), i = 0", html).group(1))
-    captions = [c["caption"] for c in meta]
+    meta = json.loads(re.search(r"F = (\[.*?\]);", html).group(1))
+    captions = [c["c"] for c in meta]
     for phase, caption in fr.PHASE_CAPTIONS.items():
         assert any(c.startswith(f"phase {phase}") and caption in c for c in captions), phase
     assert t.provenance in html or "CPU model" in html

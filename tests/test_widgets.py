@@ -1,52 +1,93 @@
-"""Players: the same frames feed the live ipywidgets player and the static HTML one."""
+"""Players: the same SVG frames feed the live ipywidgets player and the static HTML one."""
+import json
 import re
 
-import matplotlib
 import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from gpu_viz.widgets import Animation, Frame, render_frames  # noqa: E402
+from gpu_viz.widgets import Animation, Frame, source_view, svg
+from gpu_viz.widgets import player as P
 
 SRC = "int i = tid;\nfloat v = x[i];\ny[i] = v;"
 
 
+def drawn(i):
+    d = svg.Svg(height=60)
+    d.cell(10, 10, 60, 30, f"v{i}")
+    return d.markup()
+
+
 def frames(n=3):
-    def draw(i):
-        fig, ax = plt.subplots(figsize=(2, 1))
-        ax.bar([0], [i + 1])
-        return fig
-    return render_frames(draw, n, [f"step {i}" for i in range(n)], [1 + i % 3 for i in range(n)])
+    return [Frame(drawn(i), f"step {i}", 1 + i % 3) for i in range(n)]
 
 
-def test_render_frames_are_png():
-    fs = frames()
-    assert len(fs) == 3 and all(f.png.startswith(b"\x89PNG") for f in fs)
-    assert [f.caption for f in fs] == ["step 0", "step 1", "step 2"]
-
-
-def test_render_frames_validates_lengths():
-    with pytest.raises(ValueError, match="captions has 1 entries, expected count=2"):
-        render_frames(lambda i: plt.figure(), 2, ["a"])
+def _static_data(page):
+    """The static player's JS arrays: markups M, source views S, frames F."""
+    m = re.search(r"var M = (\[.*?\]), S = (\{.*?\}), F = (\[.*?\]);", page, re.S)
+    return json.loads(m.group(1)), json.loads(m.group(2)), json.loads(m.group(3))
 
 
 def test_static_html_has_every_frame_and_provenance():
-    anim = Animation(frames(4), title="T", provenance="CPU model, no GPU", source=SRC)
+    fr = frames(4)
+    anim = Animation(fr, title="T", provenance="CPU model, no GPU", source=SRC)
     page = anim.static_html()
     assert 'data-frames="4"' in page
-    assert page.count("iVBOR") == 4 + 1  # 4 frames in the JS array + the first shown in <img>
+    M, S, F = _static_data(page)
+    assert [M[f["m"]] for f in F] == [f.markup for f in fr]
+    assert len(M) == 4 and set(S) == {"1", "2", "3"}
     assert "Data: CPU model, no GPU" in page
-    assert re.search(r'data-line="1" style="display:block;background:#ffe08a', page)
+    assert re.search(r'data-line="1" style="display:block;background:#F0E442;font-weight:bold', page)
     ids = re.findall(r'id="(gvp[^"]+)"', page)
     assert Animation(frames(1), title="U", provenance="p").static_html() and len(set(ids)) == len(ids)
 
 
-def test_line_outside_source_is_rejected():
+def test_static_html_deduplicates_repeated_drawings():
+    same = drawn(0)
+    anim = Animation([Frame(same, "a"), Frame(same, "b"), Frame(drawn(1), "c")], title="T", provenance="p")
+    M, S, F = _static_data(anim.static_html())
+    assert len(M) == 2 and [f["m"] for f in F] == [0, 0, 1] and S == {}
+
+
+def test_static_player_gives_the_keyboard_back():
+    """Bug class: a clicked player button keeps focus, so reveal.js's Space re-clicks it."""
+    page = Animation(frames(2), title="T", provenance="p").static_html()
+    assert "b.blur()" in page and "rng.blur()" in page
+    assert "stopPropagation" not in page
+
+
+def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="frame 0 highlights line 9, but source has 3 lines"):
-        Animation([Frame(b"x", "c", 9)], title="T", provenance="p", source=SRC)
+        Animation([Frame("<svg/>", "c", 9)], title="T", provenance="p", source=SRC)
     with pytest.raises(ValueError, match="frames is empty"):
         Animation([], title="T", provenance="p")
+    with pytest.raises(ValueError, match="interval_ms must be 50..10000"):
+        Animation(frames(1), title="T", provenance="p", interval_ms=5)
+    with pytest.raises(TypeError, match="Frame objects"):
+        Animation([b"png"], title="T", provenance="p")
+    with pytest.raises(ValueError, match="markup must be a non-empty"):
+        Frame(b"\x89PNG")
+
+
+def test_svg_refuses_small_text_and_tall_drawings():
+    d = svg.Svg(height=100)
+    with pytest.raises(ValueError, match="size must be >= 18 px"):
+        d.text(0, 0, "tiny", size=12)
+    with pytest.raises(ValueError, match=r"height must be 1..360 px"):
+        svg.Svg(height=svg.HEIGHT + 1)
+    assert svg.fmt(0.5312) == "0.53" and svg.fmt(1031.0, 4) == "1031" and svg.fmt(float("nan")) == "–"
+    assert len(svg.fmt(123456.0, 4)) <= 4
+
+
+def test_source_view_windows_long_sources_and_always_shows_the_line():
+    long = "\n".join(f"line_{k} = compute(x[{k}]) + something_long_enough_to_wrap_twice_{k};" for k in range(1, 61))
+    for line in (1, 30, 60):
+        view = source_view(long, line)
+        assert f'data-line="{line}" style="display:block;background:#F0E442;font-weight:bold' in view
+        first, last = P.source_window(long, line)
+        rows = sum(P._rows(t) for t in long.splitlines()[first - 1:last]) + (first > 1) + (last < 60)
+        assert first <= line <= last and rows <= P.SOURCE_ROWS
+        assert "white-space:pre-wrap" in view            # wrapped, never cut at the right
+    assert "lines 1-" in source_view(long, 60) and "below" in source_view(long, 1)
+    assert P.source_window(SRC, 2) == (1, 3)             # a short source is shown whole
 
 
 def test_live_player_steps_and_highlights():
@@ -55,16 +96,18 @@ def test_live_player_steps_and_highlights():
     box = anim.live()
     assert isinstance(box, ipywidgets.VBox)
     controls = box.children[-1]
-    play, back, fwd, slider = controls.children
-    image, source = box.children[1].children
+    play, back, fwd, slider, speed = controls.children
+    drawing, source = box.children[1].children
+    assert drawing.value == anim.frames[0].markup
     fwd.click()
     fwd.click()
-    assert slider.value == 2 and image.value == anim.frames[2].png
-    assert 'data-line="3" style="display:block;background:#ffe08a' in source.value
+    assert slider.value == 2 and drawing.value == anim.frames[2].markup
+    assert 'data-line="3" style="display:block;background:#F0E442;font-weight:bold' in source.value
     fwd.click()
     assert slider.value == 2
     back.click()
-    assert slider.value == 1 and box.children[2].value == "step 1"
+    assert slider.value == 1 and "step 1" in box.children[2].value
+    assert speed.value == anim.interval_ms
 
 
 def test_bundle_carries_static_html_and_metadata():

@@ -23,18 +23,9 @@ IPYW7_SPECS = ["ipywidgets==7.7.1", "widgetsnbextension==3.6.*", "jupyterlab_wid
 
 CHECK_SCRIPT = r'''
 import json, sys
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import ipywidgets
-from gpu_viz.widgets import Animation, Frame, figure_png
-
-def frames(n):
-    out = []
-    for i in range(n):
-        fig, ax = plt.subplots(figsize=(1, 1)); ax.set_title(str(i))
-        out.append(Frame(png=figure_png(fig, dpi=30), caption=f"step {i}", line=1 + i % 2))
-    return out
+from gpu_viz.lessons import RMSNORM_DECK, VECTOR_ADD
+from gpu_viz.widgets import Animation, Frame, svg
 
 def find(widget, cls):
     """Every descendant of widget (children walked) that is an instance of cls."""
@@ -46,29 +37,48 @@ def find(widget, cls):
         todo.extend(getattr(w, "children", ()))
     return found
 
-def check_animation():
-    fr = frames(4)
-    anim = Animation(fr, title="t", provenance="CPU model, no GPU", source="a\nb", interval_ms=100)
+def drive(anim):
+    """Step the live player like a learner (slider, step buttons): the SVG drawing must follow."""
     box = anim.live()
-    (slider,) = find(box, ipywidgets.IntSlider)
+    (slider,) = [s for s in find(box, ipywidgets.IntSlider) if s.description == "frame"]
+    (speed,) = [s for s in find(box, ipywidgets.IntSlider) if s.description == "ms/frame"]
     (play,) = find(box, ipywidgets.Play)
-    images = find(box, ipywidgets.Image)
-    buttons = {b.description: b for b in find(box, ipywidgets.Button)}
-    assert slider.max == 3 and play.max == 3 and images[0].value == fr[0].png
+    drawing = [h for h in find(box, ipywidgets.HTML) if h.value.startswith("<svg")]
+    assert len(drawing) == 1, "the drawing is one widgets.HTML holding the frame's SVG"
+    drawing = drawing[0]
+    n = len(anim)
+    assert slider.max == n - 1 and play.max == n - 1 and drawing.value == anim.frames[0].markup
+    assert speed.value == play.interval == anim.interval_ms
     slider.value = 2
-    assert images[0].value == fr[2].png, "moving the slider did not change the frame"
-    [b for d, b in buttons.items() if "step" in d and d.endswith("\u25b6")][0].click()
-    assert slider.value == 3 and images[0].value == fr[3].png, "step forward did not advance"
-    [b for d, b in buttons.items() if d.startswith("\u25c0")][0].click()
-    assert slider.value == 2
+    assert drawing.value == anim.frames[2].markup, "moving the slider did not change the drawing"
+    [b for b in find(box, ipywidgets.Button) if b.description.startswith("step")][0].click()
+    assert slider.value == 3 and drawing.value == anim.frames[3].markup, "step forward did not advance"
+    [b for b in find(box, ipywidgets.Button) if b.description.startswith("\u25c0")][0].click()
+    assert slider.value == 2 and drawing.value == anim.frames[2].markup
+    src = [h.value for h in find(box, ipywidgets.HTML) if "gpu-viz-source" in h.value]
+    line = anim.frames[2].line
+    assert line is None or f'data-line="{line}" style="display:block;background:#F0E442;font-weight:bold' in src[0]
     html = [h.value for h in find(box, ipywidgets.HTML)]
-    assert any("CPU model, no GPU" in h for h in html), "provenance not shown"
+    assert any("Data: " + anim.provenance.split(";")[0].split("'")[0] in h for h in html), "provenance not shown"
     bundle, meta = anim._repr_mimebundle_()
     assert "text/html" in bundle and "application/vnd.jupyter.widget-view+json" in bundle
-    assert meta == {"gpu_viz": {"player": True, "frames": 4}}
+    assert meta == {"gpu_viz": {"player": True, "frames": n}}
+
+def check_animation():
+    frames = []
+    for i in range(4):
+        d = svg.Svg(height=40)
+        d.text(10, 30, f"frame {i}")
+        frames.append(Frame(d.markup(), caption=f"step {i}", line=1 + i % 2))
+    drive(Animation(frames, title="t", provenance="CPU model, no GPU", source="a\nb", interval_ms=100))
     return "Animation.live"
 
-factories = [check_animation]
+def check_lessons():
+    drive(VECTOR_ADD.animation(VECTOR_ADD.trace(seed=1, n=64, block=64)))
+    drive(RMSNORM_DECK.animation(RMSNORM_DECK.trace(seed=9), warp=5))
+    return "lesson players"
+
+factories = [check_animation, check_lessons]
 done = [f() for f in factories]
 print(json.dumps({"ipywidgets": ipywidgets.__version__, "checked": done}))
 '''
@@ -98,14 +108,14 @@ def ipywidgets7():
 def test_live_widgets_under_ipywidgets_8():
     out = _run_check({})
     assert out["ipywidgets"].startswith("8."), out
-    assert "Animation.live" in out["checked"]
+    assert out["checked"] == ["Animation.live", "lesson players"]
 
 
 @pytest.mark.slow
 def test_live_widgets_under_ipywidgets_7_7_1(ipywidgets7):
     out = _run_check({"PYTHONPATH": os.pathsep.join([str(ipywidgets7), str(ROOT)])})
     assert out["ipywidgets"] == "7.7.1", out
-    assert "Animation.live" in out["checked"]
+    assert out["checked"] == ["Animation.live", "lesson players"]
 
 
 # ----------------------------------------------------------------------------- static scan

@@ -1,15 +1,23 @@
 """Trace -> frames for notebook 03's divergence demo: who runs a warp's branch, under which mask.
 
 Data path: ``gpu_viz.record.divergence`` / ``gpu_viz.model.divergence`` --> :class:`gpu_viz.trace.Trace`
---> frames here (one per (warp, active mask), in issue order) --> :class:`gpu_viz.widgets.Animation`.
+--> frames here (SVG, one per (warp, active mask), in issue order) --> :class:`gpu_viz.widgets.Animation`.
+A frame lights the lanes of one warp that run one path, with the value each computed; the lanes
+the mask leaves out wait, drawn empty and dashed.
 """
 from __future__ import annotations
 
 from typing import List, Optional
 
+import numpy as np
+
 from ..trace import Trace
-from ..widgets import Animation, render_frames
+from ..widgets import Animation, Frame, svg
 from .vector_add import MAX_WARPS_DRAWN, WARP
+
+#: Fill and name of each path (0 = A, 1 = B); cells also carry the letter or the value.
+PATHS = ((svg.SKY, "A"), (svg.ORANGE, "B"))
+_BAND = 150
 
 
 def _warps(trace: Trace) -> List[tuple]:
@@ -35,42 +43,62 @@ def mask_groups(trace: Trace, max_warps: Optional[int] = None) -> List[dict]:
     return groups
 
 
-def figure(trace: Trace, highlight: int = -1, groups: Optional[List[dict]] = None):
-    """Lanes of the first warps coloured by branch; group ``highlight`` (index into ``groups``,
-    default :func:`mask_groups` of the warps drawn) lit."""
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
+def drawing(trace: Trace, highlight: int = -1, groups: Optional[List[dict]] = None) -> str:
+    """SVG: the first warps' 32 lanes; group ``highlight`` (index into ``groups``, default
+    :func:`mask_groups` of the warps drawn) runs, its lanes showing their result y; with no
+    highlight every lane shows the path it took."""
     groups = mask_groups(trace, MAX_WARPS_DRAWN) if groups is None else groups
     keys = sorted({(g["block"], g["warp"]) for g in groups})[:MAX_WARPS_DRAWN]
-    fig, ax = plt.subplots(figsize=(12, 0.7 + 0.85 * len(keys)))
-    ax.set_xlim(-3.5, WARP + 9)
-    ax.set_ylim(len(keys) - 0.3, -0.9)
-    ax.axis("off")
-    colors = {0: "#4c9be8", 1: "#f28e2b"}
     lit = groups[highlight] if 0 <= highlight < len(groups) else None
+    y_of = {}   # (block, warp, lane) -> the recorded y, for the drawn warps only (traces can be large)
+    for key in keys:
+        for t in np.nonzero((trace["block"] == key[0]) & (trace["warp"] == key[1]))[0]:
+            y_of[(key[0], key[1], int(trace["lane"][t]))] = float(trace["y"][t])
+    d = svg.Svg(height=min(svg.HEIGHT, 40 + _BAND * len(keys)))
     for r, key in enumerate(keys):
-        ax.text(-0.5, r, f"block {key[0]} warp {key[1]}", ha="right", va="center", fontsize=8)
-        for g in (g for g in groups if (g["block"], g["warp"]) == key):
-            on = lit is None or lit is g
-            for lane in g["lanes"]:
-                ax.add_patch(Rectangle((lane, r - 0.35), 0.92, 0.7, fc=colors[g["branch"]],
-                                       alpha=1.0 if on else 0.15, ec="#333" if lit is g else "none"))
-            if lit is g:
-                ax.text(WARP + 0.5, r, "mask " + ", ".join(f"0x{m:08x}" for m in g["masks"]),
-                        va="center", fontsize=8, family="monospace")
-    for lane in range(0, WARP, 4):
-        ax.text(lane + 0.46, -0.6, str(lane), ha="center", fontsize=7, color="#555")
-    ax.text(-3.4, -0.6, "lane", fontsize=7, color="#555")
-    ax.set_title(f"{trace.kernel}: blue = path A, orange = path B", fontsize=10, loc="left")
-    return fig
+        y0 = 4 + r * _BAND
+        mine = [g for g in groups if (g["block"], g["warp"]) == key]
+        branch_of = {lane: g["branch"] for g in mine for lane in g["lanes"]}
+        running = lit is not None and (lit["block"], lit["warp"]) == key
+        d.rect(0, y0, svg.WIDTH, _BAND - 10, fill="#FFFFFF", stroke=svg.BLACK if running else svg.GREY,
+               sw=3 if running else 1)
+        head = f"block {key[0]} warp {key[1]}"
+        if running:
+            head += (f": path {PATHS[lit['branch']][1]} runs, __activemask() = "
+                     + ", ".join(f"0x{m:08x}" for m in lit["masks"]))
+        elif lit is not None:
+            head += ": waits (another warp issues)"
+        else:
+            head += ": " + ", ".join(f"path {PATHS[g['branch']][1]} {len(g['lanes'])} lanes" for g in mine)
+        d.text(8, y0 + 24, head, weight="bold" if running else None)
+        labels, fills, strokes, widths = [], [], [], []
+        for lane in range(WARP):
+            br = branch_of.get(lane)
+            if br is None:                                  # no thread (past n or the block's end)
+                labels.append(""); fills.append("#FFFFFF"); strokes.append(svg.GREY); widths.append(1)
+            elif lit is None:
+                labels.append(PATHS[br][1]); fills.append(PATHS[br][0]); strokes.append(svg.MUTED); widths.append(1)
+            elif running and br == lit["branch"]:
+                labels.append(svg.fmt(y_of.get((key[0], key[1], lane), np.nan), 4))
+                fills.append(PATHS[br][0]); strokes.append(svg.BLACK); widths.append(2.5)
+            else:                                           # masked off: waits for the other path
+                labels.append("–"); fills.append("#FFFFFF"); strokes.append(svg.MUTED); widths.append(1)
+        svg.lane_rows(d, 64, y0 + 40, [np.nan] * WARP, labels=labels, fills=fills, strokes=strokes, widths=widths)
+        if running:
+            note = f"{len(lit['lanes'])} lanes compute y; the lanes marked – are masked off and wait"
+        else:
+            note = "letters: the path each lane takes" if lit is None else "idle this step"
+        d.text(8, y0 + _BAND - 18, note, fill=svg.MUTED)
+    y = 4 + _BAND * len(keys) + 22
+    d.legend(8, y, [(PATHS[0][0], "A: path_a"), (PATHS[1][0], "B: path_b"), ("#FFFFFF", "– masked off")])
+    return d.markup()
 
 
 def _line_of(source: str, needle: str):
     return next((i for i, line in enumerate(source.splitlines(), 1) if needle in line), None)
 
 
-def animation(trace: Trace, source: str, dpi: int = 70) -> Animation:
+def animation(trace: Trace, source: str) -> Animation:
     """One frame per (warp, branch) the SM issues, its __activemask() shown; then the whole picture.
 
     ``source``: the ``branch`` region's text; each frame lights the path its lanes run.
@@ -84,8 +112,8 @@ def animation(trace: Trace, source: str, dpi: int = 70) -> Animation:
     caps.append(f"{len(groups)} path executions for {min(n_warps, MAX_WARPS_DRAWN)} warp(s)"
                 + (f" (the first {MAX_WARPS_DRAWN} of {n_warps} drawn)" if n_warps > MAX_WARPS_DRAWN else ""))
     lines = [a_line if g["branch"] == 0 else b_line for g in groups] + [None]
-    frames = render_frames(lambda i: figure(trace, i if i < len(groups) else -1, groups),
-                           len(caps), caps, lines, dpi=dpi, tight=False)
+    frames = [Frame(drawing(trace, i if i < len(groups) else -1, groups), caps[i], lines[i])
+              for i in range(len(caps))]
     return Animation(frames, title=f"{trace.kernel}: who runs, under which mask",
                      provenance=trace.provenance, source=source)
 

@@ -1,8 +1,9 @@
 """Trace -> frames for notebook 04's latency hiding: one warp scheduler's warps over time.
 
-Data path: ``gpu_viz.model.latency.simulate`` --> :class:`gpu_viz.trace.Trace` --> :func:`draw`
-(a Gantt chart of warp states and the loads in flight) --> :func:`frames` -->
-:class:`gpu_viz.widgets.Animation`.
+Data path: ``gpu_viz.model.latency.simulate`` --> :class:`gpu_viz.trace.Trace` --> :func:`drawing`
+(SVG: each warp's states up to a cycle, what each warp does now, the issue slot filled or idle)
+--> :func:`frames` --> :class:`gpu_viz.widgets.Animation`.  :func:`draw` is the whole run as one
+matplotlib chart (a plot, for the notebook).
 """
 from __future__ import annotations
 
@@ -13,9 +14,15 @@ import numpy as np
 from ..check import check_int
 from ..model.latency import COMPUTE, DONE, LOAD, READY, STATE_NAMES, WAITING
 from ..trace import Trace
-from ..widgets import Frame, figure_png
+from ..widgets import Frame, svg
 
 STATE_COLORS = {READY: "#c9d7e8", COMPUTE: "#2e7d32", LOAD: "#f9a825", WAITING: "#e57373", DONE: "#ffffff"}
+#: The player's state fills (Okabe-Ito) and the word written in a bar wide enough to hold it.
+STATE_FILLS = {READY: svg.LIGHT, COMPUTE: svg.BLUE, LOAD: svg.ORANGE, WAITING: svg.SKY, DONE: "#FFFFFF"}
+STATE_WORDS = {READY: "ready", COMPUTE: "math", LOAD: "load", WAITING: "stalled", DONE: ""}
+#: Warps the player draws at most (a row each).
+MAX_WARPS_DRAWN = 8
+_LEFT, _RIGHT, _TOP, _ROW = 92, 540, 40, 27
 
 
 def frame_cycles(trace: Trace, count: int = 24) -> List[int]:
@@ -92,7 +99,87 @@ def draw(trace: Trace, t: Optional[int] = None, ax=None):
     return fig
 
 
-def frames(trace: Trace, count: int = 16, source_lines: Optional[Dict[int, int]] = None, dpi: int = 60):
+def _runs(values: np.ndarray):
+    """(start, end, value) runs of equal values."""
+    if values.size == 0:
+        return []
+    brk = np.nonzero(np.diff(values) != 0)[0] + 1
+    edges = np.concatenate([[0], brk, [values.size]])
+    return [(int(a), int(b), int(values[a])) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _now(trace: Trace, w: int, t: int) -> str:
+    """What warp ``w`` does at cycle ``t``, in words (with the cycles its load still needs)."""
+    st = trace["state"][:, w]
+    s = int(st[t])
+    if s == WAITING:
+        rest = np.nonzero(st[t:] != WAITING)[0]
+        left = int(rest[0]) if rest.size else st.size - t
+        return f"stalled, {left} cycles to go"
+    return {READY: "ready, not picked", COMPUTE: "issues math", LOAD: "issues a load", DONE: "done"}[s]
+
+
+def drawing(trace: Trace, t: Optional[int] = None) -> str:
+    """SVG of the run up to cycle ``t`` (default: all): per warp its states over time and what it
+    does at ``t``; below them the issue slot (filled by a warp, or idle).
+
+    Raises:
+        ValueError: ``t`` outside the run.
+    """
+    states = trace["state"]
+    T, W = states.shape
+    t = T - 1 if t is None else int(t)
+    if not 0 <= t < T:
+        raise ValueError(f"t must be in [0, {T - 1}], got {t}")
+    shown = min(W, MAX_WARPS_DRAWN)
+    scale = (_RIGHT - _LEFT) / T
+    d = svg.Svg(height=min(svg.HEIGHT, _TOP + (shown + 1) * _ROW + 78))
+    issued = trace["issued"]
+    busy = float(np.mean(issued[: t + 1] >= 0))
+    d.text(8, 22, f"cycle {t} of {T}: issue slot busy {busy:.0%} of cycles so far, "
+                  f"{int(trace['in_flight'][t])} loads in flight", weight="bold")
+
+    def bars(y, runs, fill_of, word_of, on_top=(LOAD, COMPUTE)):
+        # issue cycles are drawn last: a 1-cycle load must not vanish under the stall after it
+        runs = [r for r in runs if r[2] not in on_top] + [r for r in runs if r[2] in on_top]
+        for a, b, v in runs:
+            if a > t:
+                continue
+            b = min(b, t + 1)
+            x0, w_ = _LEFT + a * scale, max(3.0, (b - a) * scale)   # a 1-cycle issue stays visible
+            d.rect(x0, y, w_, _ROW - 5, fill=fill_of(v), rx=0)
+            word = word_of(v)
+            if word and w_ >= 0.6 * svg.MIN_FONT_PX * len(word) + 6:
+                d.text(x0 + w_ / 2, y + _ROW - 10, word, anchor="middle", fill=svg.ink_on(fill_of(v)))
+
+    for w in range(shown):
+        y = _TOP + w * _ROW
+        d.text(8, y + _ROW - 10, f"warp {w}")
+        d.rect(_LEFT, y, _RIGHT - _LEFT, _ROW - 5, fill="#FFFFFF", stroke=svg.LIGHT, rx=0)
+        bars(y, _runs(states[:, w]), STATE_FILLS.get, STATE_WORDS.get)
+        now = _now(trace, w, t)
+        d.text(_RIGHT + 10, y + _ROW - 10, now, weight="bold" if now.startswith("issues") else None)
+    y = _TOP + shown * _ROW + 6
+    d.text(8, y + _ROW - 10, "issue", weight="bold")
+    d.rect(_LEFT, y, _RIGHT - _LEFT, _ROW - 5, fill="#FFFFFF", stroke=svg.MUTED, rx=0)
+    bars(y, _runs((issued >= 0).astype(np.int8)), lambda v: svg.GREEN if v else "#FFFFFF",
+         lambda v: "busy" if v else "idle", on_top=(1,))
+    w_now = int(issued[t])
+    d.text(_RIGHT + 10, y + _ROW - 10, f"warp {w_now} issues" if w_now >= 0 else "IDLE: no warp ready",
+           weight="bold", fill=svg.INK if w_now >= 0 else svg.VERMILLION)
+    x = _LEFT + (t + 1) * scale
+    d.line(x, _TOP - 6, x, y + _ROW, stroke=svg.BLACK, sw=2)
+    yl = y + _ROW + 22
+    d.text(_LEFT, yl, "cycle 0", fill=svg.MUTED)
+    d.text(_RIGHT, yl, f"{T}", anchor="end", fill=svg.MUTED)
+    if W > shown:
+        d.text(_RIGHT + 10, yl, f"(warps {shown}..{W - 1} not drawn)", fill=svg.MUTED)
+    d.legend(8, yl + 28, [(STATE_FILLS[LOAD], "load"), (STATE_FILLS[WAITING], "stalled"),
+                          (STATE_FILLS[COMPUTE], "math"), (STATE_FILLS[READY], "ready")])
+    return d.markup()
+
+
+def frames(trace: Trace, count: int = 16, source_lines: Optional[Dict[int, int]] = None) -> List[Frame]:
     """Frames for :class:`gpu_viz.widgets.Animation`: the run drawn up to each of :func:`frame_cycles`.
 
     ``source_lines`` maps LOAD / COMPUTE to the source line to highlight when that kind issues.
@@ -101,5 +188,5 @@ def frames(trace: Trace, count: int = 16, source_lines: Optional[Dict[int, int]]
     for t in frame_cycles(trace, count):
         k = int(trace["kind"][t])
         line = (source_lines or {}).get(k) if k >= 0 else None
-        out.append(Frame(png=figure_png(draw(trace, t), dpi=dpi), caption=caption(trace, t), line=line))
+        out.append(Frame(drawing(trace, t), caption=caption(trace, t), line=line))
     return out

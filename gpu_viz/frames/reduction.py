@@ -1,8 +1,9 @@
 """Trace -> frames for notebook 09's fault b: the seed write-up's halving tree (and its fix), level
-by level, the partials that never reach the total drawn in red.
+by level, the partials that never reach the total marked ✗ in vermillion.
 
 Data path: ``gpu_viz.record.reduction.seed_reduce`` / ``gpu_viz.model.reduction.seed_reduce`` -->
-:func:`frames` --> :func:`animation` (the tree's source beside it).
+:func:`frames` (SVG: the shared-memory slots, 32 to a row, with their values) --> :func:`animation`
+(the tree's source beside it).
 """
 from __future__ import annotations
 
@@ -12,9 +13,13 @@ import numpy as np
 
 from .. import kernels
 from ..model import reduction as model
-from ..widgets import Animation, Frame, figure_png
+from ..widgets import Animation, Frame, svg
 
 WARP = model.WARP
+#: Threads (slots) drawn at most: four rows of 32 slots.
+MAX_DRAWN = 128
+_X0, _CW, _CH, _GAP, _TOP = 44, 21, 30, 1, 40
+LIVE, READ, LOST, TWICE = "#CDE8F6", "#BFE6D9", "#F6D0BE", svg.YELLOW
 
 
 def source(corrected: bool) -> "kernels.Snippet":
@@ -22,74 +27,102 @@ def source(corrected: bool) -> "kernels.Snippet":
     return kernels.snippet(model.FILE, "fixed_tree" if corrected else "seed_tree")
 
 
-def frames(partials, result: Dict[str, np.ndarray], corrected: bool, dpi: int = 72) -> List[Frame]:
-    """Frames of the seed's reduction (or the fix): the slots after each tree level, what warp 0 read,
-    the lost partials in red.  ``result`` from ``gpu_viz.record.reduction.seed_reduce`` or ``model.seed_reduce``."""
-    import matplotlib.pyplot as plt
+def _slots(d: svg.Svg, values, fills, strokes, widths, labels=None) -> float:
+    """Slots 32 to a row with their values (blank where a value needs more than 2 characters);
+    returns the y below the last row."""
+    B = len(values)
+    for t in range(B):
+        r, c = divmod(t, WARP)
+        x, y = _X0 + c * (_CW + _GAP), _TOP + r * (_CH + 6)
+        lab = labels[t] if labels is not None else svg.fmt(values[t], 2)
+        d.cell(x, y, _CW, _CH, lab if len(lab) <= 2 else "", fill=fills[t], stroke=strokes[t], sw=widths[t])
+    rows = -(-B // WARP)
+    for r in range(rows):
+        d.text(_X0 - 4, _TOP + r * (_CH + 6) + 21, f"{r * WARP}", anchor="end", fill=svg.MUTED)
+    return _TOP + rows * (_CH + 6)
 
+
+def frames(partials, result: Dict[str, np.ndarray], corrected: bool) -> List[Frame]:
+    """Frames of the seed's reduction (or the fix): the slots after each tree level, what warp 0 read,
+    the lost partials.  ``result`` from ``gpu_viz.record.reduction.seed_reduce`` or ``model.seed_reduce``.
+
+    Raises:
+        ValueError: more than :data:`MAX_DRAWN` partials (the player draws one slot per thread).
+    """
     p = np.asarray(partials, dtype=np.float32)
     B = p.size
+    if B > MAX_DRAWN:
+        raise ValueError(f"reduction frames draw at most {MAX_DRAWN} threads (slots), got {B} partials")
     weight = result["weight"] if "weight" in result else model.seed_reduce(p, corrected)["weight"]  # GPU results have none
     snip = source(corrected)
+    line = snip.line_of("shared[tid] = __fadd_rn")
     levels = [lv for lv in result["levels"] if np.isfinite(lv).any()]
-    states = [("partials in shared[tid]", p, None)]
-    s = B >> 1
-    n = B
+    out: List[Frame] = []
+    plain = ([svg.MUTED] * B, [1.0] * B)
+
+    def frame(head, caption, values, fills, strokes, widths, notes, labels=None, lit=None):
+        d = svg.Svg(height=min(svg.HEIGHT, _TOP + 4 * (_CH + 6) + 30 * len(notes) + 10))
+        d.text(8, 22, head, weight="bold")
+        y = _slots(d, values, fills, strokes, widths, labels)
+        for k, (words, colour) in enumerate(notes):
+            d.text(8, y + 22 + 28 * k, words, fill=colour)
+        out.append(Frame(d.markup(), caption, lit))
+
+    frame("shared[tid] = each thread's partial", "partials in shared[tid]", p, [LIVE] * B, *plain,
+          [("slot t holds thread t's partial; the tree halves the live slots each level", svg.INK)])
+    n, s = B, B >> 1
+    live = B
     for k, lv in enumerate(levels):
         if corrected:
             half = (n + 1) >> 1
-            states.append((f"tree level {k + 1}: slots 0..{n - half - 1} += slots {half}..{n - 1}", lv, half))
-            n = half
+            lo, hi = n - half, n
+            cap = f"tree level {k + 1}: slots 0..{lo - 1} += slots {half}..{hi - 1}"
+            live, n = half, half
+            added = lo
         else:
-            states.append((f"tree level {k + 1}: s = {s}: slots 0..{s - 1} += slots {s}..{2 * s - 1}", lv, s))
+            cap = f"tree level {k + 1}: s = {s}: slots 0..{s - 1} += slots {s}..{2 * s - 1}"
+            live, added = s, s
             s >>= 1
+        fills = [LIVE if t < live else "#FFFFFF" for t in range(B)]
+        strokes = [svg.BLACK if t < added else svg.MUTED for t in range(B)]
+        widths = [2.5 if t < added else 1.0 for t in range(B)]
+        frame(cap, cap, lv, fills, strokes, widths,
+              [(f"bold: the {added} slots written this level; slots {live}..{B - 1} are no longer read", svg.INK)],
+              lit=line)
+    vals = levels[-1] if levels else p
+    last_live = live
+    fills, strokes, widths, notes = [], [], [], []
+    for t in range(B):
+        if t < min(WARP, last_live):
+            fills.append(READ); strokes.append(svg.BLACK); widths.append(2.5)
+        elif t < last_live:
+            fills.append(LOST); strokes.append(svg.VERMILLION); widths.append(3)
+        else:
+            fills.append("#FFFFFF"); strokes.append(svg.GREY); widths.append(1)
+    notes.append((f"warp 0's lanes 0..{min(WARP, last_live) - 1} read slots 0..{min(WARP, last_live) - 1}, "
+                  "then 5 warp shuffles", svg.INK))
+    if last_live > WARP:
+        notes.append((f"✗ slots {WARP}..{last_live - 1} still hold partials and are never read", svg.VERMILLION))
+    frame("the warp finish: warp 0 reads shared[0..31]", "warp finish: lanes 0..31 read shared[0..31], then 5 shuffles",
+          vals, fills, strokes, widths, notes)
     lost = np.flatnonzero(weight == 0)
     total = result["out"][0]
-    captions = [c for c, _, _ in states] + [
-        "warp finish: lanes 0..31 read shared[0..31], then 5 shuffles",
-        f"total = {total:g}" + (f": {lost.size} of {B} partials never arrived" if lost.size
-                                else ": every partial counted once")]
-    last_live = B if corrected else (states[-1][2] or B)   # slots still holding partials before the finish
-    frames_: List[Frame] = []
-    for i, cap in enumerate(captions):
-        fig, axes = plt.subplots(2, 1, figsize=(9, 3.2), gridspec_kw=dict(height_ratios=[1.3, 1]))
-        ax = axes[0]
-        vals = states[min(i, len(states) - 1)][1]
-        colors = np.array(["#9ecae1"] * B, dtype=object)
-        if i >= len(states):
-            colors[:] = "#dddddd"
-            colors[: min(WARP, B)] = "#2ca02c"
-            if not corrected and last_live > WARP:
-                colors[WARP:last_live] = "#d62728"
-                ax.text((WARP + last_live) / 2, float(np.nanmax(vals)) * 0.5, f"slots {WARP}..{last_live - 1}:\nnever read",
-                        ha="center", va="center", fontsize=8, color="white", fontweight="bold")
-        ax.bar(np.arange(B), vals, color=list(colors), width=1.0, edgecolor="white", linewidth=0.3)
-        ax.set_xlim(-0.5, B - 0.5)
-        ax.set_title(cap, fontsize=9, loc="left")
-        ax.set_ylabel("shared[slot]", fontsize=7)
-        ax.tick_params(labelsize=6)
-        ax2 = axes[1]
-        if i == len(captions) - 1:
-            wc = np.where(weight == 0, "#d62728", np.where(weight == 1, "#2ca02c", "#ff7f0e"))
-            ax2.bar(np.arange(B), np.maximum(weight, 0.15), color=list(wc), width=1.0)
-            ax2.set_title("how many times each thread's partial reaches the total (red = lost)", fontsize=8, loc="left")
-        else:
-            ax2.bar(np.arange(B), np.ones(B), color="#eeeeee", width=1.0)
-            ax2.set_title("thread -> total: shown at the end", fontsize=8, loc="left", color="#888")
-        ax2.set_xlim(-0.5, B - 0.5)
-        ax2.set_ylim(0, 2.2)
-        ax2.set_xlabel("thread / slot", fontsize=7)
-        ax2.tick_params(labelsize=6)
-        fig.tight_layout()
-        line = snip.line_of("shared[tid] = __fadd_rn") if 0 < i < len(states) else None
-        frames_.append(Frame(png=figure_png(fig, dpi=dpi, tight=False), caption=cap, line=line))
-    return frames_
+    labels = ["✗" if w_ == 0 else str(int(w_)) for w_ in weight]
+    fills = [LOST if w_ == 0 else (READ if w_ == 1 else TWICE) for w_ in weight]
+    strokes = [svg.VERMILLION if w_ == 0 else svg.MUTED for w_ in weight]
+    widths = [3.0 if w_ == 0 else 1.0 for w_ in weight]
+    cap = f"total = {total:g}" + (f": {lost.size} of {B} partials never arrived" if lost.size
+                                  else ": every partial counted once")
+    frame(f"total = {total:g}: how many times each thread's partial counts", cap, weight, fills, strokes, widths,
+          [("✗ = lost (never reaches the total), 1 = counted once" if lost.size else
+            "1 = counted once: nothing lost", svg.VERMILLION if lost.size else svg.INK)], labels=labels)
+    return out
 
 
 def animation(partials, result: Dict[str, np.ndarray], corrected: bool, provenance: str) -> Animation:
     """Player for :func:`frames`, with the tree's source (our reconstruction or the fix)."""
     B = np.asarray(partials).size
     title = (f"The fixed halving-tree reduction at {B} threads" if corrected else
-             f"The seed write-up's halving-tree reduction at {B} threads (our reconstruction from its description)")
+             f"The seed write-up's halving tree at {B} threads (our reconstruction from its description)")
     return Animation(frames(partials, result, corrected), title=title, provenance=provenance,
                      source=source(corrected).text)

@@ -2,9 +2,11 @@
 the numbers the notebook and the GPU record quote.
 
 Data path: ``gpu_viz.record.scheduling`` / ``gpu_viz.model.scheduling`` --> :class:`gpu_viz.trace.Trace`
---> :func:`timeline_figure` (one static picture), :func:`animation` (frames at successive
-instants) --> :class:`gpu_viz.widgets.Animation`; :func:`summary` --> tables and records.
-Bars are coloured by launch order in groups of (SMs x resident blocks per SM): the waves.
+--> :func:`timeline_figure` (one static plot), :func:`drawing` (SVG: the SMs and their block
+slots at one instant, the hardware queue beside them) --> :func:`animation` (instants from the
+launch to the last block's end) --> :class:`gpu_viz.widgets.Animation`; :func:`summary` -->
+tables and records.  Blocks are coloured by launch order in groups of (SMs x resident blocks per
+SM): the waves, each also named in words.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from ..trace import Trace
-from ..widgets import Animation, render_frames
+from ..widgets import Animation, Frame, svg
 
 
 def _wave_of(trace: Trace) -> np.ndarray:
@@ -76,17 +78,84 @@ def timeline_figure(trace: Trace, until_ns: Optional[float] = None, title: str =
     return fig
 
 
-def animation(trace: Trace, source: Optional[str] = None, frames: int = 10, dpi: int = 65) -> Animation:
-    """The hardware queue draining: ``frames`` instants from the launch to the last block's end."""
-    t1 = float(trace["t_end"].max())
-    times = np.linspace(0, t1, frames)
-    t0 = trace["t_start"]
-    caps = [f"t = {t / 1e3:.1f} µs: {int((t0 > t).sum())} block(s) still wait in the queue" for t in times]
-    pics = render_frames(lambda i: timeline_figure(trace, until_ns=float(times[i])), frames, caps, dpi=dpi,
-                         tight=False)
+def drawing(trace: Trace, at_ns: float) -> str:
+    """SVG of the launch at ``at_ns`` ns after the first block started: every SM (%smid) as a box
+    of its resident-block slots, a slot filled (its wave's colour and number) while a block runs
+    there; below, the hardware queue, the running and the finished blocks as bars with counts."""
     p = trace.params
-    return Animation(pics, title=f"{p['blocks']} blocks on {p['sm_count']} SMs: the queue drains in waves",
-                     provenance=trace.provenance, source=source)
+    t0 = trace["t_start"].astype(np.float64)
+    t1 = trace["t_end"].astype(np.float64)
+    base = float(t0.min())
+    t0, t1 = t0 - base, t1 - base
+    sm = trace["smid"].astype(np.int64)
+    wave = _wave_of(trace)
+    n_sm, r, B = int(p["sm_count"]), max(1, int(p["resident_blocks_per_sm"])), int(p["blocks"])
+    running = np.nonzero((t0 <= at_ns) & (t1 > at_ns))[0]
+    queued = int((t0 > at_ns).sum())
+    done = int((t1 <= at_ns).sum())
+    cols = 16 if n_sm > 80 else 10
+    rows = -(-n_sm // cols)
+    bw = (svg.WIDTH - 70) / cols
+    bh = min(40.0, (svg.HEIGHT - 150) / rows)
+    d = svg.Svg(height=int(40 + rows * bh + 104))
+    n_waves = int(wave.max()) + 1 if B else 0
+    live = sorted(set(wave[running].tolist()))
+    head = f"t = {at_ns / 1e3:.1f} µs: " + (f"wave {', '.join(str(w + 1) for w in live)} of {n_waves} running"
+                                           if live else ("all blocks done" if done == B else "nothing running"))
+    d.text(8, 22, head, weight="bold")
+    # slot of each running block inside its SM: order among that SM's running blocks
+    slot_fill = {}
+    for s_ in np.unique(sm[running]):
+        idx = running[sm[running] == s_]
+        idx = idx[np.argsort(t0[idx], kind="stable")]
+        for k, b in enumerate(idx[:r]):
+            slot_fill[(int(s_), k)] = int(wave[b])
+    sw_ = (bw - 8) / r
+    for s_ in range(n_sm):
+        rr, cc = divmod(s_, cols)
+        x, y = 66 + cc * bw, 34 + rr * bh
+        d.rect(x, y, bw - 4, bh - 4, fill="#FFFFFF", stroke=svg.MUTED)
+        for k in range(r):
+            wv = slot_fill.get((s_, k))
+            if wv is not None:
+                d.rect(x + 2 + k * sw_, y + 2, sw_ - 1, bh - 8, fill=svg.CYCLE[wv % len(svg.CYCLE)], rx=1)
+        if cc == 0:
+            d.text(60, y + bh / 2 + 5, f"SM {s_}", anchor="end", fill=svg.MUTED)
+    y = 34 + rows * bh + 10
+    full = svg.WIDTH - 250
+    for k, (name, count, fill) in enumerate((("queue", queued, svg.GREY), ("running", len(running), svg.SKY),
+                                              ("done", done, svg.GREEN))):
+        yy = y + k * 26
+        d.text(8, yy + 18, name, weight="bold" if name == "queue" else None)
+        d.rect(96, yy + 2, full, 20, fill="#FFFFFF", stroke=svg.LIGHT)
+        d.rect(96, yy + 2, full * count / max(B, 1), 20, fill=fill)
+        d.text(96 + full + 8, yy + 18, f"{count:,} block{'s' if count != 1 else ''}")
+    return d.markup()
+
+
+def animation(trace: Trace, source: Optional[str] = None, frames: int = 10) -> Animation:
+    """The hardware queue draining: ``frames`` instants from the launch to the last block's end
+    (SVG, see :func:`drawing`), beside ``source`` (default: region ``scheduled_block`` of
+    ``kernels/scheduling.cu``, the kernel every block runs)."""
+    if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or not 2 <= frames <= 60:
+        raise ValueError(f"frames must be an int in 2..60 (instants drawn), got {frames!r}")
+    t0 = trace["t_start"].astype(np.float64)
+    span = float(trace["t_end"].astype(np.float64).max() - t0.min())
+    times = np.linspace(0, span, frames)
+    times[-1] = span      # the end: every block done
+    rel = t0 - t0.min()
+    p = trace.params
+    out = []
+    for t in times:
+        cap = f"t = {t / 1e3:.1f} µs: {int((rel > t).sum())} block(s) still wait in the queue"
+        out.append(Frame(drawing(trace, float(t)), cap))
+    r = p["resident_blocks_per_sm"]
+    if source is None:
+        from .. import kernels
+
+        source = kernels.snippet("scheduling.cu", "scheduled_block").text
+    return Animation(out, title=f"{p['blocks']} blocks on {p['sm_count']} SMs ({r} slot{'s' if r != 1 else ''} "
+                                f"each): the queue drains in waves", provenance=trace.provenance, source=source)
 
 
 def max_concurrent(starts: np.ndarray, ends: np.ndarray) -> int:

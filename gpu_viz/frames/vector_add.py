@@ -1,20 +1,32 @@
 """Trace -> frames for notebook 03's vector add: two warps adding 64 elements, lane by lane.
 
 Data path: ``gpu_viz.record.vector_add`` / ``gpu_viz.model.vector_add`` --> :class:`gpu_viz.trace.Trace`
---> frames here (matplotlib, one per Step) --> :class:`gpu_viz.widgets.Animation` (live + static).
+--> frames here (SVG, one per Step of the warps drawn) --> :class:`gpu_viz.widgets.Animation`.
+Each warp is a band: its six warp-instructions (done, issuing now, to come), then its 32 lanes
+(lanes 0-15 above 16-31) holding the register the warp wrote last, with the recorded values.
 """
 from __future__ import annotations
+
+from typing import List
 
 import numpy as np
 
 from ..trace import Trace
-from ..widgets import Animation, render_frames
+from ..widgets import Animation, Frame, svg
 
 WARP = 32
-_ROWS = ("i", "pred", "a", "b", "c", "C[i]")  # lane registers in issue order, then global memory
-_ROW_STAGE = {"i": 0, "pred": 1, "a": 2, "b": 3, "c": 4, "C[i]": 5}  # step after which a row is filled
-_ROW_ARRAY = {"a": "a", "b": "b", "c": "c", "C[i]": "c"}
-MAX_WARPS_DRAWN = 4
+#: Warps drawn (two bands of 32 lanes fit a slide; the others issue the same six instructions).
+MAX_WARPS_DRAWN = 2
+#: The six instructions as the bands name them, with the SASS each becomes on sm_75..sm_90, and
+#: what the lane cells show once a warp has issued it.
+INSTRUCTIONS = (("index", "S2R + IMAD", "i = blockIdx.x * blockDim.x + threadIdx.x"),
+                ("bounds", "ISETP + @P0 EXIT", "i < n: the lane's predicate (T runs on, F leaves)"),
+                ("LDG a", "LDG.E", "a = A[i], loaded into a register"),
+                ("LDG b", "LDG.E", "b = B[i], loaded into a register"),
+                ("FADD", "FADD", "c = a + b, in a register"),
+                ("STG", "STG.E", "C[i] = c, stored to global memory"))
+_FILL = (svg.LIGHT, None, svg.SKY, svg.YELLOW, svg.ORANGE, svg.GREEN)   # fill per instruction's register
+_BAND = 150
 
 
 def _progress(step_k: int, step_w: int, w: int) -> int:
@@ -24,78 +36,76 @@ def _progress(step_k: int, step_w: int, w: int) -> int:
     return step_k + 1 if w <= step_w else step_k
 
 
-def _fmt(v: float) -> str:
-    return "" if np.isnan(v) else f"{v:.2f}"
+def _lanes(trace: Trace, warps: int) -> List[np.ndarray]:
+    """For each drawn warp (block 0's warps 0, 1, ...): the trace rows of its lanes 0..31 (-1: none)."""
+    block = trace.params["block"]
+    per_block = -(-block // WARP)
+    flat_warp = trace["block"].astype(np.int64) * per_block + trace["warp"]
+    out = []
+    for w in range(warps):
+        rows = np.full(WARP, -1, np.int64)
+        sel = np.nonzero(flat_warp == w)[0]
+        rows[trace["lane"][sel]] = sel
+        out.append(rows)
+    return out
 
 
-#: Lanes whose values are printed (the others are shown by colour only: text is slow to draw).
-LABELLED_LANES = (0, 1, 2, 31)
+def drawing(trace: Trace, frame: int, lanes=None) -> str:
+    """SVG of step ``frame`` of a vector-add trace: one band per drawn warp.
 
-
-def figure(trace: Trace, frame: int):
-    """The figure of step ``frame`` of a vector-add trace: one band of 32 lanes per warp.
-
-    Rows per warp: i (index), pred (i < n), registers a, b, c, and C[i] in global memory; a row
-    is filled once the warp has issued its instruction.  Values are coloured (blue < 0 < red); lanes 0, 1, 2 and 31 print them.
+    ``lanes``: :func:`_lanes` of the trace (computed here when None).
     """
-    import matplotlib.pyplot as plt
-    from matplotlib import cm, colors
-
     step = trace.steps[frame]
     k, sw = step.data["step"], step.data["warp"]
-    n, block = trace.params["n"], trace.params["block"]
+    n = trace.params["n"]
     warps = min(trace.params["warps"], MAX_WARPS_DRAWN)
-    idx = trace["index"]
-    warp_of = trace["block"] * (-(-block // WARP)) + trace["warp"]
-    vals = np.concatenate([trace[r][np.isfinite(trace[r])] for r in ("a", "b", "c")] + [np.zeros(1)])
-    norm = colors.Normalize(-max(1e-6, np.abs(vals).max()), max(1e-6, np.abs(vals).max()))
-    cmap = cm.get_cmap("coolwarm") if hasattr(cm, "get_cmap") else plt.get_cmap("coolwarm")
-    R = len(_ROWS)
-    band = R + 1
-    img = np.ones((warps * band, WARP, 3))
-    texts = []
+    lanes = _lanes(trace, warps) if lanes is None else lanes
+    cols = {"index": trace["index"], "a": trace["a"], "b": trace["b"], "c": trace["c"]}
+    d = svg.Svg(height=min(svg.HEIGHT, 30 + _BAND * warps))
     for w in range(warps):
+        y0 = 4 + w * _BAND
         done = _progress(k, sw, w)
-        y0 = w * band + 1
-        if w == sw:
-            img[y0 - 1, :, :] = (1.0, 0.93, 0.7)
-        for t in np.nonzero(warp_of == w)[0]:
-            lane, ok = int(trace["lane"][t]), bool(idx[t] < n)
-            for r, row in enumerate(_ROWS):
-                if done <= _ROW_STAGE[row]:
-                    continue
-                if row == "i":
-                    img[y0 + r, lane] = (0.85, 0.9, 0.97)
-                    txt = str(int(idx[t]))
-                elif row == "pred":
-                    img[y0 + r, lane] = (0.7, 0.9, 0.7) if ok else (0.95, 0.7, 0.7)
-                    txt = "T" if ok else "F"
-                else:
-                    v = float(trace[_ROW_ARRAY[row]][t])
-                    img[y0 + r, lane] = cmap(norm(v))[:3] if ok else (0.9, 0.9, 0.9)
-                    txt = _fmt(v)
-                if lane in LABELLED_LANES:
-                    texts.append((lane, y0 + r, txt))
-    fig = plt.figure(figsize=(12, 0.35 + 0.3 * warps * band))
-    ax = fig.add_axes([0.07, 0.02, 0.92, 0.86])
-    ax.imshow(img, aspect="auto", interpolation="nearest", extent=(-0.5, WARP - 0.5, warps * band - 0.5, -0.5))
-    ax.set_xticks([]); ax.set_yticks([])
-    for lane, y, txt in texts:
-        ax.text(lane, y, txt, fontsize=7, ha="center", va="center")
-    for w in range(warps):
-        y0 = w * band + 1
         issuing = w == sw
-        ax.text(-0.4, y0 - 1, f"warp {w}: {_progress(k, sw, w)} of 6 instructions issued"
-                + ("  <- this instruction, once, for all 32 lanes" if issuing else ""),
-                fontsize=8, va="center", weight="bold" if issuing else "normal")
-        for r, row in enumerate(_ROWS):
-            ax.text(-0.7, y0 + r, row, fontsize=8, ha="right", va="center")
-    ax.text(WARP - 0.5, -0.5 - 0.35, "lanes 0 .. 31 ->", fontsize=7, ha="right", va="bottom")
-    fig.suptitle(step.label, fontsize=10, x=0.07, ha="left")
-    return fig
+        d.rect(0, y0, svg.WIDTH, _BAND - 10, fill="#FFFFFF", stroke=svg.BLACK if issuing else svg.GREY,
+               sw=3 if issuing else 1)
+        d.text(8, y0 + 24, f"warp {w}", weight="bold")
+        # the six instructions: done (check mark), issuing now (bold, yellow), to come (dashed)
+        x = 90
+        for j, (name, _sass, _what) in enumerate(INSTRUCTIONS):
+            now = issuing and j == k
+            fill = svg.YELLOW if now else (svg.LIGHT if j < done else "#FFFFFF")
+            label = ("✓ " if j < done and not now else "") + name
+            d.cell(x, y0 + 5, 104, 26, label, fill=fill, stroke=svg.BLACK if now else svg.MUTED,
+                   sw=3 if now else 1, weight="bold" if now else None, dash=None if j < done else "4 3")
+            x += 110
+        last = done - 1
+        rows = lanes[w]
+        values, fills, labels, strokes = [], [], [], []
+        for lane in range(WARP):
+            t = rows[lane]
+            if t < 0:
+                values.append(np.nan); fills.append("#FFFFFF"); labels.append(""); strokes.append(svg.GREY)
+                continue
+            ok = bool(trace["index"][t] < n)
+            if last < 0:
+                label, fill = "", "#FFFFFF"
+            elif last == 0:
+                label, fill = str(int(cols["index"][t])), svg.LIGHT
+            elif last == 1 or not ok:
+                label, fill = ("T", "#CFEFE3") if ok else ("F", "#F6D0BE")
+            else:
+                label = svg.fmt(float(cols["abcc"[last - 2]][t]), 4)
+                fill = _FILL[last]
+            values.append(np.nan); fills.append(fill); labels.append(label)
+            strokes.append(svg.MUTED if ok or last < 1 else svg.VERMILLION)
+        svg.lane_rows(d, 64, y0 + 40, values, labels=labels, fills=fills, strokes=strokes)
+        what = ("nothing issued yet" if last < 0 else
+                f"lanes hold {INSTRUCTIONS[last][2]}  (SASS {INSTRUCTIONS[last][1]})")
+        d.text(8, y0 + _BAND - 18, what, fill=svg.MUTED)
+    return d.markup()
 
 
-def animation(trace: Trace, source: str, dpi: int = 70) -> Animation:
+def animation(trace: Trace, source: str) -> Animation:
     """Animation of the steps of a vector-add trace issued by the warps drawn (the first
     :data:`MAX_WARPS_DRAWN`; the others issue the same six instructions, which the last caption says).
 
@@ -103,12 +113,18 @@ def animation(trace: Trace, source: str, dpi: int = 70) -> Animation:
     the steps highlight.
     """
     warps = trace.params["warps"]
+    drawn = min(warps, MAX_WARPS_DRAWN)
     shown = [i for i, s in enumerate(trace.steps) if s.data["warp"] < MAX_WARPS_DRAWN]
-    caps = [trace.steps[i].label for i in shown]
-    if warps > MAX_WARPS_DRAWN:
-        caps[-1] += f" (warps {MAX_WARPS_DRAWN}..{warps - 1} issue the same six instructions; not drawn)"
-    frames = render_frames(lambda j: figure(trace, shown[j]), len(shown), caps,
-                           [trace.steps[i].line for i in shown], dpi=dpi, tight=False)
+    lanes = _lanes(trace, drawn)
+    frames = []
+    for j, i in enumerate(shown):
+        st = trace.steps[i]
+        cap = st.label
+        if st.data["step"] >= 0:
+            cap += ": one instruction, all 32 lanes at once"
+        if j == len(shown) - 1 and warps > MAX_WARPS_DRAWN:
+            cap += f" (warps {MAX_WARPS_DRAWN}..{warps - 1} issue the same six instructions; not drawn)"
+        frames.append(Frame(drawing(trace, i, lanes), cap, st.line))
     return Animation(frames, title=f"C = A + B on {trace.params['n']} elements: {warps} warp(s), "
                                    f"6 warp-instructions each", provenance=trace.provenance, source=source)
 

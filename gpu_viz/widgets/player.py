@@ -1,44 +1,76 @@
-"""Players: one list of frames, two renderers (DESIGN.md section 6).
+"""Players: one list of frames, one renderer, two players (DESIGN.md section 6).
 
-Data path: Trace --> frames (``gpu_viz.frames.<stem>``; :func:`render_frames` draws each with
-matplotlib) -->
-:class:`Animation` --> ``live()`` (ipywidgets: play, step, scrub, highlighted source line)
-and ``static_html()`` (self-contained HTML + JS that plays in exported reveal.js slides and
-on GitHub with no kernel).
+Data path: Trace --> frames (``gpu_viz.frames.<stem>``: each frame's drawing is SVG markup written
+from the trace's arrays with :mod:`gpu_viz.widgets.svg`) --> :class:`Animation` --> ``live()``
+(ipywidgets: play, step, scrub, speed; the drawing in a ``widgets.HTML``) and ``static_html()``
+(self-contained HTML + JS that swaps the same markup in exported reveal.js slides, no kernel,
+nothing fetched).  Both players show the same source pane (:func:`source_view`: the kernel
+lines around the frame's line, wrapped, the line highlighted), caption and provenance.
 
-``Animation.show()`` emits ONE output carrying both: the widget view for a live frontend
-and the static HTML, which frontends without the widget manager (nbconvert, GitHub)
-render.  Only ipywidgets API common to 7.7.1 (Colab) and 8 is used: Play, IntSlider,
-jslink, HBox/VBox, Image, HTML, Button, Layout.
+Size: a player fits a 1280x720 slide below its title: at most :data:`PLAYER_WIDTH` x
+:data:`PLAYER_HEIGHT` CSS px with its controls, every text at least 18 px.
+
+``Animation.show()`` emits ONE output carrying both: the widget view for a live frontend and the
+static HTML, which frontends without the widget manager (nbconvert, reveal.js decks, GitHub)
+render.  Only ipywidgets API common to 7.7.1 (Colab) and 8 is used: Play, IntSlider, jslink,
+HBox/VBox, HTML, Button, Layout.
 """
 from __future__ import annotations
 
-import base64
 import dataclasses
 import html
 import io
 import itertools
 import json
-from typing import Callable, List, Optional, Sequence
+import textwrap
+from typing import Dict, List, Optional, Sequence
+
+from . import svg as _svg
 
 PLAYER_METADATA_KEY = "gpu_viz"
+#: The player's outer box, CSS px (issue 15: a slide of 1280x720 below its title).
+PLAYER_WIDTH, PLAYER_HEIGHT = 1200, 560
+#: Gap between the drawing and the source pane, and the player's padding, CSS px.
+GAP, PAD = 10, 4
+#: The source pane: width (CSS px) and the most wrapped rows it shows at 18 px.
+SOURCE_WIDTH = 392
+SOURCE_FONT_PX = 18
+#: Row height: 25 px, more than any deck theme's ``pre`` line height at 18 px (the course theme
+#: forces 1.35 = 24.3 px), so the rows counted here always fit the pane.
+SOURCE_LINE_PX = 25
+SOURCE_ROWS = (_svg.HEIGHT - 10) // SOURCE_LINE_PX     # 8 px of padding and 2 of border inside the cap
+#: Characters one wrapped row of the source pane holds (18 px monospace is ~0.61 em a character;
+#: 16 px of padding).  Used to choose which lines fit; the browser wraps the text itself.
+SOURCE_COLS = int((SOURCE_WIDTH - 16) / (0.61 * SOURCE_FONT_PX))
+HIGHLIGHT = "#F0E442"   # Okabe-Ito yellow, and the line is bold too (never colour alone)
 _ids = itertools.count()
 
 
 @dataclasses.dataclass(frozen=True)
 class Frame:
-    """One frame: a PNG image, a caption, and the 1-based source line to highlight (or None)."""
+    """One frame of a player.
 
-    png: bytes
+    Attributes:
+        markup: the drawing: an ``<svg>`` (or HTML) fragment, at most
+            :data:`gpu_viz.widgets.svg.WIDTH` x :data:`gpu_viz.widgets.svg.HEIGHT` CSS px.
+        caption: what happens in this frame, in words.
+        line: the 1-based line of the player's source to highlight, or None.
+    """
+
+    markup: str
     caption: str = ""
     line: Optional[int] = None
+
+    def __post_init__(self):
+        if not isinstance(self.markup, str) or not self.markup.strip():
+            raise ValueError(f"Frame: markup must be a non-empty SVG/HTML string, got {self.markup!r:.60}")
 
 
 def figure_png(fig, dpi: int = 80, tight: bool = True, close: bool = True) -> bytes:
     """Render a matplotlib figure to PNG bytes (and close it unless ``close=False``).
 
-    ``tight``: crop to the drawn area (a second layout pass: about twice the render time; a
-    figure laid out by hand does not need it).
+    For plots that are the point (timelines, staircases), not for animation frames.
+    ``tight``: crop to the drawn area (a second layout pass: about twice the render time).
     """
     import matplotlib.pyplot as plt
 
@@ -49,25 +81,6 @@ def figure_png(fig, dpi: int = 80, tight: bool = True, close: bool = True) -> by
     return buf.getvalue()
 
 
-def render_frames(draw: Callable[[int], "object"], count: int, captions: Sequence[str],
-                  lines: Optional[Sequence[Optional[int]]] = None, dpi: int = 80,
-                  tight: bool = True) -> List[Frame]:
-    """Build frames by calling ``draw(i)`` (returns a matplotlib Figure) for i in range(count).
-
-    ``tight``: see :func:`figure_png`.
-
-    Raises:
-        ValueError: if ``captions`` (or ``lines``) does not have ``count`` entries.
-    """
-    if len(captions) != count:
-        raise ValueError(f"render_frames: captions has {len(captions)} entries, expected count={count}")
-    if lines is not None and len(lines) != count:
-        raise ValueError(f"render_frames: lines has {len(lines)} entries, expected count={count}")
-    lines = list(lines) if lines is not None else [None] * count
-    return [Frame(png=figure_png(draw(i), dpi=dpi, tight=tight), caption=captions[i], line=lines[i])
-            for i in range(count)]
-
-
 def show_figure(fig, dpi: int = 80) -> None:
     """Display a matplotlib figure as a PNG whatever the backend (Agg included), then close it."""
     from IPython.display import Image, display
@@ -75,14 +88,75 @@ def show_figure(fig, dpi: int = 80) -> None:
     display(Image(data=figure_png(fig, dpi=dpi), format="png"))
 
 
-def _source_html(source: str, line: Optional[int], dom_id: str = "") -> str:
+def _rows(text: str) -> int:
+    """Rows ``text`` takes in the source pane: wrapped at spaces like CSS ``pre-wrap``, a word longer
+    than a row broken anywhere (``overflow-wrap: anywhere``)."""
+    return max(1, len(textwrap.wrap(text.expandtabs(4).rstrip(), width=SOURCE_COLS, break_long_words=True,
+                                    break_on_hyphens=False, replace_whitespace=False)))
+
+
+def source_window(source: str, line: Optional[int]) -> tuple:
+    """The 1-based lines ``(first, last)`` of ``source`` the pane shows for ``line``: all of them
+    when they fit :data:`SOURCE_ROWS` wrapped rows, else a window around ``line`` (a third of the
+    pane above it) that fits, leaving a row for each "lines above / below" marker."""
+    lines = source.splitlines() or [""]
+    n = len(lines)
+    if sum(_rows(t) for t in lines) <= SOURCE_ROWS:
+        return 1, n
+    budget = SOURCE_ROWS - 2
+    centre = min(max(line or 1, 1), n)
+    first = last = centre
+    used = _rows(lines[centre - 1])
+    above_target = budget // 3
+    # grow upwards to a third of the budget, then downwards, then upwards again with what is left
+    while first > 1 and used + _rows(lines[first - 2]) <= above_target + _rows(lines[centre - 1]):
+        first -= 1
+        used += _rows(lines[first - 1])
+    while last < n and used + _rows(lines[last]) <= budget:
+        last += 1
+        used += _rows(lines[last - 1])
+    while first > 1 and used + _rows(lines[first - 2]) <= budget:
+        first -= 1
+        used += _rows(lines[first - 1])
+    return first, last
+
+
+def source_view(source: str, line: Optional[int]) -> str:
+    """The source pane's HTML for a frame: the lines of :func:`source_window`, wrapped (never cut
+    at the right), line ``line`` highlighted (yellow and bold), line numbers of the elided parts
+    said in words."""
+    lines = source.splitlines() or [""]
+    first, last = source_window(source, line)
     rows = []
-    for i, text in enumerate(source.splitlines(), 1):
-        style = "background:#ffe08a;font-weight:bold;" if i == line else ""
-        rows.append(f'<span data-line="{i}" style="display:block;{style}">{html.escape(text) or " "}</span>')
-    id_attr = f' id="{dom_id}"' if dom_id else ""
-    return (f'<pre{id_attr} class="gpu-viz-source" style="font-size:13px;line-height:1.35;'
-            f'margin:0;padding:6px;background:#f6f8fa;color:#111;overflow:auto">' + "".join(rows) + "</pre>")
+    if first > 1:
+        above = "line 1" if first == 2 else f"lines 1-{first - 1}"
+        rows.append(f'<span class="gv-elided" style="display:block;color:#444">… {above} above</span>')
+    for i in range(first, last + 1):
+        on = i == line
+        style = f"display:block;background:{HIGHLIGHT};font-weight:bold;" if on else "display:block;"
+        rows.append(f'<span data-line="{i}" style="{style}">{html.escape(lines[i - 1]) or " "}</span>')
+    if last < len(lines):
+        rows.append(f'<span class="gv-elided" style="display:block;color:#444">… '
+                    + (f"line {last + 1}" if last + 1 == len(lines) else f"lines {last + 1}-{len(lines)}")
+                    + " below</span>")
+    return (f'<pre class="gpu-viz-source" style="box-sizing:border-box;width:{SOURCE_WIDTH}px;'
+            f'max-height:{_svg.HEIGHT}px;overflow:hidden;font-size:{SOURCE_FONT_PX}px;line-height:'
+            f'{SOURCE_LINE_PX}px;white-space:pre-wrap;overflow-wrap:anywhere;margin:0;padding:4px 8px;'
+            f'font-family:Liberation Mono,DejaVu Sans Mono,monospace;background:#F4F4F4;color:#111;border:1px solid #BBB;border-radius:4px">' + "".join(rows) + "</pre>")
+
+
+def _key(line: Optional[int]) -> str:
+    """The static player's key of a source view: the line number, "" for none (as its JS forms it)."""
+    return "" if line is None else str(line)
+
+
+#: The content width a player needs to keep its source pane beside the drawing (narrower, as in a
+#: notebook's output area, the pane goes below it).
+CONTENT_WIDTH = _svg.WIDTH + GAP + SOURCE_WIDTH + 2 * PAD
+
+#: Style of the player's text (scoped to one player by its id in :meth:`Animation.static_html`).
+_BOX = (f"box-sizing:border-box;max-width:{PLAYER_WIDTH}px;font-family:{_svg.FONT};"
+        f"font-size:18px;line-height:22px;color:#111;text-align:left;padding:{PAD}px")
 
 
 class Animation:
@@ -92,22 +166,26 @@ class Animation:
         frames: the frames, in order (at least one).
         title: shown above the player.
         provenance: where the data came from ("measured on NVIDIA L4 (sm_89) just now",
-            "CPU model, no GPU", "recorded on NVIDIA H200, 2026-11-29"); always shown.
+            "CPU model, no GPU", "recorded on NVIDIA H200, 2026-11-29"); shown with every frame.
         source: kernel source text whose ``Frame.line`` is highlighted, or None.
-        interval_ms: play speed, milliseconds per frame.
+        interval_ms: play speed, milliseconds per frame (50..10000).
 
     Raises:
-        ValueError: no frames, or a frame's ``line`` outside ``source``.
+        ValueError: no frames, a frame's ``line`` outside ``source``, or ``interval_ms`` out of range.
     """
 
     def __init__(self, frames: Sequence[Frame], *, title: str, provenance: str,
-                 source: Optional[str] = None, interval_ms: int = 800):
+                 source: Optional[str] = None, interval_ms: int = 900):
         if not frames:
             raise ValueError("Animation: frames is empty; a player needs at least one frame")
+        if not all(isinstance(f, Frame) for f in frames):
+            raise TypeError("Animation: frames must be Frame objects (from gpu_viz.widgets)")
         n_lines = len(source.splitlines()) if source else 0
         for i, f in enumerate(frames):
             if source and f.line is not None and not (1 <= f.line <= n_lines):
                 raise ValueError(f"Animation: frame {i} highlights line {f.line}, but source has {n_lines} lines")
+        if not 50 <= int(interval_ms) <= 10000:
+            raise ValueError(f"Animation: interval_ms must be 50..10000 ms per frame, got {interval_ms}")
         self.frames = list(frames)
         self.title, self.provenance, self.source = title, provenance, source
         self.interval_ms = int(interval_ms)
@@ -115,101 +193,125 @@ class Animation:
     def __len__(self):
         return len(self.frames)
 
+    def _header(self) -> str:
+        return (f'<div class="gpu-viz-title" style="font-weight:bold;font-size:20px;line-height:24px">'
+                f'{html.escape(self.title)}</div>'
+                f'<div class="gpu-viz-provenance" style="color:#333;font-size:18px">Data: '
+                f'{html.escape(self.provenance)}</div>')
+
     # -- static: plays with no kernel --------------------------------------------------
     def static_html(self) -> str:
-        """Self-contained HTML + inline JS player (buttons, range slider, play/pause)."""
-        uid = f"gvp{next(_ids)}_{id(self) & 0xFFFF:x}"
-        imgs = [base64.b64encode(f.png).decode() for f in self.frames]
-        meta = [{"caption": f.caption, "line": f.line} for f in self.frames]
-        src = _source_html(self.source, self.frames[0].line, f"{uid}-src") if self.source else ""
+        """Self-contained HTML + inline JS player: first / back / play-pause / forward / last,
+        a scrub range, a speed choice.  The drawing and source pane of each frame are the same
+        markup the live player shows (deduplicated).  Buttons give the keyboard back after a
+        click (blur), so reveal.js's keys keep walking the deck."""
+        uid = f"gvp{next(_ids)}"
+        markups: Dict[str, int] = {}
+        views: Dict[str, str] = {}
+        meta = []
+        for f in self.frames:
+            m = markups.setdefault(f.markup, len(markups))
+            if self.source:
+                views.setdefault(_key(f.line), source_view(self.source, f.line))
+            meta.append({"m": m, "c": f.caption, "l": f.line})
+        marks = list(markups)
         n = len(self.frames)
+        first = self.frames[0]
+        src = (f'<div id="{uid}-src" class="gpu-viz-source-pane" style="flex:0 0 {SOURCE_WIDTH}px">'
+               f'{views[_key(first.line)]}</div>') if self.source else ""
+        btn = ("font-size:18px;line-height:22px;min-width:44px;padding:4px 8px;margin:0;border:1px solid #888;"
+               "border-radius:4px;background:#F4F4F4;color:#111;cursor:pointer")
+        speeds = "".join(f'<option value="{s}"{" selected" if s == 1 else ""}>{s}x</option>' for s in (0.5, 1, 2, 4))
         return f"""
-<div class="gpu-viz-player" id="{uid}" data-frames="{n}" style="font-family:sans-serif;max-width:100%">
-  <div style="font-weight:bold">{html.escape(self.title)}</div>
-  <div class="gpu-viz-provenance" style="font-size:12px;color:#555">Data: {html.escape(self.provenance)}</div>
-  <div style="display:flex;gap:12px;align-items:flex-start;flex-wrap:wrap">
-    <img id="{uid}-img" style="max-width:640px;width:100%" src="data:image/png;base64,{imgs[0]}"/>
-    {f'<div style="flex:1;min-width:280px">{src}</div>' if src else ''}
+<div class="gpu-viz-player" id="{uid}" data-frames="{n}" data-frame="0" style="{_BOX}">
+  {self._header()}
+  <div style="display:flex;gap:{GAP}px;align-items:flex-start;flex-wrap:wrap;margin:4px 0">
+    <div id="{uid}-draw" class="gpu-viz-draw" style="flex:0 0 auto">{first.markup}</div>
+    {src}
   </div>
-  <div class="gpu-viz-caption" id="{uid}-cap" style="min-height:1.4em;margin:4px 0">{html.escape(meta[0]['caption'])}</div>
-  <div style="display:flex;gap:6px;align-items:center">
-    <button type="button" data-act="first" title="first frame">&#x21E4;</button>
-    <button type="button" data-act="prev" title="step back">&#x25C0;</button>
-    <button type="button" data-act="play" title="play / pause">&#x25B6;</button>
-    <button type="button" data-act="next" title="step forward">&#x25B6;&#x25B6;</button>
-    <button type="button" data-act="last" title="last frame">&#x21E5;</button>
-    <input type="range" min="0" max="{n - 1}" value="0" id="{uid}-range" style="flex:1"/>
-    <span id="{uid}-pos">1 / {n}</span>
+  <div class="gpu-viz-caption" id="{uid}-cap" style="min-height:44px">{html.escape(first.caption)}</div>
+  <div class="gpu-viz-controls" style="display:flex;gap:6px;align-items:center">
+    <button type="button" style="{btn}" data-act="first" title="first frame">|&#x25C0;</button>
+    <button type="button" style="{btn}" data-act="prev" title="step back">&#x25C0;</button>
+    <button type="button" style="{btn}" data-act="play" title="play / pause">&#x25B6;</button>
+    <button type="button" style="{btn}" data-act="next" title="step forward">&#x25B6;&#x25B6;</button>
+    <button type="button" style="{btn}" data-act="last" title="last frame">&#x25B6;|</button>
+    <input type="range" min="0" max="{n - 1}" value="0" id="{uid}-range" aria-label="frame" style="flex:1;min-width:120px"/>
+    <span id="{uid}-pos" style="min-width:80px;text-align:right">1 / {n}</span>
+    <label style="font-size:18px">speed <select id="{uid}-speed" style="font-size:18px">{speeds}</select></label>
   </div>
 </div>
 <script>
 (function() {{
   var root = document.getElementById("{uid}");
   if (!root || root.dataset.ready) return; root.dataset.ready = "1";
-  var imgs = {json.dumps(imgs)}, meta = {json.dumps(meta)}, i = 0, timer = null;
-  var img = document.getElementById("{uid}-img"), cap = document.getElementById("{uid}-cap");
+  var M = {json.dumps(marks)}, S = {json.dumps(views)}, F = {json.dumps(meta)};
+  var i = 0, timer = null, base = {self.interval_ms};
+  var draw = document.getElementById("{uid}-draw"), cap = document.getElementById("{uid}-cap");
   var rng = document.getElementById("{uid}-range"), pos = document.getElementById("{uid}-pos");
-  var src = document.getElementById("{uid}-src");
+  var src = document.getElementById("{uid}-src"), speed = document.getElementById("{uid}-speed");
+  var playBtn = root.querySelector("button[data-act=play]");
   function show(k) {{
-    i = Math.max(0, Math.min(imgs.length - 1, k));
-    img.src = "data:image/png;base64," + imgs[i]; cap.textContent = meta[i].caption;
-    rng.value = i; pos.textContent = (i + 1) + " / " + imgs.length; root.dataset.frame = i;
-    if (src) {{
-      var rows = src.querySelectorAll("span[data-line]");
-      for (var r = 0; r < rows.length; r++) {{
-        var on = meta[i].line !== null && (r + 1) === meta[i].line;
-        rows[r].style.background = on ? "#ffe08a" : ""; rows[r].style.fontWeight = on ? "bold" : "";
-        if (on && src.scrollHeight > src.clientHeight) {{  // a height-capped source pane follows the line
-          var top = rows[r].offsetTop - (rows[r].offsetParent === src ? 0 : src.offsetTop);
-          src.scrollTop = Math.max(0, top - src.clientHeight / 3);
-        }}
-      }}
-    }}
+    var prev = F[i];
+    i = Math.max(0, Math.min(F.length - 1, k));
+    if (F[i].m !== prev.m || draw.dataset.m === undefined) {{ draw.innerHTML = M[F[i].m]; draw.dataset.m = F[i].m; }}
+    if (src) src.innerHTML = S[F[i].l === null ? "" : String(F[i].l)];
+    cap.textContent = F[i].c; rng.value = i; pos.textContent = (i + 1) + " / " + F.length;
+    root.dataset.frame = i;
   }}
-  function stop() {{ if (timer) {{ clearInterval(timer); timer = null; }} }}
+  function stop() {{ if (timer) {{ clearInterval(timer); timer = null; }} playBtn.innerHTML = "&#x25B6;"; }}
+  function play() {{
+    if (i >= F.length - 1) show(0);
+    timer = setInterval(function() {{ if (i >= F.length - 1) stop(); else show(i + 1); }},
+                        base / parseFloat(speed.value));
+    playBtn.innerHTML = "&#x275A;&#x275A;";
+  }}
   root.addEventListener("click", function(ev) {{
-    var b = ev.target.closest("button"); if (!b) return; ev.stopPropagation();
+    var b = ev.target.closest("button"); if (!b || !root.contains(b)) return;
     var a = b.dataset.act;
-    if (a === "play") {{
-      if (timer) {{ stop(); return; }}
-      if (i >= imgs.length - 1) show(0);
-      timer = setInterval(function() {{ if (i >= imgs.length - 1) stop(); else show(i + 1); }}, {self.interval_ms});
-    }} else {{ stop(); show(a === "first" ? 0 : a === "last" ? imgs.length - 1 : a === "prev" ? i - 1 : i + 1); }}
+    if (a === "play") {{ if (timer) stop(); else play(); }}
+    else {{ stop(); show(a === "first" ? 0 : a === "last" ? F.length - 1 : a === "prev" ? i - 1 : i + 1); }}
+    b.blur();   // the deck's keys (arrows, space) go back to reveal.js, not to this button
   }});
   rng.addEventListener("input", function() {{ stop(); show(parseInt(rng.value, 10)); }});
+  rng.addEventListener("change", function() {{ rng.blur(); }});
+  speed.addEventListener("change", function() {{ if (timer) {{ clearInterval(timer); timer = null; play(); }} speed.blur(); }});
   show(0);
 }})();
 </script>"""
 
     # -- live: ipywidgets -------------------------------------------------------------
     def live(self):
-        """An ipywidgets player: Play + IntSlider (jslinked), step buttons, image, source."""
+        """An ipywidgets player: Play + IntSlider (jslinked), step buttons, a speed slider
+        (ms per frame, jslinked to Play), the drawing and source pane as ``widgets.HTML``."""
         import ipywidgets as w
 
         n = len(self.frames)
         play = w.Play(value=0, min=0, max=n - 1, step=1, interval=self.interval_ms, description="play")
         slider = w.IntSlider(value=0, min=0, max=n - 1, step=1, description="frame",
-                             continuous_update=True, layout=w.Layout(width="60%"))
+                             continuous_update=True, layout=w.Layout(width="420px"))
         w.jslink((play, "value"), (slider, "value"))
+        speed = w.IntSlider(value=self.interval_ms, min=100, max=3000, step=100, description="ms/frame",
+                            layout=w.Layout(width="300px"))
+        w.jslink((speed, "value"), (play, "interval"))
         back, fwd = w.Button(description="◀ step"), w.Button(description="step ▶")
-        image = w.Image(value=self.frames[0].png, format="png", layout=w.Layout(max_width="640px"))
-        caption = w.HTML(value=html.escape(self.frames[0].caption))
-        source = w.HTML(value=_source_html(self.source, self.frames[0].line) if self.source else "")
+        drawing = w.HTML(value=self.frames[0].markup)
+        caption = w.HTML(value=f'<div style="font-size:18px;line-height:22px">{html.escape(self.frames[0].caption)}</div>')
+        source = w.HTML(value=source_view(self.source, self.frames[0].line) if self.source else "")
 
         def update(change):
             f = self.frames[change["new"]]
-            image.value = f.png
-            caption.value = html.escape(f.caption)
+            drawing.value = f.markup
+            caption.value = f'<div style="font-size:18px;line-height:22px">{html.escape(f.caption)}</div>'
             if self.source:
-                source.value = _source_html(self.source, f.line)
+                source.value = source_view(self.source, f.line)
 
         slider.observe(update, names="value")
         back.on_click(lambda _b: setattr(slider, "value", max(0, slider.value - 1)))
         fwd.on_click(lambda _b: setattr(slider, "value", min(n - 1, slider.value + 1)))
-        header = w.HTML(value=f"<b>{html.escape(self.title)}</b><br>"
-                              f"<span style='font-size:12px;color:#555'>Data: {html.escape(self.provenance)}</span>")
-        body = w.HBox([image, source]) if self.source else image
-        box = w.VBox([header, body, caption, w.HBox([play, back, fwd, slider])])
+        header = w.HTML(value=f'<div style="{_BOX}">{self._header()}</div>')
+        body = w.HBox([drawing, source]) if self.source else drawing
+        box = w.VBox([header, body, caption, w.HBox([play, back, fwd, slider, speed])])
         box.add_class("gpu-viz-live-player")
         return box
 

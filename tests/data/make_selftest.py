@@ -12,21 +12,19 @@ sys.path.insert(0, str(HERE.parent.parent / "scripts"))
 from nbkit import code, header, md, notes, write  # noqa: E402
 
 PLAYER = '''
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 from gpu_viz import provenance
-from gpu_viz.widgets import Animation, render_frames
+from gpu_viz.widgets import Animation, Frame, svg
 
 SOURCE = "int i = blockIdx.x * blockDim.x + threadIdx.x;\\nif (i < n) c[i] = a[i] + b[i];"
 
 def draw(k):
-    fig, ax = plt.subplots(figsize=(3, 1.2))
-    ax.bar(range(4), [k + 1, 2, 3, 4 - k])
-    ax.set_title(f"frame {k}")
-    return fig
+    d = svg.Svg(height=80)
+    for j, v in enumerate([k + 1, 2, 3, 4 - k]):
+        d.cell(10 + 60 * j, 30, 50, 40, str(v), fill=svg.SKY)
+    d.text(10, 22, f"frame {k}")
+    return d.markup()
 
-anim = Animation(render_frames(draw, 3, ["load", "add", "store"], lines=[1, 2, 2]),
+anim = Animation([Frame(draw(k), cap, line) for k, (cap, line) in enumerate([("load", 1), ("add", 2), ("store", 2)])],
                  title="self-test player", provenance=provenance(), source=SOURCE, interval_ms=200)
 anim.show()
 '''
