@@ -182,3 +182,16 @@ def test_seed_tree_marks_the_lost_partials():
         last = anim.frames[-1]
         assert last.caption == "total = 64: 32 of 96 partials never arrived"
         assert texts(last.markup).count("✗") == 32
+
+
+def test_latency_still_is_the_whole_run_with_its_provenance():
+    from gpu_viz.frames import latency as latency_frames
+
+    tr = latency_model.simulate(1, 200, 16, 2, latency_source="the deck's ~200 cycles")
+    page = latency_frames.still(tr)._repr_html_()
+    assert "Data: " + html.escape(tr.provenance) in page
+    assert latency_frames.drawing(tr) in page and f"cycle {tr.params['cycles'] - 1} of" in page
+    assert min(float(s) for s in _FONT.findall(page)) >= svg.MIN_FONT_PX
+    with pytest.raises(ValueError, match="markup must be a non-empty"):
+        from gpu_viz.widgets import Still
+        Still("", title="t", provenance="p")

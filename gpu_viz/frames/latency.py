@@ -2,8 +2,9 @@
 
 Data path: ``gpu_viz.model.latency.simulate`` --> :class:`gpu_viz.trace.Trace` --> :func:`drawing`
 (SVG: each warp's states up to a cycle, what each warp does now, the issue slot filled or idle)
---> :func:`frames` --> :class:`gpu_viz.widgets.Animation`.  :func:`draw` is the whole run as one
-matplotlib chart (a plot, for the notebook).
+--> :func:`frames` --> :class:`gpu_viz.widgets.Animation`; :func:`still` is the whole run as one
+SVG picture.  :func:`draw` is the same run as a matplotlib chart (notebook 04 draws it until its
+cell moves to :func:`still`).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 from ..check import check_int
 from ..model.latency import COMPUTE, DONE, LOAD, READY, STATE_NAMES, WAITING
 from ..trace import Trace
-from ..widgets import Frame, svg
+from ..widgets import Frame, Still, svg
 
 STATE_COLORS = {READY: "#c9d7e8", COMPUTE: "#2e7d32", LOAD: "#f9a825", WAITING: "#e57373", DONE: "#ffffff"}
 #: The player's state fills (Okabe-Ito) and the word written in a bar wide enough to hold it.
@@ -177,6 +178,15 @@ def drawing(trace: Trace, t: Optional[int] = None) -> str:
     d.legend(8, yl + 28, [(STATE_FILLS[LOAD], "load"), (STATE_FILLS[WAITING], "stalled"),
                           (STATE_FILLS[COMPUTE], "math"), (STATE_FILLS[READY], "ready")])
     return d.markup()
+
+
+def still(trace: Trace) -> Still:
+    """The whole run as one SVG picture (:func:`drawing` at the last cycle), with its provenance."""
+    p = trace.params
+    W = trace["state"].shape[1]
+    return Still(drawing(trace), title=f"MODEL: one warp scheduler, {W} warp{'s' if W > 1 else ''}, load latency "
+                                       f"{p['latency_cycles']} cycles: issue slot busy {p['utilization']:.0%}",
+                 provenance=trace.provenance)
 
 
 def frames(trace: Trace, count: int = 16, source_lines: Optional[Dict[int, int]] = None) -> List[Frame]:

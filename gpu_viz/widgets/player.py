@@ -159,6 +159,34 @@ _BOX = (f"box-sizing:border-box;max-width:{PLAYER_WIDTH}px;font-family:{_svg.FON
         f"font-size:18px;line-height:22px;color:#111;text-align:left;padding:{PAD}px")
 
 
+class Still:
+    """One drawing with its title and provenance, for a picture that does not move (no controls).
+
+    Args:
+        markup: an SVG drawing (:mod:`gpu_viz.widgets.svg`).
+        title: shown above it.
+        provenance: where the data came from; always shown.
+
+    Raises:
+        ValueError: empty ``markup``.
+    """
+
+    def __init__(self, markup: str, *, title: str, provenance: str):
+        if not isinstance(markup, str) or not markup.strip():
+            raise ValueError("Still: markup must be a non-empty SVG/HTML string")
+        self.markup, self.title, self.provenance = markup, title, provenance
+
+    def _repr_html_(self) -> str:
+        return (f'<div class="gpu-viz-still" style="{_BOX}">' + Animation._header(self)
+                + f'<div style="margin-top:4px">{self.markup}</div></div>')
+
+    def show(self) -> None:
+        """Display it (HTML: notebooks, nbconvert and decks render it alike)."""
+        from IPython.display import HTML, display
+
+        display(HTML(self._repr_html_()))
+
+
 class Animation:
     """Frames plus the context every player shows: title, provenance, the kernel source.
 
