@@ -447,3 +447,16 @@ def test_checker_catches_mathtext_exponents():
         t.set_fontsize(14)
     assert not [p for p in style.check(fig) if "mathdefault" in p or "10^" in p]
     plt.close(fig)
+
+
+@pytest.mark.parametrize("threads", [256, 1024])
+def test_scheduling_timeline_is_readable_at_slide_size(threads):
+    """Bug class: notebook 07's timeline plot was drawn at 7-9 pt (9-12 CSS px on a slide)."""
+    from gpu_viz.frames import scheduling
+    from gpu_viz.lessons import SCHEDULING
+
+    tr = SCHEDULING.trace(blocks=2048, threads=threads, spin_cycles=20000)
+    for until in (None, float(tr["t_end"].max()) / 2):
+        fig = scheduling.timeline_figure(tr, until_ns=until)
+        assert style.check(fig) == []
+        plt.close(fig)

@@ -15,6 +15,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from ..figures import style
 from ..trace import Trace
 from ..widgets import Animation, Frame, svg
 
@@ -25,8 +26,10 @@ def _wave_of(trace: Trace) -> np.ndarray:
     return np.arange(p["blocks"]) // per_wave
 
 
+@style.styled
 def timeline_figure(trace: Trace, until_ns: Optional[float] = None, title: str = ""):
-    """Blocks as bars: y = SM, x = time (µs) from the first block's start.
+    """Blocks as bars: y = SM, x = time (µs) from the first block's start; at slide size, every text
+    at least the course's smallest (``gpu_viz.figures.style``).
 
     ``until_ns``: draw the state at that instant (running blocks cut there, unstarted ones absent).
     """
@@ -59,7 +62,7 @@ def timeline_figure(trace: Trace, until_ns: Optional[float] = None, title: str =
     row = (sm * r + slot).astype(np.int64)
     for b in np.nonzero(show)[0]:
         img[row[b], c0[b]:c1[b]] = cmap(int(wave[b]) % 10)[:3]
-    fig, ax = plt.subplots(figsize=(10, 4.6))
+    fig, ax = style.subplots(figsize=style.MAX_FIGSIZE_IN)
     ax.imshow(img, aspect="auto", interpolation="nearest", extent=(0, span / 1e3, n_sm - 0.5, -0.5))
     ax.set_xlabel("time since the first block started (µs)")
     ax.set_ylabel(f"SM (%smid), {n_sm} SMs")
@@ -69,12 +72,12 @@ def timeline_figure(trace: Trace, until_ns: Optional[float] = None, title: str =
         running = int(((t0 <= until_ns) & (t1 > until_ns)).sum())
         done = int((t1 <= until_ns).sum())
         ax.text(0.99, 0.02, f"in the queue: {queued}   running: {running}   done: {done}",
-                transform=ax.transAxes, ha="right", va="bottom", fontsize=9,
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=style.SMALL_PT,
                 bbox=dict(fc="white", ec="#999"))
-    ax.set_title(title or f"{p['blocks']} blocks x {p['threads']} threads, colour = wave "
-                          f"(launch order / ({n_sm} SMs x {r} resident))", fontsize=9, loc="left")
-    fig.text(0.01, 0.005, "Data: " + trace.provenance[:160], fontsize=7, color="#555")
-    fig.tight_layout()
+    ax.set_title(title or f"{p['blocks']} blocks x {p['threads']} threads; colour = wave "
+                          f"({n_sm} SMs x {r} resident)", loc="left")
+    bottom = style.add_data_line(fig, "Data: " + trace.provenance)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
 
 
