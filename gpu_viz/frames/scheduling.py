@@ -62,7 +62,7 @@ def timeline_figure(trace: Trace, until_ns: Optional[float] = None, title: str =
     row = (sm * r + slot).astype(np.int64)
     for b in np.nonzero(show)[0]:
         img[row[b], c0[b]:c1[b]] = cmap(int(wave[b]) % 10)[:3]
-    fig, ax = style.subplots(figsize=style.MAX_FIGSIZE_IN)
+    fig, ax = style.subplots(figsize=(style.MAX_FIGSIZE_IN[0], 4.6))   # room on its slide for a title and a line
     ax.imshow(img, aspect="auto", interpolation="nearest", extent=(0, span / 1e3, n_sm - 0.5, -0.5))
     ax.set_xlabel("time since the first block started (µs)")
     ax.set_ylabel(f"SM (%smid), {n_sm} SMs")
