@@ -515,6 +515,7 @@ def _empty(xo: _Operand, M: int, N: int):
 
 # --- the wide-row kernels of gpu_viz.rmsnorm.wide (a module of its own; optional) -----------
 
+@functools.lru_cache(maxsize=None)  # a failed import costs ~50 us: looked up once
 def _wide_module():
     """:mod:`gpu_viz.rmsnorm.wide` where it exists, else None (then every row takes this file's
     kernels)."""
@@ -537,11 +538,16 @@ def uses_wide(op: str, N: int, dtype, cc: Tuple[int, int], weight_dtype=None, ca
     capability ``cc``: decided by the op, N, the dtypes, the cast and the GPU -- never by M or
     the data's alignment (batch invariance).  The add op, fp32 weights with fp16/bf16 x and
     the ``"llama"`` cast stay on this file's kernels."""
-    dt = dtype_name(dtype)
+    return _uses_wide(op, int(N), dtype_name(dtype), tuple(cc),
+                      None if weight_dtype is None else dtype_name(weight_dtype), cast)
+
+
+@functools.lru_cache(maxsize=4096)  # on every call's path; pure given the wide module
+def _uses_wide(op: str, N: int, dt: str, cc: Tuple[int, int], weight_dtype: Optional[str], cast: str) -> bool:
     if op not in OPS or cast != CAST_FP32 or (weight_dtype is not None and dtype_name(weight_dtype) != dt):
         return False
     wide = _wide_module()
-    return wide is not None and bool(wide.supported(int(N), dt, tuple(cc)))
+    return wide is not None and bool(wide.supported(N, dt, cc))
 
 
 def _launch_wide(info: Dict, out, device: int):
