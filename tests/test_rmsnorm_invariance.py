@@ -150,6 +150,10 @@ def test_new_arguments_checked():
         ops.rmsnorm_add(x, torch.randn(2, 7), w)
     with pytest.raises(ValueError, match="x is on device cpu"):
         ops.rmsnorm_add(x, x, w)
+    with pytest.raises(TypeError, match="residual must be a torch CUDA tensor"):
+        ops.rmsnorm_add(x, None, w)
+    with pytest.raises(TypeError, match="gate must be a torch CUDA tensor"):
+        ops.rmsnorm_gate(x, None, w)
 
 
 def test_reference_llama_cast_rounds_once_between():

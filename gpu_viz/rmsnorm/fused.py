@@ -991,6 +991,9 @@ def _call(op: str, x, x2, weight, eps, weight_offset, cast):
     :func:`_launch`."""
     gate = x2 if op == "rmsnorm_gate" else None
     residual = x2 if op == RMSNORM_ADD else None
+    if op != "rmsnorm" and x2 is None:
+        name = "gate" if op == "rmsnorm_gate" else "residual"
+        raise TypeError(f"{name} must be a torch CUDA tensor or a CuPy array of x's shape, got None")
     if torch is not None and isinstance(x, torch.Tensor):
         ts = (x, weight) if x2 is None else (x, x2, weight)
         if not all(isinstance(t, torch.Tensor) for t in ts):

@@ -5,7 +5,7 @@ set -o pipefail
 export PYTHONPATH=$PWD
 O=${OUT:-/tmp/out}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee $O/log
-timeout 115 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_rmsnorm_invariance.py tests/test_rmsnorm_fused.py -x -q 2>&1 | tail -40 | tee -a $O/log
+timeout 120 python3 -m pytest -q -rf -p no:cacheprovider -m gpu tests/test_rmsnorm_invariance.py tests/test_rmsnorm_fused.py 2>&1 | tail -40 | tee -a $O/log
 echo "pytest rc=$?" | tee -a $O/log
 timeout 95 python3 benchmarks/explore/2026-12-01-per-call/gpu_run.py $O 2>&1 | tee $O/bench.log | tail -5 >> $O/log
 echo "bench rc=$?" | tee -a $O/log
