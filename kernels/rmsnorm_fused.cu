@@ -177,21 +177,29 @@ __device__ __forceinline__ void store_hinted(T* p, const Pack<T, VEC>& v, unsign
 template <int POLICY, typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> load_any(const T* p, unsigned long long pol, int fits,
                                                  bool aligned) {
-    if (VEC == 1 || aligned) return load_hinted<POLICY, T, VEC>(p, pol, fits);
-    Pack<T, VEC> r;
-    #pragma unroll
-    for (int k = 0; k < VEC; ++k) r.v[k] = p[k];
-    return r;
+    if constexpr (VEC == 1) {
+        return load_hinted<POLICY, T, VEC>(p, pol, fits);
+    } else {
+        if (aligned) return load_hinted<POLICY, T, VEC>(p, pol, fits);
+        Pack<T, VEC> r;
+        #pragma unroll
+        for (int k = 0; k < VEC; ++k) r.v[k] = p[k];
+        return r;
+    }
 }
 template <int POLICY, typename T, int VEC>
 __device__ __forceinline__ void store_any(T* p, const Pack<T, VEC>& v, unsigned long long pol,
                                           int fits, bool aligned) {
-    if (VEC == 1 || aligned) {
+    if constexpr (VEC == 1) {
         store_hinted<POLICY, T, VEC>(p, v, pol, fits);
-        return;
+    } else {
+        if (aligned) {
+            store_hinted<POLICY, T, VEC>(p, v, pol, fits);
+            return;
+        }
+        #pragma unroll
+        for (int k = 0; k < VEC; ++k) p[k] = v.v[k];
     }
-    #pragma unroll
-    for (int k = 0; k < VEC; ++k) p[k] = v.v[k];
 }
 
 // [region silu]
@@ -241,18 +249,38 @@ __device__ __forceinline__ float block_allreduce_sum_full_warps(float v, float* 
 #define FLAG_FITS_L2 1  // x, x2 and the outputs of the launch fit in L2 (cache hints only)
 #define FLAG_LLAMA 4    // HF LlamaRMSNorm's cast order: y = T(T(a * r) * w), else T(a * w * r)
 
-// The weight term of element k: w (fp32 or T, widened) plus `w_offset` (Gemma's 1 + w) where
-// the offset is not 0 (w + 0.0f would turn a -0 weight into +0).
-template <typename TW, int VEC>
-__device__ __forceinline__ float weight_term(const Pack<TW, VEC>& pw, int k, float w_offset) {
+// How phase 2 forms an output (a compile-time tag: the kernel picks one of three copies of its
+// output loop by a uniform branch on its arguments, so the plain path is the plain arithmetic --
+// selecting per element cost ~50 % more instructions and 5-7 % of kernel time on rows in L2):
+#define OUT_PLAIN 0   // T(a * w * r)
+#define OUT_OFFSET 1  // T(a * (w + w_offset) * r)            (Gemma's 1 + w)
+#define OUT_LLAMA 2   // T(T(a * r) * (w [+ w_offset]))        (FLAG_LLAMA: HF LlamaRMSNorm's order)
+template <int K>
+struct OutTag {
+    static constexpr int value = K;
+};
+
+// The output of element k: `a` (x, x * silu(g), or h), the weight pack, r.  The offset is added
+// only where it is not 0 (w + 0.0f would turn a -0 weight into +0).
+template <int OUT, typename T, typename TW, int VEC>
+__device__ __forceinline__ T out_elem(float a, const Pack<TW, VEC>& pw, int k, float w_offset, float r) {
     const float w = elem(pw, k);
-    return w_offset != 0.0f ? w + w_offset : w;
+    if constexpr (OUT == OUT_PLAIN) {
+        return from_f32<T>(a * w * r);
+    } else if constexpr (OUT == OUT_OFFSET) {
+        return from_f32<T>(a * (w + w_offset) * r);
+    } else {
+        const float wt = w_offset != 0.0f ? w + w_offset : w;
+        return from_f32<T>(to_f32(from_f32<T>(a * r)) * wt);
+    }
 }
 
-// The output of one element: `a` (x, x * silu(g), or h) times the weight term times r.
-template <typename T>
-__device__ __forceinline__ T out_elem(float a, float wt, float r, bool llama) {
-    return llama ? from_f32<T>(to_f32(from_f32<T>(a * r)) * wt) : from_f32<T>(a * wt * r);
+// Calls body(OutTag<OUT_*>{}) for the flags / offset given (uniform: one side per launch).
+template <typename F>
+__device__ __forceinline__ void with_out_kind(bool llama, float w_offset, F&& body) {
+    if (llama) body(OutTag<OUT_LLAMA>{});
+    else if (w_offset != 0.0f) body(OutTag<OUT_OFFSET>{});
+    else body(OutTag<OUT_PLAIN>{});
 }
 
 // [region rows]
@@ -382,14 +410,17 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, T* __restrict_
     }
     const float r = rsqrtf(__fdividef(total, (float)N) + eps);
     // phase 2: y = a * w * r, written once.
-    for_each_chunk([&](int c, int j) {
-        Pack<T, VEC> py;
-        #pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-            const float a = MODE == MODE_GATE ? v[c * VEC + k] : elem(px[c], k);
-            py.v[k] = out_elem<T>(a, weight_term(pw[c], k, w_offset), r, llama);
-        }
-        store_any<STORE, T, VEC>(yr + (long long)j * VEC, py, store_pol, fits_l2, aligned);
+    with_out_kind(llama, w_offset, [&](auto kind) {
+        constexpr int OUT = decltype(kind)::value;
+        for_each_chunk([&](int c, int j) {
+            Pack<T, VEC> py;
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float a = MODE == MODE_GATE ? v[c * VEC + k] : elem(px[c], k);
+                py.v[k] = out_elem<OUT, T>(a, pw[c], k, w_offset, r);
+            }
+            store_any<STORE, T, VEC>(yr + (long long)j * VEC, py, store_pol, fits_l2, aligned);
+        });
     });
 }
 // [end rows]
@@ -435,6 +466,8 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, T* __restrict_
     __shared__ float red[GPU_VIZ_REDUCE_SLOTS];
     const float r = rsqrtf(__fdividef(block_reduce_sum(sumsq, red), (float)N) + eps);
     const T* ar = MODE == MODE_ADD ? hr : xr;  // the row normalised: x, or h as written above
+    with_out_kind(llama, w_offset, [&](auto kind) {
+    constexpr int OUT = decltype(kind)::value;
     #pragma unroll 2
     for (int j = threadIdx.x; j < nvec; j += blockDim.x) {
         const Pack<T, VEC> px = load_any<LOAD_PLAIN, T, VEC>(ar + (long long)j * VEC, 0, 0, aligned);
@@ -446,10 +479,11 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, T* __restrict_
         for (int k = 0; k < VEC; ++k) {
             float a = elem(px, k);
             if (MODE == MODE_GATE) a *= silu(elem(pg, k));
-            py.v[k] = out_elem<T>(a, weight_term(pw, k, w_offset), r, llama);
+            py.v[k] = out_elem<OUT, T>(a, pw, k, w_offset, r);
         }
         store_any<STORE_PLAIN, T, VEC>(yr + (long long)j * VEC, py, 0, 0, aligned);
     }
+    });
 }
 // [end wide]
 

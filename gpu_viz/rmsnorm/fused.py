@@ -709,7 +709,7 @@ class _Plan:
     pointers and launches on the current stream."""
 
     __slots__ = ("add", "M", "shape", "tdtype", "tdevice", "device", "rk", "fn", "grid", "block",
-                 "vals", "params", "np_tail")
+                 "vals", "params", "np_tail", "stream", "driver")
 
     def __init__(self, info: Dict, cfg: LaunchConfig, flags: int, sx: int, sg: int, device: int):
         self.add = info["op"] == RMSNORM_ADD
@@ -724,6 +724,10 @@ class _Plan:
             c.c_int64(self.M), c.c_int32(info["N"]), c.c_int64(sx), c.c_int64(sg), c.c_float(info["eps"]),
             c.c_float(info["offset"]), c.c_int32(flags)]
         self.params = (c.c_void_p * len(self.vals))(*[c.addressof(v) for v in self.vals])
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what _torch_stream_ptr reads
+        self.stream = raw if raw is not None else _torch_stream_ptr
+        d = _driver()
+        self.driver = d[0] if d is not None else None
         self.np_tail = (np.int64(self.M), np.int32(info["N"]), np.int64(sx), np.int64(sg),
                         np.float32(info["eps"]), np.float32(info["offset"]), np.int32(flags))
 
@@ -733,13 +737,13 @@ class _Plan:
         if self.M:
             ptrs = (out.data_ptr(), h.data_ptr() if h is not None else 0, x.data_ptr(),
                     x2.data_ptr() if x2 is not None else 0, weight.data_ptr())
-            stream = _torch_stream_ptr(self.device)
-            d = _driver() if LAUNCHER == "driver" else None
+            stream = self.stream(self.device)
+            f = self.driver if LAUNCHER == "driver" else None
             rc = _CUDA_ERROR_INVALID_CONTEXT
-            if d is not None:
+            if f is not None:
                 v = self.vals
                 v[0].value, v[1].value, v[2].value, v[3].value, v[4].value = ptrs
-                rc = d[0](self.fn, self.grid, 1, 1, self.block, 1, 1, 0, stream, self.params, None)
+                rc = f(self.fn, self.grid, 1, 1, self.block, 1, 1, 0, stream, self.params, None)
             if rc == _CUDA_ERROR_INVALID_CONTEXT:  # CuPy's launch (it makes the context current)
                 args = (*(np.uint64(p) for p in ptrs), *self.np_tail)
                 launch(self.rk, self.grid, self.block, args, "torch", self.device)
@@ -786,9 +790,9 @@ def _fast(op: str, x, x2, weight, eps, offset, cast):
             or not weight.is_cuda or (x2 is not None and not x2.is_cuda)):
         plan, key = None, None  # e.g. a numpy scalar, a CPU tensor: checked every call
     else:
-        key = (op, type(x), x.shape, x.stride(), x.dtype, x.device, x.data_ptr() % 16,
-               type(weight), weight.shape, weight.stride(), weight.dtype, weight.device, weight.data_ptr() % 16,
-               None if x2 is None else (type(x2), x2.shape, x2.stride(), x2.dtype, x2.device, x2.data_ptr() % 16),
+        key = (op, type(x), x.shape, x.stride(), x.dtype, x.get_device(), x.data_ptr() % 16,
+               type(weight), weight.shape, weight.stride(), weight.dtype, weight.get_device(), weight.data_ptr() % 16,
+               None if x2 is None else (type(x2), x2.shape, x2.stride(), x2.dtype, x2.get_device(), x2.data_ptr() % 16),
                eps, offset, cast, _current_device())
         plan = _plans().get(key)
     if plan is None:
@@ -809,7 +813,9 @@ def _fast(op: str, x, x2, weight, eps, offset, cast):
 
 
 def _current_device() -> int:
-    return torch.cuda.current_device()
+    """The current CUDA device's index (torch's C hook where it exists: no lazy-init check)."""
+    get = getattr(torch._C, "_cuda_getDevice", None)
+    return get() if get is not None else torch.cuda.current_device()
 
 
 # ---------------------------------------------------------------------------------------

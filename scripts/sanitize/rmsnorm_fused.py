@@ -6,7 +6,9 @@ Run under compute-sanitizer by scripts/gpu-check, one tool at a time, e.g.
     compute-sanitizer --tool racecheck python scripts/sanitize/rmsnorm_fused.py   (also synccheck, initcheck)
 Covers each variant (warp / block / wide), the 16-byte and scalar paths, and every defect of the
 seed write-up: N=768 in a 96-thread block (and 97, 100), N > 8192, N % 8 != 0, misaligned views,
-row strides, M = 0, a NaN row, a non-default stream; plus the backward (torch composite).
+row strides, M = 0, a NaN row, a non-default stream; plus the backward (torch composite); and
+the paths of issue 18: rmsnorm_add (y and h), fp32 weights with fp16/bf16 x, weight_offset, the
+llama cast, the misaligned element-wise kernels, wide rows (65536, 131072), the public plan path.
 Framework memory pools are off (PYTORCH_NO_CUDA_MEMORY_CACHING=1, CuPy's allocator = cudaMalloc)
 so memcheck sees every buffer's true bounds.  Each launch: fresh random data, NaN-poisoned
 output, the float64 reference (gpu_viz.rmsnorm.reference) within the one tolerance table
@@ -110,13 +112,16 @@ def main() -> int:
         pub = (ops.rmsnorm(x, w, **kw) if op == "rmsnorm" else ops.rmsnorm_gate(x, x2, w, **kw)
                if op == "rmsnorm_gate" else ops.rmsnorm_add(x, x2, w, **kw)[0])
         torch.cuda.synchronize()
+        # the float64 references on the CPU: torch's float64 mean over 131072 elements on the GPU
+        # is a reduce kernel racecheck reports hazards in (torch's, not ours)
+        xc, wc = x.cpu(), w.cpu()
         if op == "rmsnorm_add":
             y, hh = y
-            src = x + x2
+            src = xc + x2.cpu()
             check(f"{op:12s} {dtype:8s} M={M:3d} N={N:6d} {layout:10s} h", hh, src.double(), (0.0, 0.0))
-            ref = reference.rmsnorm(src, w, 1e-6, **kw)
+            ref = reference.rmsnorm(src, wc, 1e-6, **kw)
         else:
-            ref = reference.rmsnorm(x, w, 1e-6, x2, **kw)
+            ref = reference.rmsnorm(xc, wc, 1e-6, x2.cpu() if x2 is not None else None, **kw)
         label = (f"{op:12s} {dtype:8s} M={M:3d} N={N:6d} {layout:10s} w={wdt or dtype} offset={offset:g} "
                  f"cast={cast}")
         check(label, y, ref, tolerance(dtype))
