@@ -405,3 +405,28 @@ def kernel_report(arches: Optional[Sequence[str]] = None, candidates: bool = Fal
                              spill_stores_bytes=u.spill_stores_bytes, spill_loads_bytes=u.spill_loads_bytes,
                              local_bytes=u.stack_frame_bytes, shared_bytes=u.shared_bytes))
     return rows
+
+
+class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig (cuda.h), no attributes
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                ("attrs", ctypes.c_void_p), ("numAttrs", ctypes.c_uint)]
+
+
+def max_active_clusters(cfg: WideConfig, device: int = 0) -> int:
+    """How many clusters of ``cfg`` the GPU holds at once (``cuOccupancyMaxActiveClusters``):
+    times ``cfg.cluster`` CTAs, the resident CTAs the cluster shape allows (a diagnostic).
+
+    Raises:
+        GPUUnavailable: in CPU mode.  RuntimeError: the driver's error code.
+    """
+    backend.require_gpu("max_active_clusters")
+    k = _kernel(cfg, device)
+    lc = _LaunchConfig(cfg.cluster * 1024, 1, 1, cfg.threads, 1, 1, 0, None, None, 0)
+    n = ctypes.c_int(0)
+    rc = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveClusters(ctypes.byref(n), ctypes.c_void_p(int(k.kernel.ptr)),
+                                                                  ctypes.byref(lc))
+    if rc != 0:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters failed with CUresult {rc} for {cfg.kernel}")
+    return int(n.value)

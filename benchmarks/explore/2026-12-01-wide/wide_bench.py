@@ -85,7 +85,14 @@ def main(argv=None) -> int:
                             wide.forward(s["x"], ww, bench.EPS, out, gate=s.get("gate"), shape=shp)
                             return out
                         cfg = wide.config(N, dt, cc, gate=gate, weight_dtype=ww.dtype, shape=shp)
-                        rec["configs"][impl + f" {op} {dt} {N}"] = cfg.as_dict()
+                        entry = cfg.as_dict()
+                        try:
+                            k = wide._kernel(cfg, torch.cuda.current_device())
+                            entry.update(num_regs=int(k.num_regs), local_bytes=int(k.local_size_bytes),
+                                         max_active_clusters=wide.max_active_clusters(cfg))
+                        except Exception as exc:
+                            entry["attributes_error"] = f"{type(exc).__name__}: {exc}"
+                        rec["configs"][impl + f" {op} {dt} {N}"] = entry
                     # correctness first: poisoned output, all finite, 128 rows vs float64, invariance
                     out.fill_(float("nan"))
                     y = fn(0)
@@ -125,7 +132,10 @@ def main(argv=None) -> int:
                     rec["failures"].append(dict(key, reason=f"{type(exc).__name__}: {exc}"))
                     print(f"FAIL {op} {impl} {M}x{N} {dt}: {type(exc).__name__}: {exc}", flush=True)
                     traceback.print_exc()
-                    torch.cuda.synchronize()
+                    try:
+                        torch.cuda.synchronize()
+                    except Exception as exc2:
+                        print(f"  synchronize after the failure: {exc2}", flush=True)
             sets = out = None
             torch.cuda.empty_cache()
             save()
