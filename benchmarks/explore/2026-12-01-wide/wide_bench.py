@@ -54,6 +54,27 @@ def main(argv=None) -> int:
         rec.pop("rows")
 
     plan = [(M, N, dt) for (M, N) in SHAPES for dt in DTS] + list(ODD)
+    # compile every kernel up front, 8 at a time (NVRTC; CuPy's disk cache keeps them for the
+    # tests and the sanitizer run that follow)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gpu_viz.rmsnorm import fused
+    dev = torch.cuda.current_device()
+    todo = [wide.config(N, dt, cc, gate=g, shape=sh) for (M, N, dt) in plan for g in (False, True)
+            for sh in wide.CANDIDATES[DTYPES[dt][1]][min(b for b in wide.CANDIDATES[DTYPES[dt][1]] if b >= N)]]
+    todo += [wide.config(65536, "bfloat16", cc, gate=g, weight_dtype="float32") for g in (False, True)]
+
+    def build(job):
+        try:
+            if isinstance(job, str):
+                fused.get_kernel(fused.kernel_name("rmsnorm", "wide", job, DTYPES[job][2]), job, dev)
+            else:
+                wide._kernel(job, dev)
+        except Exception as exc:
+            print(f"compile {job}: {type(exc).__name__}: {exc}", flush=True)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(build, list(dict.fromkeys(todo)) + list(DTS)))
+    print(f"compiled {len(set(todo))} cluster kernels in {time.perf_counter() - t0:.0f} s", flush=True)
     for M, N, dt in plan:
         for op in ("rmsnorm", "rmsnorm_gate"):
             gate = op == "rmsnorm_gate"
