@@ -60,8 +60,8 @@
 #include "convert.cuh"  // to_f32 / from_f32<T>
 
 #if !defined(WIDE_DTYPE) || !defined(WIDE_WEIGHT) || !defined(WIDE_GATE) || !defined(WIDE_CLUSTER) || \
-    !defined(WIDE_THREADS) || !defined(WIDE_EPT) || !defined(WIDE_MIN_BLOCKS)
-#error "rmsnorm_wide.cu needs -DWIDE_DTYPE, WIDE_WEIGHT, WIDE_GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MIN_BLOCKS"
+    !defined(WIDE_THREADS) || !defined(WIDE_EPT) || !defined(WIDE_MIN_BLOCKS) || !defined(WIDE_MODE)
+#error "rmsnorm_wide.cu needs -DWIDE_DTYPE, WIDE_WEIGHT, WIDE_GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MIN_BLOCKS, WIDE_MODE"
 #endif
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -272,19 +272,144 @@ __device__ __forceinline__ void cluster_row(T* __restrict__ out, float* __restri
 // [end cluster_row]
 
 // ---------------------------------------------------------------------------------------
+// one row per cluster, the slice in shared memory (WIDE_MODE 1 and 2)
+
+// 16 bytes global -> shared, asynchronously, cached in L2 only (cp.async.cg, sm_80+); visible
+// to the issuing thread after cp_async_wait_all().
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+#if WIDE_HAS_CLUSTERS
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(a), "l"(gmem) : "memory");
+#endif
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+#if WIDE_HAS_CLUSTERS
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
+// [region cluster_row_smem]
+// As cluster_row, but step 1 copies the slice into shared memory with cp.async (no registers
+// held while the loads fly: the CTAs per SM are bounded by shared memory, not registers, so
+// more bytes are in flight per SM).  Each thread reads back only the 16-byte vectors it copied
+// itself (no barrier needed for them).  SMEM_W: the weight's slice is copied with x (true), or
+// read from global memory in step 5 (false: less shared memory per CTA).
+// Dynamic shared memory: THREADS * EPT * (sizeof(T) * (1 + GATE) + (SMEM_W ? sizeof(WT) : 0)) bytes.
+template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT, bool SMEM_W>
+__device__ __forceinline__ void cluster_row_smem(T* __restrict__ out, float* __restrict__ rstd,
+                                                 const T* __restrict__ x, const T* __restrict__ gate,
+                                                 const WT* __restrict__ w, int N, float eps, float w_offset) {
+#if WIDE_HAS_CLUSTERS
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int CHUNKS = EPT / VEC;
+    constexpr int NWARPS = THREADS / 32;
+    constexpr int SLICE = THREADS * CHUNKS;  // 16-byte vectors of x per CTA
+    constexpr int WQ = sizeof(Pack<WT, VEC>) / 16;  // 16-byte copies per weight pack (1 or 2)
+    static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024, "launch shape");
+    __shared__ float warp_sums[NWARPS];
+    __shared__ float cta_sums[CLUSTER];
+    extern __shared__ uint4 wide_smem[];
+    Pack<T, VEC>* sx = reinterpret_cast<Pack<T, VEC>*>(wide_smem);
+    Pack<T, VEC>* sg = sx + SLICE;                                              // GATE only
+    Pack<WT, VEC>* sw = reinterpret_cast<Pack<WT, VEC>*>(sx + (GATE ? 2 : 1) * SLICE);  // SMEM_W only
+
+    cluster_arrive_relaxed();  // step 0
+    const unsigned rank = cluster_rank();
+    const long long row = blockIdx.x / CLUSTER;
+    const int t = threadIdx.x;
+    const int nvec = N / VEC;
+    const int first = (int)rank * SLICE + t;
+    const T* xr = x + row * (long long)N;
+    const T* gr = GATE ? gate + row * (long long)N : nullptr;
+
+    // step 1: the slice into shared memory, every copy in flight at once
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS, s = c * THREADS + t;
+        if (j < nvec) {
+            cp_async16(&sx[s], xr + (long long)j * VEC);
+            if (GATE) cp_async16(&sg[s], gr + (long long)j * VEC);
+            if (SMEM_W) {
+                #pragma unroll
+                for (int q = 0; q < WQ; ++q)
+                    cp_async16(reinterpret_cast<uint4*>(&sw[s]) + q, reinterpret_cast<const uint4*>(w + (long long)j * VEC) + q);
+            }
+        }
+    }
+    cp_async_wait_all();
+    // step 2: sum of squares of this thread's own vectors
+    float sumsq = 0.0f;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        if (first + c * THREADS < nvec) {
+            const Pack<T, VEC> px = sx[c * THREADS + t];
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float xf = elem(px, k);
+                sumsq = fmaf(xf, xf, sumsq);
+            }
+        }
+    }
+    sumsq = warp_allreduce_sum(sumsq);
+    if ((t & 31) == 0) warp_sums[t >> 5] = sumsq;
+    __syncthreads();
+    const float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
+    // steps 3 and 4: as cluster_row
+    cluster_wait_acquire();
+    if (t < CLUSTER) st_remote_f32(&cta_sums[rank], (unsigned)t, cta);
+    cluster_arrive_release();
+    cluster_wait_acquire();
+    float total = 0.0f;
+    #pragma unroll
+    for (int i = 0; i < CLUSTER; ++i) total += cta_sums[i];
+    const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+    if (rank == 0 && t == 0) rstd[row] = r;
+    // step 5: y from shared memory (and the weight from shared or global memory)
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    T* yr = out + row * (long long)N;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS, s = c * THREADS + t;
+        if (j < nvec) {
+            const Pack<WT, VEC> pw = SMEM_W ? sw[s] : load_pack<true, WT, VEC>(w + (long long)j * VEC);
+            const Pack<T, VEC> px = sx[s];
+            Pack<T, VEC> pg;
+            if (GATE) pg = sg[s];
+            Pack<T, VEC> py;
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float xf = elem(px, k);
+                const float v = GATE ? xf * silu(elem(pg, k)) : xf;
+                py.v[k] = from_f32<T>((v * (elem(pw, k) + w_offset)) * r);
+            }
+            st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
+        }
+    }
+#else
+    __trap();
+#endif
+}
+// [end cluster_row_smem]
+
+// ---------------------------------------------------------------------------------------
 // the extern "C" kernel: one per module, named after its -D configuration
 
-#define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT)
-#define WIDE_NAME2(OP, DT, WDT, C, T, E) WIDE_NAME3(OP, DT, WDT, C, T, E)
-#define WIDE_NAME3(OP, DT, WDT, C, T, E) OP##_cluster_##DT##_w##WDT##_c##C##_t##T##_e##E
+#define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE)
+#define WIDE_NAME2(OP, DT, WDT, C, T, E, M) WIDE_NAME3(OP, DT, WDT, C, T, E, M)
+#define WIDE_NAME3(OP, DT, WDT, C, T, E, M) OP##_cluster_##DT##_w##WDT##_c##C##_t##T##_e##E##_m##M
 
 #define DEF_WIDE(OP, GATE, DT, T, WDT, WT)                                                          \
     extern "C" __global__ void WIDE_CLUSTER_DIMS __launch_bounds__(WIDE_THREADS, WIDE_MIN_BLOCKS)  \
         WIDE_NAME(OP, DT, WDT)(T* __restrict__ out, float* __restrict__ rstd,                      \
                                const T* __restrict__ x, const T* __restrict__ gate,                \
                                const WT* __restrict__ w, int N, float eps, float w_offset) {       \
-        cluster_row<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, N,   \
-                                                                       eps, w_offset);             \
+        if (WIDE_MODE == 0)                                                                        \
+            cluster_row<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, N,   \
+                                                                           eps, w_offset);         \
+        else                                                                                       \
+            cluster_row_smem<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE == 2>(       \
+                out, rstd, x, gate, w, N, eps, w_offset);                                          \
     }
 
 #if WIDE_GATE

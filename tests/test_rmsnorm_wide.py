@@ -67,7 +67,7 @@ def test_policy_buckets_fill_the_configuration(dt):
     for size, table in wide.CANDIDATES.items():
         for n, shapes in table.items():
             assert wide.POLICY[size][n] in shapes
-            assert all(c * t * e == n for c, t, e in shapes), (size, n)
+            assert all(c * t * e == n for c, t, e, _ in shapes), (size, n)
 
 
 def test_config_refuses_what_it_cannot_run():
@@ -80,7 +80,7 @@ def test_config_refuses_what_it_cannot_run():
     with pytest.raises(ValueError, match=r"weight must be x's dtype or float32"):
         wide.config(65536, "float16", H100, weight_dtype="bfloat16")
     with pytest.raises(ValueError, match=r"does not fit n=65536"):
-        wide.config(65536, "float16", H100, shape=(4, 256, 32))
+        wide.config(65536, "float16", H100, shape=(4, 256, 32, wide.SMEM))
     with pytest.raises(TypeError, match=r"cc must be a \(major, minor\)"):
         wide.supported(65536, "float16", 9.0)
     with pytest.raises(TypeError):
@@ -93,6 +93,17 @@ def test_min_blocks_follows_the_register_need():
     # the gate with an fp32 weight keeps 32 fp32 values and 32 weights: fewer blocks
     assert wide.min_blocks("rmsnorm_gate", 2, 4, 256, 32) < wide.min_blocks("rmsnorm_gate", 2, 2, 256, 32)
     assert wide.min_blocks("rmsnorm", 4, 4, 1024, 64) == 1
+    # shared-memory modes: bounded by shared memory (here 13 CTAs) and 40 registers a thread (6)
+    assert wide.min_blocks("rmsnorm", 2, 2, 256, 32, wide.SMEM, 16384) == 6
+    assert wide.min_blocks("rmsnorm", 4, 4, 512, 32, wide.SMEM, 65536) == 3  # 3 x 65 KiB of 228
+
+
+def test_shared_memory_per_cta():
+    cfg = wide.config(65536, "float16", H100, gate=True, shape=(8, 256, 32, wide.SMEM_W), weight_dtype="float32")
+    assert cfg.smem_bytes == 256 * 32 * (2 + 2 + 4)  # x, gate, fp32 weight
+    assert wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.REGISTERS)).smem_bytes == 0
+    for c in wide.configs_in_use(candidates=True):
+        assert c.smem_bytes <= wide.MAX_CTA_SHARED, c
 
 
 # ---------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import backend, kernels
 from ..arrays import framework as _framework
-from ..arrays import launch
+from ..arrays import _StreamPtr, _torch_stream_ptr, launch
 from ..check import check_f32_arg, check_int
 from .dtypes import DTYPES, dtype_name
 from .reference import check_eps
@@ -61,25 +61,46 @@ OVERHEAD_REGISTERS = 24
 #: gridDim.x limit: M * cluster blocks.
 MAX_GRID_X = 2**31 - 1
 
-#: The row-length buckets and their launch shape (cluster, threads, elements per thread), by
-#: element size: the smallest bucket >= N is used (vectors past N idle).  16-byte vectors
-#: everywhere; EPT = elements of x each thread keeps in registers.  Chosen by measurement on the
-#: H200 (benchmarks/NOTES.md, 2026-12-01 "wide rows on a cluster"); CANDIDATES are the
-#: alternatives measured beside them.
-POLICY: Dict[int, Dict[int, Tuple[int, int, int]]] = {
-    2: {32768: (4, 256, 32), 65536: (8, 256, 32), 131072: (16, 256, 32), 262144: (16, 256, 64)},
-    4: {32768: (8, 256, 16), 65536: (16, 256, 16), 131072: (16, 256, 32), 262144: (16, 512, 32)},
+#: Where a CTA keeps its slice of the row (the kernel's WIDE_MODE): registers; shared memory
+#: (x, and the gate, by cp.async; the weight read in the last step); shared memory with the
+#: weight's slice too.
+REGISTERS, SMEM, SMEM_W = 0, 1, 2
+#: The row-length buckets and their launch shape (cluster, threads, elements per thread, mode)
+#: by element size: the smallest bucket >= N is used (vectors past N idle).  16-byte vectors
+#: everywhere; EPT = elements of x each thread holds (copies, in the shared-memory modes).
+#: Chosen by measurement on the H200 (benchmarks/NOTES.md, 2026-12-01 "wide rows on a
+#: cluster"); CANDIDATES are the alternatives measured beside them.
+POLICY: Dict[int, Dict[int, Tuple[int, int, int, int]]] = {
+    2: {32768: (4, 256, 32, SMEM), 65536: (8, 256, 32, SMEM), 131072: (16, 256, 32, SMEM),
+        262144: (16, 256, 64, SMEM)},
+    4: {32768: (8, 256, 16, SMEM), 65536: (16, 256, 16, SMEM), 131072: (16, 256, 32, SMEM),
+        262144: (16, 512, 32, SMEM)},
 }
-CANDIDATES: Dict[int, Dict[int, Tuple[Tuple[int, int, int], ...]]] = {
-    2: {32768: ((4, 256, 32), (2, 256, 64), (2, 512, 32)),
-        65536: ((8, 256, 32), (4, 256, 64), (4, 512, 32)),
-        131072: ((16, 256, 32), (8, 256, 64), (8, 512, 32)),
-        262144: ((16, 256, 64), (16, 512, 32), (8, 1024, 32))},
-    4: {32768: ((8, 256, 16), (4, 256, 32), (4, 512, 16)),
-        65536: ((16, 256, 16), (8, 256, 32), (8, 512, 16)),
-        131072: ((16, 256, 32), (8, 512, 32), (16, 512, 16)),
-        262144: ((16, 512, 32), (16, 1024, 16))},
+CANDIDATES: Dict[int, Dict[int, Tuple[Tuple[int, int, int, int], ...]]] = {
+    2: {32768: ((4, 256, 32, SMEM), (2, 512, 32, SMEM), (2, 256, 64, SMEM), (4, 256, 32, SMEM_W),
+                (2, 512, 32, REGISTERS)),
+        65536: ((8, 256, 32, SMEM), (4, 256, 64, SMEM), (4, 512, 32, SMEM), (8, 256, 32, SMEM_W),
+                (4, 512, 32, REGISTERS)),
+        131072: ((16, 256, 32, SMEM), (8, 256, 64, SMEM), (8, 512, 32, SMEM), (16, 256, 32, SMEM_W),
+                 (8, 512, 32, REGISTERS)),
+        262144: ((16, 256, 64, SMEM), (16, 512, 32, SMEM), (8, 1024, 32, SMEM), (16, 256, 64, SMEM_W),
+                 (16, 512, 32, REGISTERS))},
+    4: {32768: ((8, 256, 16, SMEM), (4, 256, 32, SMEM), (4, 512, 16, SMEM), (8, 256, 16, SMEM_W),
+                (4, 512, 16, REGISTERS)),
+        65536: ((16, 256, 16, SMEM), (8, 256, 32, SMEM), (8, 512, 16, SMEM), (16, 256, 16, SMEM_W),
+                (8, 512, 16, REGISTERS)),
+        131072: ((16, 256, 32, SMEM), (8, 512, 32, SMEM), (16, 512, 16, SMEM), (16, 256, 32, SMEM_W),
+                 (16, 512, 16, REGISTERS)),
+        262144: ((16, 512, 32, SMEM), (16, 1024, 16, SMEM), (16, 256, 64, SMEM), (16, 512, 32, SMEM_W),
+                 (16, 1024, 16, REGISTERS))},
 }
+#: Shared memory of one SM (sm_90: 228 KiB, of which 1 KiB per resident CTA is the system's) and
+#: the most one CTA may have (227 KiB, after the max-dynamic-shared-size opt-in).
+SM_SHARED = 228 * 1024
+CTA_RESERVED_SHARED = 1024
+MAX_CTA_SHARED = 227 * 1024
+#: Registers per thread the shared-memory modes are given at least (ptxas on sm_90 needs 32-64).
+SMEM_MODE_REGISTERS = 40
 OPS = ("rmsnorm", "rmsnorm_gate")
 
 
@@ -89,7 +110,8 @@ class WideConfig:
 
     ``capacity = cluster * threads * ept`` is the longest row it holds; ``vec`` elements per
     16-byte load; ``min_blocks`` the ``__launch_bounds__`` minimum (register cap
-    ``SM_REGISTERS / (threads * min_blocks)``).
+    ``SM_REGISTERS / (threads * min_blocks)``); ``mode`` where the slice is kept (REGISTERS,
+    SMEM, SMEM_W), ``smem_bytes`` the dynamic shared memory that takes.
     """
 
     op: str
@@ -100,6 +122,7 @@ class WideConfig:
     ept: int
     vec: int
     min_blocks: int
+    mode: int = REGISTERS
 
     @property
     def capacity(self) -> int:
@@ -109,7 +132,7 @@ class WideConfig:
     def kernel(self) -> str:
         suf = DTYPES[self.dtype][0]
         return (f"{self.op}_cluster_{suf}_w{DTYPES[self.weight_dtype][0]}_c{self.cluster}"
-                f"_t{self.threads}_e{self.ept}")
+                f"_t{self.threads}_e{self.ept}_m{self.mode}")
 
     @property
     def options(self) -> Tuple[str, ...]:
@@ -117,18 +140,35 @@ class WideConfig:
         return (f"-DWIDE_DTYPE={DTYPES[self.dtype][3]}", f"-DWIDE_WEIGHT={DTYPES[self.weight_dtype][3]}",
                 f"-DWIDE_GATE={int(self.op == 'rmsnorm_gate')}", f"-DWIDE_CLUSTER={self.cluster}",
                 f"-DWIDE_THREADS={self.threads}", f"-DWIDE_EPT={self.ept}",
-                f"-DWIDE_MIN_BLOCKS={self.min_blocks}")
+                f"-DWIDE_MIN_BLOCKS={self.min_blocks}", f"-DWIDE_MODE={self.mode}")
+
+    @property
+    def smem_bytes(self) -> int:
+        """Dynamic shared memory per CTA: the slice of x (and gate, and in SMEM_W the weight)."""
+        if self.mode == REGISTERS:
+            return 0
+        per = DTYPES[self.dtype][1] * (2 if self.op == "rmsnorm_gate" else 1)
+        if self.mode == SMEM_W:
+            per += DTYPES[self.weight_dtype][1]
+        return self.threads * self.ept * per
 
     def as_dict(self) -> Dict:
-        return dict(dataclasses.asdict(self), capacity=self.capacity, kernel=self.kernel)
+        return dict(dataclasses.asdict(self), capacity=self.capacity, kernel=self.kernel, smem_bytes=self.smem_bytes)
 
 
-def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: int) -> int:
-    """``__launch_bounds__``' minimum blocks per SM: as many as the registers of the row data
-    allow (x packed -- or, for the gate, x * silu(g) as fp32 -- and the weight's pack, plus
-    OVERHEAD_REGISTERS), at least 1, at most SM_THREADS / threads."""
-    data = (ept * itemsize // 4 if op == "rmsnorm" else ept) + ept * weight_itemsize // 4
-    return max(1, min(SM_THREADS // threads, SM_REGISTERS // (threads * (data + OVERHEAD_REGISTERS))))
+def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: int, mode: int = REGISTERS,
+               smem_bytes: int = 0) -> int:
+    """``__launch_bounds__``' minimum blocks per SM.  REGISTERS: as many as the registers of the
+    row data allow (x packed -- or, for the gate, x * silu(g) as fp32 -- and the weight's pack,
+    plus OVERHEAD_REGISTERS).  Shared-memory modes: as many as shared memory holds, while each
+    thread keeps SMEM_MODE_REGISTERS.  At least 1, at most SM_THREADS / threads."""
+    if mode == REGISTERS:
+        data = (ept * itemsize // 4 if op == "rmsnorm" else ept) + ept * weight_itemsize // 4
+        fit = SM_REGISTERS // (threads * (data + OVERHEAD_REGISTERS))
+    else:
+        fit = min(SM_SHARED // (smem_bytes + CTA_RESERVED_SHARED),
+                  SM_REGISTERS // (threads * SMEM_MODE_REGISTERS))
+    return max(1, min(SM_THREADS // threads, fit))
 
 
 def _bucket(n: int) -> int:
@@ -157,9 +197,9 @@ def supported(n: int, dtype, cc) -> bool:
 
 
 def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
-           shape: Optional[Tuple[int, int, int]] = None) -> WideConfig:
+           shape: Optional[Tuple[int, int, int, int]] = None) -> WideConfig:
     """The :class:`WideConfig` for rows of ``n`` elements: :data:`POLICY`'s bucket for n and the
-    element size (``shape`` = (cluster, threads, ept) overrides it: the measurement's
+    element size (``shape`` = (cluster, threads, ept, mode) overrides it: the measurement's
     candidates).  ``weight_dtype``: x's dtype (None) or float32.
 
     Raises:
@@ -173,14 +213,19 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     if wdt not in (dt, "float32"):
         raise ValueError(f"weight dtype {wdt} with x {dt}: the weight must be x's dtype or float32")
     size = DTYPES[dt][1]
-    c, t, e = POLICY[size][_bucket(n)] if shape is None else shape
+    c, t, e, mode = POLICY[size][_bucket(n)] if shape is None else shape
     op = "rmsnorm_gate" if gate else "rmsnorm"
     vec = DTYPES[dt][2]
-    if c * t * e < n or not 1 <= c <= MAX_CLUSTER or t % 32 or not 32 <= t <= 1024 or e % vec:
-        raise ValueError(f"shape (cluster={c}, threads={t}, ept={e}) does not fit n={n} {dt} "
+    if (c * t * e < n or not 1 <= c <= MAX_CLUSTER or t % 32 or not 32 <= t <= 1024 or e % vec
+            or mode not in (REGISTERS, SMEM, SMEM_W)):
+        raise ValueError(f"shape (cluster={c}, threads={t}, ept={e}, mode={mode}) does not fit n={n} {dt} "
                          f"(needs cluster*threads*ept >= n, cluster <= {MAX_CLUSTER}, threads a multiple "
-                         f"of 32 up to 1024, ept a multiple of {vec})")
-    return WideConfig(op, dt, wdt, c, t, e, vec, min_blocks(op, size, DTYPES[wdt][1], t, e))
+                         f"of 32 up to 1024, ept a multiple of {vec}, mode 0, 1 or 2)")
+    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode)
+    if cfg.smem_bytes > MAX_CTA_SHARED:
+        raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
+                         f"(weight {wdt}); at most {MAX_CTA_SHARED}")
+    return dataclasses.replace(cfg, min_blocks=min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes))
 
 
 def _unsupported_reason(n: int, dt: str, cc) -> str:
@@ -259,6 +304,8 @@ def _kernel(cfg: WideConfig, device: int):
     """The compiled kernel of ``cfg`` on ``device``, with the non-portable cluster-size
     attribute set where the cluster exceeds 8 CTAs."""
     k = kernels.function(FILE, cfg.kernel, cfg.options, device=device)
+    if cfg.smem_bytes:  # above 48 KiB a kernel must opt in to its dynamic shared memory
+        k.max_dynamic_shared_size_bytes = cfg.smem_bytes
     if cfg.cluster > PORTABLE_CLUSTER:
         lib = ctypes.CDLL("libcuda.so.1")
         rc = lib.cuFuncSetAttribute(ctypes.c_void_p(int(k.kernel.ptr)),
@@ -270,7 +317,7 @@ def _kernel(cfg: WideConfig, device: int):
 
 
 def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offset: float = 0.0,
-            shape: Optional[Tuple[int, int, int]] = None):
+            shape: Optional[Tuple[int, int, int, int]] = None):
     """RMSNorm (or, with ``gate``, RMSNorm + SiLU gate) of the rows of ``x2d`` into ``out``, on a
     thread-block cluster per row (sm_90).
 
@@ -285,7 +332,7 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
         stream: None (the framework's current stream), a ``torch.cuda.Stream`` or a
             ``cupy.cuda.Stream``: the launch goes there, without host synchronisation.
         weight_offset: added to the weight in fp32 (1.0 for Gemma's ``1 + w``).
-        shape: (cluster, threads, ept) instead of :data:`POLICY`'s (measurements, tests).
+        shape: (cluster, threads, ept, mode) instead of :data:`POLICY`'s (measurements, tests).
 
     Returns:
         rstd: ``(M,)`` float32 of x's library: ``rsqrt(mean(x^2) + eps)`` per row.  ``out``
@@ -351,16 +398,31 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     k = _kernel(cfg, device)
     grid = M * cfg.cluster
     if stream is None:
-        launch(k, grid, cfg.threads, args, xf, device)
+        _launch(k, grid, cfg, args, xf, device)
     elif xf == "torch":
         import torch
 
         with torch.cuda.stream(stream):
-            launch(k, grid, cfg.threads, args, xf, device)
+            _launch(k, grid, cfg, args, xf, device)
     else:
         with stream:
-            launch(k, grid, cfg.threads, args, xf, device)
+            _launch(k, grid, cfg, args, xf, device)
     return rstd
+
+
+def _launch(k, grid: int, cfg: WideConfig, args, fw: str, device: int) -> None:
+    """:func:`gpu_viz.arrays.launch` with the configuration's dynamic shared memory: on torch's
+    current stream (the raw handle, no host synchronisation) or CuPy's."""
+    if not cfg.smem_bytes:
+        launch(k, grid, cfg.threads, args, fw, device)
+        return
+    cupy = backend.require_cupy("a kernel launch")
+    with cupy.cuda.Device(device):
+        if fw == "torch":
+            k.kernel((grid,), (cfg.threads,), args, shared_mem=cfg.smem_bytes,
+                     stream=_StreamPtr(_torch_stream_ptr(device)))
+        else:
+            k((grid,), (cfg.threads,), args, shared_mem=cfg.smem_bytes)
 
 
 def _new_rstd(x2d, fw: str, M: int, device: int):
@@ -427,7 +489,7 @@ def max_active_clusters(cfg: WideConfig, device: int = 0) -> int:
     """
     backend.require_gpu("max_active_clusters")
     k = _kernel(cfg, device)
-    lc = _LaunchConfig(cfg.cluster * 1024, 1, 1, cfg.threads, 1, 1, 0, None, None, 0)
+    lc = _LaunchConfig(cfg.cluster * 1024, 1, 1, cfg.threads, 1, 1, cfg.smem_bytes, None, None, 0)
     n = ctypes.c_int(0)
     rc = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveClusters(ctypes.byref(n), ctypes.c_void_p(int(k.kernel.ptr)),
                                                                   ctypes.byref(lc))

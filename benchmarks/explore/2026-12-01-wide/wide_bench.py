@@ -62,7 +62,8 @@ def main(argv=None) -> int:
     dev = torch.cuda.current_device()
     todo = [wide.config(N, dt, cc, gate=g, shape=sh) for (M, N, dt) in plan for g in (False, True)
             for sh in wide.CANDIDATES[DTYPES[dt][1]][min(b for b in wide.CANDIDATES[DTYPES[dt][1]] if b >= N)]]
-    todo += [wide.config(65536, "bfloat16", cc, gate=g, weight_dtype="float32") for g in (False, True)]
+    todo += [wide.config(N, "bfloat16", cc, gate=g, weight_dtype="float32") for (M, N, dt) in plan
+             for g in (False, True) if dt == "bfloat16"]
 
     def build(job):
         try:
@@ -85,10 +86,10 @@ def main(argv=None) -> int:
             out = torch.empty(M, N, dtype=sets[0]["x"].dtype, device="cuda")
             size = DTYPES[dt][1]
             bucket = min(b for b in wide.CANDIDATES[size] if b >= N)
-            provs = [(f"wide_c{c}_t{t}_e{e}", (c, t, e)) for c, t, e in wide.CANDIDATES[size][bucket]]
+            provs = [(f"wide_c{c}_t{t}_e{e}_m{m}", (c, t, e, m)) for c, t, e, m in wide.CANDIDATES[size][bucket]]
             provs.append(("fused", None))
-            if dt == "bfloat16" and N == 65536:
-                provs.append(("wide_w32", "w32"))
+            if dt == "bfloat16":
+                provs.append(("wide_w32", "w32"))  # the policy's configuration with an fp32 weight
             for impl, shape in provs:
                 key = dict(op=op, impl=impl, M=M, N=N, dtype=dt)
                 try:
@@ -162,6 +163,16 @@ def main(argv=None) -> int:
             save()
     rec["complete"] = True
     save()
+    # the best configuration per (op, shape, dtype) against the fused op, last in the log
+    best = {}
+    for r in rows:
+        k = (r["op"], r["M"], r["N"], r["dtype"])
+        if r["impl"].startswith("wide_c") and (k not in best or r["median_us"] < best[k]["median_us"]):
+            best[k] = r
+    for k, r in best.items():
+        f = next((q for q in rows if q["impl"] == "fused" and (q["op"], q["M"], q["N"], q["dtype"]) == k), None)
+        print(f"best {k[0]:12s} {k[1]}x{k[2]} {k[3]:9s} {r['impl']:24s} {r['copy_share']:.1%}"
+              f"  fused {f['copy_share']:.1%}" if f else "", flush=True)
     print(f"done in {time.perf_counter() - t0:.0f} s; {len(rec['failures'])} failures", flush=True)
     return 0
 
