@@ -1,5 +1,6 @@
 // rmsnorm_wide.cu -- RMSNorm and RMSNorm + SiLU gate for wide rows on sm_90: one row per
-// thread-block cluster, the row held in registers across the cluster's CTAs, one pass over x.
+// thread-block cluster, the row held on chip (registers or shared memory) across the cluster's
+// CTAs, one pass over x.
 //
 //   rmsnorm:       y[m,n] = (x[m,n] * (w[n] + w_offset)) * r[m]
 //   rmsnorm_gate:  y[m,n] = ((x[m,n] * silu(g[m,n])) * (w[n] + w_offset)) * r[m]
@@ -7,12 +8,12 @@
 //   with           r[m]   = rsqrt(sum_n x[m,n]^2 / N + eps)   (statistic from x only; also
 //                                                             written to rstd[m], fp32)
 //
-// Launcher: gpu_viz/rmsnorm/wide.py (its policy picks CLUSTER / THREADS / EPT from N and the
-// dtype); tests: tests/test_rmsnorm_wide.py; compute-sanitizer and timing:
+// Launcher: gpu_viz/rmsnorm/wide.py (its policy picks CLUSTER / THREADS / EPT / MODE from N,
+// the op and the dtype); tests: tests/test_rmsnorm_wide.py; compute-sanitizer and timing:
 // scripts/sanitize/rmsnorm_wide.py, benchmarks/explore/2026-12-01-wide/wide_bench.py.
 // Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels -DWIDE_DTYPE=2 -DWIDE_WEIGHT=2 \
-//              -DWIDE_GATE=0 -DWIDE_CLUSTER=8 -DWIDE_THREADS=256 -DWIDE_EPT=32 -DWIDE_MIN_BLOCKS=4 \
-//              kernels/rmsnorm_wide.cu
+//              -DWIDE_GATE=0 -DWIDE_CLUSTER=8 -DWIDE_THREADS=256 -DWIDE_EPT=32 -DWIDE_MIN_BLOCKS=6 \
+//              -DWIDE_MODE=1 kernels/rmsnorm_wide.cu
 //              (gpu_viz.rmsnorm.wide.kernel_report runs it for every configuration and arch)
 //
 // Layout.  grid = M * CLUSTER blocks of THREADS threads; cluster k (blocks k*CLUSTER ..
@@ -25,18 +26,25 @@
 //   0. barrier.cluster.arrive.relaxed: its wait (step 3) proves every CTA of the cluster is
 //      running before any CTA writes into another's shared memory; the wait's latency hides
 //      behind the loads.
-//   1. every load of the slice (x, gate) issued before the first use: one memory round trip;
-//      x (or x * silu(g)) stays in registers until step 5.  The weight's loads follow the
-//      sum of squares (step 2), so the gate op's x and g registers are free by then, and their
-//      latency (an L2 hit: every row reads the weight) hides behind the reductions.
+//   1. every load of the slice (x, gate) issued before the first use: one memory round trip.
+//      WIDE_MODE 0 (cluster_row): into registers; x (or x * silu(g)) stays there until step 5;
+//        the weight's loads follow the sum of squares (step 2), so the gate op's x and g
+//        registers are free by then, and their latency (an L2 hit: every row reads the weight)
+//        hides behind the reductions.
+//      WIDE_MODE 1 / 2 (cluster_row_smem): cp.async copies into dynamic shared memory, no
+//        registers held while they fly, so the CTAs per SM are bounded by shared memory and
+//        more bytes are in flight per SM; each thread reads back only its own vectors (no
+//        barrier).  Mode 1 reads the weight from global memory in step 5, mode 2 copies its
+//        slice into shared memory with x.
 //   2. sum of x^2: each thread over its elements in order, a warp butterfly, the warps'
 //      totals through shared memory, one butterfly over them: every thread holds the CTA sum.
 //   3. cluster wait; thread i < CLUSTER stores the CTA sum into slot [rank] of CTA i's shared
 //      memory (distributed shared memory, st.shared::cluster); arrive.release / wait.acquire.
 //   4. every thread adds slots 0 .. CLUSTER-1 in that order: every CTA of the cluster gets the
-//      bit-identical row sum.  No shared memory is touched after this barrier, so no CTA can
-//      exit while another still writes into it.
-//   5. y from the registers, written once (L2 evict-first stores); rank 0 writes rstd[row].
+//      bit-identical row sum.  No other CTA's shared memory is touched after this barrier, so
+//      no CTA can exit while another still writes into it.
+//   5. y from the registers / this CTA's shared memory, written once (L2 evict-first stores);
+//      rank 0 writes rstd[row].
 // Batch invariance: the summation order depends only on the compile-time configuration, which
 // the launcher picks from N, the dtype and the GPU alone -- never from M or the row's position.
 // Numerics: silu(g) = __fdividef(g, 1 + __expf(-g)) and r = rsqrtf(__fdividef(sum, N) + eps),
@@ -44,7 +52,7 @@
 // NaN/Inf in a row make that row NaN/0 as the float64 formula, and never touch other rows.
 //
 // Kernels (extern "C"; names parsed by gpu_viz/rmsnorm/wide.py):
-//   rmsnorm[_gate]_cluster_<dt>_w<wdt>_c<CLUSTER>_t<THREADS>_e<EPT>
+//   rmsnorm[_gate]_cluster_<dt>_w<wdt>_c<CLUSTER>_t<THREADS>_e<EPT>_m<MODE>
 //   dt = f32 | f16 | bf16 (x, gate, y); wdt = the weight's: dt, or f32 for a 16-bit x.
 // -D options (all required, the launcher passes them): one kernel per module, i.e. per
 // (op, dtype, weight dtype, configuration):
@@ -56,6 +64,8 @@
 //   WIDE_THREADS     threads per CTA (multiple of 32, <= 1024)
 //   WIDE_EPT         elements per thread in registers (a multiple of the 16-byte vector)
 //   WIDE_MIN_BLOCKS  __launch_bounds__' minimum blocks per SM (register cap 65536 / (T * MIN))
+//   WIDE_MODE        where a CTA keeps its slice: 0 registers, 1 shared memory (x, gate),
+//                    2 shared memory (x, gate and the weight); see step 1
 // Before sm_90 (no clusters) the kernels compile to a trap: wide.supported() is False there.
 #include "convert.cuh"  // to_f32 / from_f32<T>
 

@@ -66,7 +66,8 @@ def test_policy_buckets_fill_the_configuration(dt):
             assert cfg.capacity == n, cfg
     for size, table in wide.CANDIDATES.items():
         for n, shapes in table.items():
-            assert wide.POLICY[size][n] in shapes
+            for op in wide.OPS:
+                assert wide.POLICY[op][size][n] in shapes, (op, size, n)
             assert all(c * t * e == n for c, t, e, _ in shapes), (size, n)
 
 

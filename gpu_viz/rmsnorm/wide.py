@@ -14,7 +14,8 @@ Contract for the dispatcher (fused.py):
 
 * :func:`supported` ``(n, dtype, cc) -> bool`` -- True where this path runs; it depends on N, the
   dtype and the GPU's compute capability only.
-* :func:`config` -- the launch configuration (cluster size, threads, elements per thread):
+* :func:`config` -- the launch configuration (cluster size, threads, elements per thread, and
+  where a CTA keeps its slice: registers or shared memory):
   a pure function of (N, dtype, op, weight dtype, cc) -- never of M -- and the summation order
   is fixed by it, so the op is batch-invariant: a row's bits depend only on N, the dtypes,
   eps, weight_offset and the row's values, not on M or the row's position.
@@ -66,15 +67,22 @@ MAX_GRID_X = 2**31 - 1
 #: weight's slice too.
 REGISTERS, SMEM, SMEM_W = 0, 1, 2
 #: The row-length buckets and their launch shape (cluster, threads, elements per thread, mode)
-#: by element size: the smallest bucket >= N is used (vectors past N idle).  16-byte vectors
-#: everywhere; EPT = elements of x each thread holds (copies, in the shared-memory modes).
-#: Chosen by measurement on the H200 (benchmarks/NOTES.md, 2026-12-01 "wide rows on a
-#: cluster"); CANDIDATES are the alternatives measured beside them.
-POLICY: Dict[int, Dict[int, Tuple[int, int, int, int]]] = {
-    2: {32768: (4, 256, 32, SMEM), 65536: (8, 256, 32, SMEM), 131072: (16, 256, 32, SMEM),
-        262144: (16, 256, 64, SMEM)},
-    4: {32768: (8, 256, 16, SMEM), 65536: (16, 256, 16, SMEM), 131072: (16, 256, 32, SMEM),
-        262144: (16, 512, 32, SMEM)},
+#: by op and element size: the smallest bucket >= N is used (vectors past N idle).  16-byte
+#: vectors everywhere; EPT = elements of x each thread holds (copies, in the shared-memory
+#: modes).  Each entry is the fastest of CANDIDATES in the H200 run of 2026-12-01
+#: (benchmarks/NOTES.md, "wide rows on a cluster"; fp16 and bf16 chose alike); the fp32 gate's
+#: short and long rows differ from rmsnorm's.
+POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
+    "rmsnorm": {
+        2: {32768: (4, 256, 32, SMEM), 65536: (8, 256, 32, SMEM), 131072: (8, 512, 32, SMEM),
+            262144: (16, 512, 32, SMEM)},
+        4: {32768: (8, 256, 16, SMEM), 65536: (8, 512, 16, SMEM), 131072: (16, 512, 16, SMEM),
+            262144: (16, 512, 32, SMEM)}},
+    "rmsnorm_gate": {
+        2: {32768: (4, 256, 32, SMEM), 65536: (8, 256, 32, SMEM), 131072: (8, 512, 32, SMEM),
+            262144: (16, 512, 32, SMEM)},
+        4: {32768: (4, 512, 16, REGISTERS), 65536: (8, 512, 16, SMEM), 131072: (16, 512, 16, SMEM),
+            262144: (16, 512, 32, SMEM_W)}},
 }
 CANDIDATES: Dict[int, Dict[int, Tuple[Tuple[int, int, int, int], ...]]] = {
     2: {32768: ((4, 256, 32, SMEM), (2, 512, 32, SMEM), (2, 256, 64, SMEM), (4, 256, 32, SMEM_W),
@@ -172,7 +180,7 @@ def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: 
 
 
 def _bucket(n: int) -> int:
-    return next(b for b in sorted(POLICY[2]) if b >= n)
+    return next(b for b in sorted(POLICY["rmsnorm"][2]) if b >= n)
 
 
 def _check_cc(cc) -> Tuple[int, int]:
@@ -213,8 +221,8 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     if wdt not in (dt, "float32"):
         raise ValueError(f"weight dtype {wdt} with x {dt}: the weight must be x's dtype or float32")
     size = DTYPES[dt][1]
-    c, t, e, mode = POLICY[size][_bucket(n)] if shape is None else shape
     op = "rmsnorm_gate" if gate else "rmsnorm"
+    c, t, e, mode = POLICY[op][size][_bucket(n)] if shape is None else shape
     vec = DTYPES[dt][2]
     if (c * t * e < n or not 1 <= c <= MAX_CLUSTER or t % 32 or not 32 <= t <= 1024 or e % vec
             or mode not in (REGISTERS, SMEM, SMEM_W)):
@@ -244,10 +252,11 @@ def configs_in_use(dtypes: Sequence[str] = tuple(DTYPES), cc=(9, 0), candidates:
     out = []
     for dt in dtypes:
         size = DTYPES[dt][1]
-        for n in sorted(POLICY[size]):
-            shapes = CANDIDATES[size][n] if candidates else (POLICY[size][n],)
-            for shape in shapes:
-                for gate in (False, True):
+        for n in sorted(CANDIDATES[size]):
+            for gate in (False, True):
+                op = "rmsnorm_gate" if gate else "rmsnorm"
+                shapes = CANDIDATES[size][n] if candidates else (POLICY[op][size][n],)
+                for shape in shapes:
                     for wdt in dict.fromkeys((dt, "float32")):
                         out.append(config(n, dt, cc, gate=gate, weight_dtype=wdt, shape=shape))
     return out
