@@ -32,8 +32,7 @@ def test_supported_by_n_dtype_and_cc_only(dt):
     vec = DTYPES[dt][2]
     for n in WIDE_NS + (wide.MIN_N - 1 + vec, 40000, wide.MAX_N):
         assert wide.supported(n, dt, H100), n
-        assert wide.supported(n, dt, (10, 0)), n
-        for cc in ((7, 5), (8, 0), (8, 9)):
+        for cc in ((7, 5), (8, 0), (8, 9), (10, 0), (12, 0)):  # no clusters / not measured
             assert not wide.supported(n, dt, cc), (n, cc)
     for n in (1, 4096, 16384, wide.MAX_N + vec, 2 * wide.MAX_N):
         assert not wide.supported(n, dt, H100), n
@@ -74,6 +73,8 @@ def test_policy_buckets_fill_the_configuration(dt):
 def test_config_refuses_what_it_cannot_run():
     with pytest.raises(ValueError, match=r"compute capability >= 9.0.*got 8.9"):
         wide.config(65536, "float16", (8, 9))
+    with pytest.raises(ValueError, match=r"measured on Hopper \(9.x\) only, got compute capability 10.0"):
+        wide.config(65536, "float16", (10, 0))
     with pytest.raises(ValueError, match=r"16385 <= N <= 262144, got N=8192"):
         wide.config(8192, "float16", H100)
     with pytest.raises(ValueError, match=r"N % 8 == 0 for float16.*N=65538"):

@@ -42,8 +42,12 @@ from .reference import check_eps
 
 FILE = "rmsnorm_wide.cu"
 
-#: The first compute capability with thread-block clusters and distributed shared memory.
+#: Thread-block clusters and distributed shared memory arrived with sm_90.  The path is taken on
+#: Hopper (compute capability 9.x) only: its shared-memory sizes (228 KiB per SM) and the
+#: 16-CTA clusters are what the policy was measured with; later GPUs run the fused op's path
+#: until the policy is measured there.
 MIN_CC: Tuple[int, int] = (9, 0)
+MAX_CC_MAJOR = 9
 #: Row lengths this path takes: above the register-resident ``block`` variant of fused.py
 #: (N <= 16384), up to 262144 (a 1 MiB fp32 row on a 16-CTA cluster).
 MIN_N = 16385
@@ -193,15 +197,17 @@ def _check_cc(cc) -> Tuple[int, int]:
 
 def supported(n: int, dtype, cc) -> bool:
     """Whether this path runs rows of ``n`` elements of ``dtype`` on a GPU of compute
-    capability ``cc`` ``(major, minor)``: sm_90+ (clusters), MIN_N <= n <= MAX_N and n a
-    multiple of the 16-byte vector (8 fp16/bf16, 4 fp32).  Depends on nothing else (not M).
+    capability ``cc`` ``(major, minor)``: Hopper, 9.x (clusters; see MIN_CC), MIN_N <= n <=
+    MAX_N and n a multiple of the 16-byte vector (8 fp16/bf16, 4 fp32).  Depends on nothing
+    else (not M).
 
     Raises:
         TypeError: non-int ``n``, an unsupported dtype, a malformed ``cc``.
     """
     n = check_int("n", n)
     dt = dtype_name(dtype)
-    return _check_cc(cc) >= MIN_CC and MIN_N <= n <= MAX_N and n % DTYPES[dt][2] == 0
+    cc = _check_cc(cc)
+    return MIN_CC <= cc and cc[0] <= MAX_CC_MAJOR and MIN_N <= n <= MAX_N and n % DTYPES[dt][2] == 0
 
 
 def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
@@ -241,6 +247,9 @@ def _unsupported_reason(n: int, dt: str, cc) -> str:
     if cc < MIN_CC:
         return (f"the cluster path needs compute capability >= {MIN_CC[0]}.{MIN_CC[1]} (thread-block "
                 f"clusters), got {cc[0]}.{cc[1]}")
+    if cc[0] > MAX_CC_MAJOR:
+        return (f"the cluster path's policy was measured on Hopper (9.x) only, got compute capability "
+                f"{cc[0]}.{cc[1]}: the fused op's path runs there")
     if not MIN_N <= n <= MAX_N:
         return f"the cluster path takes {MIN_N} <= N <= {MAX_N}, got N={n}"
     return f"the cluster path needs N % {DTYPES[dt][2]} == 0 for {dt} (16-byte vectors), got N={n}"
