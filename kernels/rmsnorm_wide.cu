@@ -54,8 +54,8 @@
 // Kernels (extern "C"; names parsed by gpu_viz/rmsnorm/wide.py):
 //   rmsnorm[_gate]_cluster_<dt>_w<wdt>_c<CLUSTER>_t<THREADS>_e<EPT>_m<MODE>
 //   dt = f32 | f16 | bf16 (x, gate, y); wdt = the weight's: dt, or f32 for a 16-bit x.
-// -D options (all required, the launcher passes them): one kernel per module, i.e. per
-// (op, dtype, weight dtype, configuration):
+// -D options (the launcher passes all of them; the defaults below are one configuration of its
+// policy): one kernel per module, i.e. per (op, dtype, weight dtype, configuration):
 //   WIDE_DTYPE       x's: 1 f32, 2 f16, 4 bf16
 //   WIDE_WEIGHT      the weight's: WIDE_DTYPE, or 1 (f32)
 //   WIDE_GATE        0 rmsnorm, 1 rmsnorm_gate
@@ -69,9 +69,31 @@
 // Before sm_90 (no clusters) the kernels compile to a trap: wide.supported() is False there.
 #include "convert.cuh"  // to_f32 / from_f32<T>
 
-#if !defined(WIDE_DTYPE) || !defined(WIDE_WEIGHT) || !defined(WIDE_GATE) || !defined(WIDE_CLUSTER) || \
-    !defined(WIDE_THREADS) || !defined(WIDE_EPT) || !defined(WIDE_MIN_BLOCKS) || !defined(WIDE_MODE)
-#error "rmsnorm_wide.cu needs -DWIDE_DTYPE, WIDE_WEIGHT, WIDE_GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MIN_BLOCKS, WIDE_MODE"
+// A bare build (no -D) is the policy's fp16 rmsnorm at N = 65536 (wide.config(65536, "float16",
+// (9, 0)); tests/test_rmsnorm_wide.py checks the two agree).
+#ifndef WIDE_DTYPE
+#define WIDE_DTYPE 2
+#endif
+#ifndef WIDE_WEIGHT
+#define WIDE_WEIGHT 2
+#endif
+#ifndef WIDE_GATE
+#define WIDE_GATE 0
+#endif
+#ifndef WIDE_CLUSTER
+#define WIDE_CLUSTER 8
+#endif
+#ifndef WIDE_THREADS
+#define WIDE_THREADS 256
+#endif
+#ifndef WIDE_EPT
+#define WIDE_EPT 32
+#endif
+#ifndef WIDE_MIN_BLOCKS
+#define WIDE_MIN_BLOCKS 6
+#endif
+#ifndef WIDE_MODE
+#define WIDE_MODE 1
 #endif
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

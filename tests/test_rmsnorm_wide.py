@@ -137,9 +137,15 @@ def test_older_archs_build_the_trap(arch):
         assert u.kernel == cfg.kernel and u.spill_stores_bytes == 0
 
 
-def test_kernel_file_refuses_missing_options():
+def test_bare_build_is_a_policy_configuration():
+    """The .cu file's #ifndef defaults (a bare nvcc build, as tests/test_kernels.py compiles every
+    kernel file) are the -D options of one configuration the launcher uses."""
+    import re
+
     src = kernels.read_source(wide.FILE)
-    assert "#error" in src and "WIDE_CLUSTER" in src
+    defaults = dict(re.findall(r"#ifndef (WIDE_\w+)\n#define \1 (\S+)", src))
+    want = dict(o[2:].split("=") for o in wide.config(65536, "float16", H100).options)
+    assert defaults == want
     assert "tests/test_rmsnorm_wide.py" in src and "gpu_viz/rmsnorm/wide.py" in src
 
 
