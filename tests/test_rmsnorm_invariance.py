@@ -343,3 +343,20 @@ def test_launchers_agree(rng, monkeypatch):
         out[launcher] = ops.rmsnorm(x, w)
     torch.cuda.synchronize()
     assert torch.equal(out["driver"], out["cupy"])
+
+
+def test_wide_dispatch_depends_on_N_dtype_and_GPU_only():
+    """The cluster path (gpu_viz.rmsnorm.wide) takes a row by op, N, dtype and compute capability
+    (uses_wide has no M, stride or pointer to look at); the add op and the llama cast stay on
+    rmsnorm_fused.cu's kernels; sm_89 and N below the cluster path's range stay there too."""
+    from gpu_viz.rmsnorm import wide
+
+    for N in (32768, 65536, 131072, 262144):
+        for dt in ("float16", "bfloat16", "float32"):
+            assert ops.uses_wide("rmsnorm", N, dt, (9, 0)) == wide.supported(N, dt, (9, 0))
+            assert ops.uses_wide("rmsnorm_gate", N, dt, (9, 0), weight_dtype="float32") == wide.supported(N, dt, (9, 0))
+            assert not ops.uses_wide("rmsnorm_add", N, dt, (9, 0))
+            assert not ops.uses_wide("rmsnorm", N, dt, (9, 0), cast="llama")
+            assert not ops.uses_wide("rmsnorm", N, dt, (8, 9))
+    assert ops.uses_wide("rmsnorm", 65536, "float16", (9, 0))
+    assert not ops.uses_wide("rmsnorm", 4096, "float16", (9, 0))

@@ -536,15 +536,15 @@ def _compute_capability(device: int) -> Tuple[int, int]:
 def uses_wide(op: str, N: int, dtype, cc: Tuple[int, int], weight_dtype=None, cast: str = CAST_FP32) -> bool:
     """Whether rows of ``N`` elements go to :mod:`gpu_viz.rmsnorm.wide` on a GPU of compute
     capability ``cc``: decided by the op, N, the dtypes, the cast and the GPU -- never by M or
-    the data's alignment (batch invariance).  The add op, fp32 weights with fp16/bf16 x and
-    the ``"llama"`` cast stay on this file's kernels."""
+    the data's alignment (batch invariance).  The add op and the ``"llama"`` cast stay on this
+    file's kernels."""
     return _uses_wide(op, int(N), dtype_name(dtype), tuple(cc),
                       None if weight_dtype is None else dtype_name(weight_dtype), cast)
 
 
 @functools.lru_cache(maxsize=4096)  # on every call's path; pure given the wide module
 def _uses_wide(op: str, N: int, dt: str, cc: Tuple[int, int], weight_dtype: Optional[str], cast: str) -> bool:
-    if op not in OPS or cast != CAST_FP32 or (weight_dtype is not None and dtype_name(weight_dtype) != dt):
+    if op not in OPS or cast != CAST_FP32:  # (fp32 weights: the cluster path takes them too)
         return False
     wide = _wide_module()
     return wide is not None and bool(wide.supported(N, dt, cc))
@@ -556,12 +556,13 @@ def _launch_wide(info: Dict, out, device: int):
     xo, go, wo, M, N = info["x"], info["gate"], info["weight"], info["M"], info["N"]
     x2, _ = _rows_view(xo, M, N)
     g2 = _rows_view(go, M, N)[0] if go is not None else None
-    w = wo.array
-    if any(a is not None and (a.data_ptr() % 16 or (a.dim() == 2 and a.shape[0] > 1 and a.stride(0) % 8))
-           for a in (x2, g2, w)):
-        x2, w = x2.clone(), w.clone()
-        g2 = g2.clone() if g2 is not None else None
-    _wide_module().forward(x2, w, info["eps"], out, gate=g2, stream=None, weight_offset=info["offset"])
+    def fit(a):  # the cluster path takes contiguous, 16-byte aligned operands: copy the others
+        if a is None or (a.is_contiguous() and a.data_ptr() % 16 == 0):
+            return a
+        return a.contiguous() if not a.is_contiguous() else a.clone()
+
+    _wide_module().forward(fit(x2), fit(wo.array), info["eps"], out, gate=fit(g2), stream=None,
+                           weight_offset=info["offset"])
 
 
 def _launch(info: Dict, out=None, config: Optional[LaunchConfig] = None, h_out=None):
