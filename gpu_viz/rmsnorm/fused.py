@@ -992,6 +992,11 @@ def _on_cpu(*tensors) -> bool:
     return not torch.compiler.is_compiling() and any(t.device.type == "cpu" for t in tensors)
 
 
+if torch is not None:
+    _is_compiling = torch.compiler.is_compiling
+    _grad_enabled = torch.is_grad_enabled
+
+
 def _call(op: str, x, x2, weight, eps, weight_offset, cast):
     """Every public op's one entry: torch eager -> the plan (through :class:`_EagerFn` when
     autograd records the call), torch.compile -> ``torch.ops.gpu_viz.<op>``, CuPy ->
@@ -1002,10 +1007,11 @@ def _call(op: str, x, x2, weight, eps, weight_offset, cast):
         name = "gate" if op == "rmsnorm_gate" else "residual"
         raise TypeError(f"{name} must be a torch CUDA tensor or a CuPy array of x's shape, got None")
     if torch is not None and isinstance(x, torch.Tensor):
-        ts = (x, weight) if x2 is None else (x, x2, weight)
-        if not all(isinstance(t, torch.Tensor) for t in ts):
+        Tensor = torch.Tensor
+        # (explicit tests, no generators: this is the per-call path)
+        if not (isinstance(weight, Tensor) and (x2 is None or isinstance(x2, Tensor))):
             _validate(x, weight, gate, eps, residual=residual, weight_offset=weight_offset, cast=cast)  # raises
-        if torch.compiler.is_compiling():
+        if _is_compiling():
             # the op's implementation validates everything else (once per call, also when traced)
             eps, offset = _check_eps(eps), check_f32_arg("weight_offset", weight_offset)
             if cast not in CASTS:
@@ -1013,9 +1019,9 @@ def _call(op: str, x, x2, weight, eps, weight_offset, cast):
             fn = getattr(torch.ops.gpu_viz, op)
             return fn(x, weight, eps, offset, cast == CAST_LLAMA) if x2 is None else fn(
                 x, x2, weight, eps, offset, cast == CAST_LLAMA)
-        if not all(t.is_cuda for t in ts):
+        if not (x.is_cuda and weight.is_cuda and (x2 is None or x2.is_cuda)):
             _validate(x, weight, gate, eps, residual=residual, weight_offset=weight_offset, cast=cast)  # raises
-        if torch.is_grad_enabled() and any(t.requires_grad for t in ts):
+        if _grad_enabled() and (x.requires_grad or weight.requires_grad or (x2 is not None and x2.requires_grad)):
             return _EagerFn.apply(op, x, x2, weight, eps, weight_offset, cast)
         return _fast(op, x, x2, weight, eps, weight_offset, cast)
     return _launch(_validate(x, weight, gate, eps, residual=residual, weight_offset=weight_offset, cast=cast))
