@@ -169,6 +169,39 @@ __device__ __forceinline__ void store_hinted(T* p, const Pack<T, VEC>& v, unsign
     }
 }
 
+// A pack at any address: 16-byte accesses (load_hinted / store_hinted) when `aligned`, else
+// one element at a time (a misaligned view).  Both fill the same pack, so the arithmetic --
+// and every output bit -- is the same either way; only the access width differs.  `aligned`
+// is a template parameter (the _u kernels): a run-time choice kept both paths' registers
+// live (+16 to +35 registers per thread on sm_90).
+template <int POLICY, typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_any(const T* p, unsigned long long pol, int fits,
+                                                 bool aligned) {
+    if constexpr (VEC == 1) {
+        return load_hinted<POLICY, T, VEC>(p, pol, fits);
+    } else {
+        if (aligned) return load_hinted<POLICY, T, VEC>(p, pol, fits);
+        Pack<T, VEC> r;
+        #pragma unroll
+        for (int k = 0; k < VEC; ++k) r.v[k] = p[k];
+        return r;
+    }
+}
+template <int POLICY, typename T, int VEC>
+__device__ __forceinline__ void store_any(T* p, const Pack<T, VEC>& v, unsigned long long pol,
+                                          int fits, bool aligned) {
+    if constexpr (VEC == 1) {
+        store_hinted<POLICY, T, VEC>(p, v, pol, fits);
+    } else {
+        if (aligned) {
+            store_hinted<POLICY, T, VEC>(p, v, pol, fits);
+            return;
+        }
+        #pragma unroll
+        for (int k = 0; k < VEC; ++k) p[k] = v.v[k];
+    }
+}
+
 // [region silu]
 // silu(g) = g * sigmoid(g) = g / (1 + e^-g), with the fast intrinsics: __expf (ex2.approx,
 // max 2 + 1.2|g| ulp) and __fdividef (div.approx, max 2 ulp) -- ~6 instructions instead of
@@ -192,24 +225,91 @@ __device__ __forceinline__ float warp_allreduce_sum(float v) {
 // one __syncthreads instead of block_reduce_sum's two, no partial-warp guards.  The xor
 // butterfly adds the same pairs in every lane (a + b == b + a), so every thread of the block
 // gets the bit-identical total.  Called once per kernel (smem is not reused afterwards).
-__device__ __forceinline__ float block_allreduce_sum_full_warps(float v, float* smem) {
+// `block_allreduce_warp_totals` is its second half: `v` already the warp's total (the same in
+// every lane).
+__device__ __forceinline__ float block_allreduce_warp_totals(float v, float* smem) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    v = warp_allreduce_sum(v);
     if (lane == 0) smem[warp] = v;
     __syncthreads();
     return warp_allreduce_sum(lane < nwarps ? smem[lane] : 0.0f);
+}
+__device__ __forceinline__ float block_allreduce_sum_full_warps(float v, float* smem) {
+    return block_allreduce_warp_totals(warp_allreduce_sum(v), smem);
 }
 
 // ---------------------------------------------------------------------------------------
 // register-resident row: `warp` (WARP_ROW) and `block` variants share one body
 
+// MODE: what the second input x2 is.
+#define MODE_PLAIN 0  // rmsnorm:      no x2
+#define MODE_GATE 1   // rmsnorm_gate: x2 = gate, y = x * silu(gate) * w * r
+#define MODE_ADD 2    // rmsnorm_add:  x2 = residual, h = x + residual (rounded to T, written to
+                      //               h_out), y = h * w * r with r from h
+// FLAGS (one int kernel argument):
+#define FLAG_FITS_L2 1  // x, x2 and the outputs of the launch fit in L2 (cache hints only)
+#define FLAG_LLAMA 4    // HF LlamaRMSNorm's cast order: y = T(T(a * r) * w), else T(a * w * r)
+
+// How phase 2 forms an output (a compile-time tag: the kernel picks one of three copies of its
+// output loop by a uniform branch on its arguments, so the plain path is the plain arithmetic --
+// selecting per element cost ~50 % more instructions and 5-7 % of kernel time on rows in L2):
+#define OUT_PLAIN 0   // T(a * w * r)
+#define OUT_OFFSET 1  // T(a * (w + w_offset) * r)            (Gemma's 1 + w)
+#define OUT_LLAMA 2   // T(T(a * r) * (w [+ w_offset]))        (FLAG_LLAMA: HF LlamaRMSNorm's order)
+template <int K>
+struct OutTag {
+    static constexpr int value = K;
+};
+
+// The output of element k: `a` (x, x * silu(g), or h), the weight pack, r.  The offset is added
+// only where it is not 0 (w + 0.0f would turn a -0 weight into +0).
+template <int OUT, typename T, typename TW, int VEC>
+__device__ __forceinline__ T out_elem(float a, const Pack<TW, VEC>& pw, int k, float w_offset, float r) {
+    const float w = elem(pw, k);
+    if constexpr (OUT == OUT_PLAIN) {
+        return from_f32<T>(a * w * r);
+    } else if constexpr (OUT == OUT_OFFSET) {
+        return from_f32<T>(a * (w + w_offset) * r);
+    } else {
+        const float wt = w_offset != 0.0f ? w + w_offset : w;
+        return from_f32<T>(to_f32(from_f32<T>(a * r)) * wt);
+    }
+}
+
+// Calls body(OutTag<OUT_*>{}) for the flags / offset given (uniform: one side per launch).
+template <typename F>
+__device__ __forceinline__ void with_out_kind(bool llama, float w_offset, F&& body) {
+    if (llama) body(OutTag<OUT_LLAMA>{});
+    else if (w_offset != 0.0f) body(OutTag<OUT_OFFSET>{});
+    else body(OutTag<OUT_PLAIN>{});
+}
+
 // [region rows]
-template <typename T, bool GATE, int VEC, int EPT, bool WARP_ROW>
-__device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __restrict__ x,
-                                             const T* __restrict__ gate, const T* __restrict__ w,
-                                             long long M, int N, long long x_stride,
-                                             long long gate_stride, float eps, int fits_l2) {
+// Batch invariance: the sum of squares is added in one order that depends on N and the
+// dtype only, never on the launch shape the host picked for M (the host may give rows of
+// 8-16 KB one 16-byte vector per thread or several, kernels/../fused.py launch_config):
+//   p_j  = the VEC squares of vector j, fmaf-chained from 0
+//   S_s  = warp butterfly (xor 16, 8, .., 1) over the 32 vectors 32s .. 32s+31 (lane = j % 32)
+//   sum  = S_s combined over the slots s by the xor tree of their index bits, highest first
+// One vector per thread: thread (warp w, lane l) holds p_{32w+l}; the warp butterfly gives
+// S_w and the cross-warp butterfly of block_allreduce_warp_totals is the slot tree.  Several
+// vectors per thread (block variant, CHUNKS > 1, nwarps a power of two -- the launcher's
+// blocks are): chunk c is vector t + c * blockDim, slot w + c * nwarps, so each chunk gets
+// its own butterfly, the thread's chunks are combined by the tree over c (the slot index's
+// high bits, first), then across warps (its low bits).  Absent vectors and slots add +0,
+// which changes no sum of squares (never -0).  The warp variant and the scalar path have one
+// launch shape per N, so their single fmaf chain per lane is canonical already.
+template <typename T, typename TW, int MODE, int VEC, int EPT, bool WARP_ROW, bool ALIGNED>
+__device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, T* __restrict__ h_out,
+                                             const T* __restrict__ x, const T* __restrict__ x2,
+                                             const TW* __restrict__ w, long long M, int N,
+                                             long long x_stride, long long x2_stride, float eps,
+                                             float w_offset, int flags) {
     constexpr int CHUNKS = EPT / VEC;
+    constexpr bool TWO = MODE != MODE_PLAIN;  // a second input row
+    constexpr bool CANON = !WARP_ROW && VEC > 1 && CHUNKS > 1;
+    const int fits_l2 = flags & FLAG_FITS_L2;
+    constexpr bool aligned = ALIGNED;
+    const bool llama = (flags & FLAG_LLAMA) != 0;
     long long row;
     int t, nthreads;
     if (WARP_ROW) {  // one warp per row: a whole warp leaves together, no block barrier follows
@@ -224,24 +324,26 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     }
     const int nvec = N / VEC;  // host guarantees N % VEC == 0
     const T* xr = x + row * x_stride;
-    const T* gr = GATE ? gate + row * gate_stride : nullptr;
+    const T* gr = TWO ? x2 + row * x2_stride : nullptr;
     T* yr = out + row * (long long)N;
+    T* hr = MODE == MODE_ADD ? h_out + row * (long long)N : nullptr;
 
-    // phase 1: issue EVERY load of the row -- x (and g) streaming, the weight through the
+    // phase 1: issue EVERY load of the row -- x (and x2) streaming, the weight through the
     // read-only path -- before the first use of any of them, so a row costs one memory round
     // trip.  On the 16-byte path the loads sit in a loop of their own: one predicated LDG.128
     // per chunk, back to back (with the use in the same loop, ptxas branched around each
     // chunk and waited for chunk 0 before issuing chunk 1: one round trip per chunk).  One
     // chunk (EPT == VEC) needs no split, and splitting it costs registers on sm_89.
     constexpr bool LOADS_FIRST = VEC > 1 && CHUNKS > 1;
-    // Cache policies (see "Cache-hinted loads" above): `fits_l2` (set by the host when x,
-    // gate and y of the launch together fit in L2) selects .cs loads and plain stores, else
-    // the op's policy -- by a predicate inside each access, no branch.
+    // Cache policies (see "Cache-hinted loads" above): `fits_l2` selects .cs loads and plain
+    // stores, else the op's policy -- by a predicate inside each access, no branch.  The add
+    // op has two inputs like the gate and takes the gate's policy.
     constexpr bool F32_BLOCK = sizeof(T) == 4 && !WARP_ROW;
-    constexpr int LOAD = GATE ? LOAD_PLAIN : F32_BLOCK ? LOAD_KEEP_L2 : LOAD_NO_L1;
-    constexpr int STORE = GATE ? STORE_PLAIN : F32_BLOCK ? STORE_PLAIN : STORE_EVICT_FIRST;
+    constexpr int LOAD = TWO ? LOAD_PLAIN : F32_BLOCK ? LOAD_KEEP_L2 : LOAD_NO_L1;
+    constexpr int STORE = TWO ? STORE_PLAIN : F32_BLOCK ? STORE_PLAIN : STORE_EVICT_FIRST;
     const unsigned long long load_pol = l2_policy<LOAD == LOAD_KEEP_L2 ? 2 : 0>();
-    Pack<T, VEC> px[CHUNKS], pg[CHUNKS], pw[CHUNKS];
+    Pack<T, VEC> px[CHUNKS], pg[CHUNKS];
+    Pack<TW, VEC> pw[CHUNKS];
     // every chunk c of this thread's share of the row: vector j = t + c * nthreads, while j < nvec
     auto for_each_chunk = [&](auto&& body) {
         #pragma unroll
@@ -250,25 +352,36 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
             if (j < nvec) body(c, j);
         }
     };
-    auto load_chunk = [&](int c, int j) {  // chunk c = vector j of the row: x, g, weight
-        px[c] = load_hinted<LOAD, T, VEC>(xr + (long long)j * VEC, load_pol, fits_l2);
-        if (GATE) pg[c] = load_hinted<LOAD, T, VEC>(gr + (long long)j * VEC, load_pol, fits_l2);
-        pw[c] = load_hinted<LOAD_WEIGHT, T, VEC>(w + (long long)j * VEC, 0, 0);
+    auto load_chunk = [&](int c, int j) {  // chunk c = vector j of the row: x, x2, weight
+        px[c] = load_any<LOAD, T, VEC>(xr + (long long)j * VEC, load_pol, fits_l2, aligned);
+        if (TWO) pg[c] = load_any<LOAD, T, VEC>(gr + (long long)j * VEC, load_pol, fits_l2, aligned);
+        pw[c] = load_any<LOAD_WEIGHT, TW, VEC>(w + (long long)j * VEC, 0, 0, aligned);
     };
     if (LOADS_FIRST) for_each_chunk(load_chunk);
-    // ... then sum x^2; the gate op keeps x * silu(g) as fp32 in v, rmsnorm keeps x packed
-    // (half the registers in fp16/bf16: more blocks per SM, more bytes in flight) and widens
-    // it again in phase 2.  (The scalar path loads here, chunk by chunk: split like the above,
+    // ... then sum x^2 (h^2 for the add op, after h = x + residual is rounded to T and
+    // written); the gate op keeps x * silu(g) as fp32 in v, the others keep the row packed
+    // (half the registers in fp16/bf16: more blocks per SM, more bytes in flight) and widen it
+    // again in phase 2.  (The scalar path loads here, chunk by chunk: split like the above,
     // its 64-bit addresses spill.)
-    float v[GATE ? EPT : 1];
+    float v[MODE == MODE_GATE ? EPT : 1];
+    float part[CANON ? CHUNKS : 1];
+    #pragma unroll
+    for (int c = 0; c < (CANON ? CHUNKS : 1); ++c) part[c] = 0.0f;
     float sumsq = 0.0f;
+    const unsigned long long store_pol = l2_policy<STORE == STORE_EVICT_FIRST ? 1 : 0>();
     for_each_chunk([&](int c, int j) {
         if (!LOADS_FIRST) load_chunk(c, j);
+        if (MODE == MODE_ADD) {
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) px[c].v[k] = from_f32<T>(elem(px[c], k) + elem(pg[c], k));
+            store_any<STORE, T, VEC>(hr + (long long)j * VEC, px[c], store_pol, fits_l2, aligned);
+        }
+        float& acc = CANON ? part[CANON ? c : 0] : sumsq;
         #pragma unroll
         for (int k = 0; k < VEC; ++k) {
             const float xf = elem(px[c], k);
-            sumsq = fmaf(xf, xf, sumsq);
-            if (GATE) v[c * VEC + k] = xf * silu(elem(pg[c], k));
+            acc = fmaf(xf, xf, acc);
+            if (MODE == MODE_GATE) v[c * VEC + k] = xf * silu(elem(pg[c], k));
         }
     });
     float total;
@@ -277,20 +390,37 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
     } else {
         __shared__ float red[GPU_VIZ_REDUCE_SLOTS];
         // uniform branch: every thread of the block takes the same side
-        total = (blockDim.x & 31) == 0 ? block_allreduce_sum_full_warps(sumsq, red)
-                                       : block_reduce_sum(sumsq, red);
+        if (CANON && (blockDim.x & 31) == 0) {
+            #pragma unroll
+            for (int c = 0; c < CHUNKS; ++c) part[c] = warp_allreduce_sum(part[c]);
+            #pragma unroll
+            for (int h = CHUNKS / 2; h >= 1; h >>= 1) {
+                #pragma unroll
+                for (int i = 0; i < h; ++i) part[i] += part[i + h];
+            }
+            total = block_allreduce_warp_totals(part[0], red);
+        } else {
+            if (CANON) {  // a hand-made block (tests): correct, not the canonical order
+                #pragma unroll
+                for (int c = 0; c < CHUNKS; ++c) sumsq += part[CANON ? c : 0];
+            }
+            total = (blockDim.x & 31) == 0 ? block_allreduce_sum_full_warps(sumsq, red)
+                                           : block_reduce_sum(sumsq, red);
+        }
     }
     const float r = rsqrtf(__fdividef(total, (float)N) + eps);
-    // phase 2: y = v * w * r, written once.
-    const unsigned long long store_pol = l2_policy<STORE == STORE_EVICT_FIRST ? 1 : 0>();
-    for_each_chunk([&](int c, int j) {
-        Pack<T, VEC> py;
-        #pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-            const float a = GATE ? v[c * VEC + k] : elem(px[c], k);
-            py.v[k] = from_f32<T>(a * elem(pw[c], k) * r);
-        }
-        store_hinted<STORE, T, VEC>(yr + (long long)j * VEC, py, store_pol, fits_l2);
+    // phase 2: y = a * w * r, written once.
+    with_out_kind(llama, w_offset, [&](auto kind) {
+        constexpr int OUT = decltype(kind)::value;
+        for_each_chunk([&](int c, int j) {
+            Pack<T, VEC> py;
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float a = MODE == MODE_GATE ? v[c * VEC + k] : elem(px[c], k);
+                py.v[k] = out_elem<OUT, T>(a, pw[c], k, w_offset, r);
+            }
+            store_any<STORE, T, VEC>(yr + (long long)j * VEC, py, store_pol, fits_l2, aligned);
+        });
     });
 }
 // [end rows]
@@ -299,21 +429,34 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, const T* __res
 // wide rows: any N, two passes over the row (the second mostly hits L2)
 
 // [region wide]
-template <typename T, bool GATE, int VEC>
-__device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __restrict__ x,
-                                             const T* __restrict__ gate, const T* __restrict__ w,
-                                             long long M, int N, long long x_stride,
-                                             long long gate_stride, float eps, int /*fits_l2*/) {
+// One launch shape (WIDE_THREADS) for every M: the order of the sums depends on N only.
+template <typename T, typename TW, int MODE, int VEC, bool ALIGNED>
+__device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, T* __restrict__ h_out,
+                                             const T* __restrict__ x, const T* __restrict__ x2,
+                                             const TW* __restrict__ w, long long M, int N,
+                                             long long x_stride, long long x2_stride, float eps,
+                                             float w_offset, int flags) {
     const long long row = blockIdx.x;
     const int nvec = N / VEC;
+    constexpr bool aligned = ALIGNED;
+    const bool llama = (flags & FLAG_LLAMA) != 0;
     const T* xr = x + row * x_stride;
-    const T* gr = GATE ? gate + row * gate_stride : nullptr;
+    const T* gr = MODE != MODE_PLAIN ? x2 + row * x2_stride : nullptr;
     T* yr = out + row * (long long)N;
+    T* hr = MODE == MODE_ADD ? h_out + row * (long long)N : nullptr;
 
+    // pass 1: sum of squares (the add op computes h here and writes it; pass 2 reads it back,
+    // each thread its own vectors)
     float sumsq = 0.0f;
     #pragma unroll 4
     for (int j = threadIdx.x; j < nvec; j += blockDim.x) {
-        const Pack<T, VEC> px = load_pack<T, VEC>(xr + (long long)j * VEC);
+        Pack<T, VEC> px = load_any<LOAD_PLAIN, T, VEC>(xr + (long long)j * VEC, 0, 0, aligned);
+        if (MODE == MODE_ADD) {
+            const Pack<T, VEC> pr = load_any<LOAD_PLAIN, T, VEC>(gr + (long long)j * VEC, 0, 0, aligned);
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) px.v[k] = from_f32<T>(elem(px, k) + elem(pr, k));
+            store_any<STORE_PLAIN, T, VEC>(hr + (long long)j * VEC, px, 0, 0, aligned);
+        }
         #pragma unroll
         for (int k = 0; k < VEC; ++k) {
             const float xf = elem(px, k);
@@ -322,32 +465,36 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __res
     }
     __shared__ float red[GPU_VIZ_REDUCE_SLOTS];
     const float r = rsqrtf(__fdividef(block_reduce_sum(sumsq, red), (float)N) + eps);
+    const T* ar = MODE == MODE_ADD ? hr : xr;  // the row normalised: x, or h as written above
+    with_out_kind(llama, w_offset, [&](auto kind) {
+    constexpr int OUT = decltype(kind)::value;
     #pragma unroll 2
     for (int j = threadIdx.x; j < nvec; j += blockDim.x) {
-        const Pack<T, VEC> px = load_pack<T, VEC>(xr + (long long)j * VEC);
-        const Pack<T, VEC> pw = load_pack<T, VEC>(w + (long long)j * VEC);
+        const Pack<T, VEC> px = load_any<LOAD_PLAIN, T, VEC>(ar + (long long)j * VEC, 0, 0, aligned);
+        const Pack<TW, VEC> pw = load_any<LOAD_PLAIN, TW, VEC>(w + (long long)j * VEC, 0, 0, aligned);
         Pack<T, VEC> pg;
-        if (GATE) pg = load_pack<T, VEC>(gr + (long long)j * VEC);
+        if (MODE == MODE_GATE) pg = load_any<LOAD_PLAIN, T, VEC>(gr + (long long)j * VEC, 0, 0, aligned);
         Pack<T, VEC> py;
         #pragma unroll
         for (int k = 0; k < VEC; ++k) {
-            float p = elem(px, k);
-            if (GATE) p *= silu(elem(pg, k));
-            py.v[k] = from_f32<T>(p * elem(pw, k) * r);
+            float a = elem(px, k);
+            if (MODE == MODE_GATE) a *= silu(elem(pg, k));
+            py.v[k] = out_elem<OUT, T>(a, pw, k, w_offset, r);
         }
-        *reinterpret_cast<Pack<T, VEC>*>(yr + (long long)j * VEC) = py;
+        store_any<STORE_PLAIN, T, VEC>(yr + (long long)j * VEC, py, 0, 0, aligned);
     }
+    });
 }
 // [end wide]
 
 // ---------------------------------------------------------------------------------------
 // the extern "C" kernels (one per instantiation; names parsed by gpu_viz/rmsnorm/fused.py)
 
-#define RMSNORM_PARAMS(T)                                                                      \
-    T* __restrict__ out, const T* __restrict__ x, const T* __restrict__ gate,                  \
-        const T* __restrict__ w, long long M, int N, long long x_stride, long long gate_stride, \
-        float eps, int fits_l2
-#define RMSNORM_ARGS out, x, gate, w, M, N, x_stride, gate_stride, eps, fits_l2
+#define RMSNORM_PARAMS(T, TW)                                                                   \
+    T* __restrict__ out, T* __restrict__ h_out, const T* __restrict__ x,                        \
+        const T* __restrict__ x2, const TW* __restrict__ w, long long M, int N,                \
+        long long x_stride, long long x2_stride, float eps, float w_offset, int flags
+#define RMSNORM_ARGS out, h_out, x, x2, w, M, N, x_stride, x2_stride, eps, w_offset, flags
 
 // launch bounds: the warp variant WARP_BLOCK_THREADS (4 rows of a warp each); the block variant up
 // to BLOCK_MAX_THREADS(EPT) threads (EPT 32 keeps its 32 values per thread within 128 registers
@@ -370,48 +517,67 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, const T* __res
 #define BLOCK_MAX_THREADS_E32 512
 #endif
 #define BLOCK_MAX_THREADS(EPT) BLOCK_MAX_THREADS_E##EPT
-#define BLOCK_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 2048 / BLOCK_MAX_THREADS(EPT) : 1)
-#define WARP_MIN_BLOCKS(VEC, EPT) (((VEC) > 1 && (EPT) == 8) ? 2048 / WARP_BLOCK_THREADS : 1)
+// (The misaligned "u" twins carry no such bound: their element-wise addresses spilled under it.)
+#define BLOCK_MIN_BLOCKS(VEC, EPT, AL) (((VEC) > 1 && (EPT) == 8 && (AL)) ? 2048 / BLOCK_MAX_THREADS(EPT) : 1)
+#define WARP_MIN_BLOCKS(VEC, EPT, AL) (((VEC) > 1 && (EPT) == 8 && (AL)) ? 2048 / WARP_BLOCK_THREADS : 1)
 
-#define DEF_WARP(OP, GATE, DT, T, VEC, EPT)                                                     \
-    extern "C" __global__ void __launch_bounds__(WARP_BLOCK_THREADS, WARP_MIN_BLOCKS(VEC, EPT)) \
-        OP##_warp_##DT##_v##VEC##_e##EPT(RMSNORM_PARAMS(T)) {                                  \
-        rmsnorm_rows<T, GATE, VEC, EPT, true>(RMSNORM_ARGS);                                   \
+// RMSNORM_WEIGHT_F32: build the kernels of fp16 / bf16 x with an fp32 weight instead (names
+// end in _w32; the launcher compiles them as a module of their own, on first use).
+#ifndef RMSNORM_WEIGHT_F32
+#define RMSNORM_WEIGHT_F32 0
+#endif
+#if RMSNORM_WEIGHT_F32
+#define WSUF _w32
+#define WTYPE(T) float
+#else
+#define WSUF
+#define WTYPE(T) T
+#endif
+#define RMSNORM_CAT2(a, b) a##b
+#define RMSNORM_CAT(a, b) RMSNORM_CAT2(a, b)
+
+// V: "v" (16-byte accesses) or "u" (the same kernel, element by element: misaligned views)
+#define DEF_WARP(OP, MODE, DT, T, V, AL, VEC, EPT)                                              \
+    extern "C" __global__ void __launch_bounds__(WARP_BLOCK_THREADS, WARP_MIN_BLOCKS(VEC, EPT, AL)) \
+        RMSNORM_CAT(OP##_warp_##DT##_##V##VEC##_e##EPT, WSUF)(RMSNORM_PARAMS(T, WTYPE(T))) {   \
+        rmsnorm_rows<T, WTYPE(T), MODE, VEC, EPT, true, AL>(RMSNORM_ARGS);                      \
     }
 
-#define DEF_BLOCK(OP, GATE, DT, T, VEC, EPT)                                                    \
-    extern "C" __global__ void __launch_bounds__(BLOCK_MAX_THREADS(EPT), BLOCK_MIN_BLOCKS(VEC, EPT)) \
-        OP##_block_##DT##_v##VEC##_e##EPT(RMSNORM_PARAMS(T)) {                                 \
-        rmsnorm_rows<T, GATE, VEC, EPT, false>(RMSNORM_ARGS);                                  \
+#define DEF_BLOCK(OP, MODE, DT, T, V, AL, VEC, EPT)                                             \
+    extern "C" __global__ void __launch_bounds__(BLOCK_MAX_THREADS(EPT), BLOCK_MIN_BLOCKS(VEC, EPT, AL)) \
+        RMSNORM_CAT(OP##_block_##DT##_##V##VEC##_e##EPT, WSUF)(RMSNORM_PARAMS(T, WTYPE(T))) {  \
+        rmsnorm_rows<T, WTYPE(T), MODE, VEC, EPT, false, AL>(RMSNORM_ARGS);                     \
     }
 
-#define DEF_WIDE(OP, GATE, DT, T, VEC)                                                          \
+#define DEF_WIDE(OP, MODE, DT, T, V, AL, VEC)                                                   \
     extern "C" __global__ void __launch_bounds__(WIDE_THREADS, 1)                              \
-        OP##_wide_##DT##_v##VEC(RMSNORM_PARAMS(T)) {                                           \
-        rmsnorm_wide<T, GATE, VEC>(RMSNORM_ARGS);                                              \
+        RMSNORM_CAT(OP##_wide_##DT##_##V##VEC, WSUF)(RMSNORM_PARAMS(T, WTYPE(T))) {            \
+        rmsnorm_wide<T, WTYPE(T), MODE, VEC, AL>(RMSNORM_ARGS);                                 \
     }
 
-// 16-byte path: warp and block variants at EPT 8, 16, 32, and wide.
-#define DEF_VECTOR(OP, GATE, DT, T, VEC)                                          \
-    DEF_WARP(OP, GATE, DT, T, VEC, 8) DEF_WARP(OP, GATE, DT, T, VEC, 16)        \
-    DEF_WARP(OP, GATE, DT, T, VEC, 32) DEF_BLOCK(OP, GATE, DT, T, VEC, 8)       \
-    DEF_BLOCK(OP, GATE, DT, T, VEC, 16) DEF_BLOCK(OP, GATE, DT, T, VEC, 32)     \
-    DEF_WIDE(OP, GATE, DT, T, VEC)
-// scalar path: with one element per load and a run-time blockDim, every chunk needs its own
-// 64-bit address and ptxas hoists them all, so block EPT 16/32 would spill: the block
-// variant stops at EPT 8 (N <= 8192) and wider rows take `wide`.
-#define DEF_SCALAR(OP, GATE, DT, T)                                                \
-    DEF_WARP(OP, GATE, DT, T, 1, 8) DEF_WARP(OP, GATE, DT, T, 1, 16)             \
-    DEF_WARP(OP, GATE, DT, T, 1, 32) DEF_BLOCK(OP, GATE, DT, T, 1, 8)            \
-    DEF_WIDE(OP, GATE, DT, T, 1)
+// 16-byte path ("v") and its element-by-element twin for misaligned views ("u"): warp and
+// block variants at EPT 8, 16, 32, and wide.
+#define DEF_VECTOR(OP, MODE, DT, T, V, AL, VEC)                                                     \
+    DEF_WARP(OP, MODE, DT, T, V, AL, VEC, 8) DEF_WARP(OP, MODE, DT, T, V, AL, VEC, 16)            \
+    DEF_WARP(OP, MODE, DT, T, V, AL, VEC, 32) DEF_BLOCK(OP, MODE, DT, T, V, AL, VEC, 8)           \
+    DEF_BLOCK(OP, MODE, DT, T, V, AL, VEC, 16) DEF_BLOCK(OP, MODE, DT, T, V, AL, VEC, 32)         \
+    DEF_WIDE(OP, MODE, DT, T, V, AL, VEC)
+// scalar path (N % VEC != 0): with one element per load and a run-time blockDim, every chunk
+// needs its own 64-bit address and ptxas hoists them all, so block EPT 16/32 would spill:
+// the block variant stops at EPT 8 (N <= 8192) and wider rows take `wide`.
+#define DEF_SCALAR(OP, MODE, DT, T)                                                         \
+    DEF_WARP(OP, MODE, DT, T, v, true, 1, 8) DEF_WARP(OP, MODE, DT, T, v, true, 1, 16)    \
+    DEF_WARP(OP, MODE, DT, T, v, true, 1, 32) DEF_BLOCK(OP, MODE, DT, T, v, true, 1, 8)   \
+    DEF_WIDE(OP, MODE, DT, T, v, true, 1)
 
-#define DEF_DTYPE(DT, T, VEC16)                        \
-    DEF_SCALAR(rmsnorm, false, DT, T)                  \
-    DEF_VECTOR(rmsnorm, false, DT, T, VEC16)           \
-    DEF_SCALAR(rmsnorm_gate, true, DT, T)              \
-    DEF_VECTOR(rmsnorm_gate, true, DT, T, VEC16)
+#define DEF_OP(OP, MODE, DT, T, VEC16) \
+    DEF_SCALAR(OP, MODE, DT, T) DEF_VECTOR(OP, MODE, DT, T, v, true, VEC16) DEF_VECTOR(OP, MODE, DT, T, u, false, VEC16)
+#define DEF_DTYPE(DT, T, VEC16)                            \
+    DEF_OP(rmsnorm, MODE_PLAIN, DT, T, VEC16)              \
+    DEF_OP(rmsnorm_gate, MODE_GATE, DT, T, VEC16)          \
+    DEF_OP(rmsnorm_add, MODE_ADD, DT, T, VEC16)
 
-#if RMSNORM_DTYPES & 1
+#if (RMSNORM_DTYPES & 1) && !RMSNORM_WEIGHT_F32
 DEF_DTYPE(f32, float, 4)
 #endif
 #if RMSNORM_DTYPES & 2

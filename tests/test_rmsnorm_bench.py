@@ -752,6 +752,10 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys, out_given):
     monkeypatch.setattr(bm, "record_plan", lambda quick=False: [
         ("rmsnorm", [(4, 32), (16, 512)], ("float16",), ("eager", "native", "compile", "fused", "liger")),
         ("rmsnorm_gate", [(4, 32)], ("bfloat16",), ("eager", "compile", "fused"))])
+    # the per-call and wide steps: one stand-in step each way; the invariance check stands in
+    monkeypatch.setattr(bm, "call_plan", lambda: [("rmsnorm", [(2, 64)], ("float16",), ("native", "fused"))])
+    monkeypatch.setattr(bm, "wide_plan", lambda: [])
+    monkeypatch.setattr(bm, "batch_invariance", lambda Ns=None: {"ok": True, "checked": [{"stand-in": Ns}]})
 
     def setup_ok(provider, weight, eps, sample=None, compile_backend=None):
         if provider == "compile":
@@ -765,8 +769,8 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys, out_given):
     monkeypatch.setitem(bm.SETUP, "rmsnorm_gate", setup_gate_ok)
     timers, _ = _stand_in_timers()
 
-    def run_cpu(op, shapes, dtypes, providers, reps=100, verbose=False, **kw):
-        return bm._run(op, shapes, dtypes, providers, ("kernel", "call"), reps, 1e-6, "cpu", timers,
+    def run_cpu(op, shapes, dtypes, providers, reps=100, verbose=False, timings=("kernel", "call"), **kw):
+        return bm._run(op, shapes, dtypes, providers, timings, reps, 1e-6, "cpu", timers,
                        l2_bytes=1 << 16, verbose=verbose)
 
     monkeypatch.setattr(bm, "run", run_cpu)
@@ -783,7 +787,10 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys, out_given):
     assert rec["copy_kernel_floor_us"] == 3.0 and floor_calls == [(128 * 4096 * 2, 1 << 20)]
     assert {r["impl"] for r in rec["rows"] if r["op"] == "rmsnorm"} == {"eager", "native", "fused"}
     assert {r["impl"] for r in rec["rows"] if r["op"] == "rmsnorm_gate"} == {"eager", "compile", "fused"}
-    assert len(rec["rows"]) == (2 * 3 + 3) * 2
+    calls = [r for r in rec["rows"] if r["M"] == 2]  # the per-call step: "call" rows only
+    assert sorted(r["impl"] for r in calls) == ["fused", "native"] and {r["timing"] for r in calls} == {"call"}
+    assert rec["batch_invariant"] == {"ok": True, "checked": [{"stand-in": list(bm.INVARIANCE_N)}]}
+    assert len(rec["rows"]) == (2 * 3 + 3) * 2 + 2
     assert {s["impl"] for s in rec["skipped"]} == {"compile"}
     if "liger" in rec["providers_unavailable"]:
         assert "liger_kernel" in rec["providers_unavailable"]["liger"]

@@ -87,10 +87,15 @@ def test_unsupported_dtypes_rejected(bad):
 
 def test_mismatched_dtypes_rejected():
     x, w = _xw()
-    with pytest.raises(TypeError, match=r"weight has dtype float16 but x has float32"):
+    # a weight is x's dtype or float32 (HF's fp32 weights with bf16/fp16 x); not a third one
+    with pytest.raises(TypeError, match=r"weight has dtype float16; expected x's dtype \(float32\) or float32"):
         ops.rmsnorm(x, w.half())
+    with pytest.raises(TypeError, match=r"weight has dtype bfloat16; expected x's dtype \(float16\) or float32"):
+        ops.rmsnorm(x.half(), w.bfloat16())
     with pytest.raises(TypeError, match=r"gate has dtype bfloat16 but x has float32"):
         ops.rmsnorm_gate(x, x.bfloat16(), w)
+    with pytest.raises(TypeError, match=r"residual has dtype float16 but x has float32"):
+        ops.rmsnorm_add(x, x.half(), w)
 
 
 def test_shapes_checked():
@@ -163,7 +168,13 @@ def _assert_valid(cfg: ops.LaunchConfig, M: int, N: int, fits_l2: bool = False):
         assert 32 <= cfg.block <= fused.BLOCK_MAX_THREADS[cfg.ept] and cfg.block % 32 == 0
         chunks = cfg.ept // cfg.vec
         assert cfg.block * chunks * cfg.vec >= N  # every vector of the row has a thread
-        assert (cfg.block - 32) * chunks * cfg.vec < N  # and no whole idle warp
+        one_vector = cfg.vec in fused.EPT_CHOICES and _threads(N, cfg.vec, cfg.vec) <= min(
+            fused.BLOCK_TARGET_THREADS, fused.BLOCK_MAX_THREADS[cfg.vec])
+        if chunks > 1 and one_vector:  # a power-of-two count of warps (the one-vector block's sum order)
+            nwarps = cfg.block // 32
+            assert nwarps & (nwarps - 1) == 0 and (cfg.block // 2) * chunks * cfg.vec < N
+        else:
+            assert (cfg.block - 32) * chunks * cfg.vec < N  # and no whole idle warp
         assert cfg.grid == M
         if cfg.vec == 1:
             assert cfg.ept in fused.SCALAR_BLOCK_EPT
@@ -346,7 +357,10 @@ def test_nvcc_build_no_spills(arch):
     for r in rows:  # registers fit the launch bounds: the largest block must be launchable
         bound = {"warp": 128, "wide": 1024}.get(r["variant"]) or fused.BLOCK_MAX_THREADS[r["ept"]]
         assert r["registers"] * bound <= 65536, r
-        if r["vec"] > 1 and r["ept"] == 8:  # __launch_bounds__(.., 2 x 1024 / 16 x 128): full occupancy
+        # __launch_bounds__(.., 2 x 1024 / 16 x 128): full occupancy -- not for the misaligned
+        # twins (no such bound) nor the fp32-weight builds (8 more floats of weight per chunk;
+        # 48 registers on sm_89, 1024 of its 1536 threads per SM)
+        if r["vec"] > 1 and r["ept"] == 8 and r["aligned"] and r["weight_dtype"] is None:
             threads_per_sm = {"sm_75": 1024, "sm_89": 1536, "sm_90": 2048}[arch]
             assert -(-r["registers"] // 8) * 8 * threads_per_sm <= 65536, r  # 8-register allocation unit
         assert r["arch"] == arch
@@ -474,12 +488,15 @@ def test_nvrtc_and_ptxas_build_with_the_launchers_options(monkeypatch):
         fused._ptxas_rows.cache_clear()
     for name in fused.kernel_names():
         fused.get_kernel(name, fused.describe_kernel(name)["dtype"])
-    want = {dt: (f"-DRMSNORM_DTYPES={ops.DTYPES[dt][3]}",) + fused.LAUNCH_DEFINES for dt in DTYPES}
-    assert {fused.compile_options(dt) for dt in DTYPES} == set(want.values())
+    want = {(dt, w32): (f"-DRMSNORM_DTYPES={ops.DTYPES[dt][3]}",) + fused.LAUNCH_DEFINES
+            + (("-DRMSNORM_WEIGHT_F32=1",) if w32 else ())
+            for dt in DTYPES for w32 in ((False,) if dt == "float32" else (False, True))}
+    assert {fused.compile_options(*k) for k in want} == set(want.values())
     assert sorted(ops.DTYPES[dt][3] for dt in DTYPES) == [1, 2, 4]
     assert nvcc == {(fused.FILE, "sm_90", o) for o in want.values()}
-    assert nvrtc == {(fused.FILE, n, want[fused.describe_kernel(n)["dtype"]]) for n in fused.kernel_names()}
-    assert fused.compile_options(torch.float16) == fused.compile_options("half") == want["float16"]
+    assert nvrtc == {(fused.FILE, n, want[fused.describe_kernel(n)["dtype"], n.endswith("_w32")])
+                     for n in fused.kernel_names()}
+    assert fused.compile_options(torch.float16) == fused.compile_options("half") == want["float16", False]
 
 
 #: The public names of gpu_viz.ops: the notebooks, the benchmarks and callers use them.
@@ -511,7 +528,7 @@ def test_ops_references_are_the_one_reference(monkeypatch, rng):
     """ops.reference_* hand the work to gpu_viz.rmsnorm.reference (and return numpy float64)."""
     calls = []
 
-    def stand_in(x, weight, eps=1e-6, gate=None):
+    def stand_in(x, weight, eps=1e-6, gate=None, weight_offset=0.0):
         calls.append(("rmsnorm", eps, gate is not None))
         return torch.full(tuple(np.shape(x)), 7.0, dtype=torch.float64)
 

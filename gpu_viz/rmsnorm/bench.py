@@ -43,6 +43,23 @@ PROVIDERS: Dict[str, Tuple[str, ...]] = {
     RMSNORM: ("eager", "native", "compile", "deck4phase", "fused", "liger"),
     RMSNORM_GATE: ("eager", "compile", "fused"),
 }
+#: Providers timed per call only (the per-call rows): ``*_grad`` with a weight that requires
+#: grad (autograd records the call; forward only), ``fused_cupy`` the plan launched through
+#: CuPy's RawKernel instead of cuLaunchKernel, ``fused_unplanned`` the checks and launch of
+#: every call without a plan (:func:`gpu_viz.rmsnorm.fused._launch`).
+CALL_PROVIDERS: Dict[str, Tuple[str, ...]] = {
+    RMSNORM: ("native", "fused", "native_grad", "fused_grad", "fused_cupy", "fused_unplanned"),
+    RMSNORM_GATE: ("fused", "fused_grad"),
+}
+#: The per-call rows' shapes: 1..1024 rows of 4096 features.
+CALL_SHAPES = tuple((m, 4096) for m in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
+#: Per call with a grad-requiring weight: within this factor of F.rms_norm's (issue 18).
+CALL_GRAD_FACTOR = 1.5
+#: Wide rows (issue 18): ~1 GiB of fp16 traffic each.
+WIDE_SHAPES = ((16384, 32768), (8192, 65536), (2048, 131072), (1024, 262144))
+#: Batch invariance, checked in the record: rows of op(x[:m]) against op(x) bit for bit.
+INVARIANCE_M = (1, 3, 64, 1000, 4096)
+INVARIANCE_N = (768, 2048, 4096, 8192, 16384, 65536)
 #: Providers that are optional: missing library -> skipped with the reason, never an error.
 OPTIONAL_PROVIDERS = {"liger"}
 
@@ -113,9 +130,10 @@ def check_providers(op: str, providers: Optional[Iterable[str]]) -> Tuple[str, .
     if isinstance(providers, str):
         providers = (providers,)
     providers = tuple(providers)
+    known = PROVIDERS[op] + tuple(p for p in CALL_PROVIDERS[op] if p not in PROVIDERS[op])
     for p in providers:
-        if p not in PROVIDERS[op]:
-            raise ValueError(f"unknown provider {p!r} for op {op!r}; known providers: {PROVIDERS[op]}")
+        if p not in known:
+            raise ValueError(f"unknown provider {p!r} for op {op!r}; known providers: {known}")
     if not providers:
         raise ValueError(f"providers must name at least one of {PROVIDERS[op]}")
     return providers
@@ -209,6 +227,7 @@ def check_rows(op: str, out, x, weight, gate=None, eps: float = EPS, dtype=None,
         ValueError: ``chunk_elements`` < 1.  TypeError: a non-int ``chunk_elements``.
     """
     chunk_elements = check.check_int("chunk_elements", chunk_elements, 1)
+    out = out.detach() if hasattr(out, "detach") else out  # a *_grad provider's output
     dtype = dtype or str(x.dtype).replace("torch.", "")
     if tuple(out.shape) != tuple(x.shape):
         return False, f"shape {tuple(out.shape)} != expected {tuple(x.shape)}"
@@ -335,6 +354,22 @@ def setup_rmsnorm(provider: str, weight, eps: float = EPS, sample=None, compile_
         return lambda inp: deck.four_phase(inp["x"], weight, eps, block=deck.DECK_BLOCK)
     if provider == "fused":
         return lambda inp: fused.rmsnorm(inp["x"], weight, eps)
+    if provider in ("native_grad", "fused_grad"):
+        wg = weight.detach().clone().requires_grad_(True)
+        if provider == "native_grad":
+            N = weight.shape[0]
+            return lambda inp: torch.nn.functional.rms_norm(inp["x"], (N,), wg, eps)
+        return lambda inp: fused.rmsnorm(inp["x"], wg, eps)
+    if provider == "fused_cupy":
+        def via_cupy(inp):
+            saved, fused.LAUNCHER = fused.LAUNCHER, "cupy"
+            try:
+                return fused.rmsnorm(inp["x"], weight, eps)
+            finally:
+                fused.LAUNCHER = saved
+        return via_cupy
+    if provider == "fused_unplanned":
+        return lambda inp: fused._launch(fused._validate(inp["x"], weight, None, eps))
     # liger
     liger = _liger_rms_norm()
     return lambda inp: liger(inp["x"], weight, eps)
@@ -358,6 +393,9 @@ def setup_rmsnorm_gate(provider: str, weight, eps: float = EPS, sample=None, com
 
         c = compile_checked(expr, (sample["x"], sample["gate"], weight), compile_backend)
         return lambda inp: c(inp["x"], inp["gate"], weight)
+    if provider == "fused_grad":
+        wg = weight.detach().clone().requires_grad_(True)
+        return lambda inp: fused.rmsnorm_gate(inp["x"], inp["gate"], wg, eps)
     return lambda inp: fused.rmsnorm_gate(inp["x"], inp["gate"], weight, eps)
 
 
@@ -624,6 +662,82 @@ def record_plan(quick: bool = False) -> List[Tuple[str, List[Tuple[int, int]], T
             (RMSNORM_GATE, list(RECORD_SHAPES), ("float16", "bfloat16"), gate)]
 
 
+def call_plan() -> List[Tuple[str, List[Tuple[int, int]], Tuple[str, ...], Tuple[str, ...]]]:
+    """The per-call rows (``"timing": "call"`` only): :data:`CALL_SHAPES` in fp16 and bf16,
+    :data:`CALL_PROVIDERS`."""
+    return [(op, list(CALL_SHAPES), ("float16", "bfloat16"), CALL_PROVIDERS[op]) for op in (RMSNORM, RMSNORM_GATE)]
+
+
+def wide_plan() -> List[Tuple[str, List[Tuple[int, int]], Tuple[str, ...], Tuple[str, ...]]]:
+    """The wide rows (both timings): :data:`WIDE_SHAPES` in fp16, bf16 and fp32 (torch.compile
+    and Liger at 8192x65536 and 2048x131072 fp16 only)."""
+    # torch.compile (~10 s per shape to compile) and Liger at the issue's two fp16 shapes only;
+    # elsewhere against F.rms_norm (the gate has no native op)
+    issue = [(8192, 65536), (2048, 131072)]
+    rest = [s for s in WIDE_SHAPES if s not in issue]
+    return [(RMSNORM, issue, ("float16",), ("native", "compile", "fused", "liger")),
+            (RMSNORM, rest, ("float16",), ("native", "fused")),
+            (RMSNORM, list(WIDE_SHAPES), ("bfloat16", "float32"), ("native", "fused")),
+            (RMSNORM_GATE, issue, ("float16",), ("compile", "fused")),
+            (RMSNORM_GATE, rest, ("float16",), ("fused",)),
+            (RMSNORM_GATE, list(WIDE_SHAPES), ("bfloat16", "float32"), ("fused",))]
+
+
+def batch_invariance(Ns=INVARIANCE_N, Ms=INVARIANCE_M, dtypes=DTYPES, seed: Optional[int] = None) -> Dict:
+    """The record's ``"batch_invariant"``: for each op (rmsnorm, rmsnorm_gate, rmsnorm_add),
+    dtype and N, the rows of ``op(x[:m])`` against the same rows of ``op(x[:max(Ms)])`` bit for
+    bit at every m, after ``op(x)``'s first rows passed the float64 check.
+
+    Returns:
+        ``{"ok": bool, "checked": [{"op", "dtype", "N", "M": [...], "ok", "detail"?}]}``.
+    Raises:
+        gpu_viz.backend.GPUUnavailable: in CPU mode.
+    """
+    import torch
+
+    from . import fused
+    from .reference import rmsnorm_add as ref_add
+
+    backend.require_gpu("the batch-invariance check")
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(check.new_seed() if seed is None else seed)
+    checked = []
+    Mx = max(Ms)
+    for op in ("rmsnorm", "rmsnorm_gate", "rmsnorm_add"):
+        for dt in dtypes:
+            tdt = torch_dtype(dt)
+            for N in Ns:
+                x = torch.randn(Mx, N, device="cuda", generator=gen).to(tdt)
+                x2 = None if op == "rmsnorm" else (2 * torch.randn(Mx, N, device="cuda", generator=gen)).to(tdt)
+                w = (1 + 0.5 * torch.randn(N, device="cuda", generator=gen)).to(tdt)
+
+                def f(m):
+                    if op == "rmsnorm":
+                        return fused.rmsnorm(x[:m], w, EPS)
+                    if op == "rmsnorm_gate":
+                        return fused.rmsnorm_gate(x[:m], x2[:m], w, EPS)
+                    return fused.rmsnorm_add(x[:m], x2[:m], w, EPS)[0]
+
+                full = f(Mx)
+                if op == "rmsnorm_add":
+                    ref = ref_add(x[:64], x2[:64], w, EPS)[0]
+                    atol, rtol = tolerance(dt)
+                    ok_ref = check.compare(op, full[:64], ref, atol=atol, rtol=rtol).ok
+                else:
+                    ok_ref = check_rows(op, full[:64], x[:64], w, x2[:64] if x2 is not None else None, EPS, dt)[0]
+                bad = [m for m in Ms[:-1] if not torch.equal(f(m).view(torch.uint8), full[:m].view(torch.uint8))]
+                torch.cuda.synchronize()
+                row = {"op": op, "dtype": dt, "N": N, "M": list(Ms), "ok": bool(ok_ref and not bad)}
+                if not ok_ref:
+                    row["detail"] = "op(x) failed the float64 check"
+                elif bad:
+                    row["detail"] = f"rows differ at M={bad}"
+                checked.append(row)
+                x = x2 = w = full = None
+                torch.cuda.empty_cache()
+    return {"ok": all(r["ok"] for r in checked), "checked": checked}
+
+
 def kernel_report_any(arch: Optional[str] = None) -> Tuple[List[Dict], str]:
     """``fused.kernel_report()`` rows for one ``arch`` (default: this device's, or the deck's L4 in
     CPU mode) and where they came from: ptxas (with spills) where nvcc exists, else the live
@@ -764,7 +878,13 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
         if save:
             path = records.save_record(record, tag=name_tag, directory=out)
 
-    for op, shapes, dtypes, providers in plan:
+    steps = [(op, sh, d, p, (bench.KERNEL, bench.CALL)) for op, sh, d, p in plan]
+    steps += [(op, sh, d, p, (bench.CALL,)) for op, sh, d, p in call_plan()]
+    if not quick:
+        steps += [(op, sh, d, p, (bench.KERNEL, bench.CALL)) for op, sh, d, p in wide_plan()]
+    say("batch invariance (bit for bit at M = 1, 3, 64, 1000 against 4096) ...")
+    record["batch_invariant"] = batch_invariance(Ns=INVARIANCE_N[:3] if quick else INVARIANCE_N)
+    for op, shapes, dtypes, providers, timings in steps:
         if "liger" in providers:
             try:
                 _liger_rms_norm()
@@ -773,7 +893,7 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
         providers = _available(op, providers)
         say(f"{op}: {len(shapes)} shapes x {dtypes} x {providers}")
         for shape in shapes:
-            r = run(op, [shape], dtypes, providers, reps=reps, verbose=verbose)
+            r = run(op, [shape], dtypes, providers, timings=timings, reps=reps, verbose=verbose)
             rows += list(r)
             record["skipped"] += r.skipped
             snapshot(final=False)
@@ -870,9 +990,12 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL) -> List[Tuple[str, 
     1. fused >= 90 % of ``copy_GBps`` at 16384x4096 and 32768x8192, fp16 and bf16, both ops;
     2. fused faster than ``native`` and ``compile`` at every (op, shape, dtype) where fused
        was measured (a missing or excluded baseline fails the check: it was not shown);
-    3. fused at 128x4096 within 1.5x of ``launch_floor_us`` (both the kernel timing).
+    3. fused at 128x4096 within 1.5x of ``launch_floor_us`` (both the kernel timing);
+    4. (per-call rows, where the record has them) fused no slower than ``native`` per call at
+       :data:`CALL_SHAPES`, and ``fused_grad`` within :data:`CALL_GRAD_FACTOR` x ``native_grad``;
+    5. (where the record has it) ``batch_invariant["ok"]``.
 
-    Returns a list of (check, passed, detail).  Rows of ``timing`` ("kernel") are used.
+    Returns a list of (check, passed, detail).  Rows of ``timing`` ("kernel") are used for 1-3.
     """
     rows = [r for r in record.get("rows", []) if r.get("timing") == timing]
     skipped = record.get("skipped", [])
@@ -918,4 +1041,22 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL) -> List[Tuple[str, 
                 detail += (f"; a bare copy kernel moving the same x -> y bytes: {bare:.2f} µs = "
                            f"{bare / floor:.2f}x")
             out.append((name, r["median_us"] <= FLOOR_FACTOR * floor, detail))
+    calls = [r for r in record.get("rows", []) if r.get("timing") == bench.CALL and (r["M"], r["N"]) in CALL_SHAPES]
+    for r in calls:
+        if r["op"] != RMSNORM or r["impl"] not in ("fused", "fused_grad"):
+            continue
+        base, factor = ("native", 1.0) if r["impl"] == "fused" else ("native_grad", CALL_GRAD_FACTOR)
+        name = f"rmsnorm {r['impl']} {r['M']}x{r['N']} {r['dtype']} per call: within {factor:g}x of {base}"
+        br = _find(calls, op=RMSNORM, impl=base, M=r["M"], N=r["N"], dtype=r["dtype"])
+        if br is None:
+            out.append((name, False, f"{base} not measured"))
+            continue
+        out.append((name, r["median_us"] <= factor * br["median_us"],
+                    f"{r['median_us']:.2f} µs vs {br['median_us']:.2f} µs ({r['median_us'] / br['median_us']:.2f}x)"))
+    inv = record.get("batch_invariant")
+    if inv is not None:
+        bad = [c for c in inv.get("checked", []) if not c.get("ok")]
+        out.append(("batch invariant: rows bit-identical at every M", bool(inv.get("ok")),
+                    f"{len(inv.get('checked', [])) - len(bad)} of {len(inv.get('checked', []))} cases"
+                    + (f"; failing: {bad[:3]}" if bad else "")))
     return out

@@ -31,10 +31,13 @@ Names used by the benchmarks and the notebook (keep stable): ``rmsnorm``, ``rmsn
 """
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import functools
 import math
 import re
+import sys
+import threading
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -42,7 +45,8 @@ import numpy as np
 from .. import backend, kernels
 from .. import device as _device
 from ..arrays import framework as _framework
-from ..arrays import launch
+from ..arrays import _torch_stream_ptr, launch
+from ..check import check_f32_arg
 from ..check import check_int as _check_int
 from .dtypes import DTYPES, OPS, dtype_name
 from .reference import check_eps as _check_eps
@@ -99,12 +103,32 @@ MAX_GRID_X = 2**31 - 1
 MAX_N = 2**31 - 1
 
 WARP, BLOCK, WIDE = "warp", "block", "wide"
+#: The kernel file's ops: the two public formulas and the fused residual add.
+RMSNORM_ADD = "rmsnorm_add"
+KERNEL_OPS: Tuple[str, ...] = OPS + (RMSNORM_ADD,)
+#: Cast orders (``cast=`` of the public ops): FP32 rounds once, ``T(a * w * r)``; LLAMA rounds
+#: the normalised value to x's dtype before the weight, ``T(T(a * r) * w)``, as HF's
+#: LlamaRMSNorm (``self.weight * hidden_states.to(input_dtype)``).
+CAST_FP32, CAST_LLAMA = "fp32", "llama"
+CASTS: Tuple[str, ...] = (CAST_FP32, CAST_LLAMA)
+#: The kernels' flags argument (FLAG_* in the .cu file).
+FLAG_FITS_L2, FLAG_LLAMA = 1, 4
 
-def kernel_name(op: str, variant: str, dtype, vec: int, ept: Optional[int] = None) -> str:
-    """The kernel's extern "C" name, e.g. ``rmsnorm_gate_block_f16_v8_e16``."""
-    suffix = DTYPES[dtype_name(dtype)][0]
-    name = f"{op}_{variant}_{suffix}_v{vec}"
-    return name if variant == WIDE else f"{name}_e{ept}"
+
+def kernel_name(op: str, variant: str, dtype, vec: int, ept: Optional[int] = None, *,
+                aligned: bool = True, weight_dtype=None) -> str:
+    """The kernel's extern "C" name, e.g. ``rmsnorm_gate_block_f16_v8_e16``; ``aligned=False``
+    names the element-by-element twin (``_u8``) of a 16-byte kernel, ``weight_dtype`` float32
+    with fp16/bf16 x the fp32-weight build (``_w32``)."""
+    dt = dtype_name(dtype)
+    suffix = DTYPES[dt][0]
+    name = f"{op}_{variant}_{suffix}_{'v' if aligned or vec == 1 else 'u'}{vec}"
+    name = name if variant == WIDE else f"{name}_e{ept}"
+    return name + ("_w32" if _w32(dt, weight_dtype) else "")
+
+
+def _w32(dt: str, weight_dtype) -> bool:
+    return weight_dtype is not None and dt != "float32" and dtype_name(weight_dtype) == "float32"
 
 
 def kernel_names() -> List[str]:
@@ -121,12 +145,14 @@ def _kernel_names() -> "frozenset[str]":
 def _kernel_name_list() -> Tuple[str, ...]:
     names = []
     for dt, (_, _, vec16, _) in DTYPES.items():
-        for op in OPS:
-            for vec in (1, vec16):
-                names += [kernel_name(op, WARP, dt, vec, e) for e in EPT_CHOICES]
-                blocks = SCALAR_BLOCK_EPT if vec == 1 else EPT_CHOICES
-                names += [kernel_name(op, BLOCK, dt, vec, e) for e in blocks]
-                names.append(kernel_name(op, WIDE, dt, vec))
+        for wdt in ((None,) if dt == "float32" else (None, "float32")):
+            for op in KERNEL_OPS:
+                for vec, aligned in ((1, True), (vec16, True), (vec16, False)):
+                    kw = {"aligned": aligned, "weight_dtype": wdt}
+                    names += [kernel_name(op, WARP, dt, vec, e, **kw) for e in EPT_CHOICES]
+                    blocks = SCALAR_BLOCK_EPT if vec == 1 else EPT_CHOICES
+                    names += [kernel_name(op, BLOCK, dt, vec, e, **kw) for e in blocks]
+                    names.append(kernel_name(op, WIDE, dt, vec, **kw))
     return tuple(names)
 
 
@@ -150,6 +176,8 @@ class LaunchConfig:
     rows_per_block: int
     grid: int
     capacity: Optional[int]
+    #: False: the element-by-element twin of a 16-byte kernel (a misaligned view; same bits).
+    aligned: bool = True
 
     def as_dict(self) -> Dict:
         return dataclasses.asdict(self)
@@ -172,6 +200,28 @@ def choose_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Opti
     return _choose_config(M, N, dtype_name(dtype), _check_bool("gate", gate), vectorized, fits_l2)
 
 
+def reduction_order(cfg: LaunchConfig) -> Tuple:
+    """What fixes the order in which a row's squares are added (kernels/rmsnorm_fused.cu,
+    "Batch invariance"): the variant's family, the elements per 16-byte unit and N -- for the
+    block variant with one unit per thread or several (a power-of-two count of warps) the
+    same tree.  Batch invariance means: for one (N, dtype, op) this is the same at every M
+    and ``fits_l2`` (tests/test_rmsnorm_fused.py checks it for every N up to 16384, and a
+    float32 emulation of both launch shapes gives the same bits)."""
+    if cfg.variant == BLOCK and cfg.vec > 1:
+        chunks = cfg.ept // cfg.vec
+        nwarps = cfg.block // 32
+        canonical = cfg.block % 32 == 0 and (chunks == 1 or nwarps & (nwarps - 1) == 0)
+        return (BLOCK, cfg.vec, cfg.N, "slot-tree" if canonical else (cfg.block, cfg.ept))
+    # warp, wide and the scalar block: one launch shape per N
+    return (cfg.variant, cfg.vec, cfg.N, cfg.block, cfg.ept)
+
+
+def _pow2_warps(threads: int) -> int:
+    """``threads`` (a multiple of 32) rounded up to a power-of-two count of warps."""
+    w = threads // 32
+    return 32 * (1 << (w - 1).bit_length())
+
+
 def _check_bool(name: str, value, more: str = "") -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool{' ' + more if more else ''}, got {type(value).__name__} {value!r}")
@@ -180,19 +230,24 @@ def _check_bool(name: str, value, more: str = "") -> bool:
 
 @functools.lru_cache(maxsize=4096)  # on every call's path; a pure function of its arguments
 def _choose_config(M: int, N: int, dt: str, gate: bool, vectorized: Optional[bool],
-                   fits_l2: bool = False) -> LaunchConfig:
+                   fits_l2: bool = False, op: Optional[str] = None, aligned: bool = True,
+                   wdt: Optional[str] = None) -> LaunchConfig:
+    """``gate``: a second input row (the gate, or the add op's residual); ``op`` the kernel's
+    op (default from ``gate``); ``aligned`` False: the misaligned twin of a 16-byte kernel;
+    ``wdt`` the weight's dtype name (None: x's)."""
     vec16 = DTYPES[dt][2]
     if vectorized is None:
         vectorized = N % vec16 == 0
     elif vectorized and N % vec16:
         raise ValueError(f"vectorized=True needs N % {vec16} == 0 for {dt} (16-byte loads); got N={N}")
     vec = vec16 if vectorized else 1
-    op = "rmsnorm_gate" if gate else "rmsnorm"
+    op = op or ("rmsnorm_gate" if gate else "rmsnorm")
+    kw = {"aligned": aligned or vec == 1, "weight_dtype": wdt}
     if N <= (WARP_ROW_MAX_N_VECTOR if vec > 1 else WARP_ROW_MAX_N):
         ept = min(e for e in EPT_CHOICES if 32 * e >= N)
-        return LaunchConfig(op, WARP, kernel_name(op, WARP, dt, vec, ept), dt, M, N, vec, ept,
+        return LaunchConfig(op, WARP, kernel_name(op, WARP, dt, vec, ept, **kw), dt, M, N, vec, ept,
                             block=32 * WARP_ROWS_PER_BLOCK, rows_per_block=WARP_ROWS_PER_BLOCK,
-                            grid=-(-M // WARP_ROWS_PER_BLOCK), capacity=32 * ept)
+                            grid=-(-M // WARP_ROWS_PER_BLOCK), capacity=32 * ept, aligned=kw["aligned"])
     epts = EPT_CHOICES if vec > 1 else SCALAR_BLOCK_EPT
     if M > MAX_GRID_X:
         raise ValueError(f"M={M} rows exceeds gridDim.x={MAX_GRID_X} for N={N} > {WARP_ROW_MAX_N} "
@@ -207,6 +262,10 @@ def _choose_config(M: int, N: int, dt: str, gate: bool, vectorized: Optional[boo
     fits = []
     for e in epts:
         threads = _round_up(-(-nvec // (e // vec)), 32)
+        if e > vec and one_vector:  # N also has a one-unit-per-thread block (taken when the
+            # problem fits L2): several units per thread then need a power-of-two count of warps
+            # for the same sum order (see reduction_order)
+            threads = _pow2_warps(threads)
         if threads <= BLOCK_MAX_THREADS[e]:
             if multi:
                 miss = (e * size * inputs < MULTI_VECTOR_BYTES_PER_THREAD
@@ -216,10 +275,11 @@ def _choose_config(M: int, N: int, dt: str, gate: bool, vectorized: Optional[boo
             fits.append((miss, e, threads))
     if fits:
         _, ept, threads = min(fits)  # within the target if any fits, then the smallest EPT
-        return LaunchConfig(op, BLOCK, kernel_name(op, BLOCK, dt, vec, ept), dt, M, N, vec, ept,
-                            block=threads, rows_per_block=1, grid=M, capacity=threads * ept)
-    return LaunchConfig(op, WIDE, kernel_name(op, WIDE, dt, vec), dt, M, N, vec, None,
-                        block=WIDE_THREADS, rows_per_block=1, grid=M, capacity=None)
+        return LaunchConfig(op, BLOCK, kernel_name(op, BLOCK, dt, vec, ept, **kw), dt, M, N, vec, ept,
+                            block=threads, rows_per_block=1, grid=M, capacity=threads * ept,
+                            aligned=kw["aligned"])
+    return LaunchConfig(op, WIDE, kernel_name(op, WIDE, dt, vec, **kw), dt, M, N, vec, None,
+                        block=WIDE_THREADS, rows_per_block=1, grid=M, capacity=None, aligned=kw["aligned"])
 
 
 def launch_config(M: int, N: int, dtype, *, gate: bool = False, vectorized: Optional[bool] = None,
@@ -310,19 +370,26 @@ def _check_last_dim(op: _Operand):
                          f"{op.strides[-1]} for shape {op.shape}: pass {op.name}.contiguous()")
 
 
-def _validate(x, weight, gate, eps) -> Dict:
+def _validate(x, weight, gate, eps, *, residual=None, weight_offset=0.0, cast: str = CAST_FP32) -> Dict:
     """Checks shared by every entry point; returns the operands and (M, N).
 
-    Order: kind, dtype, shape, strides, eps, then device (so the first four can be checked
-    on CPU tensors too).
+    ``gate`` and ``residual`` (the add op's) are the second input row; at most one is given.
+    Order: kind, dtype, shape, strides, eps / weight_offset / cast, then device (so the first
+    four can be checked on CPU tensors too).
     """
     xo = _operand("x", x)
     wo = _operand("weight", weight, xo.fw)
-    go = _operand("gate", gate, xo.fw) if gate is not None else None
-    for o in (wo, go):
-        if o is not None and o.dtype != xo.dtype:
-            raise TypeError(f"{o.name} has dtype {o.dtype} but x has {xo.dtype}: all operands must share "
-                            f"one dtype (cast with .to(x.dtype))")
+    if gate is not None and residual is not None:  # internal callers only
+        raise ValueError("gate and residual cannot both be given")
+    second = "gate" if gate is not None else "residual"
+    x2 = gate if gate is not None else residual
+    go = _operand(second, x2, xo.fw) if x2 is not None else None
+    if go is not None and go.dtype != xo.dtype:
+        raise TypeError(f"{go.name} has dtype {go.dtype} but x has {xo.dtype}: {go.name} must share x's "
+                        f"dtype (cast with .to(x.dtype))")
+    if wo.dtype != xo.dtype and wo.dtype != "float32":
+        raise TypeError(f"weight has dtype {wo.dtype}; expected x's dtype ({xo.dtype}) or float32 "
+                        f"(cast with .to(x.dtype) or .float())")
     if len(xo.shape) < 1:
         raise ValueError("x must have at least one dimension (..., N), got a 0-d scalar")
     N = xo.shape[-1]
@@ -332,11 +399,15 @@ def _validate(x, weight, gate, eps) -> Dict:
         raise ValueError(f"weight must have shape (N,) = ({N},) to match x of shape {xo.shape}, got "
                          f"{wo.shape}")
     if go is not None and go.shape != xo.shape:
-        raise ValueError(f"gate must have x's shape {xo.shape}, got {go.shape}")
+        raise ValueError(f"{go.name} must have x's shape {xo.shape}, got {go.shape}")
     for o in (xo, wo, go):
         if o is not None:
             _check_last_dim(o)
     eps = _check_eps(eps)
+    offset = check_f32_arg("weight_offset", weight_offset)
+    if cast not in CASTS:
+        raise ValueError(f"cast must be one of {CASTS} ('llama': HF LlamaRMSNorm's order, the normalised "
+                         f"value rounded to x's dtype before the weight), got {cast!r}")
     dev = None
     for o in (xo, wo, go):
         if o is None:
@@ -345,7 +416,7 @@ def _validate(x, weight, gate, eps) -> Dict:
         if o.fw == "torch" and d.type != "cuda":
             where = (f"move it with {o.name}.cuda()" if backend.has_gpu() else
                      "this machine has no usable GPU, CPU mode: "
-                     f"gpu_viz.ops.reference_rmsnorm{'_gate' if go is not None else ''} computes the "
+                     f"gpu_viz.ops.reference_rmsnorm{'_gate' if gate is not None else ''} computes the "
                      "formula on the CPU, in float64")
             raise ValueError(f"{o.name} is on device {d}: the fused ops need CUDA tensors ({where})")
         if dev is None:
@@ -353,7 +424,9 @@ def _validate(x, weight, gate, eps) -> Dict:
         elif d != dev:
             raise ValueError(f"{o.name} is on {d} but x is on {dev}: all operands must be on one device")
     M = math.prod(xo.shape[:-1])
-    return {"x": xo, "weight": wo, "gate": go, "M": M, "N": N, "eps": eps, "dtype": xo.dtype}
+    op = "rmsnorm_gate" if gate is not None else RMSNORM_ADD if residual is not None else "rmsnorm"
+    return {"x": xo, "weight": wo, "gate": go, "M": M, "N": N, "eps": eps, "dtype": xo.dtype,
+            "op": op, "wdtype": wo.dtype, "offset": offset, "llama": cast == CAST_LLAMA}
 
 
 # ---------------------------------------------------------------------------------------
@@ -389,8 +462,8 @@ def fits_l2(M: int, N: int, dtype, gate: bool, l2: int) -> bool:
     return _fits_l2(M, N, DTYPES[dtype_name(dtype)][1], bool(gate), l2)
 
 
-def _fits_l2(M: int, N: int, itemsize: int, gate: bool, l2: int) -> bool:
-    return (3 if gate else 2) * M * N * itemsize <= l2
+def _fits_l2(M: int, N: int, itemsize: int, gate: bool, l2: int, add: bool = False) -> bool:
+    return (4 if add else 3 if gate else 2) * M * N * itemsize <= l2
 
 
 def _fits_current_device(M: int, N: int, dtype, gate: bool) -> bool:
@@ -402,16 +475,18 @@ def _fits_current_device(M: int, N: int, dtype, gate: bool) -> bool:
 
 
 @functools.lru_cache(maxsize=None)  # on every call's path
-def compile_options(dtype) -> Tuple[str, ...]:
+def compile_options(dtype, w32: bool = False) -> Tuple[str, ...]:
     """The -D options this module compiles kernels/rmsnorm_fused.cu with for ``dtype`` (one module
-    per dtype; the launch shapes are this module's constants, so Python and CUDA cannot drift)."""
-    return (f"-DRMSNORM_DTYPES={DTYPES[dtype_name(dtype)][3]}",) + LAUNCH_DEFINES
+    per dtype; the launch shapes are this module's constants, so Python and CUDA cannot drift);
+    ``w32``: the fp16/bf16 kernels with an fp32 weight (a module of their own, built on first use)."""
+    opts = (f"-DRMSNORM_DTYPES={DTYPES[dtype_name(dtype)][3]}",) + LAUNCH_DEFINES
+    return opts + ("-DRMSNORM_WEIGHT_F32=1",) if w32 else opts
 
 
 def get_kernel(kernel: str, dtype, device: int = 0):
     """The ``cupy.RawKernel`` named ``kernel`` (compiled with NVRTC for ``device``; one module
-    per dtype, so the first call per dtype compiles that dtype's 24 kernels)."""
-    return kernels.function(FILE, kernel, compile_options(dtype), device=device)
+    per dtype and weight dtype, so the first call per dtype compiles that module's kernels)."""
+    return kernels.function(FILE, kernel, compile_options(dtype, kernel.endswith("_w32")), device=device)
 
 
 def _rows_view(o: _Operand, M: int, N: int):
@@ -438,45 +513,117 @@ def _empty(xo: _Operand, M: int, N: int):
         return cupy.empty((M, N), dtype=xo.array.dtype)
 
 
-def _launch(info: Dict, out=None, config: Optional[LaunchConfig] = None):
-    """Pick the kernel and launch it on the current stream; returns y shaped like x.
+# --- the wide-row kernels of gpu_viz.rmsnorm.wide (a module of its own; optional) -----------
 
-    ``out`` (tests, sanitizer): a contiguous (M, N) array of x's kind/dtype/device to write
-    into, e.g. NaN-poisoned; ``config`` (tests): force a :class:`LaunchConfig` (e.g. a
-    96-thread block), checked against the shape and alignment.
+@functools.lru_cache(maxsize=None)  # a failed import costs ~50 us: looked up once
+def _wide_module():
+    """:mod:`gpu_viz.rmsnorm.wide` where it exists, else None (then every row takes this file's
+    kernels)."""
+    try:
+        from . import wide
+    except ImportError:
+        return None
+    return wide
+
+
+@functools.lru_cache(maxsize=None)
+def _compute_capability(device: int) -> Tuple[int, int]:
+    cupy = backend.require_cupy("the fused RMSNorm op")
+    cc = cupy.cuda.Device(device).compute_capability  # e.g. "90"
+    return int(cc[:-1]), int(cc[-1])
+
+
+def uses_wide(op: str, N: int, dtype, cc: Tuple[int, int], weight_dtype=None, cast: str = CAST_FP32) -> bool:
+    """Whether rows of ``N`` elements go to :mod:`gpu_viz.rmsnorm.wide` on a GPU of compute
+    capability ``cc``: decided by the op, N, the dtypes, the cast and the GPU -- never by M or
+    the data's alignment (batch invariance).  The add op and the ``"llama"`` cast stay on this
+    file's kernels."""
+    return _uses_wide(op, int(N), dtype_name(dtype), tuple(cc),
+                      None if weight_dtype is None else dtype_name(weight_dtype), cast)
+
+
+@functools.lru_cache(maxsize=4096)  # on every call's path; pure given the wide module
+def _uses_wide(op: str, N: int, dt: str, cc: Tuple[int, int], weight_dtype: Optional[str], cast: str) -> bool:
+    if op not in OPS or cast != CAST_FP32:  # (fp32 weights: the cluster path takes them too)
+        return False
+    wide = _wide_module()
+    return wide is not None and bool(wide.supported(N, dt, cc))
+
+
+def _launch_wide(info: Dict, out, device: int):
+    """The row through :func:`gpu_viz.rmsnorm.wide.forward` (torch operands); misaligned
+    operands are copied to fresh (aligned) buffers first, which changes no value."""
+    xo, go, wo, M, N = info["x"], info["gate"], info["weight"], info["M"], info["N"]
+    x2, _ = _rows_view(xo, M, N)
+    g2 = _rows_view(go, M, N)[0] if go is not None else None
+    def fit(a):  # the cluster path takes contiguous, 16-byte aligned operands: copy the others
+        if a is None or (a.is_contiguous() and a.data_ptr() % 16 == 0):
+            return a
+        return a.contiguous() if not a.is_contiguous() else a.clone()
+
+    _wide_module().forward(fit(x2), fit(wo.array), info["eps"], out, gate=fit(g2), stream=None,
+                           weight_offset=info["offset"])
+
+
+def _launch(info: Dict, out=None, config: Optional[LaunchConfig] = None, h_out=None):
+    """Pick the kernel and launch it on the current stream; returns y shaped like x (and h,
+    also shaped like x, for the add op).
+
+    ``out`` / ``h_out`` (tests, sanitizer): contiguous (M, N) arrays of x's kind/dtype/device
+    to write into, e.g. NaN-poisoned; ``config`` (tests): force a :class:`LaunchConfig` (e.g.
+    a 96-thread block), checked against the shape and alignment.
     """
     xo, wo, go, M, N, eps, dt = (info[k] for k in ("x", "weight", "gate", "M", "N", "eps", "dtype"))
+    op = info["op"]
+    add = op == RMSNORM_ADD
     if out is None:
         out = _empty(xo, M, N)
+    if add and h_out is None:
+        h_out = _empty(xo, M, N)
     if M > 0:
         backend.require_gpu("the fused RMSNorm op")
         fw = xo.fw
+        device = xo.array.device.index if fw == "torch" else xo.array.device.id
+        wdt = info["wdtype"] if info["wdtype"] != dt else None
+        cast = CAST_LLAMA if info["llama"] else CAST_FP32
+        if (config is None and fw == "torch"
+                and uses_wide(op, N, dt, _compute_capability(device), wdt, cast)):
+            _launch_wide(info, out, device)
+            return out.reshape(xo.shape)
         x2, sx = _rows_view(xo, M, N)
         g2, sg = _rows_view(go, M, N) if go is not None else (None, 0)
         itemsize, vec16 = DTYPES[dt][1], DTYPES[dt][2]
-        ptrs = [_ptr(out, fw), _ptr(x2, fw), _ptr(g2, fw) if g2 is not None else 0, _ptr(wo.array, fw)]
+        ptrs = [_ptr(out, fw), _ptr(h_out, fw) if add else 0, _ptr(x2, fw),
+                _ptr(g2, fw) if g2 is not None else 0, _ptr(wo.array, fw)]
         aligned = (N % vec16 == 0 and all(p % 16 == 0 for p in ptrs if p)
                    and (M == 1 or (sx * itemsize) % 16 == 0)
                    and (g2 is None or M == 1 or (sg * itemsize) % 16 == 0))
-        device = xo.array.device.index if fw == "torch" else xo.array.device.id
-        fits = _fits_l2(M, N, itemsize, go is not None, l2_bytes(device))  # M, N checked already
-        cfg = config or choose_config(M, N, dt, gate=go is not None, vectorized=aligned, fits_l2=fits)
-        _check_forced(cfg, M, N, dt, go is not None, aligned)
-        args = (np.uint64(ptrs[0]), np.uint64(ptrs[1]), np.uint64(ptrs[2]), np.uint64(ptrs[3]),
-                np.int64(M), np.int32(N), np.int64(sx), np.int64(sg), np.float32(eps), np.int32(fits))
+        fits = _fits_l2(M, N, itemsize, go is not None, l2_bytes(device), add)  # M, N checked already
+        cfg = config or _choose_config(M, N, dt, go is not None, N % vec16 == 0, fits, op, aligned, wdt)
+        _check_forced(cfg, M, N, dt, go is not None, aligned, op, wdt)
+        flags = (FLAG_FITS_L2 if fits else 0) | (FLAG_LLAMA if info["llama"] else 0)
+        args = (*(np.uint64(p) for p in ptrs), np.int64(M), np.int32(N), np.int64(sx), np.int64(sg),
+                np.float32(eps), np.float32(info["offset"]), np.int32(flags))
         launch(get_kernel(cfg.kernel, dt, device), cfg.grid, cfg.block, args, fw, device)
-    return out.reshape(xo.shape)
+    y = out.reshape(xo.shape)
+    return (y, h_out.reshape(xo.shape)) if add else y
 
 
-def _check_forced(cfg: LaunchConfig, M: int, N: int, dt: str, gate: bool, aligned: bool):
+def _check_forced(cfg: LaunchConfig, M: int, N: int, dt: str, gate: bool, aligned: bool,
+                  op: Optional[str] = None, wdt: Optional[str] = None):
     """A (possibly hand-made) config must fit the problem: guards the forced-config test hook."""
     problems = []
+    op = op or ("rmsnorm_gate" if gate else "rmsnorm")
     if cfg.kernel not in _kernel_names():
         problems.append(f"no kernel {cfg.kernel}")
-    if cfg.dtype != dt or cfg.op != ("rmsnorm_gate" if gate else "rmsnorm"):
+    if cfg.dtype != dt or cfg.op != op:
         problems.append("op/dtype differ")
-    if cfg.vec > 1 and not aligned:
+    if _w32(dt, wdt) != cfg.kernel.endswith("_w32"):
+        problems.append("the kernel's weight dtype differs")
+    if cfg.vec > 1 and cfg.aligned and not aligned:
         problems.append("vector loads on a misaligned problem")
+    if cfg.vec > 1 and N % cfg.vec:
+        problems.append(f"N={N} is not a multiple of the kernel's {cfg.vec}-element units")
     if cfg.capacity is not None and cfg.capacity < N:
         problems.append(f"capacity {cfg.capacity} < N={N}")
     if cfg.variant == WARP and cfg.grid * cfg.rows_per_block < M or cfg.variant != WARP and cfg.grid != M:
@@ -489,7 +636,8 @@ def _check_forced(cfg: LaunchConfig, M: int, N: int, dt: str, gate: bool, aligne
 
 
 def forced_config(M: int, N: int, dtype, *, variant: str, block: int, ept: Optional[int] = None,
-                  vec: int = 1, gate: bool = False) -> LaunchConfig:
+                  vec: int = 1, gate: bool = False, op: Optional[str] = None, aligned: bool = True,
+                  weight_dtype=None) -> LaunchConfig:
     """A hand-made :class:`LaunchConfig` (tests, sanitizer): e.g. the seed's 96-thread block at
     N=768.  Validated when launched."""
     dt = dtype_name(dtype)
@@ -497,30 +645,198 @@ def forced_config(M: int, N: int, dtype, *, variant: str, block: int, ept: Optio
         raise ValueError(f"variant must be one of {(WARP, BLOCK, WIDE)}, got {variant!r}")
     if variant != WIDE and ept is None:
         raise ValueError(f"variant {variant!r} holds the row in registers: pass ept (elements per thread)")
-    op = "rmsnorm_gate" if gate else "rmsnorm"
+    op = op or ("rmsnorm_gate" if gate else "rmsnorm")
     rows = WARP_ROWS_PER_BLOCK if variant == WARP else 1
     cap = None if variant == WIDE else (32 * ept if variant == WARP else block * ept)
-    return LaunchConfig(op, variant, kernel_name(op, variant, dt, vec, ept), dt, M, N, vec, ept, block,
-                        rows, -(-M // rows), cap)
+    al = aligned or vec == 1
+    return LaunchConfig(op, variant, kernel_name(op, variant, dt, vec, ept, aligned=al, weight_dtype=weight_dtype),
+                        dt, M, N, vec, ept, block, rows, -(-M // rows), cap, al)
+
+
+# ---------------------------------------------------------------------------------------
+# the per-call path from Python (torch, eager): a launch plan per operand layout
+
+#: How a plan launches: "driver" (cuLaunchKernel through ctypes, the kernel's arguments
+#: packed once per plan, only the pointers rewritten per call) or "cupy" (CuPy's
+#: ``RawKernel`` call with the same arguments).  ``gpu-viz bench`` times both.
+LAUNCHERS: Tuple[str, ...] = ("driver", "cupy")
+LAUNCHER = "driver"
+#: Plans kept per thread (one per op, shape, strides, dtypes, device, alignment, eps,
+#: weight_offset and cast seen); past this the cache starts again empty.
+MAX_PLANS = 1024
+_CUDA_ERROR_INVALID_CONTEXT = 201
+
+_TLS = threading.local()
+_DRIVER: List = []
+
+
+def _plans() -> Dict:
+    try:
+        return _TLS.plans
+    except AttributeError:
+        _TLS.plans = {}
+        return _TLS.plans
+
+
+def _driver():
+    """``cuLaunchKernel`` and ``cuGetErrorName`` from the CUDA driver, through ctypes (None
+    where the driver library cannot be opened: then plans launch through CuPy)."""
+    if not _DRIVER:
+        try:
+            lib = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+            f = lib.cuLaunchKernel
+            u = ctypes.c_uint
+            f.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+            f.restype = ctypes.c_int
+            name = lib.cuGetErrorName
+            name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+            _DRIVER.append((f, name))
+        except (OSError, AttributeError):
+            _DRIVER.append(None)
+    return _DRIVER[0]
+
+
+def _driver_error(code: int) -> str:
+    s = ctypes.c_char_p()
+    d = _driver()
+    if d is not None and d[1](code, ctypes.byref(s)) == 0 and s.value:
+        return s.value.decode()
+    return f"CUDA error {code}"
+
+
+class _Plan:
+    """One operand layout's launch: the kernel, grid, block and every scalar argument,
+    decided (and every check done) once; :meth:`run` allocates the outputs, writes the five
+    pointers and launches on the current stream."""
+
+    __slots__ = ("add", "M", "shape", "tdtype", "tdevice", "device", "rk", "fn", "grid", "block",
+                 "vals", "params", "np_tail", "stream", "driver")
+
+    def __init__(self, info: Dict, cfg: LaunchConfig, flags: int, sx: int, sg: int, device: int):
+        self.add = info["op"] == RMSNORM_ADD
+        self.M = info["M"]
+        xa = info["x"].array
+        self.shape, self.tdtype, self.tdevice, self.device = tuple(xa.shape), xa.dtype, xa.device, device
+        self.grid, self.block = cfg.grid, cfg.block
+        self.rk = get_kernel(cfg.kernel, info["dtype"], device) if self.M else None
+        self.fn = int(self.rk.kernel.ptr) if self.M else 0
+        c = ctypes
+        self.vals = [c.c_uint64(0) for _ in range(5)] + [
+            c.c_int64(self.M), c.c_int32(info["N"]), c.c_int64(sx), c.c_int64(sg), c.c_float(info["eps"]),
+            c.c_float(info["offset"]), c.c_int32(flags)]
+        self.params = (c.c_void_p * len(self.vals))(*[c.addressof(v) for v in self.vals])
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what _torch_stream_ptr reads
+        self.stream = raw if raw is not None else _torch_stream_ptr
+        d = _driver()
+        self.driver = d[0] if d is not None else None
+        self.np_tail = (np.int64(self.M), np.int32(info["N"]), np.int64(sx), np.int64(sg),
+                        np.float32(info["eps"]), np.float32(info["offset"]), np.int32(flags))
+
+    def run(self, x, x2, weight):
+        out = torch.empty(self.shape, dtype=self.tdtype, device=self.tdevice)
+        h = torch.empty(self.shape, dtype=self.tdtype, device=self.tdevice) if self.add else None
+        if self.M:
+            ptrs = (out.data_ptr(), h.data_ptr() if h is not None else 0, x.data_ptr(),
+                    x2.data_ptr() if x2 is not None else 0, weight.data_ptr())
+            stream = self.stream(self.device)
+            f = self.driver if LAUNCHER == "driver" else None
+            rc = _CUDA_ERROR_INVALID_CONTEXT
+            if f is not None:
+                v = self.vals
+                v[0].value, v[1].value, v[2].value, v[3].value, v[4].value = ptrs
+                rc = f(self.fn, self.grid, 1, 1, self.block, 1, 1, 0, stream, self.params, None)
+            if rc == _CUDA_ERROR_INVALID_CONTEXT:  # CuPy's launch (it makes the context current)
+                args = (*(np.uint64(p) for p in ptrs), *self.np_tail)
+                launch(self.rk, self.grid, self.block, args, "torch", self.device)
+            elif rc:
+                raise RuntimeError(f"cuLaunchKernel of the fused RMSNorm kernel failed: {_driver_error(rc)} "
+                                   f"({rc}); grid {self.grid}, block {self.block}")
+        return (out, h) if self.add else out
+
+
+def _plan_for(info: Dict) -> Optional[_Plan]:
+    """The plan of a validated torch call, or None where the call must take :func:`_launch`
+    (leading dims that do not merge into one row stride, the wide-row module, a fresh output
+    that is not 16-byte aligned)."""
+    xo, go, M, N, dt = info["x"], info["gate"], info["M"], info["N"], info["dtype"]
+    device = xo.array.device.index
+    if M == 0:
+        return _Plan(info, _choose_config(0, N, dt, go is not None, None, False, info["op"]), 0, N, 0, device)
+    backend.require_gpu("the fused RMSNorm op")
+    wdt = info["wdtype"] if info["wdtype"] != dt else None
+    cast = CAST_LLAMA if info["llama"] else CAST_FP32
+    if uses_wide(info["op"], N, dt, _compute_capability(device), wdt, cast):
+        return None
+    x2 = xo.array.reshape(M, N)
+    g2 = go.array.reshape(M, N) if go is not None else None
+    if x2.data_ptr() != xo.array.data_ptr() or (g2 is not None and g2.data_ptr() != go.array.data_ptr()):
+        return None  # a copy, not a view
+    sx = x2.stride(0) if M > 1 else N
+    sg = g2.stride(0) if g2 is not None and M > 1 else (N if g2 is not None else 0)
+    itemsize, vec16 = DTYPES[dt][1], DTYPES[dt][2]
+    ptrs = [xo.array.data_ptr(), info["weight"].array.data_ptr()] + ([go.array.data_ptr()] if go is not None else [])
+    aligned = (N % vec16 == 0 and all(p % 16 == 0 for p in ptrs)
+               and (M == 1 or (sx * itemsize) % 16 == 0) and (g2 is None or M == 1 or (sg * itemsize) % 16 == 0))
+    add = info["op"] == RMSNORM_ADD
+    fits = _fits_l2(M, N, itemsize, go is not None, l2_bytes(device), add)
+    cfg = _choose_config(M, N, dt, go is not None, N % vec16 == 0, fits, info["op"], aligned, wdt)
+    flags = (FLAG_FITS_L2 if fits else 0) | (FLAG_LLAMA if info["llama"] else 0)
+    return _Plan(info, cfg, flags, int(sx), int(sg), device)
+
+
+def _fast(op: str, x, x2, weight, eps, offset, cast):
+    """The eager call's result through its plan (built, with every check, on the first call of
+    an operand layout); through :func:`_launch` where no plan applies."""
+    if (type(eps) not in (float, int) or type(offset) not in (float, int) or not x.is_cuda
+            or not weight.is_cuda or (x2 is not None and not x2.is_cuda)):
+        plan, key = None, None  # e.g. a numpy scalar, a CPU tensor: checked every call
+    else:
+        key = (op, type(x), x.shape, x.stride(), x.dtype, x.get_device(), x.data_ptr() % 16,
+               type(weight), weight.shape, weight.stride(), weight.dtype, weight.get_device(), weight.data_ptr() % 16,
+               None if x2 is None else (type(x2), x2.shape, x2.stride(), x2.dtype, x2.get_device(), x2.data_ptr() % 16),
+               eps, offset, cast, _current_device())
+        plan = _plans().get(key)
+    if plan is None:
+        info = _validate(x, weight, x2 if op == "rmsnorm_gate" else None, eps,
+                         residual=x2 if op == RMSNORM_ADD else None, weight_offset=offset, cast=cast)
+        plan = _plan_for(info) if key is not None and info["x"].array.device.index == _current_device() else None
+        if key is not None:
+            plans = _plans()
+            if len(plans) >= MAX_PLANS:
+                plans.clear()
+            plans[key] = plan if plan is not None else False
+        if plan is None:
+            return _launch(info)
+    elif plan is False:
+        return _launch(_validate(x, weight, x2 if op == "rmsnorm_gate" else None, eps,
+                                 residual=x2 if op == RMSNORM_ADD else None, weight_offset=offset, cast=cast))
+    return plan.run(x, x2, weight)
+
+
+def _current_device() -> int:
+    """The current CUDA device's index (torch's C hook where it exists: no lazy-init check)."""
+    get = getattr(torch._C, "_cuda_getDevice", None)
+    return get() if get is not None else torch.cuda.current_device()
 
 
 # ---------------------------------------------------------------------------------------
 # torch custom ops, fake (meta) kernels and autograd
 
-def _torch_backward(grad, x, weight, gate, eps: float, needs: Sequence[bool]):
+def _torch_backward(grad, x, weight, gate, eps: float, needs: Sequence[bool], offset: float = 0.0):
     """Gradients by a composite of fp32 torch ops (not a CUDA kernel of ours):
 
-        a = x * silu(g) (or x),  r = rsqrt(mean(x^2) + eps),  y = a * w * r
-        dx = r * (G w s) - x r^3 mean(G w a),   s = silu(g) (or 1)
+        a = x * silu(g) (or x),  r = rsqrt(mean(x^2) + eps),  y = a * w' * r,  w' = w + offset
+        dx = r * (G w' s) - x r^3 mean(G w' a),   s = silu(g) (or 1)
         dw = sum_rows(G a r)
-        dg = G x w r silu'(g),   silu'(g) = sigmoid(g) (1 + g (1 - sigmoid(g)))
+        dg = G x w' r silu'(g),   silu'(g) = sigmoid(g) (1 + g (1 - sigmoid(g)))
 
-    Returns grads in the inputs' dtypes (None where not needed).
+    The "llama" cast's intermediate rounding counts as the identity.  Returns grads in the
+    inputs' dtypes (None where not needed).
     """
     N = x.shape[-1]
     xf = x.float().reshape(-1, N)
     G = grad.float().reshape(-1, N)
-    wf = weight.float()
+    wf = weight.float() + offset if offset else weight.float()
     r = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
     if gate is not None:
         gf = gate.float().reshape(-1, N)
@@ -541,6 +857,18 @@ def _torch_backward(grad, x, weight, gate, eps: float, needs: Sequence[bool]):
     return dx, dw, dg
 
 
+def _add_backward(grad_y, grad_h, h, x, residual, weight, eps: float, offset: float, needs: Sequence[bool]):
+    """Gradients of the add op: y = rmsnorm(h), h = x + residual (both outputs used):
+    dh = d rmsnorm / dh (grad_y) + grad_h, dx = dresidual = dh; dw as rmsnorm's."""
+    need_h = needs[0] or needs[1]
+    dh, dw, _ = _torch_backward(grad_y, h, weight, None, eps, (need_h, needs[2]), offset)
+    if need_h and grad_h is not None:
+        dh = (dh.float() + grad_h.float())
+    dx = dh.to(x.dtype) if needs[0] else None
+    dr = dh.to(residual.dtype) if needs[1] else None
+    return dx, dr, dw
+
+
 def _registered(name: str) -> bool:
     """True when ``torch.ops.gpu_viz.<name>`` exists already (a reloaded module keeps the first
     registration instead of failing on a duplicate)."""
@@ -551,48 +879,106 @@ def _registered(name: str) -> bool:
         return False
 
 
+def _cast(llama: bool) -> str:
+    return CAST_LLAMA if llama else CAST_FP32
+
+
 if torch is not None and not _registered("rmsnorm"):
     @torch.library.custom_op("gpu_viz::rmsnorm", mutates_args=())
-    def _rmsnorm_op(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-        return _launch(_validate(x, weight, None, eps))
+    def _rmsnorm_op(x: torch.Tensor, weight: torch.Tensor, eps: float, weight_offset: float = 0.0,
+                    llama: bool = False) -> torch.Tensor:
+        return _fast("rmsnorm", x, None, weight, eps, weight_offset, _cast(llama))
 
     @_rmsnorm_op.register_fake
-    def _(x, weight, eps):
+    def _(x, weight, eps, weight_offset=0.0, llama=False):
         return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
     def _rmsnorm_setup(ctx, inputs, output):
-        x, weight, eps = inputs
+        x, weight, eps = inputs[:3]
         ctx.save_for_backward(x, weight)
         ctx.eps = eps
+        ctx.offset = inputs[3] if len(inputs) > 3 else 0.0
 
     def _rmsnorm_bwd(ctx, grad):
         x, weight = ctx.saved_tensors
-        dx, dw, _ = _torch_backward(grad, x, weight, None, ctx.eps, ctx.needs_input_grad[:2])
-        return dx, dw, None
+        dx, dw, _ = _torch_backward(grad, x, weight, None, ctx.eps, ctx.needs_input_grad[:2], ctx.offset)
+        return dx, dw, None, None, None
 
     _rmsnorm_op.register_autograd(_rmsnorm_bwd, setup_context=_rmsnorm_setup)
 
 if torch is not None and not _registered("rmsnorm_gate"):
     @torch.library.custom_op("gpu_viz::rmsnorm_gate", mutates_args=())
-    def _rmsnorm_gate_op(x: torch.Tensor, gate: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-        return _launch(_validate(x, weight, gate, eps))
+    def _rmsnorm_gate_op(x: torch.Tensor, gate: torch.Tensor, weight: torch.Tensor, eps: float,
+                         weight_offset: float = 0.0, llama: bool = False) -> torch.Tensor:
+        return _fast("rmsnorm_gate", x, gate, weight, eps, weight_offset, _cast(llama))
 
     @_rmsnorm_gate_op.register_fake
-    def _(x, gate, weight, eps):
+    def _(x, gate, weight, eps, weight_offset=0.0, llama=False):
         return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
     def _rmsnorm_gate_setup(ctx, inputs, output):
-        x, gate, weight, eps = inputs
+        x, gate, weight, eps = inputs[:4]
         ctx.save_for_backward(x, gate, weight)
         ctx.eps = eps
+        ctx.offset = inputs[4] if len(inputs) > 4 else 0.0
 
     def _rmsnorm_gate_bwd(ctx, grad):
         x, gate, weight = ctx.saved_tensors
         nx, ng, nw = ctx.needs_input_grad[:3]
-        dx, dw, dg = _torch_backward(grad, x, weight, gate, ctx.eps, (nx, nw, ng))
-        return dx, dg, dw, None
+        dx, dw, dg = _torch_backward(grad, x, weight, gate, ctx.eps, (nx, nw, ng), ctx.offset)
+        return dx, dg, dw, None, None, None
 
     _rmsnorm_gate_op.register_autograd(_rmsnorm_gate_bwd, setup_context=_rmsnorm_gate_setup)
+
+if torch is not None and not _registered("rmsnorm_add"):
+    @torch.library.custom_op("gpu_viz::rmsnorm_add", mutates_args=())
+    def _rmsnorm_add_op(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
+                        weight_offset: float = 0.0, llama: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+        return _fast(RMSNORM_ADD, x, residual, weight, eps, weight_offset, _cast(llama))
+
+    @_rmsnorm_add_op.register_fake
+    def _(x, residual, weight, eps, weight_offset=0.0, llama=False):
+        return (torch.empty(x.shape, dtype=x.dtype, device=x.device),
+                torch.empty(x.shape, dtype=x.dtype, device=x.device))
+
+    def _rmsnorm_add_setup(ctx, inputs, output):
+        x, residual, weight, eps = inputs[:4]
+        ctx.save_for_backward(x, residual, weight, output[1])
+        ctx.eps = eps
+        ctx.offset = inputs[4] if len(inputs) > 4 else 0.0
+
+    def _rmsnorm_add_bwd(ctx, grad_y, grad_h):
+        x, residual, weight, h = ctx.saved_tensors
+        dx, dr, dw = _add_backward(grad_y, grad_h, h, x, residual, weight, ctx.eps, ctx.offset,
+                                   ctx.needs_input_grad[:3])
+        return dx, dr, dw, None, None, None
+
+    _rmsnorm_add_op.register_autograd(_rmsnorm_add_bwd, setup_context=_rmsnorm_add_setup)
+
+
+if torch is not None:
+    class _EagerFn(torch.autograd.Function):
+        """The eager autograd path (no dispatcher round trip): the same plan launch forward and
+        the same composite backward as the custom ops' ``register_autograd``."""
+
+        @staticmethod
+        def forward(ctx, op, x, x2, weight, eps, offset, cast):
+            res = _fast(op, x, x2, weight, eps, offset, cast)
+            ctx.op, ctx.eps, ctx.offset = op, float(eps), float(offset)
+            ctx.save_for_backward(x, x2, weight, res[1] if op == RMSNORM_ADD else None)
+            return res
+
+        @staticmethod
+        def backward(ctx, *grads):
+            x, x2, weight, h = ctx.saved_tensors
+            nx, n2, nw = ctx.needs_input_grad[1:4]
+            if ctx.op == RMSNORM_ADD:
+                dx, d2, dw = _add_backward(grads[0], grads[1], h, x, x2, weight, ctx.eps, ctx.offset,
+                                           (nx, n2, nw))
+            else:
+                gate = x2 if ctx.op == "rmsnorm_gate" else None
+                dx, dw, d2 = _torch_backward(grads[0], x, weight, gate, ctx.eps, (nx, nw, n2), ctx.offset)
+            return None, dx, d2, dw, None, None, None
 
 
 # ---------------------------------------------------------------------------------------
@@ -606,77 +992,131 @@ def _on_cpu(*tensors) -> bool:
     return not torch.compiler.is_compiling() and any(t.device.type == "cpu" for t in tensors)
 
 
-def _direct(*tensors) -> bool:
-    """Eager call that autograd will not record: launch without the dispatcher round trip
-    (a few µs per call).  Traced calls (torch.compile) and grad-requiring inputs go through
-    ``torch.ops.gpu_viz.*``."""
-    if torch.compiler.is_compiling() or not all(t.device.type == "cuda" for t in tensors):
-        return False
-    return not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
+if torch is not None:
+    _is_compiling = torch.compiler.is_compiling
+    _grad_enabled = torch.is_grad_enabled
 
 
-def rmsnorm(x, weight, eps: float = 1e-6):
-    """Fused RMSNorm, one kernel: ``y = x * weight * rsqrt(mean(x^2, -1) + eps)``.
+def _call(op: str, x, x2, weight, eps, weight_offset, cast):
+    """Every public op's one entry: torch eager -> the plan (through :class:`_EagerFn` when
+    autograd records the call), torch.compile -> ``torch.ops.gpu_viz.<op>``, CuPy ->
+    :func:`_launch`."""
+    gate = x2 if op == "rmsnorm_gate" else None
+    residual = x2 if op == RMSNORM_ADD else None
+    if op != "rmsnorm" and x2 is None:
+        name = "gate" if op == "rmsnorm_gate" else "residual"
+        raise TypeError(f"{name} must be a torch CUDA tensor or a CuPy array of x's shape, got None")
+    if torch is not None and isinstance(x, torch.Tensor):
+        Tensor = torch.Tensor
+        # (explicit tests, no generators: this is the per-call path)
+        if not (isinstance(weight, Tensor) and (x2 is None or isinstance(x2, Tensor))):
+            _validate(x, weight, gate, eps, residual=residual, weight_offset=weight_offset, cast=cast)  # raises
+        if _is_compiling():
+            # the op's implementation validates everything else (once per call, also when traced)
+            eps, offset = _check_eps(eps), check_f32_arg("weight_offset", weight_offset)
+            if cast not in CASTS:
+                _validate(x, weight, gate, eps, residual=residual, cast=cast)  # raises, naming cast
+            fn = getattr(torch.ops.gpu_viz, op)
+            return fn(x, weight, eps, offset, cast == CAST_LLAMA) if x2 is None else fn(
+                x, x2, weight, eps, offset, cast == CAST_LLAMA)
+        if not (x.is_cuda and weight.is_cuda and (x2 is None or x2.is_cuda)):
+            _validate(x, weight, gate, eps, residual=residual, weight_offset=weight_offset, cast=cast)  # raises
+        if _grad_enabled() and (x.requires_grad or weight.requires_grad or (x2 is not None and x2.requires_grad)):
+            return _EagerFn.apply(op, x, x2, weight, eps, weight_offset, cast)
+        return _fast(op, x, x2, weight, eps, weight_offset, cast)
+    return _launch(_validate(x, weight, gate, eps, residual=residual, weight_offset=weight_offset, cast=cast))
+
+
+_GUARANTEE = """Batch invariance: a row's output bits depend only on N, the dtypes, eps, weight_offset,
+        cast, the weight and that row's values -- never on M, the row's position in x, its
+        memory alignment, or whether the problem fits in L2 (one sum order per N: see
+        kernels/rmsnorm_fused.cu, "Batch invariance"; tests/test_rmsnorm_fused.py checks it
+        bit for bit at M = 1, 3, 64, 1000, 4096)."""
+
+
+def rmsnorm(x, weight, eps: float = 1e-6, *, weight_offset: float = 0.0, cast: str = CAST_FP32):
+    """Fused RMSNorm, one kernel: ``y = x * (weight + weight_offset) * rsqrt(mean(x^2, -1) + eps)``.
 
     Args:
         x: ``(..., N)`` torch CUDA tensor or CuPy array, float32 / float16 / bfloat16; the last
             dimension contiguous (stride 1), leading dimensions any strides (rows of a wider
             buffer, e.g. ``buf[:, :N]``, are read in place; leading dims that cannot merge into
             one row stride are copied first).  Any M = prod(leading dims) >= 0, any N >= 1.
-        weight: ``(N,)``, same library, dtype and device, stride 1.
+        weight: ``(N,)``, same library and device, stride 1; x's dtype or float32 (e.g. an
+            fp32 weight with bf16 x, as HF checkpoints ship it).
         eps: >= 0, added to the mean square (fp32 in the kernel).
+        weight_offset: added to the weight in fp32 (Gemma's ``1 + w``: 1.0); default 0.
+        cast: ``"fp32"`` (default): ``y = T(x * w * r)`` computed in fp32, rounded once to x's
+            dtype T; ``"llama"``: HF LlamaRMSNorm's order, ``y = T(T(x * r) * w)``.
 
     Returns:
-        y: x's shape, dtype and library, contiguous; computed in fp32, rounded once; launched
-        on the caller's current stream (``torch.cuda.current_stream()`` / CuPy's current
-        stream) without host synchronisation.  M = 0 returns an empty y, no launch.  NaN/inf
-        in a row make only that row NaN (or 0 where the formula gives 0).
+        y: x's shape, dtype (whatever the weight's) and library, contiguous; launched on the
+        caller's current stream (``torch.cuda.current_stream()`` / CuPy's current stream)
+        without host synchronisation.  M = 0 returns an empty y, no launch.  NaN/inf in a row
+        make only that row NaN (or 0 where the formula gives 0).
         torch: differentiable in x and weight (backward: fp32 torch composite, not a fused
         kernel); ``torch.compile(fullgraph=True)`` and CUDA graphs accept it
         (``torch.ops.gpu_viz.rmsnorm``).
+        {guarantee}
 
     Raises:
-        TypeError: not a torch tensor / CuPy array, mixed libraries, unsupported or mismatched
-            dtypes, non-float eps.
+        TypeError: not a torch tensor / CuPy array, mixed libraries, unsupported dtypes, a
+            weight neither x's dtype nor float32, non-float eps / weight_offset.
         ValueError: CPU tensors, operands on different devices, weight not of shape (N,),
-            a last dimension with stride != 1, N == 0, negative or non-finite eps.
+            a last dimension with stride != 1, N == 0, negative or non-finite eps, a
+            non-finite weight_offset, an unknown cast.
         GPUUnavailable: in CPU mode (after the checks above).
     """
-    if torch is not None and isinstance(x, torch.Tensor):
-        if not isinstance(weight, torch.Tensor) or _on_cpu(x, weight):
-            _validate(x, weight, None, eps)  # raises, naming the argument, before the dispatcher
-        if _direct(x, weight):  # eager, no autograd: skip the dispatcher (same launcher)
-            return _launch(_validate(x, weight, None, eps))
-        # the op's implementation validates everything else (once per call, also when traced)
-        return torch.ops.gpu_viz.rmsnorm(x, weight, _check_eps(eps))
-    return _launch(_validate(x, weight, None, eps))
+    return _call("rmsnorm", x, None, weight, eps, weight_offset, cast)
 
 
-def rmsnorm_gate(x, gate, weight, eps: float = 1e-6):
+def rmsnorm_gate(x, gate, weight, eps: float = 1e-6, *, weight_offset: float = 0.0, cast: str = CAST_FP32):
     """Fused RMSNorm + SiLU gate, one kernel:
-    ``y = x * weight * silu(gate) * rsqrt(mean(x^2, -1) + eps)`` -- the statistic from x only.
+    ``y = x * (weight + weight_offset) * silu(gate) * rsqrt(mean(x^2, -1) + eps)`` -- the
+    statistic from x only.
 
     Args:
-        x, gate: ``(..., N)``, same shape (strides may differ), torch CUDA tensors or CuPy
-            arrays, float32 / float16 / bfloat16, last dimension contiguous.
-        weight: ``(N,)``.  eps: as in :func:`rmsnorm`.
+        x, gate: ``(..., N)``, same shape (strides may differ) and dtype, torch CUDA tensors or
+            CuPy arrays, float32 / float16 / bfloat16, last dimension contiguous.
+        weight: ``(N,)``, x's dtype or float32.  eps, weight_offset, cast: as in :func:`rmsnorm`
+            ("llama" rounds ``x * silu(g) * r`` to x's dtype before the weight).
 
     Returns:
         y as in :func:`rmsnorm`; torch: differentiable in x, gate and weight (fp32 torch
         composite backward).  ``silu(g) = g / (1 + e^-g)`` with the fast ``__expf`` /
         ``__fdividef`` intrinsics (relative error <= ~1.5e-6 for |g| <= 8, inside
         ``TOLERANCES``; exactly -0 / NaN at the limits like the float64 formula).
+        {guarantee}
 
     Raises:
-        as :func:`rmsnorm`, and ValueError when gate's shape differs from x's.
+        as :func:`rmsnorm`, and ValueError when gate's shape differs from x's, TypeError when
+        its dtype does.
     """
-    if torch is not None and isinstance(x, torch.Tensor):
-        if not (isinstance(weight, torch.Tensor) and isinstance(gate, torch.Tensor)) or _on_cpu(x, weight, gate):
-            _validate(x, weight, gate, eps)  # raises, naming the argument, before the dispatcher
-        if _direct(x, weight, gate):
-            return _launch(_validate(x, weight, gate, eps))
-        return torch.ops.gpu_viz.rmsnorm_gate(x, gate, weight, _check_eps(eps))
-    return _launch(_validate(x, weight, gate, eps))
+    return _call("rmsnorm_gate", x, gate, weight, eps, weight_offset, cast)
+
+
+def rmsnorm_add(x, residual, weight, eps: float = 1e-6, *, weight_offset: float = 0.0, cast: str = CAST_FP32):
+    """Fused residual add + RMSNorm, one kernel (vLLM's ``fused_add_rms_norm``, out of place):
+    ``h = x + residual`` (rounded to x's dtype), ``y = h * (weight + weight_offset) *
+    rsqrt(mean(h^2, -1) + eps)``; reads x and residual once, writes h and y once.
+
+    Args:
+        x, residual: ``(..., N)``, same shape and dtype (strides may differ), last dimension
+            contiguous.  weight, eps, weight_offset, cast: as in :func:`rmsnorm`.
+
+    Returns:
+        ``(y, h)``: both x's shape and dtype, contiguous; torch: differentiable in x, residual
+        and weight through both outputs.  {guarantee}
+
+    Raises:
+        as :func:`rmsnorm`, and ValueError / TypeError when residual's shape / dtype differ
+        from x's.
+    """
+    return _call(RMSNORM_ADD, x, residual, weight, eps, weight_offset, cast)
+
+
+for _f in (rmsnorm, rmsnorm_gate, rmsnorm_add):
+    _f.__doc__ = _f.__doc__.replace("{guarantee}", _GUARANTEE)
 
 
 # ---------------------------------------------------------------------------------------
@@ -684,56 +1124,77 @@ def rmsnorm_gate(x, gate, weight, eps: float = 1e-6):
 
 if torch is not None:
     class FusedRMSNorm(torch.nn.Module):
-        """``y = rmsnorm(x, self.weight, self.eps)`` with a learnable ``weight`` of shape (N,).
+        """``y = rmsnorm(x, self.weight, self.eps, weight_offset=..., cast=...)`` with a learnable
+        ``weight`` of shape (N,); ``forward(x, residual)`` returns ``rmsnorm_add``'s ``(y, h)``.
+
+        Loads an HF ``LlamaRMSNorm`` state dict unchanged (its one entry is ``weight``; pass
+        ``cast="llama"`` for its cast order), and a Gemma-style one with ``weight_offset=1.0``
+        (Gemma stores w and scales by ``1 + w``).
 
         Args:
-            N: features per row, >= 1.  eps: >= 0.  device, dtype: of the weight (ones).
-        ``forward(x)``: x ``(..., N)`` CUDA tensor of the weight's dtype; see :func:`rmsnorm`.
+            N: features per row, >= 1.  eps: >= 0.  device, dtype: of the weight (ones, or
+            zeros with a weight_offset of 1 -- the identity either way); the weight may be
+            float32 with fp16/bf16 activations.  weight_offset, cast: as in :func:`rmsnorm`.
+        ``forward(x)``: x ``(..., N)`` CUDA tensor; see :func:`rmsnorm`.
         """
 
-        def __init__(self, N: int, eps: float = 1e-6, device=None, dtype=None):
+        def __init__(self, N: int, eps: float = 1e-6, device=None, dtype=None, *, weight_offset: float = 0.0,
+                     cast: str = CAST_FP32):
             super().__init__()
             N = _check_int("N", N, 1, MAX_N)
             self.eps = _check_eps(eps)
-            self.weight = torch.nn.Parameter(torch.ones(N, device=device, dtype=dtype))
+            self.weight_offset = check_f32_arg("weight_offset", weight_offset)
+            if cast not in CASTS:
+                raise ValueError(f"cast must be one of {CASTS}, got {cast!r}")
+            self.cast = cast
+            init = torch.zeros if self.weight_offset == 1.0 else torch.ones
+            self.weight = torch.nn.Parameter(init(N, device=device, dtype=dtype))
 
-        def forward(self, x):
-            return rmsnorm(x, self.weight, self.eps)
+        def forward(self, x, residual=None):
+            if residual is not None:
+                return rmsnorm_add(x, residual, self.weight, self.eps, weight_offset=self.weight_offset,
+                                   cast=self.cast)
+            return rmsnorm(x, self.weight, self.eps, weight_offset=self.weight_offset, cast=self.cast)
 
         def extra_repr(self) -> str:
-            return f"N={self.weight.shape[0]}, eps={self.eps:g}"
+            more = f", weight_offset={self.weight_offset:g}" if self.weight_offset else ""
+            more += f", cast={self.cast!r}" if self.cast != CAST_FP32 else ""
+            return f"N={self.weight.shape[0]}, eps={self.eps:g}{more}"
 
     class FusedRMSNormGate(FusedRMSNorm):
-        """``y = rmsnorm_gate(x, gate, self.weight, self.eps)``; ``forward(x, gate)``."""
+        """``y = rmsnorm_gate(x, gate, self.weight, self.eps, ...)``; ``forward(x, gate)``."""
 
         def forward(self, x, gate):
-            return rmsnorm_gate(x, gate, self.weight, self.eps)
+            return rmsnorm_gate(x, gate, self.weight, self.eps, weight_offset=self.weight_offset, cast=self.cast)
 
 
 # ---------------------------------------------------------------------------------------
 # what the compiler decided
 
-_NAME = re.compile(r"^(rmsnorm(?:_gate)?)_(warp|block|wide)_(f32|f16|bf16)_v(\d+)(?:_e(\d+))?$")
+_NAME = re.compile(r"^(rmsnorm(?:_gate|_add)?)_(warp|block|wide)_(f32|f16|bf16)_([vu])(\d+)(?:_e(\d+))?(_w32)?$")
 _SUFFIX_TO_DTYPE = {v[0]: k for k, v in DTYPES.items()}
 
 
 def describe_kernel(name: str) -> Dict:
-    """``{"op", "variant", "dtype", "vec", "ept"}`` parsed from a kernel name."""
+    """``{"op", "variant", "dtype", "vec", "ept", "aligned", "weight_dtype"}`` parsed from a
+    kernel name (``weight_dtype`` None: x's)."""
     m = _NAME.match(name)
     if not m:
         raise ValueError(f"{name!r} is not a kernel of {FILE}")
-    op, variant, suffix, vec, ept = m.groups()
+    op, variant, suffix, v, vec, ept, w32 = m.groups()
     return {"op": op, "variant": variant, "dtype": _SUFFIX_TO_DTYPE[suffix], "vec": int(vec),
-            "ept": int(ept) if ept else None}
+            "ept": int(ept) if ept else None, "aligned": v == "v", "weight_dtype": "float32" if w32 else None}
 
 
 @functools.lru_cache(maxsize=None)
 def _ptxas_rows(arch: str) -> Tuple:
-    """ptxas rows for ``arch``: one nvcc per dtype (-DRMSNORM_DTYPES), run in parallel."""
+    """ptxas rows for ``arch``: one nvcc per module (dtype, and the fp32-weight builds of fp16 /
+    bf16), run in parallel."""
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(len(DTYPES)) as pool:
-        parts = pool.map(lambda dt: kernels.nvcc_compile(FILE, arch, compile_options(dt)), list(DTYPES))
+    builds = [(dt, False) for dt in DTYPES] + [(dt, True) for dt in DTYPES if dt != "float32"]
+    with ThreadPoolExecutor(len(builds)) as pool:
+        parts = pool.map(lambda b: kernels.nvcc_compile(FILE, arch, compile_options(*b)), builds)
         return tuple(u for part in parts for u in part)
 
 

@@ -38,8 +38,13 @@ def _float64(a, name: str, like=None, detach: bool = True):
     return to_numpy64(a, name)
 
 
-def rmsnorm(x, weight, eps: float = 1e-6, gate=None):
-    """float64 RMSNorm (and the SiLU gate) of ``x`` ``(..., N)`` with ``weight`` ``(N,)``.
+def rmsnorm(x, weight, eps: float = 1e-6, gate=None, *, weight_offset: float = 0.0, cast: str = "fp32"):
+    """float64 RMSNorm (and the SiLU gate) of ``x`` ``(..., N)`` with ``weight`` ``(N,)``:
+    ``x * (w + weight_offset) * [silu(g)] / sqrt(mean(x^2) + eps)``.
+
+    ``cast="llama"`` (torch x only): HF LlamaRMSNorm's order in float64 terms,
+    ``round_T(x * [silu(g)] / sqrt(...)) * (w + weight_offset)`` with T = x's dtype -- the one
+    intermediate rounding HF's ``hidden_states.to(input_dtype)`` makes, everything else exact.
 
     Returns:
         float64 of x's shape: a torch tensor on x's device (outside any autograd graph) when x is
@@ -50,26 +55,44 @@ def rmsnorm(x, weight, eps: float = 1e-6, gate=None):
         TypeError: not an array, a non-number eps.  ValueError: weight not (N,), gate not x's
             shape, a negative or non-finite eps.
     """
-    return _rmsnorm(x, weight, eps, gate, detach=True)
+    return _rmsnorm(x, weight, eps, gate, detach=True, offset=weight_offset, cast=cast)
 
 
-def _rmsnorm(x, weight, eps, gate, detach: bool):
+def rmsnorm_add(x, residual, weight, eps: float = 1e-6, *, weight_offset: float = 0.0, cast: str = "fp32"):
+    """The add op's reference: ``h = x + residual`` rounded to x's dtype (x and residual torch
+    tensors of one dtype: torch's own add, which computes in fp32 and rounds once, as the
+    kernel does), then ``(rmsnorm(h) in float64, h)``."""
+    h = x.detach() + residual.detach()
+    return rmsnorm(h, weight, eps, weight_offset=weight_offset, cast=cast), h
+
+
+def _rmsnorm(x, weight, eps, gate, detach: bool, offset: float = 0.0, cast: str = "fp32"):
     """:func:`rmsnorm`; ``detach=False``: differentiable in torch tensors (for :func:`grads`)."""
+    if cast not in ("fp32", "llama"):
+        raise ValueError(f"cast must be 'fp32' or 'llama', got {cast!r}")
+    if cast == "llama" and framework(x) != "torch":
+        raise TypeError("cast='llama' needs x as a torch tensor (its dtype is the rounding's)")
     eps = check_eps(eps)
+    in_dtype = x.dtype
     x64 = _float64(x, "x", detach=detach)
     w64 = _float64(weight, "weight", like=x64, detach=detach)
     if x64.ndim < 1 or tuple(w64.shape) != tuple(x64.shape[-1:]):
         raise ValueError(f"weight must have shape (N,) = {tuple(x64.shape[-1:])} to match x of shape "
                          f"{tuple(x64.shape)}, got {tuple(w64.shape)}")
     torch_ = framework(x64) == "torch"
+    if offset:
+        w64 = w64 + offset
     with np.errstate(invalid="ignore", over="ignore"):
         ms = (x64 * x64).mean(-1, keepdim=True) if torch_ else np.mean(x64 * x64, axis=-1, keepdims=True)
-        y = x64 * w64 / ((ms + eps) ** 0.5)
+        y = x64 / ((ms + eps) ** 0.5)
         if gate is not None:
             g64 = _float64(gate, "gate", like=x64, detach=detach)
             if tuple(g64.shape) != tuple(x64.shape):
                 raise ValueError(f"gate must have x's shape {tuple(x64.shape)}, got {tuple(g64.shape)}")
             y = y * (g64 / (1.0 + (-g64).exp() if torch_ else 1.0 + np.exp(-g64)))
+        if cast == "llama":
+            y = y.to(in_dtype).to(y.dtype)
+        y = y * w64
     return y
 
 

@@ -6,7 +6,9 @@ Run under compute-sanitizer by scripts/gpu-check, one tool at a time, e.g.
     compute-sanitizer --tool racecheck python scripts/sanitize/rmsnorm_fused.py   (also synccheck, initcheck)
 Covers each variant (warp / block / wide), the 16-byte and scalar paths, and every defect of the
 seed write-up: N=768 in a 96-thread block (and 97, 100), N > 8192, N % 8 != 0, misaligned views,
-row strides, M = 0, a NaN row, a non-default stream; plus the backward (torch composite).
+row strides, M = 0, a NaN row, a non-default stream; plus the backward (torch composite); and
+the paths of issue 18: rmsnorm_add (y and h), fp32 weights with fp16/bf16 x, weight_offset, the
+llama cast, the misaligned element-wise kernels, wide rows (65536, 131072), the public plan path.
 Framework memory pools are off (PYTORCH_NO_CUDA_MEMORY_CACHING=1, CuPy's allocator = cudaMalloc)
 so memcheck sees every buffer's true bounds.  Each launch: fresh random data, NaN-poisoned
 output, the float64 reference (gpu_viz.rmsnorm.reference) within the one tolerance table
@@ -29,7 +31,7 @@ def main() -> int:
     # the package's names first, so that a renamed module fails here too, not only on a GPU
     from gpu_viz import check as checks
     from gpu_viz import ops
-    from gpu_viz.rmsnorm import fused
+    from gpu_viz.rmsnorm import fused, reference
     from gpu_viz.rmsnorm.dtypes import DTYPES, torch_dtype
     from gpu_viz.rmsnorm.tolerances import tolerance
 
@@ -86,13 +88,60 @@ def main() -> int:
             y = fused._launch(info, out=out, config=config)
         torch.cuda.synchronize()
         ref = ops.reference_rmsnorm_gate(x, g, w) if gate else ops.reference_rmsnorm(x, w)
-        cfg = config or ops.choose_config(M, N, dtype, gate=gate,
-                                          vectorized=layout == "contiguous" and N % ops.DTYPES[dtype][2] == 0,
-                                          fits_l2=ops.fits_l2(M, N, dtype, gate, ops.l2_bytes(0)))
+        cfg = config or fused._choose_config(M, N, dtype, gate, N % ops.DTYPES[dtype][2] == 0,
+                                             ops.fits_l2(M, N, dtype, gate, ops.l2_bytes(0)), None,
+                                             layout == "contiguous")
         label = (f"{'rmsnorm_gate' if gate else 'rmsnorm':12s} {dtype:8s} M={M:3d} N={N:6d} {layout:10s} "
                  f"{cfg.kernel} block={cfg.block}" + (" nan-row" if nan_row is not None else "")
                  + (" side-stream" if stream is not None else ""))
         check(label, y, ref, tolerance(dtype), nan_rows=(nan_row,) if nan_row is not None else ())
+
+    def forward_new(M, N, dtype, op, layout="contiguous", wdt=None, offset=0.0, cast="fp32"):
+        """The paths of issue 18: the add op (y and h poisoned), fp32 weights, the Gemma offset,
+        the llama cast, the misaligned element-wise twins; through the launcher, then the
+        public op (the plan path, or the wide module where it takes the row)."""
+        x = values(M, N, dtype, layout)
+        x2 = values(M, N, dtype, layout, 3.0) if op != "rmsnorm" else None
+        w = values(1, N, wdt or dtype)[0]
+        kw = {"weight_offset": offset, "cast": cast}
+        info = fused._validate(x, w, x2 if op == "rmsnorm_gate" else None, 1e-6,
+                               residual=x2 if op == "rmsnorm_add" else None, **kw)
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=tdt[dtype])
+        h = torch.full((M, N), float("nan"), device="cuda", dtype=tdt[dtype]) if op == "rmsnorm_add" else None
+        y = fused._launch(info, out=out, h_out=h)
+        pub = (ops.rmsnorm(x, w, **kw) if op == "rmsnorm" else ops.rmsnorm_gate(x, x2, w, **kw)
+               if op == "rmsnorm_gate" else ops.rmsnorm_add(x, x2, w, **kw)[0])
+        torch.cuda.synchronize()
+        # the float64 references on the CPU: torch's float64 mean over 131072 elements on the GPU
+        # is a reduce kernel racecheck reports hazards in (torch's, not ours)
+        xc, wc = x.cpu(), w.cpu()
+        if op == "rmsnorm_add":
+            y, hh = y
+            src = xc + x2.cpu()
+            check(f"{op:12s} {dtype:8s} M={M:3d} N={N:6d} {layout:10s} h", hh, src.double(), (0.0, 0.0))
+            ref = reference.rmsnorm(src, wc, 1e-6, **kw)
+        else:
+            ref = reference.rmsnorm(xc, wc, 1e-6, x2.cpu() if x2 is not None else None, **kw)
+        label = (f"{op:12s} {dtype:8s} M={M:3d} N={N:6d} {layout:10s} w={wdt or dtype} offset={offset:g} "
+                 f"cast={cast}")
+        check(label, y, ref, tolerance(dtype))
+        check(label + " public", pub, ref, tolerance(dtype))
+
+    for dtype in DTYPES:
+        for op in ("rmsnorm", "rmsnorm_gate", "rmsnorm_add"):
+            for M, N in ((5, 7), (5, 256), (5, 768), (3, 4096), (64, 4096), (2, 8200), (1, 16392), (2, 40000)):
+                forward_new(M, N, dtype, op)
+            forward_new(4, 4096, dtype, op, "offset")
+            forward_new(3, 2048, dtype, op, "row_stride")
+            forward_new(2, 32768, dtype, op, "offset")
+            forward_new(3, 4096, dtype, op, offset=1.0, cast="llama")
+            if dtype != "float32":
+                for M, N in ((5, 256), (3, 4096), (2, 8200), (2, 65536)):
+                    forward_new(M, N, dtype, op, wdt="float32", offset=1.0)
+                forward_new(3, 4096, dtype, op, "offset", wdt="float32", cast="llama")
+        for N in (65536, 131072):  # the wide-row module, where it takes the row (else this file's wide)
+            forward_new(2, N, dtype, "rmsnorm")
+            forward_new(2, N, dtype, "rmsnorm_gate")
 
     side = torch.cuda.Stream()
     for dtype in DTYPES:

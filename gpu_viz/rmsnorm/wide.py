@@ -1,0 +1,516 @@
+"""Wide rows on a thread-block cluster (``kernels/rmsnorm_wide.cu``): RMSNorm and RMSNorm + SiLU
+gate for 16384 < N <= 262144 on sm_90, one pass over x.
+
+    rmsnorm       y = (x * (w + weight_offset)) * rstd
+    rmsnorm_gate  y = ((x * silu(g)) * (w + weight_offset)) * rstd
+    rstd = rsqrt(mean(x^2, -1) + eps)   (fp32, returned per row for a backward)
+
+A row is split over the CTAs of one cluster; each CTA loads its slice into registers once,
+sums x^2 (block reduction), the CTA sums meet through distributed shared memory, and y is
+written from the registers.  The op the other paths (:mod:`gpu_viz.rmsnorm.fused`) compute,
+in the same fp32 operation order (x * w * r, one rounding), with the one tolerance table.
+
+Contract for the dispatcher (fused.py):
+
+* :func:`supported` ``(n, dtype, cc) -> bool`` -- True where this path runs; it depends on N, the
+  dtype and the GPU's compute capability only.
+* :func:`config` -- the launch configuration (cluster size, threads, elements per thread, and
+  where a CTA keeps its slice: registers or shared memory):
+  a pure function of (N, dtype, op, weight dtype, cc) -- never of M -- and the summation order
+  is fixed by it, so the op is batch-invariant: a row's bits depend only on N, the dtypes,
+  eps, weight_offset and the row's values, not on M or the row's position.
+* :func:`forward` -- launch on a contiguous, 16-byte aligned (M, N) problem (:func:`aligned`
+  tells); returns rstd.
+* :func:`kernel_report` -- ptxas registers / spills of every configuration the policy uses.
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import functools
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import backend, kernels
+from ..arrays import framework as _framework
+from ..arrays import _StreamPtr, _torch_stream_ptr, launch
+from ..check import check_f32_arg, check_int
+from .dtypes import DTYPES, dtype_name
+from .reference import check_eps
+
+FILE = "rmsnorm_wide.cu"
+
+#: Thread-block clusters and distributed shared memory arrived with sm_90.  The path is taken on
+#: Hopper (compute capability 9.x) only: its shared-memory sizes (228 KiB per SM) and the
+#: 16-CTA clusters are what the policy was measured with; later GPUs run the fused op's path
+#: until the policy is measured there.
+MIN_CC: Tuple[int, int] = (9, 0)
+MAX_CC_MAJOR = 9
+#: Row lengths this path takes: above the register-resident ``block`` variant of fused.py
+#: (N <= 16384), up to 262144 (a 1 MiB fp32 row on a 16-CTA cluster).
+MIN_N = 16385
+MAX_N = 262144
+#: Largest portable cluster; above it the kernel needs the non-portable cluster-size attribute.
+PORTABLE_CLUSTER = 8
+MAX_CLUSTER = 16
+#: cuFuncSetAttribute's CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (cuda.h).
+_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
+#: Registers of one SM (sm_90) and the most threads it holds: the min-blocks arithmetic below.
+SM_REGISTERS = 65536
+SM_THREADS = 2048
+#: Registers a thread needs beside its row data (indices, pointers, the reduction), from ptxas
+#: on sm_90: with it, every configuration below compiles without spills (tests check).
+OVERHEAD_REGISTERS = 24
+#: gridDim.x limit: M * cluster blocks.
+MAX_GRID_X = 2**31 - 1
+
+#: Where a CTA keeps its slice of the row (the kernel's WIDE_MODE): registers; shared memory
+#: (x, and the gate, by cp.async; the weight read in the last step); shared memory with the
+#: weight's slice too.
+REGISTERS, SMEM, SMEM_W = 0, 1, 2
+#: The row-length buckets and their launch shape (cluster, threads, elements per thread, mode)
+#: by op and element size: the smallest bucket >= N is used (vectors past N idle).  16-byte
+#: vectors everywhere; EPT = elements of x each thread holds (copies, in the shared-memory
+#: modes).  Each entry is the fastest of CANDIDATES in the H200 run of 2026-12-01
+#: (benchmarks/NOTES.md, "wide rows on a cluster"; fp16 and bf16 chose alike); the fp32 gate's
+#: short and long rows differ from rmsnorm's.
+POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
+    "rmsnorm": {
+        2: {32768: (4, 256, 32, SMEM), 65536: (8, 256, 32, SMEM), 131072: (8, 512, 32, SMEM),
+            262144: (16, 512, 32, SMEM)},
+        4: {32768: (8, 256, 16, SMEM), 65536: (8, 512, 16, SMEM), 131072: (16, 512, 16, SMEM),
+            262144: (16, 512, 32, SMEM)}},
+    "rmsnorm_gate": {
+        2: {32768: (4, 256, 32, SMEM), 65536: (8, 256, 32, SMEM), 131072: (8, 512, 32, SMEM),
+            262144: (16, 512, 32, SMEM)},
+        4: {32768: (4, 512, 16, REGISTERS), 65536: (8, 512, 16, SMEM), 131072: (16, 512, 16, SMEM),
+            262144: (16, 512, 32, SMEM_W)}},
+}
+CANDIDATES: Dict[int, Dict[int, Tuple[Tuple[int, int, int, int], ...]]] = {
+    2: {32768: ((4, 256, 32, SMEM), (2, 512, 32, SMEM), (2, 256, 64, SMEM), (4, 256, 32, SMEM_W),
+                (2, 512, 32, REGISTERS)),
+        65536: ((8, 256, 32, SMEM), (4, 256, 64, SMEM), (4, 512, 32, SMEM), (8, 256, 32, SMEM_W),
+                (4, 512, 32, REGISTERS)),
+        131072: ((16, 256, 32, SMEM), (8, 256, 64, SMEM), (8, 512, 32, SMEM), (16, 256, 32, SMEM_W),
+                 (8, 512, 32, REGISTERS)),
+        262144: ((16, 256, 64, SMEM), (16, 512, 32, SMEM), (8, 1024, 32, SMEM), (16, 256, 64, SMEM_W),
+                 (16, 512, 32, REGISTERS))},
+    4: {32768: ((8, 256, 16, SMEM), (4, 256, 32, SMEM), (4, 512, 16, SMEM), (8, 256, 16, SMEM_W),
+                (4, 512, 16, REGISTERS)),
+        65536: ((16, 256, 16, SMEM), (8, 256, 32, SMEM), (8, 512, 16, SMEM), (16, 256, 16, SMEM_W),
+                (8, 512, 16, REGISTERS)),
+        131072: ((16, 256, 32, SMEM), (8, 512, 32, SMEM), (16, 512, 16, SMEM), (16, 256, 32, SMEM_W),
+                 (16, 512, 16, REGISTERS)),
+        262144: ((16, 512, 32, SMEM), (16, 1024, 16, SMEM), (16, 256, 64, SMEM), (16, 512, 32, SMEM_W),
+                 (16, 1024, 16, REGISTERS))},
+}
+#: Shared memory of one SM (sm_90: 228 KiB, of which 1 KiB per resident CTA is the system's) and
+#: the most one CTA may have (227 KiB, after the max-dynamic-shared-size opt-in).
+SM_SHARED = 228 * 1024
+CTA_RESERVED_SHARED = 1024
+MAX_CTA_SHARED = 227 * 1024
+#: Registers per thread the shared-memory modes are given at least (ptxas on sm_90 needs 32-64).
+SMEM_MODE_REGISTERS = 40
+OPS = ("rmsnorm", "rmsnorm_gate")
+
+
+@dataclasses.dataclass(frozen=True)
+class WideConfig:
+    """One kernel and its launch: ``grid = M * cluster`` blocks of ``threads``.
+
+    ``capacity = cluster * threads * ept`` is the longest row it holds; ``vec`` elements per
+    16-byte load; ``min_blocks`` the ``__launch_bounds__`` minimum (register cap
+    ``SM_REGISTERS / (threads * min_blocks)``); ``mode`` where the slice is kept (REGISTERS,
+    SMEM, SMEM_W), ``smem_bytes`` the dynamic shared memory that takes.
+    """
+
+    op: str
+    dtype: str
+    weight_dtype: str
+    cluster: int
+    threads: int
+    ept: int
+    vec: int
+    min_blocks: int
+    mode: int = REGISTERS
+
+    @property
+    def capacity(self) -> int:
+        return self.cluster * self.threads * self.ept
+
+    @property
+    def kernel(self) -> str:
+        suf = DTYPES[self.dtype][0]
+        return (f"{self.op}_cluster_{suf}_w{DTYPES[self.weight_dtype][0]}_c{self.cluster}"
+                f"_t{self.threads}_e{self.ept}_m{self.mode}")
+
+    @property
+    def options(self) -> Tuple[str, ...]:
+        """The -D options of its module (one kernel per module)."""
+        return (f"-DWIDE_DTYPE={DTYPES[self.dtype][3]}", f"-DWIDE_WEIGHT={DTYPES[self.weight_dtype][3]}",
+                f"-DWIDE_GATE={int(self.op == 'rmsnorm_gate')}", f"-DWIDE_CLUSTER={self.cluster}",
+                f"-DWIDE_THREADS={self.threads}", f"-DWIDE_EPT={self.ept}",
+                f"-DWIDE_MIN_BLOCKS={self.min_blocks}", f"-DWIDE_MODE={self.mode}")
+
+    @property
+    def smem_bytes(self) -> int:
+        """Dynamic shared memory per CTA: the slice of x (and gate, and in SMEM_W the weight)."""
+        if self.mode == REGISTERS:
+            return 0
+        per = DTYPES[self.dtype][1] * (2 if self.op == "rmsnorm_gate" else 1)
+        if self.mode == SMEM_W:
+            per += DTYPES[self.weight_dtype][1]
+        return self.threads * self.ept * per
+
+    def as_dict(self) -> Dict:
+        return dict(dataclasses.asdict(self), capacity=self.capacity, kernel=self.kernel, smem_bytes=self.smem_bytes)
+
+
+def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: int, mode: int = REGISTERS,
+               smem_bytes: int = 0) -> int:
+    """``__launch_bounds__``' minimum blocks per SM.  REGISTERS: as many as the registers of the
+    row data allow (x packed -- or, for the gate, x * silu(g) as fp32 -- and the weight's pack,
+    plus OVERHEAD_REGISTERS).  Shared-memory modes: as many as shared memory holds, while each
+    thread keeps SMEM_MODE_REGISTERS.  At least 1, at most SM_THREADS / threads."""
+    if mode == REGISTERS:
+        data = (ept * itemsize // 4 if op == "rmsnorm" else ept) + ept * weight_itemsize // 4
+        fit = SM_REGISTERS // (threads * (data + OVERHEAD_REGISTERS))
+    else:
+        fit = min(SM_SHARED // (smem_bytes + CTA_RESERVED_SHARED),
+                  SM_REGISTERS // (threads * SMEM_MODE_REGISTERS))
+    return max(1, min(SM_THREADS // threads, fit))
+
+
+def _bucket(n: int) -> int:
+    return next(b for b in sorted(POLICY["rmsnorm"][2]) if b >= n)
+
+
+def _check_cc(cc) -> Tuple[int, int]:
+    try:
+        major, minor = (int(v) for v in cc)
+    except (TypeError, ValueError):
+        raise TypeError(f"cc must be a (major, minor) compute capability, e.g. (9, 0), got {cc!r}") from None
+    return major, minor
+
+
+def supported(n: int, dtype, cc) -> bool:
+    """Whether this path runs rows of ``n`` elements of ``dtype`` on a GPU of compute
+    capability ``cc`` ``(major, minor)``: Hopper, 9.x (clusters; see MIN_CC), MIN_N <= n <=
+    MAX_N and n a multiple of the 16-byte vector (8 fp16/bf16, 4 fp32).  Depends on nothing
+    else (not M).
+
+    Raises:
+        TypeError: non-int ``n``, an unsupported dtype, a malformed ``cc``.
+    """
+    n = check_int("n", n)
+    dt = dtype_name(dtype)
+    cc = _check_cc(cc)
+    return MIN_CC <= cc and cc[0] <= MAX_CC_MAJOR and MIN_N <= n <= MAX_N and n % DTYPES[dt][2] == 0
+
+
+def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
+           shape: Optional[Tuple[int, int, int, int]] = None) -> WideConfig:
+    """The :class:`WideConfig` for rows of ``n`` elements: :data:`POLICY`'s bucket for n and the
+    element size (``shape`` = (cluster, threads, ept, mode) overrides it: the measurement's
+    candidates).  ``weight_dtype``: x's dtype (None) or float32.
+
+    Raises:
+        ValueError: ``not supported(n, dtype, cc)`` (naming why), a weight dtype other than x's
+            or float32, a ``shape`` whose capacity is below n or whose cluster exceeds 16.
+    """
+    dt = dtype_name(dtype)
+    wdt = dt if weight_dtype is None else dtype_name(weight_dtype)
+    if not supported(n, dt, cc):
+        raise ValueError(_unsupported_reason(n, dt, cc))
+    if wdt not in (dt, "float32"):
+        raise ValueError(f"weight dtype {wdt} with x {dt}: the weight must be x's dtype or float32")
+    size = DTYPES[dt][1]
+    op = "rmsnorm_gate" if gate else "rmsnorm"
+    c, t, e, mode = POLICY[op][size][_bucket(n)] if shape is None else shape
+    vec = DTYPES[dt][2]
+    if (c * t * e < n or not 1 <= c <= MAX_CLUSTER or t % 32 or not 32 <= t <= 1024 or e % vec
+            or mode not in (REGISTERS, SMEM, SMEM_W)):
+        raise ValueError(f"shape (cluster={c}, threads={t}, ept={e}, mode={mode}) does not fit n={n} {dt} "
+                         f"(needs cluster*threads*ept >= n, cluster <= {MAX_CLUSTER}, threads a multiple "
+                         f"of 32 up to 1024, ept a multiple of {vec}, mode 0, 1 or 2)")
+    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode)
+    if cfg.smem_bytes > MAX_CTA_SHARED:
+        raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
+                         f"(weight {wdt}); at most {MAX_CTA_SHARED}")
+    return dataclasses.replace(cfg, min_blocks=min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes))
+
+
+def _unsupported_reason(n: int, dt: str, cc) -> str:
+    cc = _check_cc(cc)
+    if cc < MIN_CC:
+        return (f"the cluster path needs compute capability >= {MIN_CC[0]}.{MIN_CC[1]} (thread-block "
+                f"clusters), got {cc[0]}.{cc[1]}")
+    if cc[0] > MAX_CC_MAJOR:
+        return (f"the cluster path's policy was measured on Hopper (9.x) only, got compute capability "
+                f"{cc[0]}.{cc[1]}: the fused op's path runs there")
+    if not MIN_N <= n <= MAX_N:
+        return f"the cluster path takes {MIN_N} <= N <= {MAX_N}, got N={n}"
+    return f"the cluster path needs N % {DTYPES[dt][2]} == 0 for {dt} (16-byte vectors), got N={n}"
+
+
+def configs_in_use(dtypes: Sequence[str] = tuple(DTYPES), cc=(9, 0), candidates: bool = False) -> List[WideConfig]:
+    """Every configuration :func:`config` can return (each bucket, op and weight dtype), or with
+    ``candidates`` every measured alternative too."""
+    out = []
+    for dt in dtypes:
+        size = DTYPES[dt][1]
+        for n in sorted(CANDIDATES[size]):
+            for gate in (False, True):
+                op = "rmsnorm_gate" if gate else "rmsnorm"
+                shapes = CANDIDATES[size][n] if candidates else (POLICY[op][size][n],)
+                for shape in shapes:
+                    for wdt in dict.fromkeys((dt, "float32")):
+                        out.append(config(n, dt, cc, gate=gate, weight_dtype=wdt, shape=shape))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# operands and launch
+
+def _info(name: str, a) -> Tuple[str, str, Tuple[int, ...], Tuple[int, ...], int]:
+    """(framework, dtype name, shape, strides in elements, data pointer) of a torch CUDA tensor
+    or CuPy array."""
+    fw = _framework(a)
+    if fw is None:
+        raise TypeError(f"{name} must be a torch CUDA tensor or a CuPy array, got {type(a).__module__}."
+                        f"{type(a).__name__}")
+    try:
+        dt = dtype_name(a.dtype)
+    except TypeError:
+        raise TypeError(f"{name} has dtype {a.dtype}; expected float32, float16 or bfloat16") from None
+    if fw == "torch":
+        return fw, dt, tuple(a.shape), tuple(a.stride()), int(a.data_ptr())
+    item = a.dtype.itemsize
+    return fw, dt, tuple(a.shape), tuple(s // item for s in a.strides), int(a.data.ptr)
+
+
+def _device(a, fw: str) -> int:
+    return int(a.device.index) if fw == "torch" else int(a.device.id)
+
+
+def _contiguous(shape, strides) -> bool:
+    want, ok = 1, True
+    for d, s in zip(reversed(shape), reversed(strides)):
+        if d > 1 and s != want:
+            ok = False
+        want *= d
+    return ok
+
+
+def aligned(*arrays) -> bool:
+    """Whether every given array (None skipped) starts on a 16-byte boundary: :func:`forward`'s
+    vector loads need it (fresh torch / CuPy allocations are; a view offset by a few elements
+    is not)."""
+    for a in arrays:
+        if a is None:
+            continue
+        ptr = int(a.data_ptr()) if _framework(a) == "torch" else int(a.data.ptr)
+        if ptr % 16:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(cfg: WideConfig, device: int):
+    """The compiled kernel of ``cfg`` on ``device``, with the non-portable cluster-size
+    attribute set where the cluster exceeds 8 CTAs."""
+    k = kernels.function(FILE, cfg.kernel, cfg.options, device=device)
+    if cfg.smem_bytes:  # above 48 KiB a kernel must opt in to its dynamic shared memory
+        k.max_dynamic_shared_size_bytes = cfg.smem_bytes
+    if cfg.cluster > PORTABLE_CLUSTER:
+        lib = ctypes.CDLL("libcuda.so.1")
+        rc = lib.cuFuncSetAttribute(ctypes.c_void_p(int(k.kernel.ptr)),
+                                    _CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, ctypes.c_int(1))
+        if rc != 0:
+            raise RuntimeError(f"cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED) failed with CUresult {rc} "
+                               f"for {cfg.kernel} (cluster of {cfg.cluster} CTAs)")
+    return k
+
+
+def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offset: float = 0.0,
+            shape: Optional[Tuple[int, int, int, int]] = None):
+    """RMSNorm (or, with ``gate``, RMSNorm + SiLU gate) of the rows of ``x2d`` into ``out``, on a
+    thread-block cluster per row (sm_90).
+
+    Args:
+        x2d: ``(M, N)`` torch CUDA tensor or CuPy array, float32 / float16 / bfloat16,
+            C-contiguous, 16-byte aligned; ``supported(N, dtype, cc)`` must hold.  M >= 0.
+        weight: ``(N,)``, contiguous, x's dtype or float32, same library and device.
+        eps: >= 0, finite as a float32; added to the mean square.
+        out: ``(M, N)`` of x's dtype, library and device, contiguous and 16-byte aligned:
+            every element is written.
+        gate: None (rmsnorm) or ``(M, N)`` like x (rmsnorm_gate).
+        stream: None (the framework's current stream), a ``torch.cuda.Stream`` or a
+            ``cupy.cuda.Stream``: the launch goes there, without host synchronisation.
+        weight_offset: added to the weight in fp32 (1.0 for Gemma's ``1 + w``).
+        shape: (cluster, threads, ept, mode) instead of :data:`POLICY`'s (measurements, tests).
+
+    Returns:
+        rstd: ``(M,)`` float32 of x's library: ``rsqrt(mean(x^2) + eps)`` per row.  ``out``
+        holds y = (x [* silu(gate)] * (weight + weight_offset)) * rstd, computed in fp32 and
+        rounded once to x's dtype.
+
+    Raises:
+        TypeError: an operand that is not a torch CUDA tensor / CuPy array, mixed libraries,
+            unsupported or mismatched dtypes, a non-number eps / weight_offset.
+        ValueError: shapes (x not 2-D, weight not (N,), gate / out not x's shape), a
+            non-contiguous or misaligned operand, operands on different devices, eps < 0,
+            N not supported on this GPU (naming why), M * cluster beyond gridDim.x.
+        GPUUnavailable: in CPU mode.
+    """
+    xf, dt, xs, xst, xp = _info("x2d", x2d)
+    if len(xs) != 2:
+        raise ValueError(f"x2d must be 2-D (M, N), got shape {xs}")
+    M, N = xs
+    ops = [("x2d", x2d, xf, dt, xs, xst, xp)]
+    for name, a, want_shape in (("weight", weight, (N,)), ("out", out, xs), ("gate", gate, xs)):
+        if a is None:
+            if name != "gate":
+                raise TypeError(f"{name} must be an array, got None")
+            continue
+        f, d, s, st, p = _info(name, a)
+        if f != xf:
+            raise TypeError(f"{name} is a {f} array but x2d is a {xf} array: pass all operands from one library")
+        if s != want_shape:
+            raise ValueError(f"{name} must have shape {want_shape} to match x2d of shape {xs}, got {s}")
+        if name == "weight" and d not in (dt, "float32"):
+            raise TypeError(f"weight has dtype {d} but x2d has {dt}: the weight must be x's dtype or float32")
+        if name != "weight" and d != dt:
+            raise TypeError(f"{name} has dtype {d} but x2d has {dt}: they must match")
+        ops.append((name, a, f, d, s, st, p))
+    wdt = ops[1][3]
+    for name, a, f, d, s, st, p in ops:
+        if not _contiguous(s, st):
+            raise ValueError(f"{name} must be contiguous (shape {s}, strides {st}): pass {name}.contiguous()")
+        if p % 16 and math.prod(s) > 0:
+            raise ValueError(f"{name} must start on a 16-byte boundary for the cluster path's vector loads "
+                             f"(its data pointer is {p:#x}); use the general path for offset views")
+    for name, a, f, *_ in ops:
+        if f == "torch" and a.device.type != "cuda":
+            raise ValueError(f"{name} is on device {a.device}: the cluster path needs CUDA tensors")
+    devs = {_device(a, f) for _, a, f, *_ in ops}
+    if len(devs) > 1:
+        raise ValueError(f"all operands must be on one device, got devices {sorted(devs)}")
+    eps = check_eps(eps)
+    weight_offset = check_f32_arg("weight_offset", weight_offset)
+    device = devs.pop()
+    if M == 0:
+        return _new_rstd(x2d, xf, 0, device)
+    backend.require_gpu("the cluster RMSNorm path")
+    cc = _cc(device)
+    cfg = config(N, dt, cc, gate=gate is not None, weight_dtype=wdt, shape=shape)
+    if M * cfg.cluster > MAX_GRID_X:
+        raise ValueError(f"M={M} rows x {cfg.cluster} CTAs per row exceeds gridDim.x={MAX_GRID_X}")
+    rstd = _new_rstd(x2d, xf, M, device)
+    rp = int(rstd.data_ptr()) if xf == "torch" else int(rstd.data.ptr)
+    gp = ops[3][6] if gate is not None else 0
+    args = (np.uint64(ops[2][6]), np.uint64(rp), np.uint64(xp), np.uint64(gp), np.uint64(ops[1][6]),
+            np.int32(N), np.float32(eps), np.float32(weight_offset))
+    k = _kernel(cfg, device)
+    grid = M * cfg.cluster
+    if stream is None:
+        _launch(k, grid, cfg, args, xf, device)
+    elif xf == "torch":
+        import torch
+
+        with torch.cuda.stream(stream):
+            _launch(k, grid, cfg, args, xf, device)
+    else:
+        with stream:
+            _launch(k, grid, cfg, args, xf, device)
+    return rstd
+
+
+def _launch(k, grid: int, cfg: WideConfig, args, fw: str, device: int) -> None:
+    """:func:`gpu_viz.arrays.launch` with the configuration's dynamic shared memory: on torch's
+    current stream (the raw handle, no host synchronisation) or CuPy's."""
+    if not cfg.smem_bytes:
+        launch(k, grid, cfg.threads, args, fw, device)
+        return
+    cupy = backend.require_cupy("a kernel launch")
+    with cupy.cuda.Device(device):
+        if fw == "torch":
+            k.kernel((grid,), (cfg.threads,), args, shared_mem=cfg.smem_bytes,
+                     stream=_StreamPtr(_torch_stream_ptr(device)))
+        else:
+            k((grid,), (cfg.threads,), args, shared_mem=cfg.smem_bytes)
+
+
+def _new_rstd(x2d, fw: str, M: int, device: int):
+    if fw == "torch":
+        import torch
+
+        return torch.empty(M, dtype=torch.float32, device=x2d.device)
+    cupy = backend.require_cupy("the cluster RMSNorm path")
+    with cupy.cuda.Device(device):
+        return cupy.empty(M, dtype=cupy.float32)
+
+
+@functools.lru_cache(maxsize=None)
+def _cc(device: int) -> Tuple[int, int]:
+    cupy = backend.require_cupy("the cluster RMSNorm path")
+    props = cupy.cuda.runtime.getDeviceProperties(device)
+    return int(props["major"]), int(props["minor"])
+
+
+# ---------------------------------------------------------------------------------------
+# what the compiler decided
+
+def kernel_report(arches: Optional[Sequence[str]] = None, candidates: bool = False) -> List[Dict]:
+    """ptxas registers / spills / shared memory of every configuration in use (``candidates``:
+    the measured alternatives too), for each of ``arches`` (default sm_90 only: before sm_90
+    the kernels are a trap, see :func:`build_check`).
+
+    Returns:
+        one dict per (configuration, arch): the :class:`WideConfig` fields, ``arch``,
+        ``registers``, ``spill_stores_bytes``, ``spill_loads_bytes``, ``local_bytes``,
+        ``shared_bytes``.
+
+    Raises:
+        FileNotFoundError: no nvcc.  KernelCompileError: with nvcc's log.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    cfgs = configs_in_use(candidates=candidates)
+    jobs = [(c, a) for a in (arches or ("sm_90",)) for c in cfgs]
+    with ThreadPoolExecutor(2) as pool:
+        parts = list(pool.map(lambda j: (j, kernels.nvcc_compile(FILE, j[1], j[0].options)), jobs))
+    rows = []
+    for (cfg, arch), usages in parts:
+        for u in usages:
+            rows.append(dict(cfg.as_dict(), arch=u.arch, registers=u.registers,
+                             spill_stores_bytes=u.spill_stores_bytes, spill_loads_bytes=u.spill_loads_bytes,
+                             local_bytes=u.stack_frame_bytes, shared_bytes=u.shared_bytes))
+    return rows
+
+
+class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig (cuda.h), no attributes
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                ("attrs", ctypes.c_void_p), ("numAttrs", ctypes.c_uint)]
+
+
+def max_active_clusters(cfg: WideConfig, device: int = 0) -> int:
+    """How many clusters of ``cfg`` the GPU holds at once (``cuOccupancyMaxActiveClusters``):
+    times ``cfg.cluster`` CTAs, the resident CTAs the cluster shape allows (a diagnostic).
+
+    Raises:
+        GPUUnavailable: in CPU mode.  RuntimeError: the driver's error code.
+    """
+    backend.require_gpu("max_active_clusters")
+    k = _kernel(cfg, device)
+    lc = _LaunchConfig(cfg.cluster * 1024, 1, 1, cfg.threads, 1, 1, cfg.smem_bytes, None, None, 0)
+    n = ctypes.c_int(0)
+    rc = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveClusters(ctypes.byref(n), ctypes.c_void_p(int(k.kernel.ptr)),
+                                                                  ctypes.byref(lc))
+    if rc != 0:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters failed with CUresult {rc} for {cfg.kernel}")
+    return int(n.value)

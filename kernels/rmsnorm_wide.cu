@@ -1,0 +1,465 @@
+// rmsnorm_wide.cu -- RMSNorm and RMSNorm + SiLU gate for wide rows on sm_90: one row per
+// thread-block cluster, the row held on chip (registers or shared memory) across the cluster's
+// CTAs, one pass over x.
+//
+//   rmsnorm:       y[m,n] = (x[m,n] * (w[n] + w_offset)) * r[m]
+//   rmsnorm_gate:  y[m,n] = ((x[m,n] * silu(g[m,n])) * (w[n] + w_offset)) * r[m]
+//   (kernels/rmsnorm_fused.cu's order, x * w * r; w + w_offset in fp32, e.g. Gemma's 1 + w)
+//   with           r[m]   = rsqrt(sum_n x[m,n]^2 / N + eps)   (statistic from x only; also
+//                                                             written to rstd[m], fp32)
+//
+// Launcher: gpu_viz/rmsnorm/wide.py (its policy picks CLUSTER / THREADS / EPT / MODE from N,
+// the op and the dtype); tests: tests/test_rmsnorm_wide.py; compute-sanitizer and timing:
+// scripts/sanitize/rmsnorm_wide.py, benchmarks/explore/2026-12-01-wide/wide_bench.py.
+// Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels -DWIDE_DTYPE=2 -DWIDE_WEIGHT=2 \
+//              -DWIDE_GATE=0 -DWIDE_CLUSTER=8 -DWIDE_THREADS=256 -DWIDE_EPT=32 -DWIDE_MIN_BLOCKS=6 \
+//              -DWIDE_MODE=1 kernels/rmsnorm_wide.cu
+//              (gpu_viz.rmsnorm.wide.kernel_report runs it for every configuration and arch)
+//
+// Layout.  grid = M * CLUSTER blocks of THREADS threads; cluster k (blocks k*CLUSTER ..
+// k*CLUSTER + CLUSTER-1, __cluster_dims__) normalises row k.  The row is N / VEC 16-byte
+// vectors; CTA `rank` of the cluster holds the contiguous slice of THREADS * CHUNKS vectors
+// starting at rank * THREADS * CHUNKS, thread t its vectors t, t + THREADS, ... of that slice
+// (coalesced: consecutive threads, consecutive 16 bytes).  Vectors past N / VEC (N below the
+// configuration's capacity CLUSTER * THREADS * EPT) are neither read nor written.
+// Steps, per CTA:
+//   0. barrier.cluster.arrive.relaxed: its wait (step 3) proves every CTA of the cluster is
+//      running before any CTA writes into another's shared memory; the wait's latency hides
+//      behind the loads.
+//   1. every load of the slice (x, gate) issued before the first use: one memory round trip.
+//      WIDE_MODE 0 (cluster_row): into registers; x (or x * silu(g)) stays there until step 5;
+//        the weight's loads follow the sum of squares (step 2), so the gate op's x and g
+//        registers are free by then, and their latency (an L2 hit: every row reads the weight)
+//        hides behind the reductions.
+//      WIDE_MODE 1 / 2 (cluster_row_smem): cp.async copies into dynamic shared memory, no
+//        registers held while they fly, so the CTAs per SM are bounded by shared memory and
+//        more bytes are in flight per SM; each thread reads back only its own vectors (no
+//        barrier).  Mode 1 reads the weight from global memory in step 5, mode 2 copies its
+//        slice into shared memory with x.
+//   2. sum of x^2: each thread over its elements in order, a warp butterfly, the warps'
+//      totals through shared memory, one butterfly over them: every thread holds the CTA sum.
+//   3. cluster wait; thread i < CLUSTER stores the CTA sum into slot [rank] of CTA i's shared
+//      memory (distributed shared memory, st.shared::cluster); arrive.release / wait.acquire.
+//   4. every thread adds slots 0 .. CLUSTER-1 in that order: every CTA of the cluster gets the
+//      bit-identical row sum.  No other CTA's shared memory is touched after this barrier, so
+//      no CTA can exit while another still writes into it.
+//   5. y from the registers / this CTA's shared memory, written once (L2 evict-first stores);
+//      rank 0 writes rstd[row].
+// Batch invariance: the summation order depends only on the compile-time configuration, which
+// the launcher picks from N, the dtype and the GPU alone -- never from M or the row's position.
+// Numerics: silu(g) = __fdividef(g, 1 + __expf(-g)) and r = rsqrtf(__fdividef(sum, N) + eps),
+// as kernels/rmsnorm_fused.cu; storage fp32 / fp16 / bf16, arithmetic fp32, one rounding of y.
+// NaN/Inf in a row make that row NaN/0 as the float64 formula, and never touch other rows.
+//
+// Kernels (extern "C"; names parsed by gpu_viz/rmsnorm/wide.py):
+//   rmsnorm[_gate]_cluster_<dt>_w<wdt>_c<CLUSTER>_t<THREADS>_e<EPT>_m<MODE>
+//   dt = f32 | f16 | bf16 (x, gate, y); wdt = the weight's: dt, or f32 for a 16-bit x.
+// -D options (the launcher passes all of them; the defaults below are one configuration of its
+// policy): one kernel per module, i.e. per (op, dtype, weight dtype, configuration):
+//   WIDE_DTYPE       x's: 1 f32, 2 f16, 4 bf16
+//   WIDE_WEIGHT      the weight's: WIDE_DTYPE, or 1 (f32)
+//   WIDE_GATE        0 rmsnorm, 1 rmsnorm_gate
+//   WIDE_CLUSTER     CTAs per cluster (2..16; above 8 the launcher sets the non-portable
+//                    cluster-size attribute)
+//   WIDE_THREADS     threads per CTA (multiple of 32, <= 1024)
+//   WIDE_EPT         elements per thread in registers (a multiple of the 16-byte vector)
+//   WIDE_MIN_BLOCKS  __launch_bounds__' minimum blocks per SM (register cap 65536 / (T * MIN))
+//   WIDE_MODE        where a CTA keeps its slice: 0 registers, 1 shared memory (x, gate),
+//                    2 shared memory (x, gate and the weight); see step 1
+// Before sm_90 (no clusters) the kernels compile to a trap: wide.supported() is False there.
+#include "convert.cuh"  // to_f32 / from_f32<T>
+
+// A bare build (no -D) is the policy's fp16 rmsnorm at N = 65536 (wide.config(65536, "float16",
+// (9, 0)); tests/test_rmsnorm_wide.py checks the two agree).
+#ifndef WIDE_DTYPE
+#define WIDE_DTYPE 2
+#endif
+#ifndef WIDE_WEIGHT
+#define WIDE_WEIGHT 2
+#endif
+#ifndef WIDE_GATE
+#define WIDE_GATE 0
+#endif
+#ifndef WIDE_CLUSTER
+#define WIDE_CLUSTER 8
+#endif
+#ifndef WIDE_THREADS
+#define WIDE_THREADS 256
+#endif
+#ifndef WIDE_EPT
+#define WIDE_EPT 32
+#endif
+#ifndef WIDE_MIN_BLOCKS
+#define WIDE_MIN_BLOCKS 6
+#endif
+#ifndef WIDE_MODE
+#define WIDE_MODE 1
+#endif
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define WIDE_HAS_CLUSTERS 1
+#define WIDE_CLUSTER_DIMS __cluster_dims__(WIDE_CLUSTER, 1, 1)
+#else
+#define WIDE_HAS_CLUSTERS 0
+#define WIDE_CLUSTER_DIMS
+#endif
+
+// ---------------------------------------------------------------------------------------
+// packed loads and stores
+
+// VEC elements of T moved together: 16 bytes (x, gate, y, a same-dtype weight) or 32 bytes
+// (an fp32 weight of a 16-bit x: two 16-byte loads).
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Pack {
+    T v[VEC];
+};
+
+// Element k widened to fp32; bf16 from the pack's 32-bit words (exact: a bf16 is the high half
+// of its float), which keeps ptxas from unpacking every 16-bit value into a register of its own
+// (as kernels/rmsnorm_fused.cu's `elem`).
+template <typename T, int VEC>
+__device__ __forceinline__ float elem(const Pack<T, VEC>& p, int k) { return to_f32(p.v[k]); }
+template <int VEC>
+__device__ __forceinline__ float elem(const Pack<__nv_bfloat16, VEC>& p, int k) {
+    const unsigned u = reinterpret_cast<const unsigned*>(p.v)[k >> 1];  // little-endian pairs
+    return __uint_as_float((k & 1) ? (u & 0xffff0000u) : (u << 16));
+}
+
+// x and gate, read once: no L1 allocation.  The weight, read by every row: the read-only path.
+__device__ __forceinline__ uint4 ld_stream(const void* p) {
+    uint4 u;
+    asm("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
+    return u;
+}
+__device__ __forceinline__ uint4 ld_weight(const void* p) {
+    uint4 u;
+    asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
+    return u;
+}
+
+template <bool WEIGHT, typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
+    static_assert(sizeof(Pack<T, VEC>) % 16 == 0, "packs are whole 16-byte vectors");
+    Pack<T, VEC> r;
+    #pragma unroll
+    for (int q = 0; q < (int)(sizeof(Pack<T, VEC>) / 16); ++q)
+        reinterpret_cast<uint4*>(&r)[q] = WEIGHT ? ld_weight(reinterpret_cast<const uint4*>(p) + q)
+                                                 : ld_stream(reinterpret_cast<const uint4*>(p) + q);
+    return r;
+}
+
+// y, written once: an L2 evict-first policy (y is not read again by this kernel; the weight,
+// read by every row, keeps its lines).  pol from createpolicy, made once per thread.
+__device__ __forceinline__ void st_evict_first(void* p, uint4 u, unsigned long long pol) {
+#if WIDE_HAS_CLUSTERS
+    asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
+                 :: "l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "l"(pol) : "memory");
+#else
+    *reinterpret_cast<uint4*>(p) = u;
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
+// cluster primitives (PTX; sm_90)
+
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r = 0;
+#if WIDE_HAS_CLUSTERS
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+    return r;
+}
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+#if WIDE_HAS_CLUSTERS
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_arrive_release() {
+#if WIDE_HAS_CLUSTERS
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait_acquire() {
+#if WIDE_HAS_CLUSTERS
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+// v into the shared-memory float at `local` (this CTA's address of it) in CTA `rank`.
+__device__ __forceinline__ void st_remote_f32(float* local, unsigned rank, float v) {
+#if WIDE_HAS_CLUSTERS
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(local));
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
+    asm volatile("st.shared::cluster.f32 [%0], %1;" :: "r"(remote), "f"(v) : "memory");
+#endif
+}
+
+// [region silu]
+// silu(g) = g / (1 + e^-g) with the fast intrinsics, exactly kernels/rmsnorm_fused.cu's
+// (limits and error bounds there).
+__device__ __forceinline__ float silu(float g) { return __fdividef(g, 1.0f + __expf(-g)); }
+// [end silu]
+
+__device__ __forceinline__ float warp_allreduce_sum(float v) {
+    #pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+// ---------------------------------------------------------------------------------------
+// one row per cluster
+
+// [region cluster_row]
+template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT>
+__device__ __forceinline__ void cluster_row(T* __restrict__ out, float* __restrict__ rstd,
+                                            const T* __restrict__ x, const T* __restrict__ gate,
+                                            const WT* __restrict__ w, int N, float eps, float w_offset) {
+#if WIDE_HAS_CLUSTERS
+    constexpr int VEC = 16 / sizeof(T);  // elements per 16-byte vector of x
+    constexpr int CHUNKS = EPT / VEC;
+    constexpr int NWARPS = THREADS / 32;
+    static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024, "launch shape");
+    static_assert(CLUSTER >= 1 && CLUSTER <= 16, "cluster size");
+    __shared__ float warp_sums[NWARPS];
+    __shared__ float cta_sums[CLUSTER];  // slot [i]: CTA i's sum, written by CTA i (step 3)
+
+    cluster_arrive_relaxed();  // step 0
+    const unsigned rank = cluster_rank();
+    const long long row = blockIdx.x / CLUSTER;
+    const int t = threadIdx.x;
+    const int nvec = N / VEC;  // the launcher guarantees N % VEC == 0
+    const int first = (int)rank * (THREADS * CHUNKS) + t;  // this thread's vector c: first + c * THREADS
+    const T* xr = x + row * (long long)N;
+    const T* gr = GATE ? gate + row * (long long)N : nullptr;
+
+    // step 1: every load of x (and g) before any use
+    Pack<T, VEC> px[CHUNKS], pg[GATE ? CHUNKS : 1];
+    Pack<WT, VEC> pw[CHUNKS];
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS;
+        if (j < nvec) {
+            px[c] = load_pack<false, T, VEC>(xr + (long long)j * VEC);
+            if (GATE) pg[c] = load_pack<false, T, VEC>(gr + (long long)j * VEC);
+        }
+    }
+    // step 2: sum of squares; the gate op keeps a = x * silu(g) (fp32), rmsnorm keeps x packed
+    float a[GATE ? EPT : 1];
+    float sumsq = 0.0f;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        if (first + c * THREADS < nvec) {
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float xf = elem(px[c], k);
+                sumsq = fmaf(xf, xf, sumsq);
+                if (GATE) a[c * VEC + k] = xf * silu(elem(pg[c], k));
+            }
+        }
+    }
+    // the weight (L2-resident: every row reads it) once x's registers are folded: its latency
+    // hides behind the block and cluster reductions, and the gate op's x and g are dead by now
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS;
+        if (j < nvec) pw[c] = load_pack<true, WT, VEC>(w + (long long)j * VEC);
+    }
+    sumsq = warp_allreduce_sum(sumsq);
+    if ((t & 31) == 0) warp_sums[t >> 5] = sumsq;
+    __syncthreads();
+    float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
+    // step 3: this CTA's sum into slot [rank] of every CTA of the cluster
+    cluster_wait_acquire();  // matches step 0: every CTA of the cluster has started
+    if (t < CLUSTER) st_remote_f32(&cta_sums[rank], (unsigned)t, cta);
+    cluster_arrive_release();
+    cluster_wait_acquire();
+    // step 4: the row sum, in rank order (the same bits in every CTA)
+    float total = 0.0f;
+    #pragma unroll
+    for (int i = 0; i < CLUSTER; ++i) total += cta_sums[i];
+    const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+    if (rank == 0 && t == 0) rstd[row] = r;
+    // step 5: y from the registers
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    T* yr = out + row * (long long)N;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS;
+        if (j < nvec) {
+            Pack<T, VEC> py;
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float v = GATE ? a[c * VEC + k] : elem(px[c], k);
+                py.v[k] = from_f32<T>((v * (elem(pw[c], k) + w_offset)) * r);
+            }
+            st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
+        }
+    }
+#else
+    __trap();  // no clusters before sm_90: the launcher never selects these kernels there
+#endif
+}
+// [end cluster_row]
+
+// ---------------------------------------------------------------------------------------
+// one row per cluster, the slice in shared memory (WIDE_MODE 1 and 2)
+
+// 16 bytes global -> shared, asynchronously, cached in L2 only (cp.async.cg, sm_80+); visible
+// to the issuing thread after cp_async_wait_all().
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+#if WIDE_HAS_CLUSTERS
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(a), "l"(gmem) : "memory");
+#endif
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+#if WIDE_HAS_CLUSTERS
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
+// [region cluster_row_smem]
+// As cluster_row, but step 1 copies the slice into shared memory with cp.async (no registers
+// held while the loads fly: the CTAs per SM are bounded by shared memory, not registers, so
+// more bytes are in flight per SM).  Each thread reads back only the 16-byte vectors it copied
+// itself (no barrier needed for them).  SMEM_W: the weight's slice is copied with x (true), or
+// read from global memory in step 5 (false: less shared memory per CTA).
+// Dynamic shared memory: THREADS * EPT * (sizeof(T) * (1 + GATE) + (SMEM_W ? sizeof(WT) : 0)) bytes.
+template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT, bool SMEM_W>
+__device__ __forceinline__ void cluster_row_smem(T* __restrict__ out, float* __restrict__ rstd,
+                                                 const T* __restrict__ x, const T* __restrict__ gate,
+                                                 const WT* __restrict__ w, int N, float eps, float w_offset) {
+#if WIDE_HAS_CLUSTERS
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int CHUNKS = EPT / VEC;
+    constexpr int NWARPS = THREADS / 32;
+    constexpr int SLICE = THREADS * CHUNKS;  // 16-byte vectors of x per CTA
+    constexpr int WQ = sizeof(Pack<WT, VEC>) / 16;  // 16-byte copies per weight pack (1 or 2)
+    static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024, "launch shape");
+    __shared__ float warp_sums[NWARPS];
+    __shared__ float cta_sums[CLUSTER];
+    extern __shared__ uint4 wide_smem[];
+    Pack<T, VEC>* sx = reinterpret_cast<Pack<T, VEC>*>(wide_smem);
+    Pack<T, VEC>* sg = sx + SLICE;                                              // GATE only
+    Pack<WT, VEC>* sw = reinterpret_cast<Pack<WT, VEC>*>(sx + (GATE ? 2 : 1) * SLICE);  // SMEM_W only
+
+    cluster_arrive_relaxed();  // step 0
+    const unsigned rank = cluster_rank();
+    const long long row = blockIdx.x / CLUSTER;
+    const int t = threadIdx.x;
+    const int nvec = N / VEC;
+    const int first = (int)rank * SLICE + t;
+    const T* xr = x + row * (long long)N;
+    const T* gr = GATE ? gate + row * (long long)N : nullptr;
+
+    // step 1: the slice into shared memory, every copy in flight at once
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS, s = c * THREADS + t;
+        if (j < nvec) {
+            cp_async16(&sx[s], xr + (long long)j * VEC);
+            if (GATE) cp_async16(&sg[s], gr + (long long)j * VEC);
+            if (SMEM_W) {
+                #pragma unroll
+                for (int q = 0; q < WQ; ++q)
+                    cp_async16(reinterpret_cast<uint4*>(&sw[s]) + q, reinterpret_cast<const uint4*>(w + (long long)j * VEC) + q);
+            }
+        }
+    }
+    cp_async_wait_all();
+    // step 2: sum of squares of this thread's own vectors
+    float sumsq = 0.0f;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        if (first + c * THREADS < nvec) {
+            const Pack<T, VEC> px = sx[c * THREADS + t];
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float xf = elem(px, k);
+                sumsq = fmaf(xf, xf, sumsq);
+            }
+        }
+    }
+    sumsq = warp_allreduce_sum(sumsq);
+    if ((t & 31) == 0) warp_sums[t >> 5] = sumsq;
+    __syncthreads();
+    const float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
+    // steps 3 and 4: as cluster_row
+    cluster_wait_acquire();
+    if (t < CLUSTER) st_remote_f32(&cta_sums[rank], (unsigned)t, cta);
+    cluster_arrive_release();
+    cluster_wait_acquire();
+    float total = 0.0f;
+    #pragma unroll
+    for (int i = 0; i < CLUSTER; ++i) total += cta_sums[i];
+    const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+    if (rank == 0 && t == 0) rstd[row] = r;
+    // step 5: y from shared memory (and the weight from shared or global memory)
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    T* yr = out + row * (long long)N;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS, s = c * THREADS + t;
+        if (j < nvec) {
+            const Pack<WT, VEC> pw = SMEM_W ? sw[s] : load_pack<true, WT, VEC>(w + (long long)j * VEC);
+            const Pack<T, VEC> px = sx[s];
+            Pack<T, VEC> pg;
+            if (GATE) pg = sg[s];
+            Pack<T, VEC> py;
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float xf = elem(px, k);
+                const float v = GATE ? xf * silu(elem(pg, k)) : xf;
+                py.v[k] = from_f32<T>((v * (elem(pw, k) + w_offset)) * r);
+            }
+            st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
+        }
+    }
+#else
+    __trap();
+#endif
+}
+// [end cluster_row_smem]
+
+// ---------------------------------------------------------------------------------------
+// the extern "C" kernel: one per module, named after its -D configuration
+
+#define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE)
+#define WIDE_NAME2(OP, DT, WDT, C, T, E, M) WIDE_NAME3(OP, DT, WDT, C, T, E, M)
+#define WIDE_NAME3(OP, DT, WDT, C, T, E, M) OP##_cluster_##DT##_w##WDT##_c##C##_t##T##_e##E##_m##M
+
+#define DEF_WIDE(OP, GATE, DT, T, WDT, WT)                                                          \
+    extern "C" __global__ void WIDE_CLUSTER_DIMS __launch_bounds__(WIDE_THREADS, WIDE_MIN_BLOCKS)  \
+        WIDE_NAME(OP, DT, WDT)(T* __restrict__ out, float* __restrict__ rstd,                      \
+                               const T* __restrict__ x, const T* __restrict__ gate,                \
+                               const WT* __restrict__ w, int N, float eps, float w_offset) {       \
+        if (WIDE_MODE == 0)                                                                        \
+            cluster_row<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, N,   \
+                                                                           eps, w_offset);         \
+        else                                                                                       \
+            cluster_row_smem<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE == 2>(       \
+                out, rstd, x, gate, w, N, eps, w_offset);                                          \
+    }
+
+#if WIDE_GATE
+#define DEF_OP(DT, T, WDT, WT) DEF_WIDE(rmsnorm_gate, true, DT, T, WDT, WT)
+#else
+#define DEF_OP(DT, T, WDT, WT) DEF_WIDE(rmsnorm, false, DT, T, WDT, WT)
+#endif
+
+#if WIDE_DTYPE == 1 && WIDE_WEIGHT == 1
+DEF_OP(f32, float, f32, float)
+#elif WIDE_DTYPE == 2 && WIDE_WEIGHT == 2
+DEF_OP(f16, __half, f16, __half)
+#elif WIDE_DTYPE == 2 && WIDE_WEIGHT == 1
+DEF_OP(f16, __half, f32, float)
+#elif WIDE_DTYPE == 4 && WIDE_WEIGHT == 4
+DEF_OP(bf16, __nv_bfloat16, bf16, __nv_bfloat16)
+#elif WIDE_DTYPE == 4 && WIDE_WEIGHT == 1
+DEF_OP(bf16, __nv_bfloat16, f32, float)
+#else
+#error "WIDE_DTYPE must be 1 (f32), 2 (f16) or 4 (bf16); WIDE_WEIGHT the same or 1 (f32)"
+#endif

@@ -1,0 +1,71 @@
+"""Sanitizer run for kernels/rmsnorm_wide.cu through gpu_viz.rmsnorm.wide: small wide shapes,
+both ops, every slice mode (registers, shared memory, shared memory with the weight) at every
+row-length bucket (2- to 16-CTA clusters) in fp16 and fp32, bf16 with an fp32 weight, a partly
+filled configuration (N = 40000).
+
+Run under compute-sanitizer, one tool at a time, e.g.
+    compute-sanitizer --tool memcheck  python scripts/sanitize/rmsnorm_wide.py
+    compute-sanitizer --tool racecheck python scripts/sanitize/rmsnorm_wide.py   (also synccheck, initcheck)
+The torch caching allocator is off (PYTORCH_NO_CUDA_MEMORY_CACHING=1) so memcheck sees every
+buffer's true bounds.  Each launch: fresh random data, NaN-poisoned output, the float64
+reference (on the CPU, so that only our kernels run under the tool) within the one tolerance
+table (gpu_viz.rmsnorm.bench.check_rows).  Exit 1 on any
+mismatch, 2 without a GPU or without clusters; one line per case.
+"""
+import os
+import sys
+
+os.environ.setdefault("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
+
+def cases(wide):
+    """(dtype, weight dtype, N, M, shape): the first candidate of every mode at every bucket
+    (fp16, fp32), the policy with an fp32 weight (bf16), a partly filled configuration."""
+    out = []
+    for dt, M in (("float16", 2), ("float32", 1)):
+        size = 2 if dt == "float16" else 4
+        for N, shapes in wide.CANDIDATES[size].items():
+            for mode in (wide.REGISTERS, wide.SMEM, wide.SMEM_W):
+                shape = next((sh for sh in shapes if sh[3] == mode), None)
+                if shape is not None:
+                    out.append((dt, dt, N, M, shape))
+    out += [("bfloat16", "float32", 65536, 2, None), ("bfloat16", "float32", 262144, 1, None),
+            ("bfloat16", "bfloat16", 40000, 3, None)]
+    return out
+
+
+def main() -> int:
+    from gpu_viz import backend
+    from gpu_viz.rmsnorm import wide
+    from gpu_viz.rmsnorm.bench import check_rows
+    from gpu_viz.rmsnorm.dtypes import torch_dtype
+
+    if not backend.has_gpu():
+        print(f"rmsnorm_wide sanitize: no GPU ({backend.detect().reason})", file=sys.stderr)
+        return 2
+    import torch
+
+    if not wide.supported(65536, "float16", torch.cuda.get_device_capability()):
+        print("rmsnorm_wide sanitize: no thread-block clusters on this GPU", file=sys.stderr)
+        return 2
+    gen = torch.Generator(device="cuda").manual_seed(1234)
+    failures = 0
+    for dt, wdt, N, M, shape in cases(wide):
+        for gate in (False, True):
+            x = torch.randn(M, N, device="cuda", generator=gen).to(torch_dtype(dt))
+            g = (2 * torch.randn(M, N, device="cuda", generator=gen)).to(x.dtype) if gate else None
+            w = (1 + 0.5 * torch.randn(N, device="cuda", generator=gen)).to(torch_dtype(wdt))
+            out = torch.full_like(x, float("nan"))
+            rstd = wide.forward(x, w, 1e-6, out, gate=g, shape=shape)
+            torch.cuda.synchronize()
+            # the float64 reference on the CPU: only our kernels run on the GPU under the tool
+            ok, msg = check_rows("rmsnorm_gate" if gate else "rmsnorm", out.cpu(), x.cpu(), w.float().cpu(),
+                                 g.cpu() if gate else None, 1e-6, dt)
+            ok = ok and bool(torch.isfinite(rstd.cpu()).all())
+            cfg = wide.config(N, dt, torch.cuda.get_device_capability(), gate=gate, weight_dtype=wdt, shape=shape)
+            print(f"{'ok  ' if ok else 'FAIL'} {cfg.kernel} M={M} N={N}: {msg[:200]}", flush=True)
+            failures += not ok
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
