@@ -307,3 +307,25 @@ def test_08_block_size_knob(block, cpu_mode):
     assert ex.check("08.inflight", g["resident_threads_per_sm"] * 2, block=block).ok is True
     with pytest.raises(TypeError):
         ex.given("01.bytes", block=block)
+
+
+@pytest.mark.parametrize("name, fragment", [("missing lane guard", "lane 0"),
+                                            ("partial warp", "not a multiple of 32")])
+def test_source_hazards_name_undefined_behaviour_a_run_can_miss(name, fragment):
+    """Bug class (seen on the H200): a kernel that breaks CUDA's rules but whose sums came out right
+    was graded correct.  The checker reads the source for the two hazards a run cannot see."""
+    from gpu_viz.exercises import kernel_lab
+
+    found = kernel_lab.source_hazards(sources.BLOCK_SUM_WRONG[name], partial_warps=True)
+    assert len(found) == 1 and fragment in found[0], found
+    assert kernel_lab.source_hazards(sources.BLOCK_SUM_REFERENCE, partial_warps=True) == []
+    # a full mask is fine when every graded block is whole warps
+    assert kernel_lab.source_hazards(sources.BLOCK_SUM_WRONG["partial warp"], partial_warps=False) == []
+
+
+def test_hazard_turns_a_right_sum_into_a_named_mistake():
+    from gpu_viz.exercises import kernel_lab
+
+    v = kernel_lab._diagnose_block_sum("09.block_sum", {}, [], False, hazards=["every lane stores smem[warp]: x"])
+    assert v.ok is False and "right at every block size 1..1024 on this GPU, but every lane" in v.message
+    assert kernel_lab._diagnose_block_sum("09.block_sum", {}, [], False).ok is True

@@ -6,6 +6,7 @@ shows the committed record of the reference solution's run (``gpu-viz record exe
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -213,15 +214,47 @@ def _block_sum_run(cp, fn, x, sizes, poison) -> np.ndarray:
     return cp.asnumpy(out)
 
 
-def _diagnose_block_sum(eid: str, bad: Dict[int, float], flaky: List[int], nan_all: bool) -> Verdict:
+_LANE0_GUARD = re.compile(r"lane\s*==\s*0|!\s*lane\b|0\s*==\s*lane|\(\s*(threadIdx\.x|tid)\s*&\s*31\s*\)\s*==\s*0|"
+                          r"(threadIdx\.x|tid)\s*%\s*32\s*==\s*0")
+_PARTIAL_STORE = re.compile(r"smem\s*\[\s*warp\s*\]\s*=(?!=)")
+_FULL_MASK_SHUFFLE = re.compile(r"__shfl_(down_|up_|xor_)?sync\s*\(\s*(0x[fF]{8}[uU]?|~0[uU]?|0xffffffffu)")
+
+
+def source_hazards(code: str, partial_warps: bool) -> List[str]:
+    """What a kernel's source does that CUDA leaves undefined, which a run can miss (the silicon may
+    happen to give the right sum): every lane storing the warp's partial, and -- when the block
+    sizes graded include partial warps -- a shuffle with the full mask.  One message each."""
+    found = []
+    for m in _PARTIAL_STORE.finditer(code):
+        stmt_start = max(code.rfind(";", 0, m.start()), code.rfind("{", 0, m.start()), code.rfind("}", 0, m.start()))
+        if not _LANE0_GUARD.search(code[stmt_start + 1:m.start()]):
+            found.append("every lane stores smem[warp]: after the shuffles only lane 0 holds the warp's sum, and "
+                         "which lane's store lands is undefined (this GPU may keep lane 0's) -- guard it with "
+                         "`if (lane == 0)`.")
+            break
+    if partial_warps and _FULL_MASK_SHUFFLE.search(code) and "__activemask" not in code:
+        found.append("a full-mask shuffle in a block that is not a multiple of 32: the last warp is partial and "
+                     "the mask names lanes that do not exist (undefined, even where the sum comes out right). "
+                     "Shuffle with the mask of the lanes present and add a partner only when it exists.")
+    return found
+
+
+def _diagnose_block_sum(eid: str, bad: Dict[int, float], flaky: List[int], nan_all: bool,
+                        sizes=BLOCK_SIZES, hazards=()) -> Verdict:
+    span = "every block size 1..1024" if sizes == BLOCK_SIZES else f"every multiple of 32 up to 1024"
+    if not bad and not flaky and hazards:
+        return Verdict(eid, False, f"the sums were right at {span} on this GPU, but " + hazards[0],
+                       list(hazards[1:]))
     if not bad and not flaky:
-        return Verdict(eid, True, f"right at every block size 1..1024 ({len(BLOCK_SIZES)} launches, twice each).")
+        return Verdict(eid, True, f"right at {span} ({len(sizes)} launches, twice each).")
     first = sorted(bad)[:6]
     if nan_all:
         return Verdict(eid, False, "out[0] was never written at any block size: thread 0 must write the total.")
     if flaky:
-        return Verdict(eid, False, f"the result changes from run to run at block sizes {flaky[:6]}: a race. Most "
-                       "likely a missing __syncthreads() between writing the warps' partials and reading them.")
+        return Verdict(eid, False, f"the result changes from run to run at block sizes {flaky[:6]}: it depends on "
+                       "what shared memory held. Either a race (a missing __syncthreads() between writing the "
+                       "warps' partials and reading them) or warp 0 reading slots no warp wrote (smem[tid] for "
+                       "every tid < 32, where only (blockDim.x + 31) / 32 warps wrote one).")
     if any(b <= 32 for b in bad):
         return Verdict(eid, False, f"already wrong with a single warp (block sizes {[b for b in first if b <= 32]}): "
                        "the warp reduction itself. Does only lane 0 write the warp's partial (`if (lane == 0)`), "
@@ -237,7 +270,7 @@ def _diagnose_block_sum(eid: str, bad: Dict[int, float], flaky: List[int], nan_a
                    "there a __syncthreads() after the partials are written?")
 
 
-def check_block_sum(code: str, eid: str = "09.block_sum") -> Verdict:
+def check_block_sum(code: str, eid: str = "09.block_sum", sizes=BLOCK_SIZES) -> Verdict:
     if not backend.has_gpu():
         return _cpu_verdict(eid)
     cp = backend.require_cupy(eid)
@@ -248,11 +281,12 @@ def check_block_sum(code: str, eid: str = "09.block_sum") -> Verdict:
     x = np.random.default_rng().standard_normal(N_SUM).astype(np.float32)
     want = float(np.sum(x.astype(np.float64)))
     tol = 1e-5 * float(np.abs(x).sum())   # fp32 partial sums: far inside this bound
-    a = _block_sum_run(cp, fn, x, BLOCK_SIZES, poison)
-    b = _block_sum_run(cp, fn, x, BLOCK_SIZES, poison)
-    wrong = {bs: float(v) for bs, v in zip(BLOCK_SIZES, a) if not abs(float(v) - want) <= tol}
-    flaky = [bs for bs, u, v in zip(BLOCK_SIZES, a, b) if not (u == v or (np.isnan(u) and np.isnan(v)))]
-    v = _diagnose_block_sum(eid, wrong, flaky, bool(np.isnan(a).all()))
+    a = _block_sum_run(cp, fn, x, sizes, poison)
+    b = _block_sum_run(cp, fn, x, sizes, poison)
+    wrong = {bs: float(v) for bs, v in zip(sizes, a) if not abs(float(v) - want) <= tol}
+    flaky = [bs for bs, u, v in zip(sizes, a, b) if not (u == v or (np.isnan(u) and np.isnan(v)))]
+    hazards = source_hazards(code, partial_warps=any(bs % 32 for bs in sizes))
+    v = _diagnose_block_sum(eid, wrong, flaky, bool(np.isnan(a).all()), sizes, hazards)
     v.details.append(f"sum of {N_SUM} fresh random values = {want:.6g} (float64); tolerance {tol:.2g}; "
                      f"{backend.live_label()}")
     return v
