@@ -220,14 +220,33 @@ _PARTIAL_STORE = re.compile(r"smem\s*\[\s*warp\s*\]\s*=(?!=)")
 _FULL_MASK_SHUFFLE = re.compile(r"__shfl_(down_|up_|xor_)?sync\s*\(\s*(0x[fF]{8}[uU]?|~0[uU]?|0xffffffffu)")
 
 
+_SLOT_READ = re.compile(r"smem\s*\[\s*(tid|lane|threadIdx\.x)\s*\](?!\s*=[^=])")
+
+
+def _statement(code: str, at: int) -> str:
+    start = max(code.rfind(";", 0, at), code.rfind("{", 0, at), code.rfind("}", 0, at)) + 1
+    end = code.find(";", at)
+    return code[start:end if end >= 0 else len(code)]
+
+
 def source_hazards(code: str, partial_warps: bool) -> List[str]:
-    """What a kernel's source does that CUDA leaves undefined, which a run can miss (the silicon may
-    happen to give the right sum): every lane storing the warp's partial, and -- when the block
-    sizes graded include partial warps -- a shuffle with the full mask.  One message each."""
+    """The classic mistakes read off a kernel's source, most telling first: no barrier at all; warp 0
+    reading every slot (``smem[tid]``) with no bound on the warps that wrote one; every lane storing
+    the warp's partial; and -- when the block sizes graded include partial warps -- a full-mask
+    shuffle.  The last two are undefined behaviour a run can miss (the silicon may happen to give the
+    right sum), the first two name why a run went wrong.  One message each."""
     found = []
+    if "__syncthreads" not in code:
+        found.append("there is no __syncthreads(): warp 0 reads the partials before the other warps have "
+                     "written them.")
+    for m in _SLOT_READ.finditer(code):
+        stmt = _statement(code, m.start())
+        if "<" not in stmt:
+            found.append("warp 0 reads smem[tid] for every tid < 32, but only (blockDim.x + 31) / 32 warps "
+                         "wrote a partial: read 0 for the others.")
+            break
     for m in _PARTIAL_STORE.finditer(code):
-        stmt_start = max(code.rfind(";", 0, m.start()), code.rfind("{", 0, m.start()), code.rfind("}", 0, m.start()))
-        if not _LANE0_GUARD.search(code[stmt_start + 1:m.start()]):
+        if not _LANE0_GUARD.search(_statement(code, m.start())):
             found.append("every lane stores smem[warp]: after the shuffles only lane 0 holds the warp's sum, and "
                          "which lane's store lands is undefined (this GPU may keep lane 0's) -- guard it with "
                          "`if (lane == 0)`.")
@@ -242,14 +261,17 @@ def source_hazards(code: str, partial_warps: bool) -> List[str]:
 def _diagnose_block_sum(eid: str, bad: Dict[int, float], flaky: List[int], nan_all: bool,
                         sizes=BLOCK_SIZES, hazards=()) -> Verdict:
     span = "every block size 1..1024" if sizes == BLOCK_SIZES else f"every multiple of 32 up to 1024"
+    if nan_all:
+        return Verdict(eid, False, "out[0] was never written at any block size: thread 0 must write the total.")
     if not bad and not flaky and hazards:
         return Verdict(eid, False, f"the sums were right at {span} on this GPU, but " + hazards[0],
                        list(hazards[1:]))
+    if (bad or flaky) and hazards:
+        where = f"wrong at block sizes {sorted(bad)[:6]}" if bad else f"changing from run to run at {flaky[:6]}"
+        return Verdict(eid, False, f"{where}: " + hazards[0], list(hazards[1:]))
     if not bad and not flaky:
         return Verdict(eid, True, f"right at {span} ({len(sizes)} launches, twice each).")
     first = sorted(bad)[:6]
-    if nan_all:
-        return Verdict(eid, False, "out[0] was never written at any block size: thread 0 must write the total.")
     if flaky:
         return Verdict(eid, False, f"the result changes from run to run at block sizes {flaky[:6]}: it depends on "
                        "what shared memory held. Either a race (a missing __syncthreads() between writing the "
