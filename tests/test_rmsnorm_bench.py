@@ -720,8 +720,8 @@ def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeyp
             exec(compile(cell.source, "<nb10>", "exec"), ns)
     tables = [o for o in shown if isinstance(o, report.Table)]
     label = "recorded on NVIDIA H200, 2026-11-29 (not live)"
-    assert any("seed fused µs" in t.header for t in tables)
-    assert all(label in t.caption for t in tables if "seed fused µs" in t.header or "GB/s" in t.header)
+    assert any("write-up fused µs" in t.header for t in tables)
+    assert all(label in t.caption for t in tables if "write-up fused µs" in t.header or "GB/s" in t.header)
     assert any(t.header == ["check", "passed", "detail"] for t in tables)
     assert ns["label"] == label and ns["rows"] and not ns["LIVE"]
 

@@ -73,7 +73,7 @@ DEFAULT_REPS = 100
 #: included output allocation), averaged over 100 (50 for the larger) calls.  NOT live.
 SEED_SHAPES = ((128, 4096), (512, 4096), (1024, 4096), (1024, 8192))
 SEED_H100 = {
-    "source": ("the seed's write-up, quoting its README's H100 80GB HBM3 run (PyTorch 2.4.0, "
+    "source": ("the fused-gate write-up, quoting its README's H100 80GB HBM3 run (PyTorch 2.4.0, "
                "CUDA 12.4, commit d801038); recorded by its author, not reproduced here"),
     "gpu": "NVIDIA H100 80GB HBM3",
     "rows": [  # (M, N, fused_us, eager_us, reported speedup)
@@ -948,10 +948,10 @@ def seed_defect_checks(dtype="float16", eps: float = EPS) -> List[Tuple[str, boo
     def rnd(*shape, scale=1.0):
         return (scale * torch.randn(*shape, device="cuda", generator=g)).to(tdt)
 
-    for name, M, N in (("N=768: the seed's 96-thread reduction lost terms", 64, 768),
-                       ("N=12288 > 8192: the seed had no path", 8, 12288),
+    for name, M, N in (("N=768: the write-up's 96-thread reduction lost terms", 64, 768),
+                       ("N=12288 > 8192: the write-up had no path", 8, 12288),
                        ("N=65536: a very wide row", 2, 65536),
-                       ("N=4100 (N % 8 != 0): the seed required N % 8 == 0", 33, 4100),
+                       ("N=4100 (N % 8 != 0): the write-up required N % 8 == 0", 33, 4100),
                        ("N=1001 (odd)", 17, 1001)):
         verdict(name, rnd(M, N), rnd(M, N, scale=2.0), 1 + rnd(N, scale=0.5))
     M, N = 40, 4096

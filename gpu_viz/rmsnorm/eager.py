@@ -93,12 +93,12 @@ class EagerRMSNorm(_Module):
 
 
 def eager_rmsnorm_gate(x, gate, weight, eps: float = 1e-6):
-    """The seed's eager baseline for ``y = x * w * silu(g) * rsqrt(mean(x^2) + eps)``.
+    """The fused-gate write-up's eager baseline for ``y = x * w * silu(g) * rsqrt(mean(x^2) + eps)``.
 
-    The seed describes it as "the matching PyTorch eager expression, which casts inputs to
-    FP32, evaluates the operations separately, and converts the result to FP16" (write-up
-    000, "The recorded H100 results"); its code is not in the write-up, so this spells that
-    sentence out op by op.  x, gate: (M, N); weight: (N,); returns x's dtype.
+    The write-up describes it as "the matching PyTorch eager expression, which casts inputs to
+    FP32, evaluates the operations separately, and converts the result to FP16"; its code is
+    not in the write-up, so this spells that sentence out op by op.
+    x, gate: (M, N); weight: (N,); returns x's dtype.
     """
     import torch
 

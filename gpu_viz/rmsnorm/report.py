@@ -239,7 +239,7 @@ def seed_comparison(rows: Sequence[Dict], provenance: str, dtype: str = "float16
         r = mine.get((M, N, "fused", timing))
         return "—" if r is None or not r.get("speedup_vs_eager") else f"{r['speedup_vs_eager']:.1f}x"
 
-    header = ["M x N", "seed fused µs", "seed eager µs", "seed speed-up",
+    header = ["M x N", "write-up fused µs", "write-up eager µs", "write-up speed-up",
               "ours call: fused", "eager", "compile", "speed-up",
               "ours kernel: fused", "eager", "compile", "speed-up"]
     body = []
