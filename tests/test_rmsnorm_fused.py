@@ -660,11 +660,13 @@ def test_one_float64_rmsnorm_reference_in_the_package():
 
 def test_one_tolerance_table_in_the_package():
     tables = [(rel, name) for rel, tree in _package_trees() for name, _ in _dtype_tables(tree)]
+    # the one other table is a whole decoder layer's (matmuls, attention, three norms), not RMSNorm's
+    tables = [t for t in tables if t != ("measure/decoder.py", "LAYER_TOLERANCES")]
     assert sorted(tables) == [("rmsnorm/tolerances.py", "GRAD_TOLERANCES"), ("rmsnorm/tolerances.py", "TOLERANCES")]
     named = [(rel, t.id) for rel, tree in _package_trees() for node in ast.walk(tree)
              if isinstance(node, (ast.Assign, ast.AnnAssign))
              for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-             if isinstance(t, ast.Name) and t.id.endswith("TOLERANCES")]
+             if isinstance(t, ast.Name) and t.id.endswith("TOLERANCES") and t.id != "LAYER_TOLERANCES"]
     assert sorted(named) == sorted(tables), named
 
 

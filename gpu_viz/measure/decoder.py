@@ -169,7 +169,7 @@ def reference(cfg: Config, W: Dict, inp: Dict, kv_len: int = 0):
 #: (atol, rtol) of a step's output against float64, per dtype: the step's matmuls round in the
 #: dtype (fp16 / bf16 products over 4096 and 14336 terms, fp32 accumulation), the norms' output
 #: is O(1).
-TOLERANCES = {"float32": (2e-3, 2e-3), "float16": (6e-2, 3e-2), "bfloat16": (2.5e-1, 1e-1)}
+LAYER_TOLERANCES = {"float32": (2e-3, 2e-3), "float16": (6e-2, 3e-2), "bfloat16": (2.5e-1, 1e-1)}
 
 
 def check_variant(cfg: Config, W: Dict, inp: Dict, fn, kv_len: int, dtype_name: str, what: str, want=None):
@@ -178,7 +178,7 @@ def check_variant(cfg: Config, W: Dict, inp: Dict, fn, kv_len: int, dtype_name: 
     mismatch.  Returns the :class:`gpu_viz.check.Report`."""
     from ..check import assert_close
 
-    atol, rtol = TOLERANCES[dtype_name]
+    atol, rtol = LAYER_TOLERANCES[dtype_name]
     if want is None:
         want = reference(cfg, W, inp, kv_len)
     got = fn({k: v.clone() for k, v in inp.items()})
@@ -206,8 +206,8 @@ def measure(cfg: Config = Config(), dtype: str = "float16", shapes=SHAPES, varia
     from ..rmsnorm.dtypes import torch_dtype
 
     backend.require_gpu("the decoder step")
-    if dtype not in TOLERANCES:
-        raise ValueError(f"dtype must be one of {tuple(TOLERANCES)}, got {dtype!r}")
+    if dtype not in LAYER_TOLERANCES:
+        raise ValueError(f"dtype must be one of {tuple(LAYER_TOLERANCES)}, got {dtype!r}")
     for v in variants:
         if v not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {v!r}")
