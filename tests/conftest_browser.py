@@ -10,21 +10,10 @@ Chromium: $GPU_VIZ_CHROMIUM, else /usr/bin/chromium, else `chromium` on PATH.  M
 tests skip on a developer machine and FAIL in CI (CI=true): .ci/run installs it.
 """
 import os
-import shutil
-from pathlib import Path
 
 import pytest
 
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def chromium_path():
-    for cand in (os.environ.get("GPU_VIZ_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                 shutil.which("chromium-browser")):
-        if cand and Path(cand).is_file():
-            return cand
-    return None
+from gpu_viz.pdf import LAUNCH_ARGS, chromium_path  # noqa: F401  (one definition: the PDF builder's)
 
 
 def in_ci():
