@@ -61,19 +61,19 @@ def ptx(file: str, kernel: str) -> Tuple[Optional[str], str]:
             text = text.decode() if isinstance(text, bytes) else text
             return _entry(text.rstrip("\x00"), kernel), f"PTX from NVRTC {where}"
         except Exception as exc:  # fall through to nvcc
-            nvrtc_error = f"NVRTC failed ({type(exc).__name__}: {exc}); "
+            nvrtc_error = f"NVRTC failed: {type(exc).__name__}"
     else:
         nvrtc_error = ""
     nvcc = find_tool("nvcc")
     if nvcc is None:
-        return None, nvrtc_error + "PTX not shown: no GPU (NVRTC) and no nvcc on this machine"
+        return None, _with_why("PTX not shown: no GPU (NVRTC) and no nvcc on this machine", nvrtc_error)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "k.ptx"
         proc = subprocess.run([nvcc, f"-arch={compute}", "-ptx", "-std=c++17", f"-I{kernels.KERNEL_DIR}",
                                "-o", str(out), str(kernels.kernel_path(file))], capture_output=True, text=True)
         if proc.returncode != 0:
-            return None, f"PTX not shown: nvcc failed: {proc.stderr.strip()[:300]}"
-        return _entry(out.read_text(), kernel), f"PTX from nvcc {where}"
+            return None, _with_why(f"PTX not shown: nvcc failed: {_first_line(proc.stderr)}", nvrtc_error)
+        return _entry(out.read_text(), kernel), _with_why(f"PTX from nvcc {where}", nvrtc_error)
 
 
 def _nvrtc_cubin(file: str, arch: str) -> bytes:
@@ -116,21 +116,21 @@ def sass(file: str, kernel: str) -> Tuple[Optional[str], str]:
                 if proc.returncode == 0:
                     origin = "NVRTC"
                 else:  # e.g. a cuobjdump older than the NVRTC that wrote the cubin
-                    why = f"cuobjdump could not read NVRTC's cubin ({proc.stderr.strip()[:160]}); "
+                    why = "NVRTC's cubin: cuobjdump could not read it"
             except Exception as exc:
-                why = f"NVRTC cubin failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                why = f"NVRTC's cubin: {type(exc).__name__}"
         if origin is None:
             nvcc = find_tool("nvcc")
             if nvcc is None:
-                return None, why + "SASS not shown: no GPU (NVRTC) and no nvcc to build a cubin"
+                return None, _with_why("SASS not shown: no GPU (NVRTC) and no nvcc to build a cubin", why)
             proc = subprocess.run([nvcc, f"-arch={arch}", "-cubin", "-std=c++17", f"-I{kernels.KERNEL_DIR}",
                                    "-o", str(cubin), str(kernels.kernel_path(file))], capture_output=True, text=True)
             if proc.returncode != 0:
-                return None, why + f"SASS not shown: nvcc failed: {proc.stderr.strip()[:300]}"
+                return None, _with_why(f"SASS not shown: nvcc failed: {_first_line(proc.stderr)}", why)
             origin = "nvcc"
             proc = disassemble(cubin)
     if proc.returncode != 0:
-        return None, why + f"SASS not shown: cuobjdump failed: {proc.stderr.strip()[:300]}"
+        return None, _with_why(f"SASS not shown: cuobjdump failed: {_first_line(proc.stderr)}", why)
     rows = []
     for line in proc.stdout.splitlines():
         s = line.strip()
@@ -144,8 +144,25 @@ def sass(file: str, kernel: str) -> Tuple[Optional[str], str]:
                 break
     if not rows:
         return None, f"SASS not shown: cuobjdump printed no instructions for {kernel}"
-    label = f"SASS of a {origin} cubin for {arch} ({where}), disassembled by cuobjdump"
-    return "\n".join(rows), (label + f" [{why.rstrip('; ')}]" if why else label)
+    label = f"SASS of an {origin} cubin for {arch} ({where}), disassembled by cuobjdump"
+    return "\n".join(rows), _with_why(label, why)
+
+
+#: The longest label :func:`sass` returns: it is printed above the listing on a slide, so a tool's
+#: raw message (a temp path, a stack of errors) stays out of it.
+LABEL_MAX_CHARS = 140
+
+
+def _first_line(text: str, limit: int = 80) -> str:
+    """The first non-empty line of a tool's stderr, cut to ``limit`` characters."""
+    line = next((s.strip() for s in (text or "").splitlines() if s.strip()), "no message")
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def _with_why(label: str, why: str) -> str:
+    """``label``, plus the short reason NVRTC's cubin was not used when there is one."""
+    out = f"{label}; {why}" if why else label
+    return out if len(out) <= LABEL_MAX_CHARS else out[:LABEL_MAX_CHARS - 1] + "…"
 
 
 def sass_instructions(text: str) -> list:
