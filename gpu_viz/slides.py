@@ -565,7 +565,10 @@ def exporter():
     se.reveal_height = str(SLIDE_HEIGHT)
     se.exclude_input_prompt = True
     se.exclude_output_prompt = True
-    se.preprocessors = [_LazyPreprocessor.get(), "nbconvert.preprocessors.TagRemovePreprocessor"]
+    # one output per stream run: a print split across flushes would show as two blocks with a
+    # blank line between them (a line taller on the slide)
+    se.preprocessors = ["nbconvert.preprocessors.CoalesceStreamsPreprocessor", _LazyPreprocessor.get(),
+                        "nbconvert.preprocessors.TagRemovePreprocessor"]
     # cell tags a notebook can use to keep a slide readable: hide a long setup cell's code, or the cell
     c.TagRemovePreprocessor.enabled = True
     c.TagRemovePreprocessor.remove_input_tags = set(HIDE_INPUT_TAGS)

@@ -13,7 +13,9 @@
 - ``labels overlap``: two <text> boxes of one SVG figure overlap;
 - ``control needs a kernel``: an input/slider/button outside a gpu_viz player (a deck has no kernel,
   so it would do nothing);
-- ``no speaker notes``.
+- ``no speaker notes``;
+- ``only a title``: the slide shows its heading and nothing else (e.g. a figure whose cell printed
+  nothing: a kernel with a headless matplotlib backend draws no output).
 
 Used by tests/test_slide_fit.py on every slide of every deck; its own behaviour is tested there
 on a page built to break each rule.
@@ -116,6 +118,21 @@ CHECK_JS = r"""(minPx) => {
   // 7. speaker notes
   const notes = sec.querySelector('aside.notes');
   if (!notes || !notes.textContent.trim()) out.push('no speaker notes');
+  // 8. a heading and nothing else: visible text outside the headings, or a figure, or a table
+  const heading = 'h1, h2, h3, h4, h5, h6';
+  let body = false;
+  const texts = document.createTreeWalker(sec, NodeFilter.SHOW_TEXT);
+  for (let n = texts.nextNode(); n && !body; n = texts.nextNode()) {
+    const el = n.parentElement;
+    if (!el || skip(el) || el.closest(heading) || !n.textContent.trim()) continue;
+    body = shown(el);
+  }
+  for (const el of sec.querySelectorAll('svg, img, canvas, table, .gpu-viz-player')) {
+    if (!body && !skip(el) && !el.closest(heading) && shown(el)) body = true;
+  }
+  if (!body && sec.querySelector(heading)) {
+    out.push('only a title: ' + name(sec.querySelector(heading)) + ' and nothing below it');
+  }
   return out;
 }"""
 

@@ -460,3 +460,23 @@ def test_scheduling_timeline_is_readable_at_slide_size(threads):
         fig = scheduling.timeline_figure(tr, until_ns=until)
         assert style.check(fig) == []
         plt.close(fig)
+
+
+@pytest.mark.parametrize("backend_env", ["Agg", "svg"])
+def test_figures_reach_the_notebook_under_a_headless_backend(backend_env, monkeypatch, tmp_path):
+    """A kernel started with MPLBACKEND=Agg (GPU job scripts export it) would print nothing on
+    plt.show(): style.use() switches it to the inline backend, so the figure is an output."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\n"
+        "from gpu_viz.figures import style\n"
+        "style.use()\n"
+        "plt.plot([1, 2, 3]); plt.show()")]
+    monkeypatch.setenv("MPLBACKEND", backend_env)
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    kinds = [k for o in nb.cells[0].outputs for k in o.get("data", {})]
+    assert "image/svg+xml" in kinds, f"no figure output under MPLBACKEND={backend_env}: {nb.cells[0].outputs}"

@@ -79,6 +79,12 @@ def test_fit_checker_names_every_kind_of_defect(browser, tmp_path):
             <script>window.Reveal = { getScale: () => 1,
                                       getCurrentSlide: () => document.getElementById('s') };</script>""")
         assert problems(dp.page) == []
+        dp.page.set_content("""<section id="s" style="width:1280px;height:720px;font-size:24px">
+            <h2>A figure that printed nothing</h2><div class="jp-OutputArea"></div>
+            <aside class="notes">say this</aside></section>
+            <script>window.Reveal = { getScale: () => 1,
+                                      getCurrentSlide: () => document.getElementById('s') };</script>""")
+        assert [p.split(":")[0] for p in problems(dp.page)] == ["only a title"], problems(dp.page)
     finally:
         dp.close()
         server.shutdown()

@@ -391,3 +391,17 @@ def test_figure_outputs_become_inline_svg_in_decks():
     assert set(data) == {"text/html"}
     assert data["text/html"].startswith('<div class="gv-figure"><svg width="864pt"') and "<?xml" not in data["text/html"]
     assert slides.inline_svg(nb) == 0   # nothing left to convert
+
+
+def test_a_print_split_across_flushes_is_one_output_block():
+    """A kernel may send one printed paragraph as several stream messages ('a' then '\\nb'): the
+    deck shows them as one block, not two with a blank line between them."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print('first'); print('second')")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="first line"),
+                    nbformat.v4.new_output("stream", name="stdout", text="\nsecond line\n")]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Title"), cell]
+    body, _ = slides.exporter().from_notebook_node(nb)
+    assert "first line\nsecond line" in body, "the two stream messages were not merged into one block"

@@ -70,11 +70,20 @@ def rc_params() -> Dict:
     }
 
 
+#: matplotlib backends that draw to no screen: in a Jupyter kernel :func:`use` replaces them
+#: with the inline backend.
+_HEADLESS_BACKENDS = frozenset({"agg", "svg", "pdf", "ps", "cairo", "pgf", "template"})
+
+
 def use() -> None:
     """Set the course's figure style for this Python session (notebooks call it once).
 
     Updates matplotlib's rcParams (:func:`rc_params`) and, inside IPython, makes the inline
-    backend emit SVG.  Outside IPython only the rcParams change.  Safe to call again.
+    backend emit SVG.  In a Jupyter kernel whose backend draws to no screen (``MPLBACKEND=Agg``
+    in the environment, as GPU job scripts set it), it switches to the inline backend first:
+    there ``plt.show()`` would otherwise print nothing and every figure would be missing from
+    the notebook and its deck.  An interactive backend the user chose (ipympl, Qt) is kept.
+    Outside IPython only the rcParams change.  Safe to call again.
     """
     import matplotlib
 
@@ -83,8 +92,11 @@ def use() -> None:
         from IPython import get_ipython
     except ImportError:
         return
-    if get_ipython() is None:
+    shell = get_ipython()
+    if shell is None:
         return
+    if getattr(shell, "kernel", None) is not None and matplotlib.get_backend().lower() in _HEADLESS_BACKENDS:
+        shell.run_line_magic("matplotlib", "inline")
     from matplotlib_inline.backend_inline import set_matplotlib_formats
 
     set_matplotlib_formats("svg")
