@@ -36,7 +36,7 @@ def _entry(ptx_text: str, kernel: str) -> str:
 def _target_arch() -> Tuple[str, str]:
     b = backend.detect()
     if b.is_gpu:
-        return b.sm, f"for this GPU ({b.device_name})"
+        return b.sm, f"for this GPU ({b.device_name}, {b.sm})"
     return "sm_89", "for the deck's L4 (sm_89), compiled here without a GPU"
 
 
@@ -116,7 +116,7 @@ def sass(file: str, kernel: str) -> Tuple[Optional[str], str]:
                 if proc.returncode == 0:
                     origin = "NVRTC"
                 else:  # e.g. a cuobjdump older than the NVRTC that wrote the cubin
-                    why = "NVRTC's cubin: cuobjdump could not read it"
+                    why = "NVRTC's cubin: unreadable by this cuobjdump"
             except Exception as exc:
                 why = f"NVRTC's cubin: {type(exc).__name__}"
         if origin is None:
@@ -144,7 +144,7 @@ def sass(file: str, kernel: str) -> Tuple[Optional[str], str]:
                 break
     if not rows:
         return None, f"SASS not shown: cuobjdump printed no instructions for {kernel}"
-    label = f"SASS of an {origin} cubin for {arch} ({where}), disassembled by cuobjdump"
+    label = f"SASS {where}: an {origin} cubin, disassembled by cuobjdump"
     return "\n".join(rows), _with_why(label, why)
 
 

@@ -14,6 +14,8 @@
 - ``control needs a kernel``: an input/slider/button outside a gpu_viz player (a deck has no kernel,
   so it would do nothing);
 - ``no speaker notes``;
+- ``word broken``: a line of code or printed text (a <pre>) wraps inside a word ("%%warpi" / "d;"):
+  a wrapped line breaks at a space, where the word ends;
 - ``only a title``: the slide shows its heading and nothing else (e.g. a figure whose cell printed
   nothing: a kernel with a headless matplotlib backend draws no output).
 
@@ -118,7 +120,33 @@ CHECK_JS = r"""(minPx) => {
   // 7. speaker notes
   const notes = sec.querySelector('aside.notes');
   if (!notes || !notes.textContent.trim()) out.push('no speaker notes');
-  // 8. a heading and nothing else: visible text outside the headings, or a figure, or a table
+  // 8. a <pre> line wrapped inside a word: two word characters side by side on different lines
+  const wordChar = /[A-Za-z0-9_%]/;
+  const broken = new Set();
+  for (const pre of sec.querySelectorAll('pre')) {
+    if (skip(pre) || !shown(pre) || broken.size >= 3) continue;
+    const tw = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    for (let n = tw.nextNode(); n; n = tw.nextNode()) {
+      const t = n.textContent, range = document.createRange();
+      let prevTop = null;
+      for (let i = 0; i < t.length; i++) {
+        if (!wordChar.test(t[i])) { prevTop = null; continue; }
+        range.setStart(n, i); range.setEnd(n, i + 1);
+        const rects = range.getClientRects();
+        if (!rects.length) { prevTop = null; continue; }
+        const top = rects[0].top;
+        if (prevTop !== null && top > prevTop + 2) {
+          const s0 = t.lastIndexOf(' ', i), e0 = t.indexOf(' ', i);
+          broken.add(t.slice(s0 + 1, e0 < 0 ? t.length : e0).trim().slice(0, 40) + '" in ' + name(pre).split(' ')[0]);
+          break;
+        }
+        prevTop = top;
+      }
+      if (broken.size >= 3) break;
+    }
+  }
+  for (const w of broken) out.push('word broken across lines: "' + w);
+  // 9. a heading and nothing else: visible text outside the headings, or a figure, or a table
   const heading = 'h1, h2, h3, h4, h5, h6';
   let body = false;
   const texts = document.createTreeWalker(sec, NodeFilter.SHOW_TEXT);

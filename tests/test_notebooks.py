@@ -72,19 +72,44 @@ def test_notebook_runs_in_cpu_mode(path, built_slides):  # noqa: F811
     assert not _errors(nb)
     assert "CPU MODE" in _text(nb), f"{path.name}: the first cells must print the mode (gpu_viz.banner())"
     assert not _garbled_provenance(_text(nb)), f"{path.name}: {_garbled_provenance(_text(nb))}"
+    assert not _raw_values(_text(nb)), f"{path.name}: Python values printed as they are: {_raw_values(_text(nb))}"
 
 
 # A provenance label already starts with its own verb phrase ("recorded on ...", "measured on ...",
 # "CPU model, ..."): a sentence that puts "from"/"come from"/"by" in front of it reads wrong
 # ("Measurements shown come from recorded on NVIDIA H200").
-_GARBLED = re.compile(r"\b(?:from|by|of|on)\s+(?:recorded on|measured on|CPU model, no GPU)\b")
+_GARBLED = re.compile(r"\b(?:from|by|of|on)\s+(?:recorded on|measured on|CPU model, no GPU)\b"
+                      r"|\b(?:measured|recorded) \((?:measured|recorded) on\b")
 
 
 def _garbled_provenance(text):
     return sorted({m.group(0) for m in _GARBLED.finditer(text)})
 
 
+# A table cell or a sentence that shows a Python value as Python prints it: a list ("[124]",
+# "+[0, 2]"), None, a numpy scalar's repr.  The reader sees the numbers written out instead.
+_RAW_CELL = re.compile(r"^[+-]?\[[-+\d.,e ]*\]$|^(?:None|nan|NaN)$|np\.(?:float|int)\d+\(|array\(")
+
+
+def _raw_values(text):
+    bad = set()
+    for line in text.splitlines():
+        if line.count("|") >= 2 and not set(line.replace("|", "").strip()) <= set("-: "):
+            bad.update(c.strip() for c in line.strip().strip("|").split("|") if _RAW_CELL.search(c.strip()))
+        bad.update(m.group(0) for m in re.finditer(r"np\.(?:float|int)\d+\([^)]*\)|\+\[[\d, ]+\]", line))
+    return sorted(bad)
+
+
+def test_raw_values_check_catches_the_pattern():
+    assert _raw_values("| 0 | 0..31 | [124] | [2] |") == ["[124]", "[2]"]
+    assert _raw_values("first issue +[0, 2] cycles") == ["+[0, 2]"]
+    assert _raw_values("| rate | None |") == ["None"]
+    assert _raw_values("value np.float64(1.5)") == ["np.float64(1.5)"]
+    assert not _raw_values("| 0 | 0..31 | 124 | 2, 3 |\n|---|---|\nx[i] = y[i] + z[i]")
+
+
 def test_garbled_provenance_check_catches_the_pattern():
+    assert _garbled_provenance("cycle; measured (measured on NVIDIA H200 (sm_90) just now)")
     assert _garbled_provenance("Measurements shown come from recorded on NVIDIA H200, 2026-11-29 (not live).")
     assert _garbled_provenance("Data by measured on NVIDIA L4 (sm_89) just now")
     assert not _garbled_provenance("Measurements shown: recorded on NVIDIA H200, 2026-11-29 (not live).")
@@ -110,3 +135,5 @@ def test_notebook_runs_live_on_the_gpu(path):
     assert not _errors(nb)
     text = _text(nb)
     assert "GPU mode:" in text and backend.detect().device_name in text
+    assert not _garbled_provenance(text), f"{path.name}: {_garbled_provenance(text)}"
+    assert not _raw_values(text), f"{path.name}: Python values printed as they are: {_raw_values(text)}"

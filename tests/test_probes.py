@@ -90,7 +90,8 @@ def test_claim_texts_quote_the_rows_and_their_label(monkeypatch):
     monkeypatch.setattr(probes, "current", lambda op: ([r for r in rows if r["op"] == op], "recorded on X, D (not live)"))
     assert "24.0" in claims.shuffle_step() and "recorded on X" in claims.shuffle_step()
     assert "**64 bytes**" in claims.fp16_load()
-    assert "%warpid [2, 3]" in claims.warp_order()
+    order = claims.warp_order()
+    assert "| 0 | 7 | 2, 3 | +0, +4 |" in order and "[2, 3]" not in order, order
     l2 = claims.l2_bandwidth()
     assert "**8,948 GB/s**" in l2 and "4,295 GB/s" in l2 and "recorded on X" in l2
     monkeypatch.setattr(probes, "current", lambda op: ([], "no committed probes record"))

@@ -370,7 +370,7 @@ def _resident(threads: int):
     if live():
         from ..record import scheduling as rec
 
-        return rec.resident_blocks(threads), "CUDA occupancy API on " + backend.live_label()
+        return rec.resident_blocks(threads), "CUDA occupancy API, " + backend.live_label()
     from ..model import scheduling as m
 
     i = info()

@@ -68,11 +68,16 @@ def warp_order() -> str:
     rows, label = _rows("warp_order")
     if not rows:
         return f"*The warps' `%warpid` and first-issue clocks are recorded by `gpu-viz record probes`; {label}.*"
-    shown = "; ".join(f"block {r['block']} on SM {r['smid']}: %warpid {r['warpid']}, first issue +{r['clk_offset']} "
-                      "cycles" for r in rows[:4])
+    def listed(values, fmt="{}"):
+        return ", ".join(fmt.format(v) for v in (values if isinstance(values, (list, tuple)) else [values]))
+
+    table = "\n".join(f"| {r['block']} | {r['smid']} | {listed(r['warpid'])} | {listed(r['clk_offset'], '+{}')} |"
+                      for r in rows[:4])
     return ("The animation's order (warp 0 issues, then warp 1) is a schematic. An SM has four sub-partition "
-            f"schedulers, each issuing for its own warps in the same cycle; measured ({label}): {shown}. "
-            "`%warpid` is a slot number on the SM, not the warp's index in its block.")
+            "schedulers, each issuing for its own warps in the same cycle. `%warpid` is a slot number on the SM, "
+            f"not the warp's index in its block. Two-warp blocks, {label}:\n\n"
+            "| block | SM | its warps' %warpid | first issue (cycles after the block's first) |\n|---|---|---|---|\n"
+            + table)
 
 
 def decoder_step() -> str:
