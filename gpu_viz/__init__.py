@@ -32,11 +32,11 @@ def banner() -> str:
                 f"GPU mode: {info.name} ({info.sm}), {info.sm_count} SMs, peak memory bandwidth unknown")
         text += "\nEverything below runs live on this GPU."
     else:
-        text = ("CPU MODE -- no usable CUDA GPU: " + b.reason +
+        text = ("CPU MODE -- no usable CUDA GPU: " + b.plain_reason +
                 "\nTraces below come from the CPU model; nothing is timed. "
                 "Recorded GPU numbers, where shown, carry their GPU and date.")
         if b.cause != backend.CAUSE_FORCED_CPU:
-            text += "\nExpected a GPU? Run gpu_viz.doctor.report() for what to do."
+            text += "\nExpected a GPU? gpu_viz.doctor.report() gives the details and what to do."
     # lines of at most 72 characters: the banner is projected on each deck's title slide
     text = "\n".join(textwrap.fill(line, 72, break_on_hyphens=False) for line in text.splitlines())
     print(text)

@@ -120,6 +120,13 @@ class Backend:
         major, minor = self.compute_capability
         return f"sm_{major}{minor}"
 
+    @property
+    def plain_reason(self) -> str:
+        """:attr:`reason` without the library's raw message (the trailing ``[...]``): what the
+        notebook's banner, projected on a title slide, says.  The doctor shows the whole reason."""
+        r = self.reason or ""
+        return r[:r.index(" [")] if r.endswith("]") and " [" in r else r
+
     def describe(self) -> str:
         if self.is_gpu:
             return f"GPU mode: {self.device_name} ({self.sm})"

@@ -349,3 +349,24 @@ def test_banner_lines_fit_a_projected_slide(monkeypatch, capsys):
     capsys.readouterr()
     assert max(len(line) for line in text.splitlines()) <= 72
     assert "cudaErrorInsufficientDriver" in text and "gpu_viz.doctor.report()" in text
+
+
+@pytest.mark.parametrize("reason, plain", [
+    ("no NVIDIA driver on this machine, so no GPU to run on [CUDARuntimeError: cudaErrorInsufficientDriver: "
+     "CUDA driver version is insufficient for CUDA runtime version]", "no NVIDIA driver on this machine, so no GPU to run on"),
+    ("a probe kernel failed to compile [error: identifier [x] is undefined]", "a probe kernel failed to compile"),
+    ("forced by GPU_VIZ_FORCE_CPU=1", "forced by GPU_VIZ_FORCE_CPU=1"),
+])
+def test_banner_says_why_in_words_and_leaves_the_raw_error_to_the_doctor(monkeypatch, capsys, reason, plain):
+    """The banner is projected on every deck's title slide: it gives the reason in words; the
+    library's raw message (the trailing [...]) stays in Backend.reason / describe() for the doctor."""
+    import gpu_viz
+
+    b = backend.Backend(mode="cpu", reason=reason, cause=backend.CAUSE_NO_DRIVER)
+    monkeypatch.setattr(backend, "_cached", b)
+    text = gpu_viz.banner()
+    capsys.readouterr()
+    assert b.plain_reason == plain
+    assert " ".join(text.split()).startswith("CPU MODE -- no usable CUDA GPU: " + plain)
+    assert "cudaError" not in text and "[" not in text.split("\n")[0]
+    assert reason in b.describe()
