@@ -22,16 +22,29 @@ def pytest_summary(logdir: Path):
         return None
     root = ET.parse(xml).getroot()
     suite = root if root.tag == "testsuite" else root.find("testsuite")
-    failures = []
+    failures, passed = [], []
     for case in suite.iter("testcase"):
+        bad = False
         for kind in ("failure", "error"):
             el = case.find(kind)
             if el is not None:
-                failures.append({"test": f"{case.get('classname')}::{case.get('name')}",
-                                 "kind": kind, "message": (el.get("message") or "")[:300]})
+                bad = True
+                failures.append({"test": _node_id(case), "kind": kind, "message": (el.get("message") or "")[:300]})
+        if not bad and case.find("skipped") is None:
+            passed.append(_node_id(case))
+    # "passed": every GPU test that passed, by pytest node id: what CPU mode cites where a notebook
+    # cell needs a GPU (gpu_viz.measure.records.gpu_tests)
     return {"tests": int(suite.get("tests", 0)), "failures": int(suite.get("failures", 0)),
             "errors": int(suite.get("errors", 0)), "skipped": int(suite.get("skipped", 0)),
-            "seconds": float(suite.get("time", 0)), "failed": failures}
+            "seconds": float(suite.get("time", 0)), "failed": failures, "passed": sorted(passed)}
+
+
+def _node_id(case) -> str:
+    """A JUnit testcase as a pytest node id: classname ``tests.test_x`` -> ``tests/test_x.py::name``."""
+    cls = case.get("classname") or ""
+    mod, _, klass = cls.partition(".Test") if ".Test" in cls else (cls, "", "")
+    path = mod.replace(".", "/") + ".py"
+    return f"{path}::" + (f"Test{klass}::" if klass else "") + (case.get("name") or "")
 
 
 def sanitizer_summary(logdir: Path):

@@ -1,6 +1,7 @@
 """gpu_viz.measure.records: one JSON file per GPU run -- written where the caller says (the current
 folder by default, never the installed package), found in a checkout or an installed wheel."""
 import json
+from pathlib import Path
 
 from gpu_viz.measure import records
 
@@ -64,3 +65,33 @@ def test_committed_records_have_the_design_fields():
                 assert key in row, f"{rec['_file']}: a row lacks {key!r}: {row}"
             assert row["timing"] in ("kernel", "call"), f"{rec['_file']}: timing {row['timing']!r}"
             assert row["p10_us"] <= row["median_us"] <= row["p90_us"], f"{rec['_file']}: spread out of order: {row}"
+
+
+def test_gpu_check_record_keeps_each_passed_test_and_cpu_mode_finds_it(tmp_path):
+    """scripts/gpu_check_record.py writes every passed GPU test by node id; records.gpu_tests
+    finds a notebook's check among them (passed and failed counted, skipped ones not)."""
+    import importlib.util
+    import json
+
+    from gpu_viz.measure import records
+
+    spec = importlib.util.spec_from_file_location("gcr", Path(__file__).resolve().parent.parent
+                                                  / "scripts" / "gpu_check_record.py")
+    gcr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gcr)
+    (tmp_path / "pytest-gpu.xml").write_text("""<testsuites><testsuite tests="4" failures="1" errors="0" skipped="1" time="2">
+      <testcase classname="tests.test_reduction" name="test_every_block_size[1]"/>
+      <testcase classname="tests.test_reduction" name="test_every_block_size[2]"><failure message="off by one"/></testcase>
+      <testcase classname="tests.test_reduction" name="test_other"><skipped/></testcase>
+      <testcase classname="tests.test_x.TestGroup" name="test_y"/>
+    </testsuite></testsuites>""")
+    summary = gcr.pytest_summary(tmp_path)
+    assert summary["passed"] == ["tests/test_reduction.py::test_every_block_size[1]",
+                                 "tests/test_x.py::TestGroup::test_y"]
+    assert summary["failed"][0]["test"] == "tests/test_reduction.py::test_every_block_size[2]"
+    rec = {"date": "2026-12-01", "gpu": "NVIDIA H200", "pytest_gpu": summary}
+    (tmp_path / "nvidia-h200-2026-12-01-gpu-check.json").write_text(json.dumps(rec))
+    found = records.gpu_tests("tests/test_reduction.py::test_every_block_size", tmp_path)
+    assert (found["passed"], found["failed"]) == (1, 1) and "NVIDIA H200, 2026-12-01" in found["label"]
+    assert records.gpu_tests("tests/test_reduction.py::test_other", tmp_path) is None
+    assert records.gpu_tests("tests/test_nothing.py", tmp_path) is None

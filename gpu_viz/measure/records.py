@@ -107,3 +107,21 @@ def newest(pattern: str, directory: Optional[Path] = None) -> Optional[Dict]:
 def label(record: Dict) -> str:
     """The provenance of a saved record: ``recorded on <gpu>, <date> (not live)``."""
     return backend.recorded_label(record.get("gpu", "unknown GPU"), record.get("date", "unknown date"))
+
+
+def gpu_tests(prefix: str, directory: Optional[Path] = None) -> Optional[Dict]:
+    """The newest committed GPU test run (``*-gpu-check*.json`` with per-test outcomes) that ran
+    tests whose pytest node id starts with ``prefix`` (e.g.
+    ``"tests/test_reduction.py::test_block_reduce_every_block_size"``).
+
+    Returns ``{"passed": n, "failed": n, "tests": [node ids], "label": "recorded on <gpu>, <date>
+    (not live)"}``, or None when no committed run has such a test.  CPU mode cites it where a cell's
+    check needs a GPU.
+    """
+    for rec in load_records("*-gpu-check*.json", directory):
+        summary = rec.get("pytest_gpu") or {}
+        passed = [t for t in summary.get("passed") or [] if t.startswith(prefix)]
+        failed = [f["test"] for f in summary.get("failed") or [] if str(f.get("test", "")).startswith(prefix)]
+        if passed or failed:
+            return {"passed": len(passed), "failed": len(failed), "tests": passed + failed, "label": label(rec)}
+    return None
