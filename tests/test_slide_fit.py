@@ -165,7 +165,8 @@ def test_index_page_says_what_the_keys_do(built_slides):
 @pytest.mark.slow
 def test_pdf_of_every_deck(browser, built_slides, tmp_path):
     """Print mode through Chromium: one page per slide, each page the slide's 16:9 size (a slide
-    that overflowed its page would add pages), for every deck built."""
+    that overflowed its page would add pages), for every deck built; the players print at their
+    last frame (the finished state), which pdf.show_last_frames moves each one to."""
     from gpu_viz import pdf
 
     pypdf = pytest.importorskip("pypdf")
@@ -174,15 +175,21 @@ def test_pdf_of_every_deck(browser, built_slides, tmp_path):
     assert sorted(p.name for p in made) == sorted(d.html.name.replace(".slides.html", ".pdf") for d in decks)
     base, server = _serve(built_slides.out_dir)
     dp = DeckPage(browser, base, viewport={"width": 1280, "height": 720})
+    players = 0
     try:
         for d, path in zip(sorted(decks, key=lambda d: d.html.name), sorted(made)):
             dp.open_deck(d.html.name)
+            shown = pdf.show_last_frames(dp.page)
+            assert all(f == n - 1 for f, n in shown), f"{d.html.name}: players not at their last frame: {shown}"
+            players += len(shown)
             total = dp.page.evaluate("Reveal.getTotalSlides()")
             reader = pypdf.PdfReader(str(path))
             assert len(reader.pages) == total, f"{path.name}: {len(reader.pages)} pages for {total} slides"
             for k, page in enumerate(reader.pages):
                 w, h = float(page.mediabox.width), float(page.mediabox.height)
                 assert abs(w / h - 16 / 9) < 0.01, f"{path.name} page {k + 1}: {w}x{h} is not 16:9"
+        assert players or not any(n.startswith(("03_", "09_")) for n in (d.html.name for d in decks)), \
+            "no static player found in the decks that have players"
     finally:
         dp.close()
         server.shutdown()
