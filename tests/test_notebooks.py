@@ -96,7 +96,7 @@ def _raw_values(text):
     for line in text.splitlines():
         if line.count("|") >= 2 and not set(line.replace("|", "").strip()) <= set("-: "):
             bad.update(c.strip() for c in line.strip().strip("|").split("|") if _RAW_CELL.search(c.strip()))
-        bad.update(m.group(0) for m in re.finditer(r"np\.(?:float|int)\d+\([^)]*\)|\+\[[\d, ]+\]", line))
+        bad.update(m.group(0) for m in re.finditer(r"np\.(?:float|int)\d+\([^)]*\)|\+\[[\d, ]+\]|\[\(\d+, \d+\)", line))
     return sorted(bad)
 
 
@@ -105,6 +105,7 @@ def test_raw_values_check_catches_the_pattern():
     assert _raw_values("first issue +[0, 2] cycles") == ["+[0, 2]"]
     assert _raw_values("| rate | None |") == ["None"]
     assert _raw_values("value np.float64(1.5)") == ["np.float64(1.5)"]
+    assert _raw_values("the record has no [(512, 2048), (16384, 2048)] rows") == ["[(512, 2048)"]
     assert not _raw_values("| 0 | 0..31 | 124 | 2, 3 |\n|---|---|\nx[i] = y[i] + z[i]")
 
 
