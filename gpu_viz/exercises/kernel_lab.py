@@ -131,7 +131,7 @@ def check_vector_add(code: str) -> Verdict:
         if msg:
             return Verdict(eid, False, msg)
     return Verdict(eid, True, f"right at all {len(VA_SHAPES)} launch shapes, no write past n.",
-                   [f"shapes (n, block): {list(VA_SHAPES)}; {backend.live_label()}"])
+                   [f"shapes (n, block): {', '.join(f'({n}, {b})' for n, b in VA_SHAPES)}; {backend.live_label()}"])
 
 
 # == 06: grid-stride loop =============================================================================
