@@ -230,5 +230,7 @@ def test_every_cell_that_looks_up_a_record_names_it(wheel_run):
             m = _ABSENT.search(_text(cell))
             if m:
                 problems.append(f"{name} cell {i} says a record is missing ({m.group(0)!r}): {_text(cell)[:300]!r}")
-    assert record_cells >= 20, f"only {record_cells} cells looked up a record: the lookup log is not being written?"
+    if record_cells < 20:
+        problems.append(f"only {record_cells} cells looked up a record (the notebooks make ~45): is the lookup "
+                        "log written, did every notebook run?")
     assert not problems, "\n".join(problems)
