@@ -19,7 +19,9 @@ Python: the venv is made from the interpreter running the tests (3.11 here and i
 3.12, which this machine does not have).  pip uses the environment's configured index (the local
 one offline, PyPI elsewhere) and its cache; torch is pinned to the version the test environment
 already has, so CI installs the wheel it already holds.  Runtime: about 2-3 minutes on 2 CPUs
-(the installs ~1 min, the notebooks ~1.5 min).
+(the installs ~1 min, the notebooks ~1.5 min).  The executed notebooks and the per-notebook lookup
+logs stay in pytest's temporary folder (``wheel_colab*/run``, beside the venv; pytest keeps the
+last three runs' folders).
 """
 import ast
 import json
@@ -58,7 +60,10 @@ _ABSENT = re.compile(r"\bno (?:\w+ ){0,2}(?:records?|recorded|committed)\b|\bnot
 _UNANSWERED = re.compile(r"^\[\d\d\.\w+\] not graded: no answer yet: .*$")
 _WIDGET = "application/vnd.jupyter.widget-view+json"
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+def heavy(test):
+    """The venv and the notebooks take minutes: slow, with room past the 900 s default timeout."""
+    return pytest.mark.slow(pytest.mark.timeout(1800)(test))
 
 
 def _clean_env():
@@ -105,7 +110,7 @@ def install_cell_argv():
 def colab_venv(tmp_path_factory):
     """A fresh venv with Colab's pins, the wheel installed by the install cell's command.
 
-    Returns ``{"python", "before", "after"}`` (package -> version before and after the wheel)."""
+    Returns ``{"python", "before", "after", "base"}`` (package -> version before and after the wheel)."""
     base = tmp_path_factory.mktemp("wheel_colab")
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", base / "dist", ROOT], "building the wheel")
     (wheel,) = (base / "dist").glob("gpu_viz-*.whl")
@@ -165,6 +170,7 @@ def test_pyproject_admits_colabs_ipython_and_ipywidgets():
             f"{deps[name]} excludes Colab's {name} {COLAB_PINS[name]}: the install would replace it"
 
 
+@heavy
 def test_the_install_cell_leaves_colabs_packages_alone(colab_venv):
     py = colab_venv["python"]
     assert "gpu-viz" in colab_venv["after"] and "gpu-viz" not in colab_venv["before"]
@@ -175,6 +181,7 @@ def test_the_install_cell_leaves_colabs_packages_alone(colab_venv):
     assert not changed, f"installing the wheel changed packages Colab already has: {changed}"
 
 
+@heavy
 def test_every_notebook_runs_from_the_wheel_in_cpu_mode(wheel_run, colab_venv):
     site = str(Path(colab_venv["python"]).parent.parent)
     assert wheel_run["gpu_viz"].startswith(site) and wheel_run["checkout"] is None, wheel_run
@@ -193,6 +200,7 @@ def test_every_notebook_runs_from_the_wheel_in_cpu_mode(wheel_run, colab_venv):
         assert "CPU MODE" in "\n".join(_text(c) for c in nb.cells), f"{name} did not run in CPU mode"
 
 
+@heavy
 def test_every_cell_that_looks_up_a_record_names_it(wheel_run):
     labels = _committed_labels()
     assert labels, f"no committed records in {COMMITTED}"
