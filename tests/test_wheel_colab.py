@@ -18,8 +18,8 @@ install cell's own pip command on the wheel there, and checks:
 Python: the venv is made from the interpreter running the tests (3.11 here and in CI; Colab runs
 3.12, which this machine does not have).  pip uses the environment's configured index (the local
 one offline, PyPI elsewhere) and its cache; torch is pinned to the version the test environment
-already has, so CI installs the wheel it already holds.  Runtime: about 2-3 minutes on 2 CPUs
-(the installs ~1 min, the notebooks ~1.5 min).  The executed notebooks and the per-notebook lookup
+already has, so CI installs the wheel it already holds.  Runtime: about 3-5 minutes on 2 busy CPUs
+(the installs 1-2 min, the notebooks 1-3 min).  The executed notebooks and the per-notebook lookup
 logs stay in pytest's temporary folder (``wheel_colab*/run``, beside the venv; pytest keeps the
 last three runs' folders).
 """
