@@ -13,13 +13,14 @@ install cell's own pip command on the wheel there, and checks:
   ``gpu_viz.measure.records.load_records``, which the runner logs per cell) finds the record inside
   the installed package, and every cell that looked one up names it in its output
   ("recorded on <GPU>, <date>") unless it shows nothing of it (an exercise not answered yet);
-- no output says a record is missing.
+- no output says a record is missing, and every record shown is tracked by git (Colab's wheel is
+  built from the repository, this one from the working tree).
 
 Python: the venv is made from the interpreter running the tests (3.11 here and in CI; Colab runs
 3.12, which this machine does not have).  pip uses the environment's configured index (the local
 one offline, PyPI elsewhere) and its cache; torch is pinned to the version the test environment
-already has, so CI installs the wheel it already holds.  Runtime: about 3-5 minutes on 2 busy CPUs
-(the installs 1-2 min, the notebooks 1-3 min).  The executed notebooks and the per-notebook lookup
+already has, so CI installs the wheel it already holds.  Runtime: 3-6 minutes on 2 busy CPUs
+(the installs 1-2.5 min, the notebooks 1-3.5 min).  The executed notebooks and the per-notebook lookup
 logs stay in pytest's temporary folder (``wheel_colab*/run``, beside the venv; pytest keeps the
 last three runs' folders).
 """
@@ -27,6 +28,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from importlib import metadata
@@ -242,3 +244,19 @@ def test_every_cell_that_looks_up_a_record_names_it(wheel_run):
         problems.append(f"only {record_cells} cells looked up a record (the notebooks make ~45): is the lookup "
                         "log written, did every notebook run?")
     assert not problems, "\n".join(problems)
+
+
+@heavy
+def test_the_records_the_notebooks_show_are_committed(wheel_run):
+    """The wheel here is built from the working tree; Colab's is built from the repository: every
+    record a notebook found must be tracked by git, or Colab would not have it."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed: cannot tell which records are committed")
+    proc = subprocess.run(["git", "-C", str(ROOT), "ls-files", "--", "benchmarks/results"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"{ROOT} is not a git checkout: {proc.stderr.strip()}")
+    tracked = {Path(p).name for p in proc.stdout.split()}
+    shown = {f for run in wheel_run["notebooks"].values() for e in run["lookups"] for f in e["found"]}
+    assert shown, "the notebooks found no record at all"
+    assert shown <= tracked, f"records the notebooks show but git does not track: {sorted(shown - tracked)}"
