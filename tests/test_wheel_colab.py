@@ -45,7 +45,8 @@ RUNNER = Path(__file__).resolve().parent / "wheel_notebooks_run.py"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 COMMITTED = ROOT / "benchmarks" / "results"
 
-#: What Colab preinstalls that the course meets (google-colab's pins for the Jupyter side).
+#: Colab's preinstalled Jupyter side: IPython and ipywidgets as DESIGN.md section 6 names them,
+#: ipykernel and notebook as the google-colab package pins them (they decide what pip must keep).
 COLAB_PINS = {"ipython": "7.34.0", "ipywidgets": "7.7.1", "ipykernel": "6.17.1", "notebook": "6.5.7"}
 #: The notebooks named in the issue as showing "No recorded measurements" from a wheel install:
 #: each must look a record up at least once (the full set is derived from the sources below).
