@@ -683,8 +683,11 @@ def _check_08_inflight(answer, block: int = 1024):
     want = g["resident_threads_per_sm"] * g["bytes_per_load"]
     need = g["copy_GBps"] * g["latency_ns"] / g["sm_count"]
     pred = min(g["copy_GBps"], want * g["sm_count"] / g["latency_ns"])
+    # the facts' provenance (in CPU mode the committed record's GPU and date): copy and latency, once if one run
+    sources = list(dict.fromkeys([g["copy_source"], g["latency_source"]]))
     d = [f"Little's law: this GPU needs {need:,.0f} B in flight per SM for {g['copy_GBps']:,.0f} GB/s; "
-         f"{want:,} B predicts at most {pred:,.0f} GB/s ({100 * pred / g['copy_GBps']:.0f}% of copy)"]
+         f"{want:,} B predicts at most {pred:,.0f} GB/s ({100 * pred / g['copy_GBps']:.0f}% of copy) "
+         f"[{'; '.join(sources)}]"]
     v = grade_number(eid, answer, want, 1e-9, "bytes in flight per SM = resident threads x 2 B", {
         "that counts one block only: the SM holds several blocks at once.": block * g["bytes_per_load"],
         "those are float32 loads: the deck kernel loads fp16 x, 2 bytes per thread.": want * 2,
