@@ -25,13 +25,20 @@ def main(argv=None) -> int:
     from .rmsnorm import report
 
     parser = argparse.ArgumentParser(prog="gpu-viz", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="command")
     p = sub.add_parser("info", help="the GPU (or CPU mode) the course will use")
     p.add_argument("--json", action="store_true", help="also print every attribute as JSON")
     p.set_defaults(func=_info)
     for module in (doctor, report, lessons, slides):
         module.register_cli(sub)
-    args = parser.parse_args(argv)
+    # known args first: a wrong option is then reported by the parser it was given to, naming it
+    # (argparse alone reports a missing command, or the top-level usage for a command's option)
+    args, extra = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.error(f"choose a command: {', '.join(sub.choices)}"
+                     + (f" (unrecognized arguments: {' '.join(extra)})" if extra else ""))
+    if extra:
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     return args.func(args)
 
 

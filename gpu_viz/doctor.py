@@ -310,7 +310,10 @@ def _cli(args) -> int:
 
 def register_cli(subparsers) -> None:
     """Add the ``doctor`` subcommand to ``gpu-viz``."""
-    p = subparsers.add_parser("doctor", help="check the GPU, driver, CUDA, NVRTC, CuPy, torch; explain failures")
+    p = subparsers.add_parser("doctor", help="check the GPU, driver, CUDA, NVRTC, CuPy, torch; explain failures",
+                              description="Check what the course needs to run on a GPU (the NVIDIA driver, the "
+                                          "CUDA runtime, NVRTC, CuPy, torch) and, when it would run in CPU mode, "
+                                          "say why and what to do.")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--strict", action="store_true", help="exit 1 when the course would run in CPU mode")
     p.set_defaults(func=_cli)

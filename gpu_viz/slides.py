@@ -802,10 +802,18 @@ def _cli(args) -> int:
     return 1 if failed else 0
 
 
+#: What ``gpu-viz slides --help`` says (the module docstring is for the package's readers).
+CLI_DESCRIPTION = """\
+Execute the course notebooks (live on a GPU, in CPU mode without one) and render each as an
+offline reveal.js deck at 1280x720: NN_topic.slides.html, its PDF (one page per slide; needs
+Chromium), and index.html linking them all.  Open index.html in a browser, no server needed.
+In a deck: -> / Space next slide, <- back, S speaker notes, F full screen, Esc overview."""
+
+
 def register_cli(subparsers) -> None:
     """Add the ``slides`` subcommand to ``gpu-viz``."""
     p = subparsers.add_parser("slides", help="execute the notebooks and render offline reveal.js decks",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=CLI_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=str(DEFAULT_OUT), help=f"output folder (default: {DEFAULT_OUT})")
     p.add_argument("--notebooks", default=str(DEFAULT_NOTEBOOKS), help="folder of NN_topic.ipynb notebooks")
     p.add_argument("--only", metavar="PATTERN", help="comma-separated globs/substrings of notebook names")

@@ -76,7 +76,10 @@ def _cli(args) -> int:
 
 def register_cli(subparsers) -> None:
     """Add ``gpu-viz record {hardware,scheduling,divergence,probes,exercises,decoder} [--out DIR]``."""
-    p = subparsers.add_parser("record", help="measure one of the lessons' GPU records and save it")
+    p = subparsers.add_parser("record", help="measure one of the lessons' GPU records and save it",
+                              description="Measure one of the lessons' GPU records on this GPU and save it as "
+                                          "JSON (the file CPU mode shows, labelled with its GPU and date).  "
+                                          "Needs a CUDA GPU.")
     p.add_argument("what", choices=WHAT, help="which record")
     p.add_argument("--out", type=Path, default=Path("."), help="folder for the JSON record (default: here)")
     p.set_defaults(func=_cli)

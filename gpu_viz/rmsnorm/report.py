@@ -286,7 +286,12 @@ def _cmd_bench(args) -> int:
 def register_cli(subparsers) -> None:
     """Add ``gpu-viz bench [--quick] [--out DIR] [--tag T] [--reps N] [--strict]``."""
     p = subparsers.add_parser("bench", help="measure fused RMSNorm (+gate) vs eager, F.rms_norm, "
-                                            "torch.compile; save a record")
+                                            "torch.compile; save a record",
+                              description="Time the course's fused RMSNorm and RMSNorm + SiLU gate on this GPU "
+                                          "against eager PyTorch, F.rms_norm, torch.compile (and Liger where it "
+                                          "is installed), beside the copy kernel and the launch floor, each "
+                                          "output checked against a float64 reference first; print the table "
+                                          "and save the JSON record.  Needs a CUDA GPU.")
     p.add_argument("--quick", action="store_true", help="a few shapes, fp16 only")
     p.add_argument("--out", type=Path, default=Path("."),
                    help="folder for the JSON record (default: the current folder; the course's committed "
