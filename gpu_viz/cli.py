@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="gpu-viz", description=__doc__)
     sub = parser.add_subparsers(dest="command", metavar="command")
     p = sub.add_parser("info", help="the GPU (or CPU mode) the course will use",
-                       description="Say which GPU the course will use here (name, sm_XX, SMs, memory '
+                       description="Say which GPU the course will use here (name, sm_XX, SMs, memory "
                                    "bandwidth, L2), or that it runs in CPU mode and why.")
     p.add_argument("--json", action="store_true", help="also print every attribute as JSON")
     p.set_defaults(func=_info)
