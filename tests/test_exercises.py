@@ -226,7 +226,7 @@ def test_cpu_mode_shows_the_committed_probes_record(monkeypatch, cpu_mode):
     monkeypatch.setattr(probes, "recorded", lambda directory=None: rec)
     g = ex.given("07.doubling")
     v = ex.check("07.doubling", g["sm_count"] * g["resident_blocks_per_sm"] + 1)
-    assert any("recorded on NVIDIA H200, 2026-12-01" in d and "265 blocks 20.7 us" in d for d in v.details), v.details
+    assert any("recorded on NVIDIA H200, 2026-12-01" in d and "265 blocks 20.7 µs" in d for d in v.details), v.details
 
 
 # -- the vector-add and grid-stride diagnoses on numpy emulations of each kernel --------------------

@@ -73,6 +73,7 @@ def test_notebook_runs_in_cpu_mode(path, built_slides):  # noqa: F811
     assert "CPU MODE" in _text(nb), f"{path.name}: the first cells must print the mode (gpu_viz.banner())"
     assert not _garbled_provenance(_text(nb)), f"{path.name}: {_garbled_provenance(_text(nb))}"
     assert not _raw_values(_text(nb)), f"{path.name}: Python values printed as they are: {_raw_values(_text(nb))}"
+    assert not _ascii_units(_text(nb)), f"{path.name}: 'us' for µs: {_ascii_units(_text(nb))}"
 
 
 # A provenance label already starts with its own verb phrase ("recorded on ...", "measured on ...",
@@ -100,7 +101,13 @@ def _raw_values(text):
     return sorted(bad)
 
 
+def _ascii_units(text):
+    """Microseconds written "us" ("10.8 us"): the course writes µs."""
+    return sorted(set(re.findall(r"\d us\b", text)))
+
+
 def test_raw_values_check_catches_the_pattern():
+    assert _ascii_units("264 blocks 10.8 us, 265 blocks 20.9 µs") == ["8 us"]
     assert _raw_values("| 0 | 0..31 | [124] | [2] |") == ["[124]", "[2]"]
     assert _raw_values("first issue +[0, 2] cycles") == ["+[0, 2]"]
     assert _raw_values("| rate | None |") == ["None"]
@@ -138,3 +145,4 @@ def test_notebook_runs_live_on_the_gpu(path):
     assert "GPU mode:" in text and backend.detect().device_name in text
     assert not _garbled_provenance(text), f"{path.name}: {_garbled_provenance(text)}"
     assert not _raw_values(text), f"{path.name}: Python values printed as they are: {_raw_values(text)}"
+    assert not _ascii_units(text), f"{path.name}: 'us' for µs: {_ascii_units(text)}"

@@ -130,7 +130,7 @@ def _check_01_time(answer):
         t = timing.time_calls(lambda i: cp.add(x, 1.0, out=y), reps=20, warmup=3, framework="cupy")
         if not bool(cp.all(y == x + 1)):
             raise AssertionError("01.time: y = x + 1 came back wrong on this GPU")
-        v.details.append(f"measured just now: y = x + 1 took {t.median_us:,.0f} us median "
+        v.details.append(f"measured just now: y = x + 1 took {t.median_us:,.0f} µs median "
                          f"(p10 {t.p10_us:,.0f}, p90 {t.p90_us:,.0f}), {100 * want / t.median_us:.0f}% of the copy roofline")
     return v
 
@@ -508,7 +508,7 @@ def _recorded_probe_lines(threads: int, blocks_2048: bool = False) -> list:
                 f"the first wave (the occupancy API allows {r['slots']}); {r['makespan_blocks']:.1f} block times"
                 for r in rows]
     rows = [r for r in rows if r["blocks"] != 2048]
-    return [f"the silicon, {records.label(rec)}: " + ", ".join(f"{r['blocks']} blocks {r['makespan_us']:.1f} us"
+    return [f"the silicon, {records.label(rec)}: " + ", ".join(f"{r['blocks']} blocks {r['makespan_us']:.1f} µs"
                                                           for r in sorted(rows, key=lambda r: r["blocks"]))] if rows else []
 
 
@@ -531,7 +531,7 @@ def _check_07_doubling(answer):
     want = g["sm_count"] * g["resident_blocks_per_sm"] + 1
     m_at, blk, prov = _makespan_us(b, THREADS_07)
     m_before, _, _ = _makespan_us(b - 1, THREADS_07)
-    d = [f"the run: {b - 1} blocks {m_before:.1f} us, {b} blocks {m_at:.1f} us (one block {blk:.1f} us; {prov})"]
+    d = [f"the run: {b - 1} blocks {m_before:.1f} µs, {b} blocks {m_at:.1f} µs (one block {blk:.1f} µs; {prov})"]
     d += _recorded_probe_lines(THREADS_07)
     doubled_here = m_at >= 1.6 * blk and m_before < 1.4 * blk
     if doubled_here:
@@ -581,7 +581,7 @@ def _check_07_waves(answer):
     if v.ok is not None:
         m, blk, prov = _makespan_us(g["blocks"], 256)
         obs = m / blk
-        d.append(f"the run: makespan {m:.1f} us = {obs:.1f} block times ({prov})")
+        d.append(f"the run: makespan {m:.1f} µs = {obs:.1f} block times ({prov})")
         d += _recorded_probe_lines(256, blocks_2048=True)
         if obs > want + 0.5:
             d.append("more block times than waves: fewer blocks than the occupancy API's slots started at "
@@ -900,7 +900,7 @@ def _check_10_floor(answer):
     if v.ok:
         us, where = _fused_gate_us()
         if us is not None:
-            v.details.append(f"the fused kernel: {us:,.1f} us ({where}): it runs at {100 * want / us:.0f}% of the copy bandwidth")
+            v.details.append(f"the fused kernel: {us:,.1f} µs ({where}): it runs at {100 * want / us:.0f}% of the copy bandwidth")
     return v
 
 

@@ -43,8 +43,8 @@ def doubling_point() -> str:
         if 0 in at and 1 in at:
             a, b = at[0], at[1]
             parts.append(f"at {t} threads per block, {a['sm_count']} SMs x {a['resident_blocks_per_sm']} resident = "
-                         f"{a['blocks']} blocks take {a['makespan_us']:.1f} us and {b['blocks']} take "
-                         f"{b['makespan_us']:.1f} us" + (f"; of 2,048 blocks, {big['first_wave_blocks']} started "
+                         f"{a['blocks']} blocks take {a['makespan_us']:.1f} µs and {b['blocks']} take "
+                         f"{b['makespan_us']:.1f} µs" + (f"; of 2,048 blocks, {big['first_wave_blocks']} started "
                                                          f"in the first wave (the API allows {big['slots']})" if big else ""))
     return ("The makespan does not double at SMs + 1 blocks: each SM holds several blocks at once, so it doubles "
             f"at SMs x resident + 1 ({label}): " + "; ".join(parts) + ".")
@@ -105,7 +105,7 @@ def l2_bandwidth() -> str:
     if pts:
         p = min((q for q in pts if q["size_bytes"] >= (4 << 20)), key=lambda q: q["size_bytes"], default=None)
         if p:
-            small = (f" One pass over {memory.size_label(p['size_bytes'])} takes {p['median_us']:.1f} us "
+            small = (f" One pass over {memory.size_label(p['size_bytes'])} takes {p['median_us']:.1f} µs "
                      f"({records.label(rec)}), most of it the launch: {p['GBps']:,.0f} GB/s there is a launch "
                      "floor, not L2's bandwidth.")
     if not rows:

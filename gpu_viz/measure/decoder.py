@@ -281,7 +281,7 @@ def conclusion(rows: List[Dict], deck_claim: float = DECK_CLAIM, dtype: Optional
         bound = 1 / (1 - share) if share < 1 else float("inf")
         lines.append(f"{phase} ({dtype}, batch {e['batch']} x {e['tokens']} tokens, KV {e['kv_len']}): the fused norm makes "
                      f"the step {e['median_us'] / f['median_us']:.2f}x faster ({e['median_us']:,.0f} -> "
-                     f"{f['median_us']:,.0f} us); the norms were {100 * share:.1f}% of the eager step, so no norm "
+                     f"{f['median_us']:,.0f} µs); the norms were {100 * share:.1f}% of the eager step, so no norm "
                      f"could give more than {bound:.2f}x")
     parts = []
     for phase in ("prefill", "decode"):
