@@ -272,14 +272,23 @@ def _is_player(output) -> bool:
     return isinstance(meta, dict) and bool(meta.get("player"))
 
 
+def _is_live_twin(output) -> bool:
+    meta = output.get("metadata", {}).get(PLAYER_METADATA_KEY)
+    return isinstance(meta, dict) and bool(meta.get("live"))
+
+
 def static_players(nb) -> int:
-    """Drop the widget view from every gpu_viz player output (the static HTML player renders).
+    """Keep only the static HTML player of every gpu_viz player: drop the live twin outputs
+    (``{"gpu_viz": {"live": True}}``, :meth:`gpu_viz.widgets.Animation.show`) and any widget view
+    left in a player output.
 
     Returns how many player outputs were found.  Raises :class:`SlidesError` for a player output
     without ``text/html`` (nothing would render).
     """
     count = 0
     for i, cell in enumerate(nb.cells):
+        if "outputs" in cell:
+            cell["outputs"] = [o for o in cell["outputs"] if not _is_live_twin(o)]
         for out in cell.get("outputs", []):
             if out.get("output_type") not in ("display_data", "execute_result") or not _is_player(out):
                 continue
