@@ -391,3 +391,21 @@ def test_figure_outputs_become_inline_svg_in_decks():
     assert set(data) == {"text/html"}
     assert data["text/html"].startswith('<div class="gv-figure"><svg width="864pt"') and "<?xml" not in data["text/html"]
     assert slides.inline_svg(nb) == 0   # nothing left to convert
+
+
+def test_static_players_drop_the_live_twin_and_keep_the_static_player():
+    """Animation.show() writes two outputs: the static player, then its live twin; a deck keeps the first."""
+    from gpu_viz.widgets import Animation, Frame
+
+    anim = Animation([Frame("<svg>a</svg>"), Frame("<svg>b</svg>")], title="t", provenance="p")
+    data, meta = anim._bundle("gvl0")
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("anim.show()")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=data, metadata=meta),
+                    nbformat.v4.new_output("display_data", metadata={"gpu_viz": {"live": True}}, data={
+                        "text/plain": "<live player>", slides.WIDGET_VIEW_MIME: {"model_id": "m1"}}),
+                    nbformat.v4.new_output("stream", text="after\n")]
+    nb.cells = [cell]
+    assert slides.static_players(nb) == 1
+    kinds = [(o.output_type, sorted(o.get("data", {}))) for o in nb.cells[0].outputs]
+    assert kinds == [("display_data", ["text/html", "text/plain"]), ("stream", [])]
