@@ -129,6 +129,7 @@ def test_live_then_reopened_players(browser, lab):
     assert pg.evaluate("() => Array.from(document.querySelectorAll('.gpu-viz-player')).filter("
                        "p => p.offsetParent !== null).length") == 0, "a static twin shows beside its live player"
     _check(live, "live", SCREEN)
+    measured = {"live-1440": live}
     pg.locator(".gpu-viz-live-player").first.scroll_into_view_if_needed()
     pg.screenshot(path=str(ARTIFACTS / "live-1440.png"))
     pg.evaluate("() => jupyterapp.commands.execute('docmanager:save').then(() => 1)")
@@ -155,6 +156,8 @@ def test_live_then_reopened_players(browser, lab):
         static = pg.evaluate(_MEASURE, ".gpu-viz-player")
         assert len(static) == n_players, f"{len(static)} of {n_players} static players visible after reopening"
         _check(static, f"reopened at {tag} px", viewport)
+        measured[f"reopened-{tag}"] = static
+        (ARTIFACTS / "measured.json").write_text(json.dumps(measured, indent=1))
         player = pg.locator(".gpu-viz-player").first
         player.scroll_into_view_if_needed()
         pg.screenshot(path=str(ARTIFACTS / f"reopened-{tag}.png"))

@@ -10,10 +10,13 @@ lines around the frame's line, wrapped, the line highlighted), caption and prove
 Size: a player fits a 1280x720 slide below its title: at most :data:`PLAYER_WIDTH` x
 :data:`PLAYER_HEIGHT` CSS px with its controls, every text at least 18 px.
 
-``Animation.show()`` emits ONE output carrying both: the widget view for a live frontend and the
-static HTML, which frontends without the widget manager (nbconvert, reveal.js decks, GitHub)
-render.  Only ipywidgets API common to 7.7.1 (Colab) and 8 is used: Play, IntSlider, jslink,
-HBox/VBox, HTML, Button, Layout.
+``Animation.show()`` (or a cell ending in the animation) emits TWO outputs: the static player
+(``text/html``: what nbconvert, reveal.js decks, GitHub and a reopened notebook render), then the
+live player as its own widget-view output.  The static copy's script hides it while its live twin
+renders, and hides the twin's output while the twin is not live (a saved notebook reopened later:
+no kernel, or the widget manager answers "model not found"), so one player shows either way.
+Only ipywidgets API common to 7.7.1 (Colab) and 8 is used: Play, IntSlider, jslink, HBox/VBox,
+HTML, Button, Layout.
 """
 from __future__ import annotations
 
@@ -444,13 +447,12 @@ class Animation:
 def _body(markup: str, view: Optional[str], uid: Optional[str] = None) -> str:
     """The drawing and the source pane side by side, the pane below the drawing where the output
     is narrower than :data:`CONTENT_WIDTH` minus the drawing's shrink room.  The drawing scales
-    with the width and keeps its aspect ratio (``max-width: 100%; height: auto`` on the SVG,
-    never taller than drawn); nothing stretches it to the pane's height (``align-items:
+    with the width and keeps its aspect ratio (:data:`gpu_viz.widgets.svg.SCALE_STYLE` on the SVG,
+    never larger than drawn); nothing stretches it to the pane's height (``align-items:
     flex-start``)."""
     ids = (f' id="{uid}-draw"', f' id="{uid}-src"') if uid else ("", "")
     src = (f'<div{ids[1]} class="gpu-viz-source-pane" style="flex:0 1 {SOURCE_WIDTH}px;min-width:0;max-width:100%">'
            f'{view}</div>') if view is not None else ""
     return (f'<div class="gpu-viz-body" style="display:flex;gap:{GAP}px;align-items:flex-start;flex-wrap:wrap;margin:4px 0">'
-            f'<style>.gpu-viz-draw > svg {{display:block;max-width:100%;height:auto}}</style>'
             f'<div{ids[0]} class="gpu-viz-draw" style="flex:1 1 {DRAW_MIN_WIDTH}px;max-width:{_svg.WIDTH}px;min-width:0">'
             f'{markup}</div>{src}</div>')
