@@ -12,10 +12,11 @@ Offline: every script a deck loads (reveal.js, require.js, jQuery, MathJax 2, th
 ``--vendor-from DIR`` (an already-vendored folder, e.g. carried to a machine with no npm), or
 kept when ``<out>/vendor/`` is already complete.  No request leaves the page.
 
-Players: :meth:`gpu_viz.widgets.Animation.show` emits one output carrying both a widget view
-and a static HTML/JS player (output metadata ``{"gpu_viz": {"player": true}}``).  A deck has
-no kernel, so :class:`StaticPlayerPreprocessor` drops the widget view from those outputs (the
-static player renders) and prunes the stored widget state down to the models that other widget
+Players: :meth:`gpu_viz.widgets.Animation.show` emits two outputs: a static HTML/JS player
+(output metadata ``{"gpu_viz": {"player": true}}``), then its live twin, a widget view
+(``{"gpu_viz": {"live": true}}``).  A deck has no kernel, so :class:`StaticPlayerPreprocessor`
+drops the live twins (and any widget view left in a player output; the static player renders)
+and prunes the stored widget state down to the models that other widget
 outputs still reference (those render from the embedded state through the html-manager).
 
 Mode: notebooks run in CPU mode when this machine has no usable GPU (they label that
