@@ -115,7 +115,7 @@ _MEASURE = """() => {
     src.querySelectorAll('span[data-line]').forEach(function(span) {
       var range = document.createRange(); range.selectNodeContents(span);
       var tops = new Set(Array.from(range.getClientRects()).filter(q => q.width > 0).map(q => Math.round(q.top)));
-      if (tops.size > span.textContent.split('\n').length) out.pane.wrapped.push(span.textContent.slice(0, 40));
+      if (tops.size > span.textContent.split('\\n').length) out.pane.wrapped.push(span.textContent.slice(0, 40));
     });
   }
   var svg = pl.querySelector('svg.gpu-viz-drawing');
