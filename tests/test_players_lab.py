@@ -6,8 +6,9 @@ module runs it as a learner does, at 1440x900:
 1. live: each cell shows the live ipywidgets player and hides its static twin; each player fits
    the screen, its drawing keeps its aspect ratio, its source pane wraps nowhere but at our rows.
 2. reopened: the notebook saved, its kernel shut down, opened again in a fresh page (a new
-   kernel starts, the old widget models are gone): no "Error displaying widget" / "model not
-   found" anywhere, every static player visible, fitting, and stepping when its button is clicked;
+   kernel starts, the old widget models are gone: every live twin's output says "model not
+   found", which is the bug reproduced): those outputs hidden, no "Error displaying widget" /
+   "model not found" visible anywhere, every static player visible, fitting, and stepping when its button is clicked;
    then the same at 900 px wide (a narrow output, as Colab's).
 
 Screenshots go to test-artifacts/lab/ (gitignored).  The server is tests/jupyterlab_session.py's.
@@ -62,6 +63,12 @@ def _open(browser, lab, viewport=SCREEN):
 _KERNEL_READY = """() => { var w = jupyterapp.shell.currentWidget;
   var k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
   return !!k && k.connectionStatus === 'connected' && k.status === 'idle'; }"""
+
+
+#: ``n`` widget outputs (the live twins) answer "model not found", and every one of them is hidden.
+_TWINS_NOT_FOUND = """(n) => { var twins = Array.from(document.querySelectorAll('.jp-OutputArea-child')).filter(
+    c => c.querySelector(':scope > .jp-OutputArea-output.lm-Panel'));
+  return twins.length === n && twins.every(c => c.textContent.includes('model not found') && c.offsetParent === null); }"""
 
 
 def _run_all(pg, n_cells):
@@ -149,6 +156,8 @@ def test_live_then_reopened_players(browser, lab):
         context, pg = _open(browser, lab, viewport)
         pg.wait_for_function(f"() => document.querySelectorAll('.gpu-viz-player').length >= {n_players}",
                              timeout=OPEN_S * 1000)
+        # the bug reproduced: every live twin's saved model is gone ("model not found"), its output hidden
+        pg.wait_for_function(_TWINS_NOT_FOUND, arg=n_players, timeout=OPEN_S * 1000)
         pg.wait_for_timeout(SETTLE_MS)
         text = pg.evaluate("() => document.querySelector('.jp-Notebook').innerText")
         assert "Error displaying widget" not in text and "model not found" not in text, text[:500]
