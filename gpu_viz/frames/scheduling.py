@@ -49,10 +49,10 @@ def timeline_figure(trace: Trace, until_ns: Optional[float] = None, title: str =
     """Blocks as bars: y = SM, x = time (µs) from the first block's start; at slide size, every text
     at least the course's smallest (``gpu_viz.figures.style``).
 
-    ``until_ns``: draw the state at that instant (running blocks cut there, unstarted ones absent).
+    ``until_ns``: draw the state at that instant (running blocks cut there but at least
+    :data:`_MIN_RUNNING_COLS` image columns wide, unstarted ones absent).  Colour and the numbers
+    w1, w2, ... along the top edge say the wave (:func:`wave_colour`).
     """
-    import matplotlib.pyplot as plt
-
     p = trace.params
     t0 = trace["t_start"].astype(np.float64)
     t1 = trace["t_end"].astype(np.float64)
