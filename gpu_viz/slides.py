@@ -12,10 +12,11 @@ Offline: every script a deck loads (reveal.js, require.js, jQuery, MathJax 2, th
 ``--vendor-from DIR`` (an already-vendored folder, e.g. carried to a machine with no npm), or
 kept when ``<out>/vendor/`` is already complete.  No request leaves the page.
 
-Players: :meth:`gpu_viz.widgets.Animation.show` emits one output carrying both a widget view
-and a static HTML/JS player (output metadata ``{"gpu_viz": {"player": true}}``).  A deck has
-no kernel, so :class:`StaticPlayerPreprocessor` drops the widget view from those outputs (the
-static player renders) and prunes the stored widget state down to the models that other widget
+Players: :meth:`gpu_viz.widgets.Animation.show` emits two outputs: a static HTML/JS player
+(output metadata ``{"gpu_viz": {"player": true}}``), then its live twin, a widget view
+(``{"gpu_viz": {"live": true}}``).  A deck has no kernel, so :class:`StaticPlayerPreprocessor`
+drops the live twins (and any widget view left in a player output; the static player renders)
+and prunes the stored widget state down to the models that other widget
 outputs still reference (those render from the embedded state through the html-manager).
 
 Mode: notebooks run in CPU mode when this machine has no usable GPU (they label that
@@ -272,14 +273,23 @@ def _is_player(output) -> bool:
     return isinstance(meta, dict) and bool(meta.get("player"))
 
 
+def _is_live_twin(output) -> bool:
+    meta = output.get("metadata", {}).get(PLAYER_METADATA_KEY)
+    return isinstance(meta, dict) and bool(meta.get("live"))
+
+
 def static_players(nb) -> int:
-    """Drop the widget view from every gpu_viz player output (the static HTML player renders).
+    """Keep only the static HTML player of every gpu_viz player: drop the live twin outputs
+    (``{"gpu_viz": {"live": True}}``, :meth:`gpu_viz.widgets.Animation.show`) and any widget view
+    left in a player output.
 
     Returns how many player outputs were found.  Raises :class:`SlidesError` for a player output
     without ``text/html`` (nothing would render).
     """
     count = 0
     for i, cell in enumerate(nb.cells):
+        if "outputs" in cell:
+            cell["outputs"] = [o for o in cell["outputs"] if not _is_live_twin(o)]
         for out in cell.get("outputs", []):
             if out.get("output_type") not in ("display_data", "execute_result") or not _is_player(out):
                 continue

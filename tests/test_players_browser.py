@@ -2,7 +2,8 @@
 offline (every request that leaves the page's folder is blocked and fails the test).
 
 Per player: it fits its slide below the title (at most 1200 x 560 CSS px with its controls), the
-source pane is not clipped, every visible text is at least 18 CSS px (SVG text included, measured
+source pane is not clipped and the browser wraps none of its lines (its rows are the ones
+``source_rows`` wrote), the drawing keeps its viewBox's aspect ratio within 1%, every visible text is at least 18 CSS px (SVG text included, measured
 as drawn), step and play change the drawing (not only the counter), and after a click on a
 player's button the deck's keys (→, Space, ←) still walk the deck.  Screenshots go to
 test-artifacts/players/ (gitignored).
@@ -108,8 +109,17 @@ _MEASURE = """() => {
     var s = src.getBoundingClientRect(), d = pl.querySelector('.gpu-viz-draw').getBoundingClientRect();
     out.beside = s.top < d.bottom && s.left >= d.right;
     out.pane = {sw: src.scrollWidth, cw: src.clientWidth, sh: src.scrollHeight, ch: src.clientHeight,
-                inside: s.left >= r.left - 1 && s.right <= r.right + 1 && s.top >= r.top - 1 && s.bottom <= r.bottom + 1};
+                inside: s.left >= r.left - 1 && s.right <= r.right + 1 && s.top >= r.top - 1 && s.bottom <= r.bottom + 1,
+                wrapped: []};
+    // the browser's line boxes against the rows the pane was written in: more means it wrapped
+    src.querySelectorAll('span[data-line]').forEach(function(span) {
+      var range = document.createRange(); range.selectNodeContents(span);
+      var tops = new Set(Array.from(range.getClientRects()).filter(q => q.width > 0).map(q => Math.round(q.top)));
+      if (tops.size > span.textContent.split('\\n').length) out.pane.wrapped.push(span.textContent.slice(0, 40));
+    });
   }
+  var svg = pl.querySelector('svg.gpu-viz-drawing');
+  if (svg) { var b = svg.getBoundingClientRect(); out.aspect = (b.width / b.height) / (svg.viewBox.baseVal.width / svg.viewBox.baseVal.height); }
   var walker = document.createTreeWalker(pl, NodeFilter.SHOW_TEXT);
   while (walker.nextNode()) {
     var node = walker.currentNode, el = node.parentElement;
@@ -164,6 +174,8 @@ def test_player_fits_reads_and_plays(page, name, kind):
         assert m["beside"], f"{case}: the source pane wrapped below the drawing in a {DECK_OUTPUT_WIDTH} px output"
         assert pane["sw"] <= pane["cw"] + 1 and pane["sh"] <= pane["ch"] + 1 and pane["inside"], \
             f"{case} frame {k}: source pane clipped ({pane})"
+        assert not pane["wrapped"], f"{case} frame {k}: the browser wrapped source lines {pane['wrapped'][:3]}"
+        assert abs(m["aspect"] - 1) <= 0.01, f"{case} frame {k}: drawing stretched (aspect x{m['aspect']:.3f})"
         lit = pg.evaluate("() => Array.from(Reveal.getCurrentSlide().querySelectorAll("
                           "'pre.gpu-viz-source span[data-line]')).filter(s => s.style.fontWeight === 'bold').length")
         assert lit <= 1

@@ -1,5 +1,7 @@
 """Notebook 07's block scheduling (kernels/scheduling.cu): the round-robin model, the summary, the
 timeline; on a GPU, silicon's %smid and timers."""
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,6 +11,7 @@ from gpu_viz import device, kernels, occupancy
 from gpu_viz.frames import scheduling as frames
 from gpu_viz.lessons import SCHEDULING
 from gpu_viz.model import scheduling as model
+from gpu_viz.widgets import svg
 
 L4 = device.SPEC_SHEETS["L4"]
 
@@ -126,3 +129,52 @@ def test_occupancy_model_equals_cuda_occupancy_api(threads):
     from gpu_viz.record import scheduling as record
 
     assert record.resident_blocks(threads) == model.resident_blocks_per_sm(device.current(), threads)
+
+
+def test_zero_work_launch_is_said_in_words():
+    """Bug class: notebook 07's explorer printed 'waves 22 (seen None) ... makespan 0.0 µs' and an
+    empty chart for spin cycles = 0, FMAs = 0."""
+    s = frames.summary(SCHEDULING.trace(blocks=2048, threads=256, spin_cycles=0, fma_iters=0))
+    assert s["degenerate"] and "no work per block" in s["degenerate"] and "no makespan" in s["degenerate"]
+    line = frames.describe(s)
+    assert "None" not in line and "0.0 µs" not in line and "no work per block" in line
+    s = frames.summary(SCHEDULING.trace(blocks=2048, threads=256, spin_cycles=20000))
+    assert s["degenerate"] is None
+    line = frames.describe(s)
+    assert f"waves: {s['waves']} expected, {s['waves_observed']} seen" in line and "None" not in line
+
+
+def test_first_instant_draws_the_running_blocks():
+    """Bug class: at t = 0 the timeline's label said 'running: 348' over an empty chart (blocks that
+    had just started were one image column wide)."""
+    import matplotlib.pyplot as plt
+
+    tr = SCHEDULING.trace(blocks=2048, threads=256, spin_cycles=20000)
+    fig = frames.timeline_figure(tr, until_ns=float(tr["t_start"].min()))
+    img = fig.axes[0].get_images()[0].get_array()
+    coloured_cols = np.nonzero((np.asarray(img) < 0.9).any(axis=2).any(axis=0))[0]
+    assert len(coloured_cols) >= frames._MIN_RUNNING_COLS, coloured_cols
+    plt.close(fig)
+    first = frames.animation(tr, frames=10).frames[0].markup
+    assert sum(first.count(f'rx="1" fill="{frames.wave_colour(w)}"') for w in range(7)) > 0, \
+        "frame 1 draws no running block"
+
+
+def test_waves_keep_distinct_colours_or_numbers():
+    """Bug class: with 37 waves the timeline's ten colours repeated and nothing said which wave."""
+    import matplotlib.pyplot as plt
+
+    tr = SCHEDULING.trace(blocks=8192, threads=1024, spin_cycles=2000)
+    n_waves = frames.summary(tr)["waves"]
+    assert n_waves > len(svg.CYCLE)
+    assert all(frames.wave_colour(w) != frames.wave_colour(w + 1) for w in range(n_waves))
+    assert set(svg.CYCLE) <= {"#56B4E9", "#E69F00", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"}
+    fig = frames.timeline_figure(tr)
+    top = [a for a in fig.axes[0].child_axes]
+    labels = [t.get_text() for a in top for t in a.get_xticklabels()]
+    assert labels[0] == "w1" and 2 <= len(labels) <= frames._MAX_WAVE_LABELS, labels
+    plt.close(fig)
+    anim = frames.animation(tr, frames=10)
+    mid = anim.frames[5].markup
+    assert re.search(r">w\d+</text>", mid), "the running waves' swatches carry no number"
+    assert "frame 1 of 10" in anim.static_html()

@@ -405,3 +405,21 @@ def test_a_print_split_across_flushes_is_one_output_block():
     nb.cells = [nbformat.v4.new_markdown_cell("# Title"), cell]
     body, _ = slides.exporter().from_notebook_node(nb)
     assert "first line\nsecond line" in body, "the two stream messages were not merged into one block"
+
+
+def test_static_players_drop_the_live_twin_and_keep_the_static_player():
+    """Animation.show() writes two outputs: the static player, then its live twin; a deck keeps the first."""
+    from gpu_viz.widgets import Animation, Frame
+
+    anim = Animation([Frame("<svg>a</svg>"), Frame("<svg>b</svg>")], title="t", provenance="p")
+    data, meta = anim._bundle("gvl0")
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("anim.show()")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=data, metadata=meta),
+                    nbformat.v4.new_output("display_data", metadata={"gpu_viz": {"live": True}}, data={
+                        "text/plain": "<live player>", slides.WIDGET_VIEW_MIME: {"model_id": "m1"}}),
+                    nbformat.v4.new_output("stream", text="after\n")]
+    nb.cells = [cell]
+    assert slides.static_players(nb) == 1
+    kinds = [(o.output_type, sorted(o.get("data", {}))) for o in nb.cells[0].outputs]
+    assert kinds == [("display_data", ["text/html", "text/plain"]), ("stream", [])]

@@ -1,4 +1,5 @@
 """Players: the same SVG frames feed the live ipywidgets player and the static HTML one."""
+import html
 import json
 import re
 
@@ -85,7 +86,7 @@ def test_source_view_windows_long_sources_and_always_shows_the_line():
         first, last = P.source_window(long, line)
         rows = sum(P._rows(t) for t in long.splitlines()[first - 1:last]) + (first > 1) + (last < 60)
         assert first <= line <= last and rows <= P.SOURCE_ROWS
-        assert "white-space:pre-wrap" in view            # wrapped, never cut at the right
+        assert "white-space:pre;" in view                # the browser never wraps: the rows are ours
     assert "lines 1-" in source_view(long, 60) and "below" in source_view(long, 1)
     assert P.source_window(SRC, 2) == (1, 3)             # a short source is shown whole
 
@@ -93,21 +94,40 @@ def test_source_view_windows_long_sources_and_always_shows_the_line():
 def test_live_player_steps_and_highlights():
     ipywidgets = pytest.importorskip("ipywidgets")
     anim = Animation(frames(3), title="T", provenance="p", source=SRC)
-    box = anim.live()
+    box = anim.live(live_id="x1")
     assert isinstance(box, ipywidgets.VBox)
-    controls = box.children[-1]
-    play, back, fwd, slider, speed = controls.children
-    drawing, source = box.children[1].children
-    assert drawing.value == anim.frames[0].markup
+    assert {"gpu-viz-live-player", "gpu-viz-live-x1"} <= set(box._dom_classes)
+    header, body, caption, controls = box.children
+    play, back, fwd, slider, counter, speed = controls.children
+    assert anim.frames[0].markup in body.value and "frame 1 of 3" in counter.value
     fwd.click()
     fwd.click()
-    assert slider.value == 2 and drawing.value == anim.frames[2].markup
-    assert 'data-line="3" style="display:block;background:#F0E442;font-weight:bold' in source.value
+    assert slider.value == 2 and anim.frames[2].markup in body.value and "frame 3 of 3" in counter.value
+    assert 'data-line="3" style="display:block;background:#F0E442;font-weight:bold' in body.value
     fwd.click()
     assert slider.value == 2
     back.click()
-    assert slider.value == 1 and "step 1" in box.children[2].value
+    assert slider.value == 1 and "step 1" in caption.value and "frame 2 of 3" in counter.value
     assert speed.value == anim.interval_ms
+    assert not slider.readout, "the slider's 0-based readout would contradict 'frame k of n'"
+
+
+def test_source_rows_break_at_spaces_and_keep_comments_with_their_line():
+    line = "        float a = A[i];   // 2 · bounds check: threads past n do nothing at all"
+    rows = P.source_rows(line)
+    assert len(rows) >= 2 and rows[0].startswith("        float a = A[i];")
+    tokens = line.split()
+    for r in rows:
+        assert len(r) <= P.SOURCE_COLS or " " not in r.strip()
+        body = r.strip().removeprefix(P.CONTINUATION.strip()).strip()
+        assert all(t in tokens for t in body.split()), f"row {r!r} starts or ends inside a token"
+    for r in rows[1:]:     # continuation rows: deeper than the line, marked, never a new line's start
+        assert r.startswith(" " * 10 + P.CONTINUATION)
+    assert P.source_rows("  short();") == ["  short();"]
+    view = source_view(line + "\nnext();", 1)
+    assert "// 2" in rows[0], "the comment starts on its code's row"
+    line1 = html.unescape(view).split('data-line="2"')[0].split('data-line="1"')[1]
+    assert all(r in line1 for r in rows), "every row of line 1 is inside line 1's block (one highlight)"
 
 
 def test_bundle_carries_static_html_and_metadata():

@@ -43,26 +43,40 @@ def drive(anim):
     (slider,) = [s for s in find(box, ipywidgets.IntSlider) if s.description == "frame"]
     (speed,) = [s for s in find(box, ipywidgets.IntSlider) if s.description == "ms/frame"]
     (play,) = find(box, ipywidgets.Play)
-    drawing = [h for h in find(box, ipywidgets.HTML) if h.value.startswith("<svg")]
+    drawing = [h for h in find(box, ipywidgets.HTML) if "<svg" in h.value]
     assert len(drawing) == 1, "the drawing is one widgets.HTML holding the frame's SVG"
     drawing = drawing[0]
     n = len(anim)
-    assert slider.max == n - 1 and play.max == n - 1 and drawing.value == anim.frames[0].markup
+    assert slider.max == n - 1 and play.max == n - 1 and anim.frames[0].markup in drawing.value
     assert speed.value == play.interval == anim.interval_ms
     slider.value = 2
-    assert drawing.value == anim.frames[2].markup, "moving the slider did not change the drawing"
+    assert anim.frames[2].markup in drawing.value, "moving the slider did not change the drawing"
     [b for b in find(box, ipywidgets.Button) if b.description.startswith("step")][0].click()
-    assert slider.value == 3 and drawing.value == anim.frames[3].markup, "step forward did not advance"
+    assert slider.value == 3 and anim.frames[3].markup in drawing.value, "step forward did not advance"
     [b for b in find(box, ipywidgets.Button) if b.description.startswith("\u25c0")][0].click()
-    assert slider.value == 2 and drawing.value == anim.frames[2].markup
+    assert slider.value == 2 and anim.frames[2].markup in drawing.value
+    assert any(f"frame 3 of {n}" in h.value for h in find(box, ipywidgets.HTML)), "no 'frame k of n' counter"
     src = [h.value for h in find(box, ipywidgets.HTML) if "gpu-viz-source" in h.value]
     line = anim.frames[2].line
     assert line is None or f'data-line="{line}" style="display:block;background:#F0E442;font-weight:bold' in src[0]
     html = [h.value for h in find(box, ipywidgets.HTML)]
     assert any("Data: " + anim.provenance.split(";")[0].split("'")[0] in h for h in html), "provenance not shown"
-    bundle, meta = anim._repr_mimebundle_()
-    assert "text/html" in bundle and "application/vnd.jupyter.widget-view+json" in bundle
+    bundle, meta = anim._repr_mimebundle_()     # the static player alone: renders without a kernel
+    assert "text/html" in bundle and "application/vnd.jupyter.widget-view+json" not in bundle
     assert meta == {"gpu_viz": {"player": True, "frames": n}}
+    # show(): the static player, then the live twin as its own output (what a saved notebook keeps)
+    import IPython.display as ipd
+    calls, orig = [], ipd.display
+    ipd.display = lambda *a, **k: calls.append((a, k))
+    try:
+        anim.show()
+    finally:
+        ipd.display = orig
+    (static, ks), (live, kl) = calls
+    assert "text/html" in static[0] and 'data-live="' in static[0]["text/html"]
+    assert ks["metadata"] == {"gpu_viz": {"player": True, "frames": n}} and ks["raw"]
+    view = live[0]["application/vnd.jupyter.widget-view+json"]
+    assert view["version_major"] == 2 and view["model_id"] and kl["metadata"] == {"gpu_viz": {"live": True}}
 
 def check_animation():
     frames = []

@@ -20,6 +20,24 @@ from ..trace import Trace
 from ..widgets import Animation, Frame, svg
 
 
+#: Fewest image columns (of 900) a block running at the drawn instant takes: a block that started
+#: at that instant is one column wide otherwise, too thin to see (the first frame looked empty).
+_MIN_RUNNING_COLS = 6
+#: Most wave numbers written along the timeline's top edge (more would overlap at slide size).
+_MAX_WAVE_LABELS = 12
+
+
+def _rgb(hex_colour: str):
+    return tuple(int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+
+
+def wave_colour(w: int) -> str:
+    """The fill of wave ``w`` (0-based): Okabe-Ito colours in turn (:data:`gpu_viz.widgets.svg.CYCLE`),
+    so neighbouring waves always differ; the colours repeat every ``len(CYCLE)`` waves, which is
+    why every drawing also names its waves by number."""
+    return svg.CYCLE[int(w) % len(svg.CYCLE)]
+
+
 def _wave_of(trace: Trace) -> np.ndarray:
     p = trace.params
     per_wave = p["sm_count"] * p["resident_blocks_per_sm"]
@@ -31,10 +49,10 @@ def timeline_figure(trace: Trace, until_ns: Optional[float] = None, title: str =
     """Blocks as bars: y = SM, x = time (µs) from the first block's start; at slide size, every text
     at least the course's smallest (``gpu_viz.figures.style``).
 
-    ``until_ns``: draw the state at that instant (running blocks cut there, unstarted ones absent).
+    ``until_ns``: draw the state at that instant (running blocks cut there but at least
+    :data:`_MIN_RUNNING_COLS` image columns wide, unstarted ones absent).  Colour and the numbers
+    w1, w2, ... along the top edge say the wave (:func:`wave_colour`).
     """
-    import matplotlib.pyplot as plt
-
     p = trace.params
     t0 = trace["t_start"].astype(np.float64)
     t1 = trace["t_end"].astype(np.float64)
@@ -50,7 +68,6 @@ def timeline_figure(trace: Trace, until_ns: Optional[float] = None, title: str =
         idx = np.nonzero(sm == s)[0]
         idx = idx[np.argsort(t0[idx], kind="stable")]
         slot[idx] = np.arange(len(idx)) % r
-    cmap = plt.get_cmap("tab10")
     # rasterise: one image row per (SM, slot), one column per time bin -- one artist, fast to draw
     span = max(1.0, float(t1.max()) * 1.02)
     bins = 900
@@ -59,9 +76,12 @@ def timeline_figure(trace: Trace, until_ns: Optional[float] = None, title: str =
     img[np.arange(rows) % r == r - 1] = 0.97 if r > 1 else 1.0
     c0 = np.floor(t0 / span * bins).astype(np.int64)
     c1 = np.maximum(c0 + 1, np.ceil(end / span * bins).astype(np.int64))
+    if until_ns is not None:    # running at the instant: wide enough to see, even if it just started
+        running_now = (t0 <= until_ns) & (t1 > until_ns)
+        c1[running_now] = np.maximum(c1[running_now], c0[running_now] + _MIN_RUNNING_COLS)
     row = (sm * r + slot).astype(np.int64)
     for b in np.nonzero(show)[0]:
-        img[row[b], c0[b]:c1[b]] = cmap(int(wave[b]) % 10)[:3]
+        img[row[b], c0[b]:c1[b]] = _rgb(wave_colour(wave[b]))
     fig, ax = style.subplots(figsize=(style.MAX_FIGSIZE_IN[0], 4.6))   # room on its slide for a title and a line
     ax.imshow(img, aspect="auto", interpolation="nearest", extent=(0, span / 1e3, n_sm - 0.5, -0.5))
     ax.set_xlabel("time since the first block started (µs)")
@@ -74,7 +94,14 @@ def timeline_figure(trace: Trace, until_ns: Optional[float] = None, title: str =
         ax.text(0.99, 0.02, f"in the queue: {queued}   running: {running}   done: {done}",
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=style.SMALL_PT,
                 bbox=dict(fc="white", ec="#999"))
-    ax.set_title(title or f"{p['blocks']} blocks x {p['threads']} threads; colour = wave "
+    # the waves by number along the top (the colours repeat every len(CYCLE) waves)
+    n_waves = int(wave.max()) + 1 if len(wave) else 0
+    step = max(1, -(-n_waves // _MAX_WAVE_LABELS))
+    starts = [float(t0[wave == w].min()) / 1e3 for w in range(0, n_waves, step)]
+    top = ax.secondary_xaxis("top")
+    top.set_xticks(starts, [f"w{w + 1}" for w in range(0, n_waves, step)])
+    top.tick_params(labelsize=style.SMALL_PT)
+    ax.set_title(title or f"{p['blocks']} blocks x {p['threads']} threads; colour and w1..w{n_waves} on top = wave "
                           f"({n_sm} SMs x {r} resident)", loc="left")
     bottom = style.add_data_line(fig, "Data: " + trace.provenance)
     fig.tight_layout(rect=(0, bottom, 1, 1))
@@ -106,6 +133,13 @@ def drawing(trace: Trace, at_ns: float) -> str:
     head = f"t = {at_ns / 1e3:.1f} µs: " + (f"wave {', '.join(str(w + 1) for w in live)} of {n_waves} running"
                                            if live else ("all blocks done" if done == B else "nothing running"))
     d.text(8, 22, head, weight="bold")
+    x = 8 + svg._text_px(head) + 16          # each running wave's swatch, numbered (never colour alone)
+    for w in live[:4]:
+        if x + 90 > svg.WIDTH:
+            break
+        d.rect(x, 8, 18, 18, fill=wave_colour(w), stroke=svg.MUTED)
+        d.text(x + 24, 22, f"w{w + 1}")
+        x += 30 + svg._text_px(f"w{w + 1}")
     # slot of each running block inside its SM: order among that SM's running blocks
     slot_fill = {}
     for s_ in np.unique(sm[running]):
@@ -121,7 +155,7 @@ def drawing(trace: Trace, at_ns: float) -> str:
         for k in range(r):
             wv = slot_fill.get((s_, k))
             if wv is not None:
-                d.rect(x + 2 + k * sw_, y + 2, sw_ - 1, bh - 8, fill=svg.CYCLE[wv % len(svg.CYCLE)], rx=1)
+                d.rect(x + 2 + k * sw_, y + 2, sw_ - 1, bh - 8, fill=wave_colour(wv), rx=1)
         if cc == 0:
             d.text(60, y + bh / 2 + 5, f"SM {s_}", anchor="end", fill=svg.MUTED)
     y = 34 + rows * bh + 10
@@ -210,7 +244,31 @@ def summary(trace: Optional[Trace] = None, **launch) -> Dict:
         "waves": int(math.ceil(p["blocks"] / (p["sm_count"] * resident))),
         "waves_observed": int(round(makespan / dur)) if dur > 0 else None,
         "makespan_us": makespan / 1e3, "block_us_median": dur / 1e3,
+        "degenerate": _degenerate(p, makespan, dur),
     }
+
+
+def _degenerate(p: Dict, makespan_ns: float, block_ns: float) -> Optional[str]:
+    """Why a launch has no timeline to read, in words, or None when it has one."""
+    if makespan_ns <= 0 or block_ns <= 0:
+        work = ("no work per block (spin cycles = 0 and FMAs = 0)" if not p["spin_cycles"] and not p["fma_iters"]
+                else "blocks too short for the clock to see")
+        return (f"{work}: every block exits as soon as it starts, so there is no makespan and no waves "
+                f"to see; give the blocks some spin cycles or FMAs")
+    return None
+
+
+def describe(summary: Dict) -> str:
+    """The explorer's line for a launch, in words: blocks, SMs, occupancy, waves expected and seen,
+    makespan; a degenerate launch (:func:`summary`'s ``degenerate``) says why there is nothing to
+    time instead of "seen None" and "0.0 µs"."""
+    s = summary
+    head = (f"{s['blocks']} blocks on {s['sms_used']} of {s['sm_count']} SMs, {s['resident_blocks_per_sm']} "
+            f"resident per SM, blocks per SM {s['blocks_per_sm_min']}..{s['blocks_per_sm_max']}")
+    if s["degenerate"]:
+        return f"{head}; {s['waves']} wave{'s' if s['waves'] != 1 else ''} expected, but {s['degenerate']}."
+    return (f"{head}; waves: {s['waves']} expected, {s['waves_observed']} seen (makespan / block time); "
+            f"makespan {s['makespan_us']:.1f} µs, one block {s['block_us_median']:.1f} µs.")
 
 
 def summary_row(summary: Dict) -> Dict:

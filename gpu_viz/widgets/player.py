@@ -10,10 +10,13 @@ lines around the frame's line, wrapped, the line highlighted), caption and prove
 Size: a player fits a 1280x720 slide below its title: at most :data:`PLAYER_WIDTH` x
 :data:`PLAYER_HEIGHT` CSS px with its controls, every text at least 18 px.
 
-``Animation.show()`` emits ONE output carrying both: the widget view for a live frontend and the
-static HTML, which frontends without the widget manager (nbconvert, reveal.js decks, GitHub)
-render.  Only ipywidgets API common to 7.7.1 (Colab) and 8 is used: Play, IntSlider, jslink,
-HBox/VBox, HTML, Button, Layout.
+``Animation.show()`` (or a cell ending in the animation) emits TWO outputs: the static player
+(``text/html``: what nbconvert, reveal.js decks, GitHub and a reopened notebook render), then the
+live player as its own widget-view output.  The static copy's script hides it while its live twin
+renders, and hides the twin's output while the twin is not live (a saved notebook reopened later:
+no kernel, or the widget manager answers "model not found"), so one player shows either way.
+Only ipywidgets API common to 7.7.1 (Colab) and 8 is used: Play, IntSlider, jslink, HBox/VBox,
+HTML, Button, Layout.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from typing import Dict, List, Optional, Sequence
 from . import svg as _svg
 
 PLAYER_METADATA_KEY = "gpu_viz"
+LIVE_MIME = "application/vnd.jupyter.widget-view+json"
 #: The player's outer box, CSS px (issue 15: a slide of 1280x720 below its title).
 PLAYER_WIDTH, PLAYER_HEIGHT = 1200, 560
 #: Gap between the drawing and the source pane, and the player's padding, CSS px.
@@ -88,11 +92,27 @@ def show_figure(fig, dpi: int = 80) -> None:
     display(Image(data=figure_png(fig, dpi=dpi), format="png"))
 
 
+#: Marks a source line's continuation row (a line too long for the pane goes on at a space, never
+#: inside a token, indented past the line's own indent: an end-of-line comment stays with its code).
+CONTINUATION = "\u21aa "
+
+
+def source_rows(text: str) -> List[str]:
+    """The rows one source line takes in the pane: itself when it fits :data:`SOURCE_COLS`
+    characters, else broken at spaces only, each continuation row indented two more than the
+    line and marked :data:`CONTINUATION`.  A token longer than a row stays whole (the pane
+    scrolls sideways rather than cut it)."""
+    text = text.expandtabs(4).rstrip()
+    if len(text) <= SOURCE_COLS:
+        return [text]
+    indent = " " * (len(text) - len(text.lstrip()) + 2)
+    return textwrap.wrap(text, width=SOURCE_COLS, subsequent_indent=indent + CONTINUATION, break_long_words=False,
+                         break_on_hyphens=False, replace_whitespace=False) or [text]
+
+
 def _rows(text: str) -> int:
-    """Rows ``text`` takes in the source pane: wrapped at spaces like CSS ``pre-wrap``, a word longer
-    than a row broken anywhere (``overflow-wrap: anywhere``)."""
-    return max(1, len(textwrap.wrap(text.expandtabs(4).rstrip(), width=SOURCE_COLS, break_long_words=True,
-                                    break_on_hyphens=False, replace_whitespace=False)))
+    """Rows ``text`` takes in the source pane (:func:`source_rows`)."""
+    return len(source_rows(text))
 
 
 def source_window(source: str, line: Optional[int]) -> tuple:
@@ -122,9 +142,10 @@ def source_window(source: str, line: Optional[int]) -> tuple:
 
 
 def source_view(source: str, line: Optional[int]) -> str:
-    """The source pane's HTML for a frame: the lines of :func:`source_window`, wrapped (never cut
-    at the right), line ``line`` highlighted (yellow and bold), line numbers of the elided parts
-    said in words."""
+    """The source pane's HTML for a frame: the lines of :func:`source_window`, each laid out as
+    :func:`source_rows` (``white-space: pre``: the browser never wraps, so no row starts inside a
+    token and an end-of-line comment stays on its line's rows), line ``line`` highlighted (yellow
+    and bold), line numbers of the elided parts said in words."""
     lines = source.splitlines() or [""]
     first, last = source_window(source, line)
     rows = []
@@ -134,14 +155,15 @@ def source_view(source: str, line: Optional[int]) -> str:
     for i in range(first, last + 1):
         on = i == line
         style = f"display:block;background:{HIGHLIGHT};font-weight:bold;" if on else "display:block;"
-        rows.append(f'<span data-line="{i}" style="{style}">{html.escape(lines[i - 1]) or " "}</span>')
+        text = "\n".join(source_rows(lines[i - 1]))
+        rows.append(f'<span data-line="{i}" style="{style}">{html.escape(text) or " "}</span>')
     if last < len(lines):
         rows.append(f'<span class="gv-elided" style="display:block;color:#444">… '
                     + (f"line {last + 1}" if last + 1 == len(lines) else f"lines {last + 1}-{len(lines)}")
                     + " below</span>")
     return (f'<pre class="gpu-viz-source" style="box-sizing:border-box;width:{SOURCE_WIDTH}px;'
-            f'max-height:{_svg.HEIGHT}px;overflow:hidden;font-size:{SOURCE_FONT_PX}px;line-height:'
-            f'{SOURCE_LINE_PX}px;white-space:pre-wrap;overflow-wrap:anywhere;margin:0;padding:4px 8px;'
+            f'max-width:100%;max-height:{_svg.HEIGHT}px;overflow-x:auto;overflow-y:hidden;font-size:{SOURCE_FONT_PX}px;'
+            f'line-height:{SOURCE_LINE_PX}px;white-space:pre;margin:0;padding:4px 8px;'
             f'font-family:Liberation Mono,DejaVu Sans Mono,monospace;background:#F4F4F4;color:#111;border:1px solid #BBB;border-radius:4px">' + "".join(rows) + "</pre>")
 
 
@@ -153,6 +175,9 @@ def _key(line: Optional[int]) -> str:
 #: The content width a player needs to keep its source pane beside the drawing (narrower, as in a
 #: notebook's output area, the pane goes below it).
 CONTENT_WIDTH = _svg.WIDTH + GAP + SOURCE_WIDTH + 2 * PAD
+#: The narrowest the drawing gets beside the source pane (scaled down, aspect kept) before the
+#: pane goes below it: a 1440 px JupyterLab with its file browser open keeps the pane beside.
+DRAW_MIN_WIDTH = 480
 
 #: Style of the player's text (scoped to one player by its id in :meth:`Animation.static_html`).
 _BOX = (f"box-sizing:border-box;max-width:{PLAYER_WIDTH}px;font-family:{_svg.FONT};"
@@ -227,12 +252,21 @@ class Animation:
                 f'<div class="gpu-viz-provenance" style="color:#333;font-size:18px">Data: '
                 f'{html.escape(self.provenance)}</div>')
 
+    def _counter(self, k: int) -> str:
+        """The frame counter's words for 0-based frame ``k``: "frame 1 of 12"."""
+        return f"frame {k + 1} of {len(self.frames)}"
+
     # -- static: plays with no kernel --------------------------------------------------
-    def static_html(self) -> str:
+    def static_html(self, live_id: Optional[str] = None) -> str:
         """Self-contained HTML + inline JS player: first / back / play-pause / forward / last,
-        a scrub range, a speed choice.  The drawing and source pane of each frame are the same
-        markup the live player shows (deduplicated).  Buttons give the keyboard back after a
-        click (blur), so reveal.js's keys keep walking the deck."""
+        a scrub range, a speed choice, the counter "frame k of n".  The drawing and source pane
+        of each frame are the same markup the live player shows (deduplicated).  Buttons give
+        the keyboard back after a click (blur), so reveal.js's keys keep walking the deck.
+
+        ``live_id``: the id of the live twin :meth:`show` displays right after this output (its
+        box carries the class ``gpu-viz-live-<live_id>``).  While the twin is rendered, this
+        copy hides; while it is not (a saved notebook reopened: no kernel, or the widget manager
+        says "model not found"), the twin's output hides and this copy plays."""
         uid = f"gvp{next(_ids)}"
         markups: Dict[str, int] = {}
         views: Dict[str, str] = {}
@@ -245,27 +279,23 @@ class Animation:
         marks = list(markups)
         n = len(self.frames)
         first = self.frames[0]
-        src = (f'<div id="{uid}-src" class="gpu-viz-source-pane" style="flex:0 0 {SOURCE_WIDTH}px">'
-               f'{views[_key(first.line)]}</div>') if self.source else ""
         btn = ("font-size:18px;line-height:22px;min-width:44px;padding:4px 8px;margin:0;border:1px solid #888;"
                "border-radius:4px;background:#F4F4F4;color:#111;cursor:pointer")
         speeds = "".join(f'<option value="{s}"{" selected" if s == 1 else ""}>{s}x</option>' for s in (0.5, 1, 2, 4))
+        live_attr = f' data-live="{html.escape(live_id)}"' if live_id else ""
         return f"""
-<div class="gpu-viz-player" id="{uid}" data-frames="{n}" data-frame="0" style="{_BOX}">
+<div class="gpu-viz-player" id="{uid}" data-frames="{n}" data-frame="0"{live_attr} style="{_BOX}">
   {self._header()}
-  <div style="display:flex;gap:{GAP}px;align-items:flex-start;flex-wrap:wrap;margin:4px 0">
-    <div id="{uid}-draw" class="gpu-viz-draw" style="flex:0 0 auto">{first.markup}</div>
-    {src}
-  </div>
+  {_body(first.markup, views[_key(first.line)] if self.source else None, uid)}
   <div class="gpu-viz-caption" id="{uid}-cap" style="min-height:44px">{html.escape(first.caption)}</div>
-  <div class="gpu-viz-controls" style="display:flex;gap:6px;align-items:center">
+  <div class="gpu-viz-controls" style="display:flex;flex-wrap:wrap;gap:6px;align-items:center">
     <button type="button" style="{btn}" data-act="first" title="first frame">|&#x25C0;</button>
     <button type="button" style="{btn}" data-act="prev" title="step back">&#x25C0;</button>
     <button type="button" style="{btn}" data-act="play" title="play / pause">&#x25B6;</button>
     <button type="button" style="{btn}" data-act="next" title="step forward">&#x25B6;&#x25B6;</button>
     <button type="button" style="{btn}" data-act="last" title="last frame">&#x25B6;|</button>
     <input type="range" min="0" max="{n - 1}" value="0" id="{uid}-range" aria-label="frame" style="flex:1;min-width:120px"/>
-    <span id="{uid}-pos" style="min-width:80px;text-align:right">1 / {n}</span>
+    <span id="{uid}-pos" class="gpu-viz-counter" style="min-width:130px;text-align:right">{self._counter(0)}</span>
     <label style="font-size:18px">speed <select id="{uid}-speed" style="font-size:18px">{speeds}</select></label>
   </div>
 </div>
@@ -284,7 +314,7 @@ class Animation:
     i = Math.max(0, Math.min(F.length - 1, k));
     if (F[i].m !== prev.m || draw.dataset.m === undefined) {{ draw.innerHTML = M[F[i].m]; draw.dataset.m = F[i].m; }}
     if (src) src.innerHTML = S[F[i].l === null ? "" : String(F[i].l)];
-    cap.textContent = F[i].c; rng.value = i; pos.textContent = (i + 1) + " / " + F.length;
+    cap.textContent = F[i].c; rng.value = i; pos.textContent = "frame " + (i + 1) + " of " + F.length;
     root.dataset.frame = i;
   }}
   function stop() {{ if (timer) {{ clearInterval(timer); timer = null; }} playBtn.innerHTML = "&#x25B6;"; }}
@@ -305,57 +335,124 @@ class Animation:
   rng.addEventListener("change", function() {{ rng.blur(); }});
   speed.addEventListener("change", function() {{ if (timer) {{ clearInterval(timer); timer = null; play(); }} speed.blur(); }});
   show(0);
+  // The live twin (see Animation.static_html): one of the two shows.  JupyterLab and Notebook 7
+  // put each output in a .jp-OutputArea-child; the twin's is the next one, a widget renderer
+  // (.lm-Panel) holding either the live box or the text "Loading widget..." / "Error displaying
+  // widget: model not found".  Elsewhere (Colab) only this copy hides while the twin is live.
+  var twin = root.dataset.live;
+  if (!twin) return;
+  var tries = 0;
+  function sync() {{
+    var out = root.closest(".jp-OutputArea-child"), next = out && out.nextElementSibling;
+    var live = document.querySelector(".gpu-viz-live-" + twin);
+    (out || root).style.display = live ? "none" : "";
+    if (next && next.querySelector(":scope > .jp-OutputArea-output.lm-Panel") && !live) next.style.display = "none";
+    else if (next && live && next.contains(live)) next.style.display = "";
+    return out;
+  }}
+  function watch() {{
+    var out = sync(), area = out ? out.parentNode : document.body;
+    if (!out && root.isConnected === false && tries++ < 100) {{ setTimeout(watch, 50); return; }}
+    new MutationObserver(sync).observe(area, {{childList: true, subtree: true}});
+  }}
+  watch();
 }})();
 </script>"""
 
     # -- live: ipywidgets -------------------------------------------------------------
-    def live(self):
+    def live(self, live_id: Optional[str] = None):
         """An ipywidgets player: Play + IntSlider (jslinked), step buttons, a speed slider
-        (ms per frame, jslinked to Play), the drawing and source pane as ``widgets.HTML``."""
+        (ms per frame, jslinked to Play), the counter "frame k of n"; the drawing and source
+        pane in one ``widgets.HTML`` laid out as the static player lays them out.  The box has
+        the classes ``gpu-viz-live-player`` and, given ``live_id``, ``gpu-viz-live-<live_id>``
+        (what its static twin looks for)."""
         import ipywidgets as w
 
         n = len(self.frames)
         play = w.Play(value=0, min=0, max=n - 1, step=1, interval=self.interval_ms, description="play")
-        slider = w.IntSlider(value=0, min=0, max=n - 1, step=1, description="frame",
-                             continuous_update=True, layout=w.Layout(width="420px"))
+        slider = w.IntSlider(value=0, min=0, max=n - 1, step=1, description="frame", readout=False,
+                             continuous_update=True, layout=w.Layout(width="300px"))
         w.jslink((play, "value"), (slider, "value"))
         speed = w.IntSlider(value=self.interval_ms, min=100, max=3000, step=100, description="ms/frame",
                             layout=w.Layout(width="300px"))
         w.jslink((speed, "value"), (play, "interval"))
         back, fwd = w.Button(description="◀ step"), w.Button(description="step ▶")
-        drawing = w.HTML(value=self.frames[0].markup)
-        caption = w.HTML(value=f'<div style="font-size:18px;line-height:22px">{html.escape(self.frames[0].caption)}</div>')
-        source = w.HTML(value=source_view(self.source, self.frames[0].line) if self.source else "")
+        counter = w.HTML(value=self._counter_html(0))
+        body = w.HTML(value=self._live_body(0), layout=w.Layout(width="100%"))
+        caption = w.HTML(value=self._caption_html(0))
 
         def update(change):
-            f = self.frames[change["new"]]
-            drawing.value = f.markup
-            caption.value = f'<div style="font-size:18px;line-height:22px">{html.escape(f.caption)}</div>'
-            if self.source:
-                source.value = source_view(self.source, f.line)
+            k = change["new"]
+            body.value = self._live_body(k)
+            caption.value = self._caption_html(k)
+            counter.value = self._counter_html(k)
 
         slider.observe(update, names="value")
         back.on_click(lambda _b: setattr(slider, "value", max(0, slider.value - 1)))
         fwd.on_click(lambda _b: setattr(slider, "value", min(n - 1, slider.value + 1)))
         header = w.HTML(value=f'<div style="{_BOX}">{self._header()}</div>')
-        body = w.HBox([drawing, source]) if self.source else drawing
-        box = w.VBox([header, body, caption, w.HBox([play, back, fwd, slider, speed])])
+        controls = w.HBox([play, back, fwd, slider, counter, speed], layout=w.Layout(flex_flow="row wrap"))
+        box = w.VBox([header, body, caption, controls], layout=w.Layout(max_width=f"{PLAYER_WIDTH}px"))
         box.add_class("gpu-viz-live-player")
+        if live_id:
+            box.add_class(f"gpu-viz-live-{live_id}")
         return box
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        bundle = {"text/plain": f"<Animation {self.title!r}: {len(self)} frames; {self.provenance}>",
-                  "text/html": self.static_html()}
-        try:
-            widget = self.live()
-            bundle["application/vnd.jupyter.widget-view+json"] = {
-                "version_major": 2, "version_minor": 0, "model_id": widget.model_id}
-        except Exception:  # no ipywidgets or no kernel comm: the static player alone
-            pass
-        return bundle, {PLAYER_METADATA_KEY: {"player": True, "frames": len(self)}}
+    def _live_body(self, k: int) -> str:
+        f = self.frames[k]
+        return (f'<div style="{_BOX};padding:0">'
+                + _body(f.markup, source_view(self.source, f.line) if self.source else None) + "</div>")
 
-    def show(self):
-        """Display the player (live widget where a widget manager runs, static HTML elsewhere)."""
+    def _caption_html(self, k: int) -> str:
+        return f'<div style="font-size:18px;line-height:22px">{html.escape(self.frames[k].caption)}</div>'
+
+    def _counter_html(self, k: int) -> str:
+        return f'<span class="gpu-viz-counter" style="font-size:18px;line-height:28px">{self._counter(k)}</span>'
+
+    def _bundle(self, live_id: Optional[str] = None):
+        data = {"text/plain": f"<Animation {self.title!r}: {len(self)} frames; {self.provenance}>",
+                "text/html": self.static_html(live_id)}
+        return data, {PLAYER_METADATA_KEY: {"player": True, "frames": len(self)}}
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """The static player alone (what any frontend renders, kernel or not); :meth:`show`
+        (and a cell ending in the animation) adds the live twin."""
+        return self._bundle()
+
+    def _ipython_display_(self):
+        """Two outputs: the static player (``text/html``, saved with the notebook, rendered by
+        every frontend and by nbconvert), then the live player as its own widget-view output,
+        marked ``{"gpu_viz": {"live": True}}`` in its metadata (decks drop it).  The static copy
+        hides while the live one renders, and the other way round in a reopened notebook."""
         from IPython.display import display
 
-        display(self)
+        live_id = f"gvl{next(_ids)}"
+        try:
+            widget = self.live(live_id)
+        except Exception:  # no ipywidgets or no kernel comm: the static player alone
+            widget = None
+        data, meta = self._bundle(live_id if widget is not None else None)
+        display(data, raw=True, metadata=meta)
+        if widget is not None:
+            display({"text/plain": f"<live player of {self.title!r}>",
+                     LIVE_MIME: {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}},
+                    raw=True, metadata={PLAYER_METADATA_KEY: {"live": True}})
+
+    def show(self):
+        """Display the player: the static one, and the live one where a widget manager runs
+        (each hides while the other shows; see :meth:`_ipython_display_`)."""
+        self._ipython_display_()
+
+
+def _body(markup: str, view: Optional[str], uid: Optional[str] = None) -> str:
+    """The drawing and the source pane side by side, the pane below the drawing where the output
+    is narrower than :data:`CONTENT_WIDTH` minus the drawing's shrink room.  The drawing scales
+    with the width and keeps its aspect ratio (:data:`gpu_viz.widgets.svg.SCALE_STYLE` on the SVG,
+    never larger than drawn); nothing stretches it to the pane's height (``align-items:
+    flex-start``)."""
+    ids = (f' id="{uid}-draw"', f' id="{uid}-src"') if uid else ("", "")
+    src = (f'<div{ids[1]} class="gpu-viz-source-pane" style="flex:0 1 {SOURCE_WIDTH}px;min-width:0;max-width:100%">'
+           f'{view}</div>') if view is not None else ""
+    return (f'<div class="gpu-viz-body" style="display:flex;gap:{GAP}px;align-items:flex-start;flex-wrap:wrap;margin:4px 0">'
+            f'<div{ids[0]} class="gpu-viz-draw" style="flex:1 1 {DRAW_MIN_WIDTH}px;max-width:{_svg.WIDTH}px;min-width:0">'
+            f'{markup}</div>{src}</div>')

@@ -24,6 +24,9 @@ HEIGHT = 360
 MIN_FONT_PX = 18
 #: Arial-metric fonts first (narrow digits: "0.53" fits a 40 px lane cell at 18 px).
 FONT = "Liberation Sans, Arial, Helvetica, DejaVu Sans, sans-serif"
+#: Inline style of every drawing: narrower than drawn, it scales down with the width and keeps its
+#: aspect ratio (height follows the viewBox); it never grows past its drawn size.
+SCALE_STYLE = "display:block;max-width:100%;height:auto"
 #: Line height for text rows, CSS px.
 ROW = 24
 
@@ -168,7 +171,7 @@ class Svg:
     def markup(self) -> str:
         defs = f'<defs>{"".join(self._defs)}</defs>' if self._defs else ""
         return (f'<svg class="gpu-viz-drawing" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
-                f'height="{self.height}" viewBox="0 0 {WIDTH} {self.height}" '
+                f'height="{self.height}" viewBox="0 0 {WIDTH} {self.height}" style="{SCALE_STYLE}" '
                 f'font-family="{FONT}" role="img">'
                 + defs + "".join(self.parts) + "</svg>")
 
