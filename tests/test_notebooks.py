@@ -80,6 +80,40 @@ def test_notebook_runs_in_cpu_mode(path, built_slides):  # noqa: F811
 _GARBLED = re.compile(r"\b(?:from|by|of|on)\s+(?:recorded on|measured on|CPU model, no GPU)\b")
 
 
+def _outputs(nb):
+    """``(where, text)`` of every output: its text, HTML, markdown and SVG."""
+    for i, cell in enumerate(nb.cells):
+        for o in cell.get("outputs", []):
+            parts = [o.get("text", "")] + [str(v) for k, v in o.get("data", {}).items()
+                                           if k.startswith("text/") or k == "image/svg+xml"]
+            yield f"cell {i}", "\n".join(parts)
+
+
+def one_gpu_problems(nb, stem):
+    """Issue 17's CPU-mode rule: every output names only the GPU of the notebook's committed
+    records (the deck's L4 only under records.DECK_L4, in its own column or panel), and the
+    notebook shows each of its records' labels."""
+    from gpu_viz.measure import records
+
+    recs = records.lesson_records(stem)
+    gpu = min(records.gpus_named(recs[0]["gpu"])) if recs else "L4"
+    bad = records.one_gpu_problems(_outputs(nb), gpu)
+    text = _text(nb)
+    bad += [f"does not show the label of {r['_file']} ({records.label(r)})" for r in recs
+            if records.label(r) not in text]
+    return bad
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_cpu_mode_shows_one_gpu_and_its_records(path, built_slides):  # noqa: F811
+    deck = built_slides.deck(path.stem)
+    assert not deck.error, f"{path.name} failed in CPU mode:\n{deck.error[-3000:]}"
+    nb = nbformat.read(deck.executed, as_version=4)
+    bad = one_gpu_problems(nb, path.stem)
+    assert not bad, f"{path.name} in CPU mode: " + "; ".join(bad)
+
+
 def _garbled_provenance(text):
     return sorted({m.group(0) for m in _GARBLED.finditer(text)})
 
