@@ -75,6 +75,28 @@ def warp_order() -> str:
             "`%warpid` is a slot number on the SM, not the warp's index in its block.")
 
 
+def data_residency() -> str:
+    """Notebook 08 ("where data lives is the optimization"): pass 2 re-reading x from global memory
+    vs x staged in registers, in L2 and beyond it, beside the copy bandwidth of the same run."""
+    from .. import backend
+    from . import records
+
+    rows, label = _rows("data_residency")
+    if not rows:
+        why = label if backend.has_gpu() else records.missing("probes")
+        return ("*Pass 2 re-reading x vs keeping it in registers is timed by `rownorm_reread` and "
+                f"`rownorm_staged` (kernels/probes.cu): {why}.*")
+    by = {(r["level"], r["impl"]): r for r in rows}
+    lines = ["| rows of 4096 fp32 | x re-read (L1/L2) | x in registers | copy |", "|---|---|---|---|"]
+    for level in dict.fromkeys(r["level"] for r in rows):
+        a, b = by.get((level, "rownorm_reread")), by.get((level, "rownorm_staged"))
+        if a and b:
+            lines.append(f"| {level}: {a['M']:,} rows | {a['GBps']:,.0f} GB/s | **{b['GBps']:,.0f} GB/s** "
+                         f"({a['median_us'] / b['median_us']:.2f}x) | {a['copy_GBps']:,.0f} GB/s |")
+    return ("\n".join(lines) + f"\n\nEffective GB/s: x read once, y written once, w once; kernel time "
+            f"(CUDA-graph replay), float64-checked. Data: {label}")
+
+
 def decoder_step() -> str:
     """Notebook 08's finale: the three conclusion lines of the decoder record (or this GPU's run)."""
     from .. import backend

@@ -5,8 +5,9 @@
 * ``scheduling`` -- notebook 07: the deck's 2048-block launch at 256 and 1024 threads per block
   (:func:`gpu_viz.frames.scheduling.summary` of ``gpu_viz.record.scheduling``);
 * ``divergence`` -- notebook 03: divergent vs uniform branches (:func:`gpu_viz.measure.divergence.cost`);
-* ``probes`` -- notebooks 03, 07, 08, 09: shuffle-step latency, the doubling point, warp order,
-  the fp16 load's width (:func:`gpu_viz.measure.probes.record`);
+* ``probes`` -- notebooks 03, 06, 07, 08, 09: shuffle-step latency, the doubling point, warp order,
+  the fp16 load's width, the grid-stride timings, x re-read vs staged in registers
+  (:func:`gpu_viz.measure.probes.record`);
 * ``exercises`` -- every write-the-kernel exercise's reference solution, graded on this GPU
   (:func:`gpu_viz.exercises.kernel_lab.record`): the run CPU mode shows;
 * ``decoder`` -- notebook 08's finale: a decoder step with each RMSNorm (:func:`gpu_viz.measure.decoder.record`).
