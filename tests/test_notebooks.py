@@ -114,6 +114,28 @@ def test_cpu_mode_shows_one_gpu_and_its_records(path, built_slides):  # noqa: F8
     assert not bad, f"{path.name} in CPU mode: " + "; ".join(bad)
 
 
+def solution_output_problems(nb):
+    """A hidden solution cell, run by "Run all", shows one labelled line and nothing else."""
+    bad = []
+    for i, cell in enumerate(nb.cells):
+        if "solution" not in cell.metadata.get("tags", []):
+            continue
+        text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
+                       for o in cell.get("outputs", [])).strip()
+        if "\n" in text or "] reference solution: " not in text:
+            bad.append(f"cell {i}: {text[:120]!r}")
+    return bad
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_solution_cells_show_one_labelled_line(path, built_slides):  # noqa: F811
+    deck = built_slides.deck(path.stem)
+    assert not deck.error, f"{path.name} failed in CPU mode:\n{deck.error[-3000:]}"
+    bad = solution_output_problems(nbformat.read(deck.executed, as_version=4))
+    assert not bad, f"{path.name}: solution cells must print one 'reference solution' line: {bad}"
+
+
 def _garbled_provenance(text):
     return sorted({m.group(0) for m in _GARBLED.finditer(text)})
 
