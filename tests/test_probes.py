@@ -193,3 +193,19 @@ def test_claims_from_the_hardware_record_in_cpu_mode(monkeypatch):
     assert f"**{per_sched} per scheduler**" in text and label in text
     assert f"{round(rec['dram_latency']['cycles_per_load'])} cycles" in text
     assert f"{rec['device']['max_threads_per_sm']:,} threads" in claims.block_cap()
+
+
+def test_deck_claims_05_and_08_from_the_committed_records(monkeypatch):
+    """05 corrects the deck's "exactly why it's 1024" and ties 1024 = 32 x 32 to smem[32]; 08 explains
+    the deck kernel's bandwidth with Little's law, from the records' GPU in CPU mode."""
+    from gpu_viz import backend
+    from gpu_viz.measure import claims, records
+
+    monkeypatch.setattr(backend, "has_gpu", lambda: False)
+    hw = records.newest("*-hardware.json")
+    cap = claims.block_cap()
+    assert "exactly why blocks cap at 1024" in cap and "`smem[32]`" in cap and "32 warps of 32 lanes" in cap
+    assert f"holds {hw['device']['max_threads_per_sm']:,} threads" in cap
+    law = claims.deck_littles_law()
+    assert f"{hw['device']['max_threads_per_sm'] * 2:,} B per SM" in law and "Measured: **" in law
+    assert records.label(hw) in law and records.gpus_named(law) == records.gpus_named(hw["gpu"])

@@ -166,10 +166,36 @@ def block_cap() -> str:
     from ..exercises.core import info, source_label
 
     i = info()
-    return (f"The cap is not the SM's size: an SM of {i.name} holds {i.max_threads_per_sm:,} threads "
+    return ("The deck: the whole block must fit on one SM, \"and that constraint is exactly why blocks cap at "
+            f"1024\". The cap is not the SM's size: an SM of {i.name} holds {i.max_threads_per_sm:,} threads "
             f"({i.max_threads_per_sm // 1024} block(s) of 1024 at once; {source_label()}). What 1024 does fix "
             "is the reduction's shape: 1024 threads are 32 warps of 32 lanes, so one partial per warp fits "
             "`smem[32]` and warp 0's 32 lanes can reduce them in one more shuffle pass.")
+
+
+def deck_littles_law(block: int = 1024) -> str:
+    """Notebook 08 (the speed-up): why the deck kernel stops short of the copy bandwidth -- Little's
+    law with one 2-byte load in flight per resident thread, beside the kernel's measured GB/s."""
+    from ..exercises import predict
+
+    try:
+        g = predict._given_08_inflight(block)
+    except RuntimeError as exc:   # CPU mode without a hardware record
+        return f"*Little's law needs the copy bandwidth and the DRAM latency: {exc}.*"
+    have = g["resident_threads_per_sm"] * g["bytes_per_load"]
+    need = g["copy_GBps"] * g["latency_ns"] / g["sm_count"]
+    pred = min(g["copy_GBps"], have * g["sm_count"] / g["latency_ns"])
+    gbps, where = predict._deck_measured_GBps(block)
+    measured = (f" Measured: **{gbps:,.0f} GB/s** ({100 * gbps / g['copy_GBps']:.0f}% of the copy; {where})."
+                if gbps is not None else f" ({where}.)")
+    return (f"Bandwidth = bytes in flight / latency. Each thread of the deck kernel has one 2-byte fp16 load in "
+            f"flight: {g['resident_threads_per_sm']:,} resident threads x 2 B = **{have:,} B per SM**; x "
+            f"{g['sm_count']} SMs / {g['latency_ns']:,.0f} ns = at most **{pred:,.0f} GB/s**, "
+            f"{100 * pred / g['copy_GBps']:.0f}% of the copy's {g['copy_GBps']:,.0f} GB/s, which needs "
+            f"{need:,.0f} B per SM in flight.{measured} More threads cannot help (the SM is full); more bytes per "
+            f"load can: 8 fp16 per thread (16-byte loads, notebook 10's fused kernel).\n\nData: "
+            + (f"copy and latency {g['copy_source']}" if g["copy_source"] == g["latency_source"]
+               else f"copy {g['copy_source']}; latency {g['latency_source']}"))
 
 
 def constant_and_l1(file: str = "rmsnorm_deck.cu", kernel: str = "rmsnorm_deck_f16") -> str:
