@@ -111,6 +111,11 @@ def test_cpu_mode_shows_one_gpu_and_its_records(path, built_slides):  # noqa: F8
     assert not deck.error, f"{path.name} failed in CPU mode:\n{deck.error[-3000:]}"
     nb = nbformat.read(deck.executed, as_version=4)
     bad = one_gpu_problems(nb, path.stem)
+    # the internal words the sources may not use may not reach the outputs either (titles, labels)
+    from test_notebook_format import INTERNAL_WORDS
+
+    bad += [f"{where}: internal word {m.group(0)!r}" for where, text in _outputs(nb)
+            for m in re.finditer(INTERNAL_WORDS, text, re.I)]
     assert not bad, f"{path.name} in CPU mode: " + "; ".join(bad)
 
 
