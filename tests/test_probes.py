@@ -209,3 +209,53 @@ def test_deck_claims_05_and_08_from_the_committed_records(monkeypatch):
     law = claims.deck_littles_law()
     assert f"{hw['device']['max_threads_per_sm'] * 2:,} B per SM" in law and "Measured: **" in law
     assert records.label(hw) in law and records.gpus_named(law) == records.gpus_named(hw["gpu"])
+
+
+NCU_CSV = '''==PROF== Connected to process 4242
+==PROF== Profiling "rownorm_reread": 0%....50%....100% - 9 passes
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","4242","python","h","rownorm_reread(const float *, const float *, float *, int, float)","1","7","(1024, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","l1tex__t_sector_hit_rate.pct","%","49.93"
+"0","4242","python","h","rownorm_reread(const float *, const float *, float *, int, float)","1","7","(1024, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","lts__t_sector_hit_rate.pct","%","98.10"
+"1","4242","python","h","rownorm_staged(const float *, const float *, float *, int, float)","1","7","(1024, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","l1tex__t_sector_hit_rate.pct","%","0.02"
+"1","4242","python","h","rownorm_staged(const float *, const float *, float *, int, float)","1","7","(1024, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","lts__t_sector_hit_rate.pct","%","12.00"
+'''
+
+
+def test_hit_rates_parse_ncu_csv():
+    from gpu_viz.measure import hit_rates
+
+    got = hit_rates.parse_csv(NCU_CSV)
+    assert got == [{"kernel": "rownorm_reread", "l1_hit_pct": 49.93, "l2_hit_pct": 98.10},
+                   {"kernel": "rownorm_staged", "l1_hit_pct": 0.02, "l2_hit_pct": 12.0}]
+    with pytest.raises(ValueError, match="Metric Name"):
+        hit_rates.parse_csv("==PROF== ncu: no kernels were profiled")
+    assert [k for _l, _m, k in hit_rates.shapes()] == list(probes.RESIDENCY_KERNELS) * len(probes.RESIDENCY_ROWS)
+
+
+def test_hit_rates_line_only_beside_rows_of_the_same_gpu(monkeypatch, tmp_path):
+    from gpu_viz import backend
+    from gpu_viz.measure import claims, records
+
+    monkeypatch.setattr(backend, "has_gpu", lambda: False)
+    monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
+    rec = _good() | {"driver": "580.159.04"}
+    records.save_record(rec, tag="probes", directory=tmp_path)
+    hits = [{"op": "hit_rate", "impl": "rownorm_reread", "level": "beyond L2", "M": 16384, "N": 4096,
+             "l1_hit_pct": 48.0, "l2_hit_pct": 51.0}]
+    records.save_record({"date": "2026-12-02", "gpu": "NVIDIA L4", "rows": hits}, tag="hit-rates", directory=tmp_path)
+    assert "hits L1" not in claims.data_residency()          # another GPU's hit rates: not shown
+    records.save_record({"date": "2026-12-02", "gpu": "NVIDIA H200", "rows": hits}, tag="hit-rates", directory=tmp_path)
+    text = claims.data_residency()
+    assert "hits L1 on 48% of its sectors and L2 on 51%" in text and "recorded on NVIDIA H200, 2026-12-02" in text
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(__import__("gpu_viz").kernels.find_tool("ncu") is None, reason="ncu not installed")
+def test_hit_rates_record_on_the_gpu(tmp_path):
+    import json
+
+    from gpu_viz.measure import hit_rates
+
+    rec = json.loads(hit_rates.record(tmp_path).read_text())
+    by = {(r["level"], r["impl"]): r for r in rec["rows"]}
+    assert len(by) == 4 and all(0 <= r["l1_hit_pct"] <= 100 for r in rec["rows"]), rec["rows"]

@@ -93,8 +93,16 @@ def data_residency() -> str:
         if a and b:
             lines.append(f"| {level}: {a['M']:,} rows | {a['GBps']:,.0f} GB/s | **{b['GBps']:,.0f} GB/s** "
                          f"({a['median_us'] / b['median_us']:.2f}x) | {a['copy_GBps']:,.0f} GB/s |")
-    return ("\n".join(lines) + f"\n\nEffective GB/s: x read once, y written once, w once; kernel time "
+    text = ("\n".join(lines) + f"\n\nEffective GB/s: x read once, y written once, w once; kernel time "
             f"(CUDA-graph replay), float64-checked. Data: {label}")
+    hits, hits_label = records.recorded("hit-rates")   # optional (ncu): where pass 2 found x
+    hit = {(r["level"], r["impl"]): r for r in (hits or {}).get("rows", [])}.get(("beyond L2", "rownorm_reread"))
+    # one GPU per table: only the hit rates of the GPU the rows above came from
+    gpu = backend.detect().device_name if backend.has_gpu() else (probes.recorded() or {}).get("gpu")
+    if hit and hits.get("gpu") == gpu:
+        text += (f"\n\nBeyond L2, `rownorm_reread` hits L1 on {hit['l1_hit_pct']:.0f}% of its sectors and L2 on "
+                 f"{hit['l2_hit_pct']:.0f}% (ncu, {hits_label}).")
+    return text
 
 
 def decoder_step() -> str:

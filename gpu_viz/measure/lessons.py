@@ -10,7 +10,9 @@
   (:func:`gpu_viz.measure.probes.record`);
 * ``exercises`` -- every write-the-kernel exercise's reference solution, graded on this GPU
   (:func:`gpu_viz.exercises.kernel_lab.record`): the run CPU mode shows;
-* ``decoder`` -- notebook 08's finale: a decoder step with each RMSNorm (:func:`gpu_viz.measure.decoder.record`).
+* ``decoder`` -- notebook 08's finale: a decoder step with each RMSNorm (:func:`gpu_viz.measure.decoder.record`);
+* ``hit-rates`` -- optional, needs ncu: L1/L2 hit rates of notebook 08's two row kernels
+  (:func:`gpu_viz.measure.hit_rates.record`).
 
 Each writes ``<gpu-slug>-<date>-<what>.json`` into ``--out`` (default: the current folder).
 """
@@ -22,7 +24,7 @@ from pathlib import Path
 from .. import backend
 from . import records
 
-WHAT = ("hardware", "scheduling", "divergence", "probes", "exercises", "decoder")
+WHAT = ("hardware", "scheduling", "divergence", "probes", "exercises", "decoder", "hit-rates")
 
 
 def record(what: str, out=None) -> Path:
@@ -46,6 +48,10 @@ def record(what: str, out=None) -> Path:
         from . import decoder
 
         return decoder.record(out)
+    if what == "hit-rates":
+        from . import hit_rates
+
+        return hit_rates.record(out)
     if what == "hardware":
         from . import memory
 
@@ -76,7 +82,7 @@ def _cli(args) -> int:
 
 
 def register_cli(subparsers) -> None:
-    """Add ``gpu-viz record {hardware,scheduling,divergence,probes,exercises,decoder} [--out DIR]``."""
+    """Add ``gpu-viz record {hardware,scheduling,divergence,probes,exercises,decoder,hit-rates} [--out DIR]``."""
     p = subparsers.add_parser("record", help="measure one of the lessons' GPU records and save it")
     p.add_argument("what", choices=WHAT, help="which record")
     p.add_argument("--out", type=Path, default=Path("."), help="folder for the JSON record (default: here)")
