@@ -341,6 +341,7 @@ def provenance() -> str:
     return live_label() if has_gpu() else MODEL_LABEL
 
 
-def recorded_label(gpu: str, date: str) -> str:
-    """Provenance of a recorded run: ``"recorded on NVIDIA H200, 2026-11-29"``."""
-    return f"recorded on {gpu}, {date} (not live)"
+def recorded_label(gpu: str, date: str, driver: Optional[str] = None) -> str:
+    """Provenance of a recorded run: ``"recorded on NVIDIA H200, 2026-11-29, driver 580.65 (not live)"``
+    (no driver part when the record has none)."""
+    return f"recorded on {gpu}, {date}{f', driver {driver}' if driver else ''} (not live)"

@@ -37,7 +37,14 @@ def _target_arch() -> Tuple[str, str]:
     b = backend.detect()
     if b.is_gpu:
         return b.sm, f"for this GPU ({b.device_name}, {b.sm})"
-    return "sm_89", "for the deck's L4 (sm_89), compiled here without a GPU"
+    # CPU mode: the GPU the committed records were made on, so the code shown and the numbers
+    # shown beside it describe one GPU (the deck's L4 when no record is committed)
+    from .measure import records
+
+    info, _ = records.recorded_device()
+    if info is not None:
+        return info.sm, f"for {info.name} ({info.sm}), the records' GPU, compiled here without a GPU"
+    return "sm_89", f"for {records.DECK_L4} (sm_89), compiled here without a GPU"
 
 
 def ptx(file: str, kernel: str) -> Tuple[Optional[str], str]:

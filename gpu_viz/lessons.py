@@ -147,7 +147,14 @@ def _scheduling_inputs(seed: int, blocks: int = _sch.DECK_BLOCKS, threads: int =
     check_int("blocks", blocks, 1, MAX_BLOCKS)
     check_int("spin_cycles", spin_cycles, 0, MAX_SPIN_CYCLES)
     check_int("fma_iters", fma_iters, 0, MAX_FMA_ITERS)
-    return (), {"blocks": blocks, "threads": threads, "spin_cycles": spin_cycles, "fma_iters": fma_iters}
+    launch = {"blocks": blocks, "threads": threads, "spin_cycles": spin_cycles, "fma_iters": fma_iters}
+    if not backend.has_gpu():
+        # the CPU model models the GPU the committed records were made on, so its timeline and
+        # the recorded numbers shown beside it describe one GPU (records.lesson_device)
+        from .measure import records
+
+        launch["info"] = records.lesson_device()[0]
+    return (), launch
 
 
 def _rmsnorm_deck_inputs(seed: int, d: int = 2048, block: int = 1024, variant: str = _rd.GUARDED,

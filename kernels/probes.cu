@@ -25,8 +25,15 @@
 //                     `passes` times over, and writes the sum to out[thread]: a buffer that fits
 //                     in L2 is read from L2 on every pass after the first, so one launch does
 //                     enough work to measure L2 bandwidth rather than the launch.
+//   rownorm_reread    one block per row of n floats: pass 1 sums x^2, the block reduces it,
+//                     pass 2 reads x AGAIN from global memory (L1/L2 if it is still there, else
+//                     DRAM) and writes y = x * rsqrt(mean + eps) * w.
+//   rownorm_staged    the same row op with x staged in registers: pass 1 keeps each thread's
+//                     STAGE_ITEMS elements, pass 2 reuses them; x is read from memory once.
+//                     Needs n <= STAGE_ITEMS * blockDim.x.  Notebook 08's "where data lives".
 #include <cuda_fp16.h>
 #include "sreg.cuh"
+#include "reduce.cuh"
 
 #define FULL 0xffffffffu
 #define CHAIN_UNROLL 16
@@ -131,3 +138,45 @@ extern "C" __global__ void reread(const float4* x, long long n4, int passes, flo
     out[t] = acc;
 }
 // [end reread]
+
+// [region rownorm_reread]
+extern "C" __global__ void rownorm_reread(const float* __restrict__ x, const float* __restrict__ w,
+                                          float* __restrict__ y, int n, float eps) {
+    __shared__ float red[GPU_VIZ_REDUCE_SLOTS];
+    const float* xr = x + (long long)blockIdx.x * n;
+    float local = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = xr[i];                          // pass 1: x from memory
+        local += v * v;
+    }
+    float r = rsqrtf(block_reduce_sum(local, red) / n + eps);
+    float* yr = y + (long long)blockIdx.x * n;
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        yr[i] = xr[i] * r * w[i];                 // pass 2: x from memory again
+}
+// [end rownorm_reread]
+
+#define STAGE_ITEMS 4
+
+// [region rownorm_staged]
+extern "C" __global__ void rownorm_staged(const float* __restrict__ x, const float* __restrict__ w,
+                                          float* __restrict__ y, int n, float eps) {
+    __shared__ float red[GPU_VIZ_REDUCE_SLOTS];
+    const float* xr = x + (long long)blockIdx.x * n;
+    float v[STAGE_ITEMS];                         // this thread's elements, kept in registers
+    float local = 0.0f;
+#pragma unroll
+    for (int k = 0; k < STAGE_ITEMS; ++k) {
+        int i = threadIdx.x + k * blockDim.x;
+        v[k] = i < n ? xr[i] : 0.0f;              // pass 1: x from memory, once
+        local += v[k] * v[k];
+    }
+    float r = rsqrtf(block_reduce_sum(local, red) / n + eps);
+    float* yr = y + (long long)blockIdx.x * n;
+#pragma unroll
+    for (int k = 0; k < STAGE_ITEMS; ++k) {
+        int i = threadIdx.x + k * blockDim.x;
+        if (i < n) yr[i] = v[k] * r * w[i];       // pass 2: x from registers
+    }
+}
+// [end rownorm_staged]

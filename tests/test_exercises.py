@@ -29,6 +29,15 @@ def _run_cell(code: str):
     return eval(lines[-1], ns)
 
 
+def test_a_solution_cell_shows_one_labelled_line(cpu_mode):
+    """"Run all" runs the hidden solution cells too: each shows one line that says it is the
+    reference solution, never a verdict the learner could read as the one on their own answer."""
+    for e in ex.exercises():
+        shown = repr(_run_cell(e.solution))
+        assert "\n" not in shown and shown.startswith(f"[{e.id}] reference solution: "), (e.id, shown)
+        assert "correct" not in shown and "not graded" not in shown, (e.id, shown)
+
+
 def test_every_notebook_has_two_exercises():
     by_nb = {nb: [e.id for e in ex.exercises(nb)] for nb in NOTEBOOKS}
     assert all(len(v) >= 2 for v in by_nb.values()), by_nb
@@ -93,6 +102,8 @@ WRONG = [
     ("07.waves", lambda g: -(-g["blocks"] // g["sm_count"]), "divides by the SMs only"),
     ("08.bytes", lambda g: 3 * g["M"] * g["d"] * 2 + g["d"] * 2, "counted x twice"),
     ("08.bytes", lambda g: 2 * (2 * g["M"] * g["d"] * 2 + g["d"] * 2), "float32"),
+    ("08.bytes", lambda g: 2 * g["M"] * g["d"] * 2, "left out the weight w"),
+    ("08.bytes", lambda g: 3 * g["M"] * g["d"] * 2, "once per row"),
     ("08.inflight", lambda g: g["block"] * 2, "one block only"),
     ("08.inflight", lambda g: g["resident_threads_per_sm"] * 4, "float32 loads"),
     ("08.warp_loads", lambda g: 3 * 32, "every warp on the last pass"),
@@ -104,6 +115,8 @@ WRONG = [
     ("09.lane0", lambda g: g["lanes"][0], "__shfl_up_sync"),
     ("09.lane0", lambda g: sum(g["lanes"]), "all five steps"),
     ("10.bytes", lambda g: 2 * g["M"] * g["N"] * 2 + g["N"] * 2, "left out the gate"),
+    ("10.bytes", lambda g: 3 * g["M"] * g["N"] * 2, "left out the weight w"),
+    ("10.bytes", lambda g: 4 * g["M"] * g["N"] * 2, "once per row"),
     ("10.floor", lambda g: g["bytes"] / (ex.core.info().peak_bandwidth_GBps * 1e9) * 1e6, "peak bandwidth"),
 ]
 
@@ -127,6 +140,7 @@ def test_bad_answer_kind_is_a_clear_error(cpu_mode):
 
 def test_verdict_require():
     assert ex.Verdict("x", True, "fine").require().ok
+    assert repr(ex.Verdict("x", True, "fine", ["a detail"]).require()) == "[x] reference solution: passes"
     assert ex.Verdict("x", None, "needs a GPU").require().ok is None
     with pytest.raises(AssertionError, match="the mistake"):
         ex.Verdict("x", False, "the mistake").require()

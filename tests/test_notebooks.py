@@ -83,6 +83,67 @@ _GARBLED = re.compile(r"\b(?:from|by|of|on)\s+(?:recorded on|measured on|CPU mod
                       r"|\b(?:measured|recorded) \((?:measured|recorded) on\b")
 
 
+def _outputs(nb):
+    """``(where, text)`` of every output: its text, HTML, markdown and SVG."""
+    for i, cell in enumerate(nb.cells):
+        for o in cell.get("outputs", []):
+            parts = [o.get("text", "")] + [str(v) for k, v in o.get("data", {}).items()
+                                           if k.startswith("text/") or k == "image/svg+xml"]
+            yield f"cell {i}", "\n".join(parts)
+
+
+def one_gpu_problems(nb, stem):
+    """Issue 17's CPU-mode rule: every output names only the GPU of the notebook's committed
+    records (the deck's L4 only under records.DECK_L4, in its own column or panel), and the
+    notebook shows each of its records' labels."""
+    from gpu_viz.measure import records
+
+    recs = records.lesson_records(stem)
+    gpu = min(records.gpus_named(recs[0]["gpu"])) if recs else "L4"
+    bad = records.one_gpu_problems(_outputs(nb), gpu)
+    text = _text(nb)
+    bad += [f"does not show the label of {r['_file']} ({records.label(r)})" for r in recs
+            if records.label(r) not in text]
+    return bad
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_cpu_mode_shows_one_gpu_and_its_records(path, built_slides):  # noqa: F811
+    deck = built_slides.deck(path.stem)
+    assert not deck.error, f"{path.name} failed in CPU mode:\n{deck.error[-3000:]}"
+    nb = nbformat.read(deck.executed, as_version=4)
+    bad = one_gpu_problems(nb, path.stem)
+    # the internal words the sources may not use may not reach the outputs either (titles, labels)
+    from test_notebook_format import INTERNAL_WORDS
+
+    bad += [f"{where}: internal word {m.group(0)!r}" for where, text in _outputs(nb)
+            for m in re.finditer(INTERNAL_WORDS, text, re.I)]
+    assert not bad, f"{path.name} in CPU mode: " + "; ".join(bad)
+
+
+def solution_output_problems(nb):
+    """A hidden solution cell, run by "Run all", shows one labelled line and nothing else."""
+    bad = []
+    for i, cell in enumerate(nb.cells):
+        if "solution" not in cell.metadata.get("tags", []):
+            continue
+        text = "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
+                       for o in cell.get("outputs", [])).strip()
+        if "\n" in text or "] reference solution: " not in text:
+            bad.append(f"cell {i}: {text[:120]!r}")
+    return bad
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_solution_cells_show_one_labelled_line(path, built_slides):  # noqa: F811
+    deck = built_slides.deck(path.stem)
+    assert not deck.error, f"{path.name} failed in CPU mode:\n{deck.error[-3000:]}"
+    bad = solution_output_problems(nbformat.read(deck.executed, as_version=4))
+    assert not bad, f"{path.name}: solution cells must print one 'reference solution' line: {bad}"
+
+
 def _garbled_provenance(text):
     return sorted({m.group(0) for m in _GARBLED.finditer(text)})
 

@@ -16,7 +16,19 @@ def _good():
         {"op": "reread_bandwidth", "level": "L2", "size_bytes": 8 << 20, "passes": 64, "median_us": 60.0,
          "p10_us": 59.0, "p90_us": 61.0, "GBps": 8947.8},
         {"op": "reread_bandwidth", "level": "DRAM", "size_bytes": 1 << 30, "passes": 1, "median_us": 250.0,
-         "p10_us": 249.0, "p90_us": 251.0, "GBps": 4295.0}]}
+         "p10_us": 249.0, "p90_us": 251.0, "GBps": 4295.0}] + _residency_rows() + [
+        {"op": "grid_stride", "impl": "scale_grid_stride", "grid": 132, "block": 1024, "n": 1 << 24,
+         "timing": "kernel", "median_us": 40.0, "p10_us": 39.5, "p90_us": 40.5, "GBps": 3355.4}]}
+
+
+def _residency_rows():
+    rows = []
+    for level, M, reread, staged in (("in L2", 512, 10.0, 8.0), ("beyond L2", 16384, 160.0, 150.0)):
+        for impl, us in (("rownorm_reread", reread), ("rownorm_staged", staged)):
+            rows.append({"op": "data_residency", "impl": impl, "level": level, "M": M, "N": 4096, "timing": "kernel",
+                         "median_us": us, "p10_us": us * 0.99, "p90_us": us * 1.01,
+                         "GBps": round((2 * M * 4096 * 4 + 4096 * 4) / (us * 1e-6) / 1e9, 1), "copy_GBps": 4230.0})
+    return rows
 
 
 def test_record_schema_accepts_a_sound_record():
@@ -81,6 +93,10 @@ def test_probes_record_runs_every_probe(tmp_path):
         assert dbl[(t, 1)]["makespan_us"] > dbl[(t, 0)]["makespan_us"]
     bw = {r["level"]: r["GBps"] for r in rec["rows"] if r["op"] == "reread_bandwidth"}
     assert bw["L2"] > bw["DRAM"], bw   # a buffer in L2, re-read, beats one pass over DRAM
+    gs = {r["grid"]: r["median_us"] for r in rec["rows"] if r["op"] == "grid_stride"}
+    assert len(gs) == 3 and gs[1] > max(v for g, v in gs.items() if g > 1), gs   # one block is the slowest
+    res = {(r["level"], r["impl"]) for r in rec["rows"] if r["op"] == "data_residency"}
+    assert len(res) == len(probes.RESIDENCY_ROWS) * len(probes.RESIDENCY_KERNELS), res
 
 
 def test_claim_texts_quote_the_rows_and_their_label(monkeypatch):
@@ -98,6 +114,72 @@ def test_claim_texts_quote_the_rows_and_their_label(monkeypatch):
     assert "no committed probes record" in claims.shuffle_step()
 
 
+def test_data_residency_claim_quotes_both_kernels_and_the_copy(monkeypatch):
+    from gpu_viz.measure import claims
+
+    rows = _residency_rows()
+    monkeypatch.setattr(probes, "current", lambda op: ([r for r in rows if r["op"] == op], "recorded on X, D (not live)"))
+    text = claims.data_residency()
+    assert "| beyond L2: 16,384 rows |" in text and "(1.07x)" in text and "4,230 GB/s" in text
+    assert "(1.25x)" in text and "Data: recorded on X, D (not live)" in text
+
+
+def test_data_residency_claim_without_a_record_says_how_to_make_one(monkeypatch, tmp_path):
+    """CPU mode and no committed record (or one made before the probe existed): one clear line."""
+    from gpu_viz import backend
+    from gpu_viz.measure import claims, records
+
+    monkeypatch.setattr(backend, "has_gpu", lambda: False)
+    monkeypatch.setattr(records, "results_dir", lambda: tmp_path)          # nothing committed
+    text = claims.data_residency()
+    assert "no committed record yet: run `gpu-viz record probes" in text and "on a GPU" in text
+    records.save_record(_good() | {"rows": _good()["rows"][:2]}, tag="probes", directory=tmp_path)
+    assert "no committed record yet: run `gpu-viz record probes" in claims.data_residency()
+
+
+def test_rownorm_reference_and_launch_checks(monkeypatch):
+    x = np.array([[3.0, 4.0], [1.0, 1.0]], np.float32)
+    y = probes.rownorm_reference(x, np.array([1.0, 2.0]), eps=0.0)
+    assert np.allclose(y, [[3 / np.sqrt(12.5), 8 / np.sqrt(12.5)], [1.0, 2.0]])
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        probes.rownorm("rownorm_fast", None, None)
+
+
+def test_stage_items_matches_the_kernel():
+    from gpu_viz import kernels
+
+    assert "STAGE_ITEMS" in kernels.snippet(probes.FILE, "rownorm_staged").text
+    assert f"#define STAGE_ITEMS {probes.STAGE_ITEMS}\n" in (kernels.KERNEL_DIR / probes.FILE).read_text()
+    assert probes.RESIDENCY_N <= probes.STAGE_ITEMS * probes.RESIDENCY_BLOCK
+
+
+@pytest.mark.gpu
+@pytest.mark.timing   # asserts that one kernel is not slower than another
+def test_data_residency_probe_matches_float64_and_staged_is_not_slower_beyond_l2():
+    import cupy as cp
+
+    from gpu_viz.rmsnorm.tolerances import tolerance
+
+    atol, rtol = tolerance("float32")
+    # every row of odd shapes, against float64 (the probe itself checks its timed shapes)
+    for M, N in ((1, 1), (3, 1000), (33, 4096), (2, 4095)):
+        x = cp.random.standard_normal((M, N), dtype=cp.float32)
+        w = cp.random.standard_normal(N, dtype=cp.float32)
+        want = probes.rownorm_reference(cp.asnumpy(x), cp.asnumpy(w))
+        for kernel in probes.RESIDENCY_KERNELS:
+            got = cp.asnumpy(probes.rownorm(kernel, x, w)).astype(np.float64)
+            assert np.all(np.abs(got - want) <= atol + rtol * np.abs(want)), (kernel, M, N)
+    with pytest.raises(ValueError, match="holds"):
+        probes.rownorm("rownorm_staged", cp.zeros((1, 4097), cp.float32), cp.zeros(4097, cp.float32))
+    rows = probes.data_residency()
+    by = {(r["level"], r["impl"]): r for r in rows}
+    assert set(by) == {(lv, k) for lv, _ in probes.RESIDENCY_ROWS for k in probes.RESIDENCY_KERNELS}
+    staged, reread = by[("beyond L2", "rownorm_staged")], by[("beyond L2", "rownorm_reread")]
+    # beyond L2 the row's second read can only cost more than keeping it: 3% for timing noise
+    assert staged["median_us"] <= reread["median_us"] * 1.03, (staged, reread)
+    assert staged["GBps"] <= 1.1 * staged["copy_GBps"], staged   # beyond L2: not above the copy roofline
+
+
 def test_claims_from_the_hardware_record_in_cpu_mode(monkeypatch):
     """CPU mode: one GPU (the committed hardware record's) for the limit and the latency."""
     from gpu_viz import backend
@@ -112,3 +194,69 @@ def test_claims_from_the_hardware_record_in_cpu_mode(monkeypatch):
     assert f"**{per_sched} per scheduler**" in text and label in text
     assert f"{round(rec['dram_latency']['cycles_per_load'])} cycles" in text
     assert f"{rec['device']['max_threads_per_sm']:,} threads" in claims.block_cap()
+
+
+def test_deck_claims_05_and_08_from_the_committed_records(monkeypatch):
+    """05 corrects the deck's "exactly why it's 1024" and ties 1024 = 32 x 32 to smem[32]; 08 explains
+    the deck kernel's bandwidth with Little's law, from the records' GPU in CPU mode."""
+    from gpu_viz import backend
+    from gpu_viz.measure import claims, records
+
+    monkeypatch.setattr(backend, "has_gpu", lambda: False)
+    hw = records.newest("*-hardware.json")
+    cap = claims.block_cap()
+    assert "exactly why blocks cap at 1024" in cap and "`smem[32]`" in cap and "32 warps of 32 lanes" in cap
+    assert f"holds {hw['device']['max_threads_per_sm']:,} threads" in cap
+    law = claims.deck_littles_law()
+    assert f"{hw['device']['max_threads_per_sm'] * 2:,} B per SM" in law and "Measured: **" in law
+    assert records.label(hw) in law and records.gpus_named(law) == records.gpus_named(hw["gpu"])
+
+
+NCU_CSV = '''==PROF== Connected to process 4242
+==PROF== Profiling "rownorm_reread": 0%....50%....100% - 9 passes
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","4242","python","h","rownorm_reread(const float *, const float *, float *, int, float)","1","7","(1024, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","l1tex__t_sector_hit_rate.pct","%","49.93"
+"0","4242","python","h","rownorm_reread(const float *, const float *, float *, int, float)","1","7","(1024, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","lts__t_sector_hit_rate.pct","%","98.10"
+"1","4242","python","h","rownorm_staged(const float *, const float *, float *, int, float)","1","7","(1024, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","l1tex__t_sector_hit_rate.pct","%","0.02"
+"1","4242","python","h","rownorm_staged(const float *, const float *, float *, int, float)","1","7","(1024, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","lts__t_sector_hit_rate.pct","%","12.00"
+'''
+
+
+def test_hit_rates_parse_ncu_csv():
+    from gpu_viz.measure import hit_rates
+
+    got = hit_rates.parse_csv(NCU_CSV)
+    assert got == [{"kernel": "rownorm_reread", "l1_hit_pct": 49.93, "l2_hit_pct": 98.10},
+                   {"kernel": "rownorm_staged", "l1_hit_pct": 0.02, "l2_hit_pct": 12.0}]
+    with pytest.raises(ValueError, match="Metric Name"):
+        hit_rates.parse_csv("==PROF== ncu: no kernels were profiled")
+    assert [k for _l, _m, k in hit_rates.shapes()] == list(probes.RESIDENCY_KERNELS) * len(probes.RESIDENCY_ROWS)
+
+
+def test_hit_rates_line_only_beside_rows_of_the_same_gpu(monkeypatch, tmp_path):
+    from gpu_viz import backend
+    from gpu_viz.measure import claims, records
+
+    monkeypatch.setattr(backend, "has_gpu", lambda: False)
+    monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
+    rec = _good() | {"driver": "580.159.04"}
+    records.save_record(rec, tag="probes", directory=tmp_path)
+    hits = [{"op": "hit_rate", "impl": "rownorm_reread", "level": "beyond L2", "M": 16384, "N": 4096,
+             "l1_hit_pct": 48.0, "l2_hit_pct": 51.0}]
+    records.save_record({"date": "2026-12-02", "gpu": "NVIDIA L4", "rows": hits}, tag="hit-rates", directory=tmp_path)
+    assert "hits L1" not in claims.data_residency()          # another GPU's hit rates: not shown
+    records.save_record({"date": "2026-12-02", "gpu": "NVIDIA H200", "rows": hits}, tag="hit-rates", directory=tmp_path)
+    text = claims.data_residency()
+    assert "hits L1 on 48% of its sectors and L2 on 51%" in text and "recorded on NVIDIA H200, 2026-12-02" in text
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(__import__("gpu_viz").kernels.find_tool("ncu") is None, reason="ncu not installed")
+def test_hit_rates_record_on_the_gpu(tmp_path):
+    import json
+
+    from gpu_viz.measure import hit_rates
+
+    rec = json.loads(hit_rates.record(tmp_path).read_text())
+    by = {(r["level"], r["impl"]): r for r in rec["rows"]}
+    assert len(by) == 4 and all(0 <= r["l1_hit_pct"] <= 100 for r in rec["rows"]), rec["rows"]

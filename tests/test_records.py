@@ -44,6 +44,38 @@ def test_newest_and_label(tmp_path):
     rec = records.newest("*-fused.json", tmp_path)
     assert rec["date"] == "2026-11-30" and records.label(rec) == "recorded on NVIDIA H200, 2026-11-30 (not live)"
     assert records.newest("*-nothing.json", tmp_path) is None
+    rec["driver"] = "580.159.04"
+    assert records.label(rec) == "recorded on NVIDIA H200, 2026-11-30, driver 580.159.04 (not live)"
+
+
+def test_gpus_named_leaves_out_the_reference_headings():
+    assert records.gpus_named("recorded on NVIDIA H200 (sm_90) beside the L4's 58 SMs") == {"H200", "L4"}
+    assert records.gpus_named(f"| | {records.DECK_L4} | NVIDIA H200 |") == {"H200"}
+    # SVG and HTML escape the apostrophe
+    assert records.gpus_named("<text>the deck&#39;s L4 (spec sheet)</text><text>H200</text>") == {"H200"}
+    assert records.gpus_named("Tesla T4, A100 and 128 cores, no GPU named here: 4 warps") == {"T4", "A100"}
+
+
+def test_one_gpu_problems_catches_a_mixed_figure():
+    mixed = ("cell 4", "NVIDIA L4 (sm_89): 58 SMs. Measurements shown: recorded on NVIDIA H200, 2026-12-01")
+    fine = ("cell 9", f"| | {records.DECK_L4} | recorded on NVIDIA H200 |")
+    specs = ("cell 6", f"| NVIDIA L4 | ... | NVIDIA H200 | ...\n\n{records.SPEC_COMPARISON} and whitepapers")
+    assert records.one_gpu_problems([mixed, fine, specs], "H200") == ["cell 4 names ['L4'] beside H200"]
+    # a spec comparison that also carries a measured number is a mixed table
+    assert records.one_gpu_problems([("c", specs[1] + " recorded on NVIDIA H200")], "H200")
+
+
+def test_lesson_records_and_device_in_cpu_mode(monkeypatch):
+    from gpu_viz import backend
+
+    monkeypatch.setattr(backend, "has_gpu", lambda: False)
+    tags = {r["_file"].rsplit("-", 1)[1] for r in records.lesson_records("07_kernel_scheduling")}
+    assert {"scheduling.json", "probes.json"} <= tags
+    assert records.lesson_records("99_nothing") == []
+    info, label = records.lesson_device()
+    hw = records.newest("*-hardware.json")
+    assert info.name == hw["gpu"] and label == records.label(hw) and label in info.source
+    assert "gpu-viz record probes" in records.missing("probes")
 
 
 def test_committed_records_have_the_design_fields():

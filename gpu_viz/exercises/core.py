@@ -32,14 +32,21 @@ class Verdict:
             here: no answer yet, or a kernel exercise in CPU mode).
         message: one or two sentences for the learner.
         details: further lines (the run the answer was checked against, with its provenance).
+        solution: the verdict of a reference solution (:meth:`require`): it shows as one labelled
+            line, so a hidden solution cell run by "Run all" prints nothing the learner could take
+            for the verdict on their own answer in the cell above.
     """
 
     exercise: str
     ok: Optional[bool]
     message: str
     details: List[str] = dataclasses.field(default_factory=list)
+    solution: bool = dataclasses.field(default=False, compare=False)
 
     def text(self) -> str:
+        if self.solution:
+            why = "passes" if self.ok else f"not run here ({self.message.split(';')[0].rstrip('.')})"
+            return f"[{self.exercise}] reference solution: {why}"
         mark = {True: "correct", False: "not yet", None: "not graded"}[self.ok]
         return "\n".join([f"[{self.exercise}] {mark}: {self.message}"] + [f"  {d}" for d in self.details])
 
@@ -50,11 +57,13 @@ class Verdict:
         return self.text()
 
     def require(self) -> "Verdict":
-        """Raise AssertionError (the message) when the answer is wrong; returns self otherwise.
-        A verdict that could not be graded here (``ok is None``) passes: it names why."""
+        """The reference solutions' check: raise AssertionError (the full verdict) when the answer
+        is wrong; otherwise this verdict marked ``solution``, which shows as one line
+        ("[07.waves] reference solution: passes").  A verdict that could not be graded here
+        (``ok is None``) passes, its line naming why."""
         if self.ok is False:
             raise AssertionError(self.text())
-        return self
+        return dataclasses.replace(self, solution=True)
 
 
 @dataclasses.dataclass(frozen=True)

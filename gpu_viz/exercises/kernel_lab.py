@@ -63,7 +63,7 @@ def _cpu_verdict(eid: str) -> Verdict:
         d.append("no recorded run of the reference solution in benchmarks/results yet "
                  "(on a GPU: gpu-viz record exercises --out benchmarks/results)")
     return Verdict(eid, None, "this exercise runs your kernel, which needs a GPU runtime; in CPU mode "
-                   "nothing can run it (on Colab: Runtime > Change runtime type > T4 GPU).", d)
+                   "nothing can run it (on Colab: Runtime > Change runtime type, then pick a GPU).", d)
 
 
 # == 03: vector add ===================================================================================

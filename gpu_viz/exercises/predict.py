@@ -606,7 +606,11 @@ M08, D08 = 16384, 2048
 def _check_08_bytes(answer):
     x = M08 * D08 * 2
     want = 2 * x + D08 * 2
-    return grade_number("08.bytes", answer, want, 2e-3, "bytes: x read once, y written once, w once (fp16)", {
+    # a byte count is exact: a relative tolerance would hide w's 4 KiB beside x's 64 MiB
+    return grade_number("08.bytes", answer, want, 1e-9, "bytes: x read once, y written once, w once (fp16)", {
+        f"you left out the weight w: its {D08 * 2:,} bytes ({D08} fp16) are read too, once (every row "
+        "then finds it in L1/L2).": 2 * x,
+        "you counted w once per row: it is read from memory once, then every row hits it in L1/L2.": 3 * x,
         "you counted x twice: the kernel reads it twice, but the second read hits L1/L2; the fewest "
         "bytes count it once.": 3 * x + D08 * 2,
         "those are float32 sizes: the tensors are fp16 (2 bytes).": 2 * (2 * x + D08 * 2),
@@ -847,7 +851,10 @@ M10, N10 = 16384, 4096
 def _check_10_bytes(answer):
     t = M10 * N10 * 2
     want = 3 * t + N10 * 2
-    return grade_number("10.bytes", answer, want, 2e-3, "bytes: x and gate read, y written, w once (fp16)", {
+    # a byte count is exact: a relative tolerance would hide w's 8 KiB beside 384 MiB
+    return grade_number("10.bytes", answer, want, 1e-9, "bytes: x and gate read, y written, w once (fp16)", {
+        f"you left out the weight w: its {N10 * 2:,} bytes ({N10} fp16) are read too, once.": 3 * t,
+        "you counted w once per row: it is read from memory once, then every row hits it in L1/L2.": 4 * t,
         "you left out the gate: the fused op reads x AND gate.": 2 * t + N10 * 2,
         "those are float32 sizes: the tensors are fp16.": 2 * want,
         "that counts the eager version's intermediates: fused, nothing but x, gate, w and y touches memory.": 5 * t + N10 * 2,

@@ -123,6 +123,6 @@ def animation(partials, result: Dict[str, np.ndarray], corrected: bool, provenan
     """Player for :func:`frames`, with the tree's source (our reconstruction or the fix)."""
     B = np.asarray(partials).size
     title = (f"The fixed halving-tree reduction at {B} threads" if corrected else
-             f"The seed write-up's halving tree at {B} threads (our reconstruction from its description)")
+             f"The write-up's halving tree at {B} threads (our reconstruction from its description)")
     return Animation(frames(partials, result, corrected), title=title, provenance=provenance,
                      source=source(corrected).text)

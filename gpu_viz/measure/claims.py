@@ -80,6 +80,36 @@ def warp_order() -> str:
             + table)
 
 
+def data_residency() -> str:
+    """Notebook 08 ("where data lives is the optimization"): pass 2 re-reading x from global memory
+    vs x staged in registers, in L2 and beyond it, beside the copy bandwidth of the same run."""
+    from .. import backend
+    from . import records
+
+    rows, label = _rows("data_residency")
+    if not rows:
+        why = label if backend.has_gpu() else records.missing("probes")
+        return ("*Pass 2 re-reading x vs keeping it in registers is timed by `rownorm_reread` and "
+                f"`rownorm_staged` (kernels/probes.cu): {why}.*")
+    by = {(r["level"], r["impl"]): r for r in rows}
+    lines = ["| rows of 4096 fp32 | x re-read (L1/L2) | x in registers | copy |", "|---|---|---|---|"]
+    for level in dict.fromkeys(r["level"] for r in rows):
+        a, b = by.get((level, "rownorm_reread")), by.get((level, "rownorm_staged"))
+        if a and b:
+            lines.append(f"| {level}: {a['M']:,} rows | {a['GBps']:,.0f} GB/s | **{b['GBps']:,.0f} GB/s** "
+                         f"({a['median_us'] / b['median_us']:.2f}x) | {a['copy_GBps']:,.0f} GB/s |")
+    text = ("\n".join(lines) + f"\n\nEffective GB/s: x read once, y written once, w once; kernel time "
+            f"(CUDA-graph replay), float64-checked. Data: {label}")
+    hits, hits_label = records.recorded("hit-rates")   # optional (ncu): where pass 2 found x
+    hit = {(r["level"], r["impl"]): r for r in (hits or {}).get("rows", [])}.get(("beyond L2", "rownorm_reread"))
+    # one GPU per table: only the hit rates of the GPU the rows above came from
+    gpu = backend.detect().device_name if backend.has_gpu() else (probes.recorded() or {}).get("gpu")
+    if hit and hits.get("gpu") == gpu:
+        text += (f"\n\nBeyond L2, `rownorm_reread` hits L1 on {hit['l1_hit_pct']:.0f}% of its sectors and L2 on "
+                 f"{hit['l2_hit_pct']:.0f}% (ncu, {hits_label}).")
+    return text
+
+
 def decoder_step() -> str:
     """Notebook 08's finale: the three conclusion lines of the decoder record (or this GPU's run)."""
     from .. import backend
@@ -149,10 +179,36 @@ def block_cap() -> str:
     from ..exercises.core import info, source_label
 
     i = info()
-    return (f"The cap is not the SM's size: an SM of {i.name} holds {i.max_threads_per_sm:,} threads "
+    return ("The deck: the whole block must fit on one SM, \"and that constraint is exactly why blocks cap at "
+            f"1024\". The cap is not the SM's size: an SM of {i.name} holds {i.max_threads_per_sm:,} threads "
             f"({i.max_threads_per_sm // 1024} block(s) of 1024 at once; {source_label()}). What 1024 does fix "
             "is the reduction's shape: 1024 threads are 32 warps of 32 lanes, so one partial per warp fits "
             "`smem[32]` and warp 0's 32 lanes can reduce them in one more shuffle pass.")
+
+
+def deck_littles_law(block: int = 1024) -> str:
+    """Notebook 08 (the speed-up): why the deck kernel stops short of the copy bandwidth -- Little's
+    law with one 2-byte load in flight per resident thread, beside the kernel's measured GB/s."""
+    from ..exercises import predict
+
+    try:
+        g = predict._given_08_inflight(block)
+    except RuntimeError as exc:   # CPU mode without a hardware record
+        return f"*Little's law needs the copy bandwidth and the DRAM latency: {exc}.*"
+    have = g["resident_threads_per_sm"] * g["bytes_per_load"]
+    need = g["copy_GBps"] * g["latency_ns"] / g["sm_count"]
+    pred = min(g["copy_GBps"], have * g["sm_count"] / g["latency_ns"])
+    gbps, where = predict._deck_measured_GBps(block)
+    measured = (f" Measured: **{gbps:,.0f} GB/s** ({100 * gbps / g['copy_GBps']:.0f}% of the copy; {where})."
+                if gbps is not None else f" ({where}.)")
+    return (f"Bandwidth = bytes in flight / latency. Each thread of the deck kernel has one 2-byte fp16 load in "
+            f"flight: {g['resident_threads_per_sm']:,} resident threads x 2 B = **{have:,} B per SM**; x "
+            f"{g['sm_count']} SMs / {g['latency_ns']:,.0f} ns = at most **{pred:,.0f} GB/s**, "
+            f"{100 * pred / g['copy_GBps']:.0f}% of the copy's {g['copy_GBps']:,.0f} GB/s, which needs "
+            f"{need:,.0f} B per SM in flight.{measured} More threads cannot help (the SM is full); more bytes per "
+            f"load can: 8 fp16 per thread (16-byte loads, notebook 10's fused kernel).\n\nData: "
+            + (f"copy and latency {g['copy_source']}" if g["copy_source"] == g["latency_source"]
+               else f"copy {g['copy_source']}; latency {g['latency_source']}"))
 
 
 def constant_and_l1(file: str = "rmsnorm_deck.cu", kernel: str = "rmsnorm_deck_f16") -> str:

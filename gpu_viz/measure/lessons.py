@@ -5,11 +5,14 @@
 * ``scheduling`` -- notebook 07: the deck's 2048-block launch at 256 and 1024 threads per block
   (:func:`gpu_viz.frames.scheduling.summary` of ``gpu_viz.record.scheduling``);
 * ``divergence`` -- notebook 03: divergent vs uniform branches (:func:`gpu_viz.measure.divergence.cost`);
-* ``probes`` -- notebooks 03, 07, 08, 09: shuffle-step latency, the doubling point, warp order,
-  the fp16 load's width (:func:`gpu_viz.measure.probes.record`);
+* ``probes`` -- notebooks 03, 06, 07, 08, 09: shuffle-step latency, the doubling point, warp order,
+  the fp16 load's width, the grid-stride timings, x re-read vs staged in registers
+  (:func:`gpu_viz.measure.probes.record`);
 * ``exercises`` -- every write-the-kernel exercise's reference solution, graded on this GPU
   (:func:`gpu_viz.exercises.kernel_lab.record`): the run CPU mode shows;
-* ``decoder`` -- notebook 08's finale: a decoder step with each RMSNorm (:func:`gpu_viz.measure.decoder.record`).
+* ``decoder`` -- notebook 08's finale: a decoder step with each RMSNorm (:func:`gpu_viz.measure.decoder.record`);
+* ``hit-rates`` -- optional, needs ncu: L1/L2 hit rates of notebook 08's two row kernels
+  (:func:`gpu_viz.measure.hit_rates.record`).
 
 Each writes ``<gpu-slug>-<date>-<what>.json`` into ``--out`` (default: the current folder).
 """
@@ -21,7 +24,7 @@ from pathlib import Path
 from .. import backend
 from . import records
 
-WHAT = ("hardware", "scheduling", "divergence", "probes", "exercises", "decoder")
+WHAT = ("hardware", "scheduling", "divergence", "probes", "exercises", "decoder", "hit-rates")
 
 
 def record(what: str, out=None) -> Path:
@@ -45,6 +48,10 @@ def record(what: str, out=None) -> Path:
         from . import decoder
 
         return decoder.record(out)
+    if what == "hit-rates":
+        from . import hit_rates
+
+        return hit_rates.record(out)
     if what == "hardware":
         from . import memory
 
@@ -75,7 +82,7 @@ def _cli(args) -> int:
 
 
 def register_cli(subparsers) -> None:
-    """Add ``gpu-viz record {hardware,scheduling,divergence,probes,exercises,decoder} [--out DIR]``."""
+    """Add ``gpu-viz record {hardware,scheduling,divergence,probes,exercises,decoder,hit-rates} [--out DIR]``."""
     p = subparsers.add_parser("record", help="measure one of the lessons' GPU records and save it",
                               description="Measure one of the lessons' GPU records on this GPU and save it as "
                                           "JSON (the file CPU mode shows, labelled with its GPU and date).  "

@@ -628,6 +628,6 @@ def recorded_device(record: Dict) -> device.DeviceInfo:
     fields = {f.name for f in dataclasses.fields(device.DeviceInfo)}
     kw = {k: v for k, v in d.items() if k in fields}
     kw["compute_capability"] = tuple(kw["compute_capability"])
-    kw["source"] = (f"{backend.recorded_label(record.get('gpu', d.get('name', '?')), record.get('date', '?'))}: "
+    kw["source"] = (f"{backend.recorded_label(record.get('gpu', d.get('name', '?')), record.get('date', '?'), record.get('driver'))}: "
                     f"{d.get('source', '?')}")
     return device.DeviceInfo(**kw)

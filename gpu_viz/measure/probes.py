@@ -1,4 +1,4 @@
-"""``gpu-viz record probes``: measure on this GPU the claims notebooks 03, 07, 08 and 09 make.
+"""``gpu-viz record probes``: measure on this GPU the claims notebooks 03, 06, 07, 08 and 09 make.
 
 Each probe checks its own result and returns a JSON-able dict; :func:`record` runs them all,
 logs a failing probe (its error in the record's ``failed``) and goes on with the others:
@@ -11,6 +11,9 @@ logs a failing probe (its error in the record's ``failed``) and goes on with the
   ``scheduled_block``, at 256 and 1024 threads, and how many blocks started in the first wave.
 * :func:`warp_order` -- the %warpid, %smid and first-issue clock64 of a 64-thread block's warps.
 * :func:`fp16_load` -- the width of one lane's fp16 load in the SASS, and so a warp's request.
+* :func:`grid_stride` -- notebook 06: the grid-stride loop at 1, SMs and 4 x SMs blocks (kernel time).
+* :func:`data_residency` -- notebook 08: an RMSNorm-like two-pass row op with x re-read from
+  global memory in pass 2 vs staged in registers, in L2 and beyond it, beside the copy bandwidth.
 * :func:`l2_bandwidth` -- a buffer a quarter of L2 re-read many times in one launch (L2), beside
   one pass over 1 GiB (DRAM): notebook 01's L2 label, not launch-bound.
 
@@ -229,8 +232,111 @@ def l2_bandwidth() -> List[Dict]:
     return rows
 
 
+#: Notebook 06: the grid-stride scale over 2**24 floats at one block, one block per SM, four per SM.
+GRID_STRIDE_N = 1 << 24
+
+
+def grid_stride(n: int = GRID_STRIDE_N, block: int = 1024, reps: int = 30) -> List[Dict]:
+    """``scale_grid_stride`` (kernels/grid_stride.cu) over ``n`` floats at grids of 1, SMs and
+    4 x SMs blocks of ``block``: kernel time by CUDA-graph replay, each result checked (y == x / 2).
+    One row per grid; GB/s counts 8 bytes per element (read x, write y)."""
+    from .. import device
+    from ..record import grid_stride as producer
+    from .timing import time_graph
+
+    cp = backend.require_cupy("the grid-stride timing")
+    x = cp.random.standard_normal(n, dtype=cp.float32)
+    sms = device.current().sm_count
+    fn = kernels.function("grid_stride.cu", "scale_grid_stride")
+    rows = []
+    for grid in (1, sms, 4 * sms):
+        y = producer.scale(x, 0.5, grid=grid, block=block)
+        if not bool(cp.array_equal(y, x * cp.float32(0.5))):
+            raise AssertionError(f"grid_stride: wrong result with grid={grid}")
+        args = (x, y, np.float32(0.5), np.int64(n))
+        t = time_graph(lambda i: fn((grid,), (block,), args), framework="cupy", reps=reps, calls_per_graph=5)
+        rows.append({"op": "grid_stride", "impl": "scale_grid_stride", "grid": grid, "block": block, "n": n,
+                     "sm_count": sms, "timing": "kernel", "median_us": round(t.median_us, 3),
+                     "p10_us": round(t.p10_us, 3), "p90_us": round(t.p90_us, 3), "GBps": round(t.GBps(8 * n), 1)})
+    return rows
+
+
+#: Notebook 08's "where data lives": the two-pass row op at one row shape, two row counts: the
+#: in-L2 one (x 8 MiB, x + y 16 MiB: well inside a 48-60 MB L2 between repetitions) and one
+#: beyond L2 (x 256 MiB).  One block of RESIDENCY_BLOCK threads per row, STAGE_ITEMS = 4 per thread.
+RESIDENCY_N, RESIDENCY_BLOCK, RESIDENCY_EPS = 4096, 1024, 1e-6
+RESIDENCY_ROWS = (("in L2", 512), ("beyond L2", 16384))
+RESIDENCY_KERNELS = {"rownorm_reread": "x re-read from global memory (L1/L2) in pass 2",
+                     "rownorm_staged": "x staged in registers between the passes"}
+STAGE_ITEMS = 4
+
+
+def rownorm_reference(x: np.ndarray, w: np.ndarray, eps: float = RESIDENCY_EPS) -> np.ndarray:
+    """float64 reference of the two row kernels: ``x * w / sqrt(mean(x^2) + eps)`` per row."""
+    x64, w64 = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    return x64 * w64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + eps)
+
+
+def rownorm(kernel: str, x, w, eps: float = RESIDENCY_EPS, block: int = RESIDENCY_BLOCK):
+    """Run ``kernel`` (a key of :data:`RESIDENCY_KERNELS`) over the rows of CuPy float32 ``x`` [M, N].
+
+    Raises:
+        ValueError: unknown kernel, or a row longer than the staged kernel's registers hold.
+    """
+    if kernel not in RESIDENCY_KERNELS:
+        raise ValueError(f"kernel must be one of {sorted(RESIDENCY_KERNELS)}, got {kernel!r}")
+    cp = backend.require_cupy("the row kernels")
+    M, N = x.shape
+    if kernel == "rownorm_staged" and N > STAGE_ITEMS * block:
+        raise ValueError(f"rownorm_staged holds {STAGE_ITEMS} x {block} elements per row, got N = {N}")
+    y = cp.full((M, N), np.nan, cp.float32)
+    if M:
+        _fn(kernel)((M,), (block,), (x, w, y, np.int32(N), np.float32(eps)))
+    return y
+
+
+def data_residency(reps: int = 50) -> List[Dict]:
+    """Both row kernels at :data:`RESIDENCY_ROWS`, each checked against :func:`rownorm_reference`
+    (float32 tolerance), kernel time by CUDA-graph replay, and the device-to-device copy bandwidth
+    of the same run.  GB/s counts the fewest bytes: x read once, y written once, w once."""
+    from .. import device
+    from ..rmsnorm.tolerances import tolerance
+    from .timing import copy_bandwidth, time_graph
+
+    cp = backend.require_cupy("the data-residency probe")
+    info = device.current()
+    copy = copy_bandwidth(nbytes=1 << 29, reps=20, framework="cupy")["GBps"]
+    atol, rtol = tolerance("float32")
+    N, rows = RESIDENCY_N, []
+    w = (1 + 0.5 * cp.random.standard_normal(N, dtype=cp.float32)).astype(cp.float32)
+    for level, M in RESIDENCY_ROWS:
+        x = cp.random.standard_normal((M, N), dtype=cp.float32)
+        want = rownorm_reference(cp.asnumpy(x[:64]), cp.asnumpy(w))
+        nbytes = 2 * M * N * 4 + N * 4
+        for kernel in RESIDENCY_KERNELS:
+            y = rownorm(kernel, x, w)
+            got = cp.asnumpy(y[:64]).astype(np.float64)
+            err = np.abs(got - want) - (atol + rtol * np.abs(want))
+            if not np.isfinite(got).all() or (err > 0).any():
+                raise AssertionError(f"{kernel} at [{M}, {N}]: max error {np.nanmax(np.abs(got - want)):.3g} "
+                                     f"over the float32 tolerance (atol {atol}, rtol {rtol})")
+            if not bool(cp.isfinite(y).all()):
+                raise AssertionError(f"{kernel} at [{M}, {N}]: a row was not written")
+            fn = _fn(kernel)
+            args = (x, w, y, np.int32(N), np.float32(RESIDENCY_EPS))
+            t = time_graph(lambda i: fn((M,), (RESIDENCY_BLOCK,), args), framework="cupy", reps=reps,
+                           calls_per_graph=10)
+            rows.append({"op": "data_residency", "impl": kernel, "what": RESIDENCY_KERNELS[kernel], "level": level,
+                         "M": M, "N": N, "dtype": "float32", "block": RESIDENCY_BLOCK, "timing": "kernel",
+                         "median_us": round(t.median_us, 3), "p10_us": round(t.p10_us, 3),
+                         "p90_us": round(t.p90_us, 3), "GBps": round(t.GBps(nbytes), 1), "bytes": nbytes,
+                         "copy_GBps": round(copy, 1), "l2_bytes": info.l2_bytes})
+    return rows
+
+
 PROBES: Dict[str, Callable] = {"shuffle_latency": shuffle_latency, "doubling_point": doubling_point,
-                               "warp_order": warp_order, "fp16_load": fp16_load, "l2_bandwidth": l2_bandwidth}
+                               "warp_order": warp_order, "fp16_load": fp16_load, "l2_bandwidth": l2_bandwidth,
+                               "grid_stride": grid_stride, "data_residency": data_residency}
 
 
 def run_all(probes=None) -> Dict:
@@ -273,7 +379,10 @@ REQUIRED_ROW_KEYS = {"latency_chain": ("impl", "cycles_per_step", "p10", "p90", 
                                         "block_us_median", "resident_blocks_per_sm", "sm_count"),
                      "warp_order": ("threads", "block", "warpid", "clk_offset", "smid", "same_sm"),
                      "fp16_load": ("sass", "bytes_per_lane", "bytes_per_warp"),
-                     "reread_bandwidth": ("level", "size_bytes", "passes", "median_us", "p10_us", "p90_us", "GBps")}
+                     "reread_bandwidth": ("level", "size_bytes", "passes", "median_us", "p10_us", "p90_us", "GBps"),
+                     "grid_stride": ("grid", "block", "n", "median_us", "p10_us", "p90_us", "GBps"),
+                     "data_residency": ("impl", "level", "M", "N", "median_us", "p10_us", "p90_us", "GBps",
+                                        "copy_GBps")}
 
 
 def check_record(rec: Dict) -> List[str]:
@@ -308,7 +417,8 @@ def current(op: str) -> tuple:
 
     if backend.has_gpu():
         fn = {"latency_chain": shuffle_latency, "doubling_point": doubling_point, "warp_order": warp_order,
-              "fp16_load": lambda: [fp16_load()], "reread_bandwidth": l2_bandwidth}[op]
+              "fp16_load": lambda: [fp16_load()], "reread_bandwidth": l2_bandwidth, "grid_stride": grid_stride,
+              "data_residency": data_residency}[op]
         return fn(), backend.live_label()
     rec = recorded()
     if rec is None:

@@ -5,7 +5,15 @@
 * :func:`results_dir`, :func:`load_records`, :func:`newest` -- the committed records the
   notebooks show in CPU mode: ``benchmarks/results/`` of a source checkout, or the copy the
   wheel ships (``gpu_viz/_results``), so an installed package (Colab) finds them too.
-* :func:`label` -- the provenance of a record: "recorded on <GPU>, <date> (not live)".
+* :func:`label` -- the provenance of a record: "recorded on <GPU>, <date>, driver <v> (not live)".
+* :func:`lesson_device` -- the ONE GPU a lesson's figures describe: this GPU live, else the GPU of
+  the committed hardware record, else the deck's L4 spec sheet; with its label.
+* :data:`LESSON_RECORDS`, :func:`lesson_records` -- which committed records each notebook shows in
+  CPU mode (the notebook tests check that each one's label appears).
+* :data:`DECK_L4`, :data:`REFERENCE_LABELS`, :func:`gpus_named` -- the one-GPU-per-figure rule: a
+  figure or table with measured numbers names one GPU; another GPU's numbers (the deck's L4 spec
+  sheet, the write-up's H100) appear only in a separate column or panel headed by one of
+  :data:`REFERENCE_LABELS`.
 """
 from __future__ import annotations
 
@@ -105,8 +113,102 @@ def newest(pattern: str, directory: Optional[Path] = None) -> Optional[Dict]:
 
 
 def label(record: Dict) -> str:
-    """The provenance of a saved record: ``recorded on <gpu>, <date> (not live)``."""
-    return backend.recorded_label(record.get("gpu", "unknown GPU"), record.get("date", "unknown date"))
+    """The provenance of a saved record: ``recorded on <gpu>, <date>, driver <v> (not live)``."""
+    return backend.recorded_label(record.get("gpu", "unknown GPU"), record.get("date", "unknown date"),
+                                  record.get("driver"))
+
+
+#: The heading of a column or panel that shows the deck's L4 numbers beside another GPU's.
+DECK_L4 = "the deck's L4 (spec sheet)"
+#: The heading of the seed write-up's H100 columns (notebook 10).
+SEED_H100 = "the write-up's H100 (its author's run)"
+#: Headings that may name a second GPU in a figure or table: each heads its own column or panel.
+REFERENCE_LABELS = (DECK_L4, SEED_H100)
+
+#: The data line of a table that compares spec sheets only (no measured numbers): it may name many GPUs.
+SPEC_COMPARISON = "Data: vendor spec sheets"
+
+#: Which committed records (``*-<tag>.json``) each notebook shows in CPU mode, by notebook prefix.
+LESSON_RECORDS: Dict[str, tuple] = {
+    "01": ("hardware", "probes"), "02": ("hardware",), "03": ("divergence", "probes", "exercises"), "04": ("hardware",),
+    "05": ("hardware",), "06": ("exercises",), "07": ("scheduling", "probes"),
+    "08_rmsnorm_four_phases": ("probes",), "08_rmsnorm_speedup": ("decoder",), "09": ("probes", "exercises"),
+    "10": ("fused",),
+}
+
+
+def missing(what: str) -> str:
+    """The line CPU mode prints where a figure's record is not committed: how to make it."""
+    return (f"no committed record yet: run `gpu-viz record {what} --out benchmarks/results` on a GPU "
+            "(and commit the file) to show it here")
+
+
+def recorded(tag: str, directory: Optional[Path] = None):
+    """``(record, label)`` of the newest committed ``*-<tag>.json``, or ``(None, None)``."""
+    rec = newest(f"*-{tag}.json", directory)
+    return (rec, label(rec)) if rec else (None, None)
+
+
+def lesson_records(notebook: str, directory: Optional[Path] = None) -> List[Dict]:
+    """The newest committed record of each tag :data:`LESSON_RECORDS` lists for ``notebook``
+    (a stem such as ``"07_kernel_scheduling"``); tags with no committed record are left out."""
+    tags = next((v for k, v in sorted(LESSON_RECORDS.items(), key=lambda kv: -len(kv[0]))
+                 if notebook.startswith(k)), ())
+    found = (newest(f"*-{t}.json", directory) for t in tags)
+    return [r for r in found if r is not None]
+
+
+_GPU_NAME = re.compile(r"\b(?:NVIDIA\s+|Tesla\s+)?(L4|L40S?|T4|A10G?|A100|H100|H200|H20|B200|GB200|V100|RTX\s?\w+)\b")
+
+
+def gpus_named(text: str) -> set:
+    """The GPU models ``text`` names (``{"H200", "L4"}``), leaving out the :data:`REFERENCE_LABELS`
+    headings: the test of the one-GPU-per-figure rule.  ``text`` may be HTML or SVG (entities decoded)."""
+    import html
+
+    text = html.unescape(text)
+    for ref in REFERENCE_LABELS:
+        text = text.replace(ref, "")
+    return {m.group(1).replace(" ", "") for m in _GPU_NAME.finditer(text)}
+
+
+def one_gpu_problems(outputs, gpu: str) -> List[str]:
+    """Every output (``(where, text)`` pairs) that names a GPU other than ``gpu`` (a model, "H200")
+    outside a :data:`REFERENCE_LABELS` heading; a spec-sheet comparison with no measured number
+    (:data:`SPEC_COMPARISON`, no "recorded on" / "measured on") may name several."""
+    bad = []
+    for where, text in outputs:
+        if SPEC_COMPARISON in text and "recorded on" not in text and "measured on" not in text:
+            continue
+        other = gpus_named(text) - {gpu}
+        if other:
+            bad.append(f"{where} names {sorted(other)} beside {gpu}")
+    return bad
+
+
+def lesson_device():
+    """``(DeviceInfo, label)`` of the one GPU a lesson's figures describe: this GPU on a GPU (live
+    label); in CPU mode the GPU of the newest committed hardware record (its label), so its spec
+    and its measurements are one GPU; else the deck's L4 spec sheet (the CPU model's label)."""
+    from .. import device
+
+    if backend.has_gpu():
+        return device.current(), backend.live_label()
+    info, lab = recorded_device()
+    if info is not None:
+        return info, lab
+    return device.spec_sheet(device.DECK_GPU), backend.MODEL_LABEL
+
+
+def recorded_device():
+    """``(DeviceInfo, label)`` of the GPU the newest committed hardware record was made on, or
+    ``(None, None)``."""
+    rec = newest("*-hardware.json")
+    if rec and rec.get("device"):
+        from .memory import recorded_device as from_record
+
+        return from_record(rec), label(rec)
+    return None, None
 
 
 def gpu_tests(prefix: str, directory: Optional[Path] = None) -> Optional[Dict]:

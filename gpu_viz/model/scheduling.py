@@ -142,5 +142,5 @@ def trace(blocks: int = DECK_BLOCKS, threads: int = DEFAULT_THREADS, spin_cycles
                          "clk_end": clk_start + cycles},
                  source=MODEL_SOURCE,
                  provenance=f"{backend.MODEL_LABEL}; {name}, {resident} resident block(s)/SM from "
-                            f"the {info.name} spec sheet",
+                            f"the occupancy calculator for {info.name}",
                  simulated=("smid", "t_start", "t_end", "clk_start", "clk_end"))

@@ -19,7 +19,7 @@ WARP = 32
 
 _L4 = device.SPEC_SHEETS[device.DECK_GPU]
 #: How the CPU model invents the fields only silicon knows (named on every figure).
-SMID_MODEL = (f"round-robin model, {_L4.name.replace('NVIDIA ', '')}'s {_L4.sm_count} SMs: block b runs on "
+SMID_MODEL = (f"round-robin model over {_L4.sm_count} SMs, as on the deck's L4 (spec sheet): block b runs on "
               f"SM b mod {_L4.sm_count}; %warpid = the warp's number inside its block")
 
 #: The six warp-instructions of the deck, as source lines of region ``vector_add``

@@ -73,7 +73,8 @@ DEFAULT_REPS = 100
 #: included output allocation), averaged over 100 (50 for the larger) calls.  NOT live.
 SEED_SHAPES = ((128, 4096), (512, 4096), (1024, 4096), (1024, 8192))
 SEED_H100 = {
-    "source": ("the fused-gate write-up, quoting its README's H100 80GB HBM3 run (PyTorch 2.4.0, "
+    # the GPU is named once, by the column heading (gpu_viz.measure.records.SEED_H100)
+    "source": ("the fused-gate write-up, quoting its README's run (80GB HBM3, PyTorch 2.4.0, "
                "CUDA 12.4, commit d801038); recorded by its author, not reproduced here"),
     "gpu": "NVIDIA H100 80GB HBM3",
     "rows": [  # (M, N, fused_us, eager_us, reported speedup)

@@ -249,7 +249,9 @@ def seed_comparison(rows: Sequence[Dict], provenance: str, dtype: str = "float16
             line += [cell(M, N, "fused", timing), cell(M, N, "eager", timing), cell(M, N, "compile", timing),
                      speed(M, N, timing)]
         body.append(line)
-    cap = (f"seed: {SEED_H100['source']}. ours ({dt}): {provenance}. "
+    from ..measure.records import SEED_H100 as heading
+
+    cap = (f"write-up columns: {heading}, {SEED_H100['source']}. ours ({dt}): {provenance}. "
            "µs per call, median; speed-up = eager / fused.")
     return Table(header, body, cap)
 
