@@ -66,10 +66,16 @@ def test_solution_passes_and_placeholder_is_not_graded_in_cpu_mode(eid, cpu_mode
 @pytest.mark.parametrize("eid", KERNEL)
 def test_kernel_exercise_in_cpu_mode_says_it_needs_a_gpu(eid, cpu_mode):
     e = ex.get(eid)
-    for code in (e.placeholder, e.solution):
+    for code, unfilled in ((e.placeholder, True), (e.solution, False)):
         v = _run_cell(code)
-        assert v.ok is None and "needs a GPU runtime" in v.message, v.text()
-        assert any("reference solution" in d for d in v.details), v.details
+        assert v.ok is None and "needs a GPU runtime" in v.message and "YOUR kernel was not run" in v.message, v.text()
+        # the recorded run shown is marked as the reference solution's, never as the learner's
+        assert any("REFERENCE solution (not your kernel)" in d for d in v.details), v.details
+        reads = [d for d in v.details if d.startswith("read off your source (not run)")]
+        if unfilled:   # the placeholder has the classic mistake: read off the source
+            assert reads and not any("none of the classic mistakes" in d for d in reads), v.details
+        else:
+            assert reads and all("none of the classic mistakes" in d for d in reads), v.details
 
 
 def _g(eid):
@@ -131,11 +137,24 @@ def test_every_predict_exercise_has_a_wrong_answer_test():
     assert {e for e, _, _ in WRONG} == set(PREDICT)
 
 
-def test_bad_answer_kind_is_a_clear_error(cpu_mode):
-    with pytest.raises(TypeError, match="01.bytes.*number"):
-        ex.check("01.bytes", "lots")
-    with pytest.raises(TypeError, match="02.warps.*pair"):
-        ex.check("02.warps", 4)
+@pytest.mark.parametrize("eid, answer, expected", [
+    ("01.bytes", "lots", "the answer must be a number"), ("01.bytes", float("inf"), "finite number"),
+    ("02.warps", 4, "the answer is a pair"), ("03.warps", "6,0", "the answer is a pair"),
+    ("03.warps", 6, "the answer is a pair"),
+])
+def test_bad_answer_kind_is_a_not_yet_verdict_naming_what_is_expected(cpu_mode, eid, answer, expected):
+    """A learner's answer of the wrong kind is graded "not yet" with what was expected (a
+    notebook cell shows a verdict, not a traceback)."""
+    v = ex.check(eid, answer)
+    assert v.ok is False and expected in v.message and repr(answer) in v.message, v.text()
+
+
+@pytest.mark.parametrize("answer, words", [(0, "0 is not it"), (-5, "wrong sign"), (1e9, "too large"),
+                                           (1, "too small")])
+def test_a_far_off_number_says_how_far_in_words(cpu_mode, answer, words):
+    """Never "off by a factor of 0": zero, a negative or a far-off number is named as such."""
+    v = ex.check("01.bytes", answer)
+    assert v.ok is False and words in v.message and "factor of 0" not in v.message, v.text()
 
 
 def test_verdict_require():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from .core import KINDS, Exercise, Verdict, exercises, get
+from .core import KINDS, AnswerKindError, Exercise, Verdict, exercises, get
 
 __all__ = ["Exercise", "Verdict", "KINDS", "check", "exercises", "get", "given"]
 
@@ -39,10 +39,18 @@ def check(exercise_id: str, answer, **options) -> Verdict:
     """Grade ``answer`` (a number, a pair, or CUDA source, as the task says) for ``exercise_id``.
 
     Returns:
-        :class:`Verdict`: ``ok`` True / False (``message`` names the likely mistake) / None (no
-        answer yet, or a kernel exercise in CPU mode); a notebook shows it as text.
+        :class:`Verdict`: ``ok`` True / False (``message`` names the likely mistake, or the kind
+        of answer expected when ``answer`` is of another kind: a string for a number, a number
+        for a pair) / None (no answer yet, or a kernel exercise in CPU mode); a notebook shows it
+        as text, never a traceback.
 
     Raises:
-        KeyError: no such exercise.  TypeError / ValueError: an answer of the wrong kind (naming it).
+        KeyError: no such exercise.  TypeError: an option the exercise lacks.
     """
-    return get(exercise_id).check(answer, **options)
+    ex = get(exercise_id)
+    try:
+        return ex.check(answer, **options)
+    except AnswerKindError as exc:
+        msg = str(exc)
+        msg = msg[len(exercise_id) + 2:] if msg.startswith(f"{exercise_id}: ") else msg
+        return Verdict(exercise_id, False, msg)

@@ -42,10 +42,13 @@ class Verdict:
     message: str
     details: List[str] = dataclasses.field(default_factory=list)
     solution: bool = dataclasses.field(default=False, compare=False)
+    #: A short reason a verdict is not graded here ("needs a GPU runtime"), for the solution's line.
+    not_graded_because: str = dataclasses.field(default="", compare=False)
 
     def text(self) -> str:
         if self.solution:
-            why = "passes" if self.ok else f"not run here ({self.message.split(';')[0].rstrip('.')})"
+            why = "passes" if self.ok else (
+                f"not run here ({self.not_graded_because or self.message.split(';')[0].rstrip('.')})")
             return f"[{self.exercise}] reference solution: {why}"
         mark = {True: "correct", False: "not yet", None: "not graded"}[self.ok]
         return "\n".join([f"[{self.exercise}] {mark}: {self.message}"] + [f"  {d}" for d in self.details])
@@ -172,15 +175,20 @@ def no_answer(exercise_id: str, what: str) -> Verdict:
     return Verdict(exercise_id, None, f"no answer yet: replace the None with {what}.")
 
 
+class AnswerKindError(TypeError, ValueError):
+    """An answer of the wrong kind (a string for a number, a number for a pair, inf):
+    :func:`gpu_viz.exercises.check` turns it into a "not yet" verdict naming what was expected."""
+
+
 def as_number(exercise_id: str, answer, what: str) -> Optional[float]:
     """``answer`` as a float, or None when it is None; a Verdict-worthy TypeError otherwise."""
     if answer is None:
         return None
     if isinstance(answer, bool) or not isinstance(answer, (int, float)) and not hasattr(answer, "__float__"):
-        raise TypeError(f"{exercise_id}: the answer must be a number ({what}), got {type(answer).__name__} {answer!r}")
+        raise AnswerKindError(f"{exercise_id}: the answer must be a number ({what}), got {type(answer).__name__} {answer!r}")
     v = float(answer)
     if not math.isfinite(v):
-        raise ValueError(f"{exercise_id}: the answer must be a finite number ({what}), got {answer!r}")
+        raise AnswerKindError(f"{exercise_id}: the answer must be a finite number ({what}), got {answer!r}")
     return v
 
 
@@ -201,5 +209,8 @@ def grade_number(exercise_id: str, answer, want: float, rtol: float, what: str,
         if value is not None and close(v, value, max(rtol, 1e-9)):
             return Verdict(exercise_id, False, f"{v:,.6g}: {msg}", details)
     ratio = v / want if want else float("inf")
-    return Verdict(exercise_id, False, f"{v:,.6g} is off by a factor of {ratio:.3g} ({what}); recheck "
-                   "each factor and its unit.", details)
+    if v == 0 or not math.isfinite(ratio) or ratio <= 0:
+        how = "is not it" if v == 0 else "has the wrong sign" if ratio < 0 else "is off"
+        return Verdict(exercise_id, False, f"{v:,.6g} {how} ({what}); recheck each factor and its unit.", details)
+    size = f"{ratio:.3g}x too large" if ratio > 1 else f"{1 / ratio:.3g}x too small"
+    return Verdict(exercise_id, False, f"{v:,.6g} is {size} ({what}); recheck each factor and its unit.", details)

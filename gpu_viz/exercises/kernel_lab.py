@@ -50,20 +50,47 @@ def _compile_or_verdict(eid: str, code: str, kernel: str):
         return None, Verdict(eid, False, f"could not load `{kernel}` from your source: {exc}")
 
 
-def _cpu_verdict(eid: str) -> Verdict:
+#: What CPU mode can read off a learner's kernel without running it: (the exercises it applies to,
+#: a test on the source, the message when the test finds the mistake).
+_SOURCE_READS = (
+    (("03.vector_add", "06.grid_stride"), lambda c: "threadIdx.x" not in c or "blockIdx.x" not in c,
+     "the index does not use both blockIdx.x and threadIdx.x: every block would redo the same elements."),
+    (("03.vector_add", "06.grid_stride"), lambda c: re.search(r"<\s*n\b", c) is None,
+     "there is no `i < n` bound: the last block's extra threads would write past the array."),
+    (("06.grid_stride",), lambda c: "gridDim.x" not in c,
+     "the stride does not use gridDim.x: a grid-stride loop steps by blockDim.x * gridDim.x."),
+)
+
+
+def _source_reads(eid: str, code: str) -> List[str]:
+    """The mistakes CPU mode reads off the source of ``eid``'s kernel (comments stripped)."""
+    src = re.sub(r"//[^\n]*|/\*.*?\*/", "", code or "", flags=re.S)
+    found = [msg for ids, test, msg in _SOURCE_READS if eid in ids and test(src)]
+    if eid in ("09.block_sum", "09.fix_deck"):
+        found += source_hazards(src, partial_warps=True)
+    return found
+
+
+def _cpu_verdict(eid: str, code: str = "") -> Verdict:
+    """CPU mode: the learner's kernel is not run (no GPU); what its source shows, and -- marked as
+    the reference solution's, not theirs -- the recorded GPU run of the reference solution."""
     from ..measure import records
 
-    d = []
+    reads = _source_reads(eid, code)
+    d = [f"read off your source (not run): {m}" for m in reads]
+    if code and not reads:
+        d.append("read off your source (not run): none of the classic mistakes this check knows; "
+                 "only a GPU run can grade it.")
     rec = records.newest("*-exercises.json")
     row = next((r for r in (rec or {}).get("rows", []) if r.get("impl") == eid), None)
     if row:
-        d.append(f"the reference solution's run, {records.label(rec)}: {row['message']} "
-                 f"({row['launches']} launches)")
+        d.append(f"for comparison, the REFERENCE solution (not your kernel), {records.label(rec)}: "
+                 f"{row['message']} ({row['launches']} launches)")
     else:
-        d.append("no recorded run of the reference solution in benchmarks/results yet "
+        d.append("no recorded run of the reference solution yet "
                  "(on a GPU: gpu-viz record exercises --out benchmarks/results)")
-    return Verdict(eid, None, "this exercise runs your kernel, which needs a GPU runtime; in CPU mode "
-                   "nothing can run it (on Colab: Runtime > Change runtime type, then pick a GPU).", d)
+    return Verdict(eid, None, "YOUR kernel was not run: running it needs a GPU runtime (on Colab: Runtime > "
+                   "Change runtime type, then pick a GPU).", d, not_graded_because="needs a GPU runtime")
 
 
 # == 03: vector add ===================================================================================
@@ -116,7 +143,7 @@ def diagnose_vector_add(c: np.ndarray, A: np.ndarray, B: np.ndarray, n: int, blo
 def check_vector_add(code: str) -> Verdict:
     eid = "03.vector_add"
     if not backend.has_gpu():
-        return _cpu_verdict(eid)
+        return _cpu_verdict(eid, code)
     cp = backend.require_cupy("03.vector_add")
     fn, bad = _compile_or_verdict(eid, code, "vector_add")
     if bad:
@@ -169,7 +196,7 @@ def diagnose_grid_stride(v: np.ndarray, y: np.ndarray, x: np.ndarray, alpha, n: 
 def check_grid_stride(code: str) -> Verdict:
     eid = "06.grid_stride"
     if not backend.has_gpu():
-        return _cpu_verdict(eid)
+        return _cpu_verdict(eid, code)
     cp = backend.require_cupy("06.grid_stride")
     fn, bad = _compile_or_verdict(eid, code, "grid_stride")
     if bad:
@@ -294,7 +321,7 @@ def _diagnose_block_sum(eid: str, bad: Dict[int, float], flaky: List[int], nan_a
 
 def check_block_sum(code: str, eid: str = "09.block_sum", sizes=BLOCK_SIZES) -> Verdict:
     if not backend.has_gpu():
-        return _cpu_verdict(eid)
+        return _cpu_verdict(eid, code)
     cp = backend.require_cupy(eid)
     fn, bad = _compile_or_verdict(eid, code, "block_sum")
     if bad:

@@ -14,7 +14,7 @@ from typing import Dict
 import numpy as np
 
 from .. import backend
-from .core import (MEASURE, PREDICT, Verdict, as_number, close, grade_number, hardware_record, info, live,
+from .core import (MEASURE, PREDICT, AnswerKindError, Verdict, as_number, close, grade_number, hardware_record, info, live,
                    no_answer, register, source_label, Exercise)
 
 GiB = 1 << 30
@@ -185,7 +185,7 @@ def _check_02_warps(answer):
     try:
         warps, idle = answer
     except (TypeError, ValueError):
-        raise TypeError(f"{eid}: the answer is a pair (warps, idle_lanes), got {answer!r}") from None
+        raise AnswerKindError(f"{eid}: the answer is a pair (warps, idle_lanes), got {answer!r}") from None
     w = as_number(eid, warps, "warps")
     i = as_number(eid, idle, "idle lanes")
     if w == 4 and i == 28:
@@ -240,7 +240,7 @@ def _check_03_warps(answer, n: int = 100, block: int = 96):
     try:
         warps, useful = (as_number(eid, a, "count") for a in answer)
     except (TypeError, ValueError):
-        raise TypeError(f"{eid}: the answer is a pair (warps, useful_lanes), got {answer!r}") from None
+        raise AnswerKindError(f"{eid}: the answer is a pair (warps, useful_lanes), got {answer!r}") from None
     got_w, got_u, prov = _run_vector_add(n, block)
     d = [f"the run: vector_add(n={n}, block={block}) launched {got_w} warps, the last with {got_u} useful lanes ({prov})"]
     if (warps, useful) == (got_w, got_u):
@@ -440,7 +440,7 @@ def _check_06_passes(answer, n: int = 2500, block: int = 1024):
     try:
         first, three = (as_number(eid, a, "count") for a in answer)
     except (TypeError, ValueError):
-        raise TypeError(f"{eid}: the answer is a pair (elements_of_thread_0, threads_with_3), got {answer!r}") from None
+        raise AnswerKindError(f"{eid}: the answer is a pair (elements_of_thread_0, threads_with_3), got {answer!r}") from None
     from .. import lessons
 
     tr = lessons.GRID_STRIDE.trace(n=n, grid=1, block=block)
