@@ -127,3 +127,21 @@ def test_gpu_check_record_keeps_each_passed_test_and_cpu_mode_finds_it(tmp_path)
     assert (found["passed"], found["failed"]) == (1, 1) and "NVIDIA H200, 2026-12-01" in found["label"]
     assert records.gpu_tests("tests/test_reduction.py::test_other", tmp_path) is None
     assert records.gpu_tests("tests/test_nothing.py", tmp_path) is None
+
+
+def test_a_recorded_device_is_never_labelled_live():
+    """CPU mode's device comes from the hardware record: its source says recorded, and how the
+    numbers were read, never "live:" (the figure's Data line read "(not live): live: ...")."""
+    from gpu_viz.measure import memory
+
+    rec = {"gpu": "NVIDIA H200", "date": "2026-12-01", "driver": "580.1",
+           "device": {**_device_fields(), "source": "live: cudaDeviceGetAttribute"}}
+    src = memory.recorded_device(rec).source
+    assert "live:" not in src and src.startswith("recorded on NVIDIA H200, 2026-12-01") \
+        and "read by cudaDeviceGetAttribute" in src, src
+
+
+def _device_fields():
+    from gpu_viz import device
+
+    return {k: v for k, v in device.spec_sheet(device.DECK_GPU).as_dict().items()}

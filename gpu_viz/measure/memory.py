@@ -628,6 +628,10 @@ def recorded_device(record: Dict) -> device.DeviceInfo:
     fields = {f.name for f in dataclasses.fields(device.DeviceInfo)}
     kw = {k: v for k, v in d.items() if k in fields}
     kw["compute_capability"] = tuple(kw["compute_capability"])
-    kw["source"] = (f"{backend.recorded_label(record.get('gpu', d.get('name', '?')), record.get('date', '?'), record.get('driver'))}: "
-                    f"{d.get('source', '?')}")
+    # "recorded on <gpu>, <date>, driver <v> (not live), read by cudaDeviceGetAttribute": the record's
+    # own source loses its "live: " (it was live when recorded, it is not now)
+    how = str(d.get("source", "?"))
+    how = how[len("live: "):] if how.startswith("live: ") else how
+    kw["source"] = (f"{backend.recorded_label(record.get('gpu', d.get('name', '?')), record.get('date', '?'), record.get('driver'))}"
+                    f", read by {how}")
     return device.DeviceInfo(**kw)
