@@ -127,10 +127,13 @@ class Backend:
         r = self.reason or ""
         return r[:r.index(" [")] if r.endswith("]") and " [" in r else r
 
-    def describe(self) -> str:
+    def describe(self, plain: bool = False) -> str:
+        """One line: the mode and the GPU, or why CPU mode.  ``plain``: the reason in words only
+        (:attr:`plain_reason`), as notebooks print it on a slide; the default keeps the library's
+        raw message for logs and the doctor."""
         if self.is_gpu:
             return f"GPU mode: {self.device_name} ({self.sm})"
-        return f"CPU mode (model traces, no timings): {self.reason}"
+        return f"CPU mode (model traces, no timings): {self.plain_reason if plain else self.reason}"
 
 
 _lock = threading.Lock()

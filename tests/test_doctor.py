@@ -370,3 +370,14 @@ def test_banner_says_why_in_words_and_leaves_the_raw_error_to_the_doctor(monkeyp
     assert " ".join(text.split()).startswith("CPU MODE -- no usable CUDA GPU: " + plain)
     assert "cudaError" not in text and "[" not in text.split("\n")[0]
     assert reason in b.describe()
+
+
+def test_notebooks_print_the_mode_in_words():
+    """Bug class: a notebook printing Backend.describe() put the library's raw error on a slide;
+    every notebook call asks for the plain line."""
+    import re
+    from pathlib import Path
+
+    for nb in sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb")):
+        text = nb.read_text()
+        assert not re.search(r"describe\(\)|\.reason\b", text), f"{nb.name}: print describe(plain=True) / plain_reason"
