@@ -11,6 +11,7 @@ so and how to make the record.
 from __future__ import annotations
 
 from . import probes
+from ..words import count
 
 
 def _rows(op):
@@ -181,7 +182,7 @@ def block_cap() -> str:
     i = info()
     return ("The deck: the whole block must fit on one SM, \"and that constraint is exactly why blocks cap at "
             f"1024\". The cap is not the SM's size: an SM of {i.name} holds {i.max_threads_per_sm:,} threads "
-            f"({i.max_threads_per_sm // 1024} block(s) of 1024 at once; {source_label()}). What 1024 does fix "
+            f"({count(i.max_threads_per_sm // 1024, 'block')} of 1024 at once; {source_label()}). What 1024 does fix "
             "is the reduction's shape: 1024 threads are 32 warps of 32 lanes, so one partial per warp fits "
             "`smem[32]` and warp 0's 32 lanes can reduce them in one more shuffle pass.")
 
