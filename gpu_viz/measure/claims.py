@@ -10,6 +10,8 @@ so and how to make the record.
 """
 from __future__ import annotations
 
+import re
+
 from . import probes
 from ..words import count
 
@@ -120,7 +122,13 @@ def decoder_step() -> str:
     if rec is None:
         return ("*The decoder step is measured by `gpu-viz record decoder` on a GPU; no committed record yet.*"
                 if not backend.has_gpu() else "*Run `gpu-viz record decoder` to measure the decoder step here.*")
-    return f"**A decoder step, {records.label(rec)}:**\n\n" + "\n".join(f"- {ln}" for ln in rec["conclusion"])
+    # the lines re-read from the record's rows, in today's wording (a record keeps the wording of its day)
+    try:
+        lines = decoder.conclusion(rec["rows"], rec.get("deck_claim_speedup", decoder.DECK_CLAIM),
+                                   rec.get("conclusion_dtype"))
+    except (KeyError, TypeError, ZeroDivisionError):
+        lines = rec["conclusion"]
+    return f"**A decoder step, {records.label(rec)}:**\n\n" + "\n".join(f"- {ln}" for ln in lines)
 
 
 def l2_bandwidth() -> str:
@@ -200,8 +208,11 @@ def deck_littles_law(block: int = 1024) -> str:
     need = g["copy_GBps"] * g["latency_ns"] / g["sm_count"]
     pred = min(g["copy_GBps"], have * g["sm_count"] / g["latency_ns"])
     gbps, where = predict._deck_measured_GBps(block)
-    measured = (f" Measured: **{gbps:,.0f} GB/s** ({100 * gbps / g['copy_GBps']:.0f}% of the copy; {where})."
-                if gbps is not None else f" ({where}.)")
+    # ``where`` is "<label>, [M, N] at block B" for a record: the shape in words, the label last
+    m = re.match(r"(.*), \[(\d+), (\d+)\] at block (\d+)$", where or "")
+    at, where = (f" at {m.group(2)}x{m.group(3)}, block {m.group(4)}", m.group(1)) if m else ("", where)
+    measured = (f" Measured{at}: **{gbps:,.0f} GB/s**, {100 * gbps / g['copy_GBps']:.0f}% of the copy; {where}."
+                if gbps is not None else f" Not measured: {where}.")
     return (f"Bandwidth = bytes in flight / latency. Each thread of the deck kernel has one 2-byte fp16 load in "
             f"flight: {g['resident_threads_per_sm']:,} resident threads x 2 B = **{have:,} B per SM**; x "
             f"{g['sm_count']} SMs / {g['latency_ns']:,.0f} ns = at most **{pred:,.0f} GB/s**, "
