@@ -27,11 +27,11 @@ def shuffle_step() -> str:
         return f"*A shuffle step's cost is measured by `kernels/probes.cu`; {label}.*"
     c = {r["impl"]: r["cycles_per_step"] for r in rows}
     return (f"The deck says a shuffle step costs ~{probes.DECK_SHUFFLE_CYCLES} cycles. Timed with `clock64` over "
-            f"thousands of dependent steps in one warp ({label}): SHFL alone **{c.get('chain_shfl', float('nan')):.1f}** "
+            f"thousands of dependent steps in one warp: SHFL alone **{c.get('chain_shfl', float('nan')):.1f}** "
             f"cycles, SHFL.DOWN + FADD (one reduction step) **{c.get('chain_shfl_fadd', float('nan')):.1f}**, a "
             f"shared-memory load chain {c.get('chain_lds', float('nan')):.1f}, an FFMA chain "
             f"{c.get('chain_ffma', float('nan')):.1f}. A shuffle step costs about what a shared-memory load does; "
-            "its advantage is that it needs no barrier and no store/load pair through shared memory.")
+            f"its advantage is that it needs no barrier and no store/load pair through shared memory. Data: {label}.")
 
 
 def doubling_point() -> str:
@@ -50,7 +50,7 @@ def doubling_point() -> str:
                          f"{b['makespan_us']:.1f} µs" + (f"; of 2,048 blocks, {big['first_wave_blocks']} started "
                                                          f"in the first wave (the API allows {big['slots']})" if big else ""))
     return ("The makespan does not double at SMs + 1 blocks: each SM holds several blocks at once, so it doubles "
-            f"at SMs x resident + 1 ({label}): " + "; ".join(parts) + ".")
+            "at SMs x resident + 1: " + "; ".join(parts) + f". Data: {label}.")
 
 
 def fp16_load() -> str:
@@ -60,10 +60,10 @@ def fp16_load() -> str:
         return (f"*The fp16 load's width is read from the SASS by `gpu-viz record probes`; {label}.* One fp16 "
                 "value per lane is 32 x 2 = 64 bytes per warp-load.")
     r = rows[0]
-    return (f"Each lane loads one fp16 value: the SASS says `{r['sass']}` ({r['bytes_per_lane']} bytes per lane; "
-            f"{label}), so a warp's load is 32 x {r['bytes_per_lane']} = **{r['bytes_per_warp']} bytes**, two 32-byte "
+    return (f"Each lane loads one fp16 value: the SASS says `{r['sass']}` ({r['bytes_per_lane']} bytes per lane), "
+            f"so a warp's load is 32 x {r['bytes_per_lane']} = **{r['bytes_per_warp']} bytes**, two 32-byte "
             "sectors, not a full 128-byte line. Eight fp16 values per lane (a 16-byte vector load) would fill four "
-            "lines per warp-load.")
+            f"lines per warp-load. Data: {label}.")
 
 
 def warp_order() -> str:
@@ -177,10 +177,11 @@ def latency_hiding(compute_per_load: int = 16) -> str:
     busy = lm.utilization(per_sched, lat, compute_per_load)
     need = lm.warps_to_hide(lat, compute_per_load)
     return (f"The model is one of the SM's four schedulers, so its axis is warps *per scheduler*: {i.name} holds "
-            f"{i.max_threads_per_sm // 32} warps per SM = **{per_sched} per scheduler** ({source_label()}). At its "
-            f"DRAM latency of {lat} cycles ({where}) and {compute_per_load} instructions per load, {per_sched} warps "
+            f"{i.max_threads_per_sm // 32} warps per SM = **{per_sched} per scheduler**. At its "
+            f"DRAM latency of {lat} cycles and {compute_per_load} instructions per load, {per_sched} warps "
             f"keep the scheduler {busy:.0%} busy; hiding the latency fully would take about {need}. Kernels reach "
-            "the bandwidth anyway by having several loads in flight per warp (wider or unrolled loads).")
+            "the bandwidth anyway by having several loads in flight per warp (wider or unrolled loads). "
+            f"Data: {source_label()}; the latency: {where}.")
 
 
 def block_cap() -> str:
@@ -190,9 +191,9 @@ def block_cap() -> str:
     i = info()
     return ("The deck: the whole block must fit on one SM, \"and that constraint is exactly why blocks cap at "
             f"1024\". The cap is not the SM's size: an SM of {i.name} holds {i.max_threads_per_sm:,} threads "
-            f"({count(i.max_threads_per_sm // 1024, 'block')} of 1024 at once; {source_label()}). What 1024 does fix "
+            f"({count(i.max_threads_per_sm // 1024, 'block')} of 1024 at once). What 1024 does fix "
             "is the reduction's shape: 1024 threads are 32 warps of 32 lanes, so one partial per warp fits "
-            "`smem[32]` and warp 0's 32 lanes can reduce them in one more shuffle pass.")
+            f"`smem[32]` and warp 0's 32 lanes can reduce them in one more shuffle pass. Data: {source_label()}.")
 
 
 def deck_littles_law(block: int = 1024) -> str:
