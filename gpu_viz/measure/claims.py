@@ -137,25 +137,27 @@ def l2_bandwidth() -> str:
     from . import memory, records
 
     rows, label = _rows("reread_bandwidth")
-    small = ""
+    small, small_label = "", ""
     # CPU mode: the committed one-pass sweep shows why its in-L2 sizes measure the launch
     rec = None if backend.has_gpu() else memory.recorded_hardware()[0]
     pts = (rec or {}).get("bandwidth_vs_size")
     if pts:
         p = min((q for q in pts if q["size_bytes"] >= (4 << 20)), key=lambda q: q["size_bytes"], default=None)
         if p:
-            small = (f" One pass over {memory.size_label(p['size_bytes'])} takes {p['median_us']:.1f} µs "
-                     f"({records.label(rec)}), most of it the launch: {p['GBps']:,.0f} GB/s there is a launch "
-                     "floor, not L2's bandwidth.")
+            small = (f" One pass over {memory.size_label(p['size_bytes'])} takes {p['median_us']:.1f} µs, "
+                     f"most of it the launch: {p['GBps']:,.0f} GB/s there is a launch floor, not L2's bandwidth.")
+            small_label = records.label(rec)
     if not rows:
-        return f"*L2's bandwidth is measured by `gpu-viz record probes` (re-read in one launch); {label}.*{small}"
+        return (f"*L2's bandwidth is measured by `gpu-viz record probes` (re-read in one launch); {label}.*{small}"
+                + (f" Data: {small_label}." if small_label else ""))
     by = {r["level"]: r for r in rows}
     l2, dram = by.get("L2"), by.get("DRAM")
     text = (f"L2 read bandwidth, a {memory.size_label(l2['size_bytes'])} buffer read {l2['passes']} times in one "
             f"launch: **{l2['GBps']:,.0f} GB/s**" if l2 else "no L2 row")
     if dram:
         text += f"; DRAM, 1 GiB read once: {dram['GBps']:,.0f} GB/s"
-    return text + f" ({label}).{small}"
+    also = f"; the one-pass sweep: {small_label}" if small_label and small_label != label else ""
+    return text + f".{small} Data: {label}{also}."
 
 
 def latency_hiding(compute_per_load: int = 16) -> str:
