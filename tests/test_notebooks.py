@@ -146,10 +146,13 @@ def test_solution_cells_show_one_labelled_line(path, built_slides):  # noqa: F81
 
 # Plumbing on a slide: the code's names, not the idea -- a module path ("gpu_viz.model.latency"), a test
 # file or test id ("tests/test_x.py", "test_x.py::test_y"), a record's file name
-# ("nvidia-h200-2026-12-01-fused.json") or a hedged plural ("block(s)", "pass(es)").  The slide says it in
+# ("nvidia-h200-2026-12-01-fused.json"), a hedged plural ("block(s)", "pass(es)"), or a record's label
+# nested in another parenthesis.  The slide says it in
 # words ("the CPU model", "the GPU test suite", "the committed record"); the names go to the notes.
 _PLUMBING = re.compile(r"\bgpu_viz\.[a-z_]+|\btests/\S+\.py\b|\b\w+\.py::\w+|\b[\w-]+-\d{4}-\d{2}-\d{2}[\w-]*\.json\b"
-                       r"|\b(?:block|pass|warp|thread|row|wave|element|kernel|launch)\((?:s|es)\)")
+                       r"|\b(?:block|pass|warp|thread|row|wave|element|kernel|launch)\((?:s|es)\)"
+                       # a record label inside another parenthesis: "(2 bytes per lane; recorded on ... (not live))"
+                       r"|\([^()\n]*\b(?:recorded|measured) on [^()\n]*\(not live\)")
 
 
 def _plumbing(text):
@@ -247,6 +250,11 @@ def test_garbled_provenance_check_catches_the_pattern():
     assert _garbled_provenance("Measurements shown come from recorded on NVIDIA H200, 2026-11-29 (not live).")
     assert _garbled_provenance("Data by measured on NVIDIA L4 (sm_89) just now")
     assert not _garbled_provenance("Measurements shown: recorded on NVIDIA H200, 2026-11-29 (not live).")
+    assert not _garbled_provenance("64 bytes (two sectors). Data: recorded on NVIDIA H200, 2026-12-01 (not live).")
+    # on a slide, a label inside another parenthesis reads as a garble too
+    assert _plumbing("%warpid 1, 2 (recorded on NVIDIA H200, 2026-12-01, driver 580.159.04 (not live))")
+    assert _plumbing("(2 bytes per lane; recorded on NVIDIA H200, 2026-12-01 (not live)), so a warp")
+    assert not _plumbing("64 bytes (two sectors). Data: recorded on NVIDIA H200, 2026-12-01 (not live).")
     assert not _garbled_provenance("Data: CPU model, no GPU: computed in numpy, nothing was measured")
 
 
