@@ -370,7 +370,8 @@ def check_launch(block, grid=(1,), dynamic_smem_bytes: int = 0,
             f"one block of {threads} threads does not fit on one SM of {info.name}: it needs "
             f"{k.regs_per_thread} registers x {threads} threads (the SM has {info.regs_per_sm}, a block may use "
             f"{info.regs_per_block}) and {occ.smem_per_block_bytes} bytes of shared memory (a block may use "
-            f"{info.smem_per_block_optin_bytes}); limits per resource: {occ.limits}")
+            f"{info.smem_per_block_optin_bytes}); blocks per SM each resource allows: "
+            + ", ".join(f"{res} {n}" for res, n in occ.limits.items()))
     return occ
 
 

@@ -144,6 +144,68 @@ def test_solution_cells_show_one_labelled_line(path, built_slides):  # noqa: F81
     assert not bad, f"{path.name}: solution cells must print one 'reference solution' line: {bad}"
 
 
+# Plumbing on a slide: the code's names, not the idea -- a module path ("gpu_viz.model.latency"), a test
+# file or test id ("tests/test_x.py", "test_x.py::test_y"), a record's file name
+# ("nvidia-h200-2026-12-01-fused.json"), a hedged plural ("block(s)", "pass(es)"), or a record's label
+# nested in another parenthesis.  The slide says it in
+# words ("the CPU model", "the GPU test suite", "the committed record"); the names go to the notes.
+_PLUMBING = re.compile(r"\bgpu_viz\.[a-z_]+|\btests/\S+\.py\b|\b\w+\.py::\w+|\b[\w-]+-\d{4}-\d{2}-\d{2}[\w-]*\.json\b"
+                       r"|\b(?:block|pass|warp|thread|row|wave|element|kernel|launch)\((?:s|es)\)"
+                       # a record label inside another parenthesis: "(2 bytes per lane; recorded on ... (not live))"
+                       r"|\([^()\n]*\b(?:recorded|measured) on [^()\n]*\(not live\)")
+
+
+def _plumbing(text):
+    return sorted({m.group(0) for m in _PLUMBING.finditer(text)})
+
+
+def _shown_text(nb):
+    """``(where, text)`` of what the deck shows: the markdown and outputs of cells that are not notes,
+    skipped or removed (tagged remove-cell: notebook-only), with SVG text stripped of its tags."""
+    for i, cell in enumerate(nb.cells):
+        if (cell.metadata.get("slideshow", {}).get("slide_type") in ("notes", "skip")
+                or "remove-cell" in cell.metadata.get("tags", [])):
+            continue
+        parts = [cell.source] if cell.cell_type == "markdown" else []
+        for o in cell.get("outputs", []):
+            parts.append(o.get("text", ""))
+            parts += [re.sub(r"<[^>]+>", " ", str(v)) if k == "image/svg+xml" else str(v)
+                      for k, v in o.get("data", {}).items() if k.startswith("text/") or k == "image/svg+xml"]
+        yield f"cell {i}", "\n".join(parts)
+
+
+def plumbing_problems(nb):
+    return [f"{where}: {hit!r}" for where, text in _shown_text(nb) for hit in _plumbing(text)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_cpu_mode_slides_show_no_plumbing(path, built_slides):  # noqa: F811
+    deck = built_slides.deck(path.stem)
+    assert not deck.error, f"{path.name} failed in CPU mode:\n{deck.error[-3000:]}"
+    bad = plumbing_problems(nbformat.read(deck.executed, as_version=4))
+    assert not bad, f"{path.name}: the code's names on a slide (say it in words; names go to the notes): {bad}"
+
+
+def test_plumbing_check_catches_the_pattern():
+    assert _plumbing("(gpu_viz.model.rmsnorm_deck: float32 numpy model)") == ["gpu_viz.model"]
+    assert _plumbing("the full matrix is `pytest -m gpu tests/test_rmsnorm_deck.py`.") == ["tests/test_rmsnorm_deck.py"]
+    assert _plumbing("(test_rmsnorm_bench.py::test_gpu_seed_defects_fixed runs them)") == [
+        "test_rmsnorm_bench.py::test_gpu_seed_defects_fixed"]
+    assert _plumbing("Showing the newest committed record, nvidia-h200-2026-12-01-fused.json: recorded on") == [
+        "nvidia-h200-2026-12-01-fused.json"]
+    assert _plumbing("fits, 1 block(s) per SM; 3 pass(es)") == ["block(s)", "pass(es)"]
+    assert not _plumbing("the CPU model; the GPU test suite; 1 block per SM, 2 passes; kernels/reduce.cuh")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("## A slide\nfrom `gpu_viz.rmsnorm.EagerRMSNorm`"),
+                nbformat.v4.new_markdown_cell("notes: gpu_viz.ops.rmsnorm"),
+                nbformat.v4.new_code_cell("x")]
+    nb.cells[1].metadata["slideshow"] = {"slide_type": "notes"}
+    nb.cells[2].metadata["tags"] = ["remove-cell"]
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", text="tests/test_x.py::test_y\n")]
+    assert plumbing_problems(nb) == ["cell 0: 'gpu_viz.rmsnorm'"]
+
+
 def _garbled_provenance(text):
     return sorted({m.group(0) for m in _GARBLED.finditer(text)})
 
@@ -159,6 +221,8 @@ def _raw_values(text):
         if line.count("|") >= 2 and not set(line.replace("|", "").strip()) <= set("-: "):
             bad.update(c.strip() for c in line.strip().strip("|").split("|") if _RAW_CELL.search(c.strip()))
         bad.update(m.group(0) for m in re.finditer(r"np\.(?:float|int)\d+\([^)]*\)|\+\[[\d, ]+\]|\[\(\d+, \d+\)", line))
+        # a dict ("{'threads': 1"), a nested list ("[[3.0, 4.0]"), a list of numbers ("[264, 272, 280]")
+        bad.update(m.group(0) for m in re.finditer(r"\{'[\w ]+': [-\d.]+|\[\[[-\d.]+, [-\d.]+\]|(?<![+\w\[])\[-?\d[\d.]*(?:, -?\d[\d.]*)+\]|(?<=\s)\[\](?=[;,.]|\s|$)", line))
     return sorted(bad)
 
 
@@ -174,7 +238,11 @@ def test_raw_values_check_catches_the_pattern():
     assert _raw_values("| rate | None |") == ["None"]
     assert _raw_values("value np.float64(1.5)") == ["np.float64(1.5)"]
     assert _raw_values("the record has no [(512, 2048), (16384, 2048)] rows") == ["[(512, 2048)"]
-    assert not _raw_values("| 0 | 0..31 | 124 | 2, 3 |\n|---|---|\nx[i] = y[i] + z[i]")
+    assert _raw_values("limits per resource: {'threads': 2, 'blocks': 32}") == ["{'threads': 2"]
+    assert _raw_values("x = [[3.0, 4.0], [1.0, -1.0]]") == ["[1.0, -1.0]", "[[3.0, 4.0]"]
+    assert _raw_values("221 widths lose partials; the first: [264, 272, 280] ...") == ["[264, 272, 280]"]
+    assert _raw_values("65 shapes checked, 0 wrong []; data: CPU model") == ["[]"]
+    assert not _raw_values("| 0 | 0..31 | 124 | 2, 3 |\n|---|---|\nx[i] = y[i] + z[i]\nsmem[32]; w[0:2]")
 
 
 def test_garbled_provenance_check_catches_the_pattern():
@@ -182,6 +250,11 @@ def test_garbled_provenance_check_catches_the_pattern():
     assert _garbled_provenance("Measurements shown come from recorded on NVIDIA H200, 2026-11-29 (not live).")
     assert _garbled_provenance("Data by measured on NVIDIA L4 (sm_89) just now")
     assert not _garbled_provenance("Measurements shown: recorded on NVIDIA H200, 2026-11-29 (not live).")
+    assert not _garbled_provenance("64 bytes (two sectors). Data: recorded on NVIDIA H200, 2026-12-01 (not live).")
+    # on a slide, a label inside another parenthesis reads as a garble too
+    assert _plumbing("%warpid 1, 2 (recorded on NVIDIA H200, 2026-12-01, driver 580.159.04 (not live))")
+    assert _plumbing("(2 bytes per lane; recorded on NVIDIA H200, 2026-12-01 (not live)), so a warp")
+    assert not _plumbing("64 bytes (two sectors). Data: recorded on NVIDIA H200, 2026-12-01 (not live).")
     assert not _garbled_provenance("Data: CPU model, no GPU: computed in numpy, nothing was measured")
 
 

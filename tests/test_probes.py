@@ -1,5 +1,7 @@
 """The claim probes (gpu_viz.measure.probes, kernels/probes.cu): the record's schema, checked here;
 the probes themselves on a GPU (marked gpu), each checking its own result."""
+import re
+
 import numpy as np
 import pytest
 
@@ -208,7 +210,8 @@ def test_deck_claims_05_and_08_from_the_committed_records(monkeypatch):
     assert "exactly why blocks cap at 1024" in cap and "`smem[32]`" in cap and "32 warps of 32 lanes" in cap
     assert f"holds {hw['device']['max_threads_per_sm']:,} threads" in cap
     law = claims.deck_littles_law()
-    assert f"{hw['device']['max_threads_per_sm'] * 2:,} B per SM" in law and "Measured: **" in law
+    assert f"{hw['device']['max_threads_per_sm'] * 2:,} B per SM" in law and re.search(r"Measured(?: at \d+x\d+, block \d+)?: \*\*", law)
+    assert "[" not in law.split("Data:")[0]   # the record's shape in words, not as a Python list
     assert records.label(hw) in law and records.gpus_named(law) == records.gpus_named(hw["gpu"])
 
 

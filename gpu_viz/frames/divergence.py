@@ -14,6 +14,7 @@ import numpy as np
 from ..trace import Trace
 from ..widgets import Animation, Frame, svg
 from .vector_add import MAX_WARPS_DRAWN, WARP
+from ..words import count
 
 #: Fill and name of each path (0 = A, 1 = B); cells also carry the letter or the value.
 PATHS = ((svg.SKY, "A"), (svg.ORANGE, "B"))
@@ -109,7 +110,7 @@ def animation(trace: Trace, source: str) -> Animation:
     caps = [f"block {g['block']} warp {g['warp']} runs path {'AB'[g['branch']]} with "
             f"__activemask() = " + ", ".join(f"0x{m:08x}" for m in g["masks"])
             + f" ({len(g['lanes'])} of 32 lanes)" for g in groups]
-    caps.append(f"{len(groups)} path executions for {min(n_warps, MAX_WARPS_DRAWN)} warp(s)"
+    caps.append(f"{len(groups)} path executions for {count(min(n_warps, MAX_WARPS_DRAWN), 'warp')}"
                 + (f" (the first {MAX_WARPS_DRAWN} of {n_warps} drawn)" if n_warps > MAX_WARPS_DRAWN else ""))
     lines = [a_line if g["branch"] == 0 else b_line for g in groups] + [None]
     frames = [Frame(drawing(trace, i if i < len(groups) else -1, groups), caps[i], lines[i])

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..trace import Trace
 from ..widgets import Animation, Frame, svg
+from ..words import count
 
 #: Elements drawn at most (the drawing is one cell per element).
 MAX_DRAWN = 16384
@@ -109,4 +110,4 @@ def animation(trace: Trace, source: str) -> Animation:
     frames = [Frame(drawing(trace, i), s.label, s.line) for i, s in enumerate(steps)]
     p = trace.params
     return Animation(frames, title=f"{p['n']} elements, {p['grid']} x {p['block']} = {p['threads']} threads: "
-                                   f"{p['passes']} pass(es)", provenance=trace.provenance, source=source)
+                                   f"{count(p['passes'], 'pass')}", provenance=trace.provenance, source=source)

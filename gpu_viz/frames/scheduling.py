@@ -18,6 +18,7 @@ import numpy as np
 from ..figures import style
 from ..trace import Trace
 from ..widgets import Animation, Frame, svg
+from ..words import count
 
 
 #: Fewest image columns (of 900) a block running at the drawn instant takes: a block that started
@@ -184,7 +185,7 @@ def animation(trace: Trace, source: Optional[str] = None, frames: int = 10) -> A
     p = trace.params
     out = []
     for t in times:
-        cap = f"t = {t / 1e3:.1f} µs: {int((rel > t).sum())} block(s) still wait in the queue"
+        cap = f"t = {t / 1e3:.1f} µs: {count(int((rel > t).sum()), 'block')} still wait in the queue"
         out.append(Frame(drawing(trace, float(t)), cap))
     r = p["resident_blocks_per_sm"]
     if source is None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..trace import Trace
 from ..widgets import Animation, Frame, svg
+from ..words import count
 
 WARP = 32
 #: Warps drawn (two bands of 32 lanes fit a slide; the others issue the same six instructions).
@@ -125,7 +126,7 @@ def animation(trace: Trace, source: str) -> Animation:
         if j == len(shown) - 1 and warps > MAX_WARPS_DRAWN:
             cap += f" (warps {MAX_WARPS_DRAWN}..{warps - 1} issue the same six instructions; not drawn)"
         frames.append(Frame(drawing(trace, i, lanes), cap, st.line))
-    return Animation(frames, title=f"C = A + B on {trace.params['n']} elements: {warps} warp(s), "
+    return Animation(frames, title=f"C = A + B on {trace.params['n']} elements: {count(warps, 'warp')}, "
                                    f"6 warp-instructions each", provenance=trace.provenance, source=source)
 
 

@@ -10,7 +10,10 @@ so and how to make the record.
 """
 from __future__ import annotations
 
+import re
+
 from . import probes
+from ..words import count
 
 
 def _rows(op):
@@ -24,11 +27,11 @@ def shuffle_step() -> str:
         return f"*A shuffle step's cost is measured by `kernels/probes.cu`; {label}.*"
     c = {r["impl"]: r["cycles_per_step"] for r in rows}
     return (f"The deck says a shuffle step costs ~{probes.DECK_SHUFFLE_CYCLES} cycles. Timed with `clock64` over "
-            f"thousands of dependent steps in one warp ({label}): SHFL alone **{c.get('chain_shfl', float('nan')):.1f}** "
+            f"thousands of dependent steps in one warp: SHFL alone **{c.get('chain_shfl', float('nan')):.1f}** "
             f"cycles, SHFL.DOWN + FADD (one reduction step) **{c.get('chain_shfl_fadd', float('nan')):.1f}**, a "
             f"shared-memory load chain {c.get('chain_lds', float('nan')):.1f}, an FFMA chain "
             f"{c.get('chain_ffma', float('nan')):.1f}. A shuffle step costs about what a shared-memory load does; "
-            "its advantage is that it needs no barrier and no store/load pair through shared memory.")
+            f"its advantage is that it needs no barrier and no store/load pair through shared memory. Data: {label}.")
 
 
 def doubling_point() -> str:
@@ -47,7 +50,7 @@ def doubling_point() -> str:
                          f"{b['makespan_us']:.1f} µs" + (f"; of 2,048 blocks, {big['first_wave_blocks']} started "
                                                          f"in the first wave (the API allows {big['slots']})" if big else ""))
     return ("The makespan does not double at SMs + 1 blocks: each SM holds several blocks at once, so it doubles "
-            f"at SMs x resident + 1 ({label}): " + "; ".join(parts) + ".")
+            "at SMs x resident + 1: " + "; ".join(parts) + f". Data: {label}.")
 
 
 def fp16_load() -> str:
@@ -57,10 +60,10 @@ def fp16_load() -> str:
         return (f"*The fp16 load's width is read from the SASS by `gpu-viz record probes`; {label}.* One fp16 "
                 "value per lane is 32 x 2 = 64 bytes per warp-load.")
     r = rows[0]
-    return (f"Each lane loads one fp16 value: the SASS says `{r['sass']}` ({r['bytes_per_lane']} bytes per lane; "
-            f"{label}), so a warp's load is 32 x {r['bytes_per_lane']} = **{r['bytes_per_warp']} bytes**, two 32-byte "
+    return (f"Each lane loads one fp16 value: the SASS says `{r['sass']}` ({r['bytes_per_lane']} bytes per lane), "
+            f"so a warp's load is 32 x {r['bytes_per_lane']} = **{r['bytes_per_warp']} bytes**, two 32-byte "
             "sectors, not a full 128-byte line. Eight fp16 values per lane (a 16-byte vector load) would fill four "
-            "lines per warp-load.")
+            f"lines per warp-load. Data: {label}.")
 
 
 def warp_order() -> str:
@@ -119,7 +122,13 @@ def decoder_step() -> str:
     if rec is None:
         return ("*The decoder step is measured by `gpu-viz record decoder` on a GPU; no committed record yet.*"
                 if not backend.has_gpu() else "*Run `gpu-viz record decoder` to measure the decoder step here.*")
-    return f"**A decoder step, {records.label(rec)}:**\n\n" + "\n".join(f"- {ln}" for ln in rec["conclusion"])
+    # the lines re-read from the record's rows, in today's wording (a record keeps the wording of its day)
+    try:
+        lines = decoder.conclusion(rec["rows"], rec.get("deck_claim_speedup", decoder.DECK_CLAIM),
+                                   rec.get("conclusion_dtype"))
+    except (KeyError, TypeError, ZeroDivisionError):
+        lines = rec["conclusion"]
+    return f"**A decoder step, {records.label(rec)}:**\n\n" + "\n".join(f"- {ln}" for ln in lines)
 
 
 def l2_bandwidth() -> str:
@@ -128,25 +137,27 @@ def l2_bandwidth() -> str:
     from . import memory, records
 
     rows, label = _rows("reread_bandwidth")
-    small = ""
+    small, small_label = "", ""
     # CPU mode: the committed one-pass sweep shows why its in-L2 sizes measure the launch
     rec = None if backend.has_gpu() else memory.recorded_hardware()[0]
     pts = (rec or {}).get("bandwidth_vs_size")
     if pts:
         p = min((q for q in pts if q["size_bytes"] >= (4 << 20)), key=lambda q: q["size_bytes"], default=None)
         if p:
-            small = (f" One pass over {memory.size_label(p['size_bytes'])} takes {p['median_us']:.1f} µs "
-                     f"({records.label(rec)}), most of it the launch: {p['GBps']:,.0f} GB/s there is a launch "
-                     "floor, not L2's bandwidth.")
+            small = (f" One pass over {memory.size_label(p['size_bytes'])} takes {p['median_us']:.1f} µs, "
+                     f"most of it the launch: {p['GBps']:,.0f} GB/s there is a launch floor, not L2's bandwidth.")
+            small_label = records.label(rec)
     if not rows:
-        return f"*L2's bandwidth is measured by `gpu-viz record probes` (re-read in one launch); {label}.*{small}"
+        return (f"*L2's bandwidth is measured by `gpu-viz record probes` (re-read in one launch); {label}.*{small}"
+                + (f" Data: {small_label}." if small_label else ""))
     by = {r["level"]: r for r in rows}
     l2, dram = by.get("L2"), by.get("DRAM")
     text = (f"L2 read bandwidth, a {memory.size_label(l2['size_bytes'])} buffer read {l2['passes']} times in one "
             f"launch: **{l2['GBps']:,.0f} GB/s**" if l2 else "no L2 row")
     if dram:
         text += f"; DRAM, 1 GiB read once: {dram['GBps']:,.0f} GB/s"
-    return text + f" ({label}).{small}"
+    also = f"; the one-pass sweep: {small_label}" if small_label and small_label != label else ""
+    return text + f".{small} Data: {label}{also}."
 
 
 def latency_hiding(compute_per_load: int = 16) -> str:
@@ -168,10 +179,11 @@ def latency_hiding(compute_per_load: int = 16) -> str:
     busy = lm.utilization(per_sched, lat, compute_per_load)
     need = lm.warps_to_hide(lat, compute_per_load)
     return (f"The model is one of the SM's four schedulers, so its axis is warps *per scheduler*: {i.name} holds "
-            f"{i.max_threads_per_sm // 32} warps per SM = **{per_sched} per scheduler** ({source_label()}). At its "
-            f"DRAM latency of {lat} cycles ({where}) and {compute_per_load} instructions per load, {per_sched} warps "
+            f"{i.max_threads_per_sm // 32} warps per SM = **{per_sched} per scheduler**. At its "
+            f"DRAM latency of {lat} cycles and {compute_per_load} instructions per load, {per_sched} warps "
             f"keep the scheduler {busy:.0%} busy; hiding the latency fully would take about {need}. Kernels reach "
-            "the bandwidth anyway by having several loads in flight per warp (wider or unrolled loads).")
+            "the bandwidth anyway by having several loads in flight per warp (wider or unrolled loads). "
+            f"Data: {source_label()}; the latency: {where}.")
 
 
 def block_cap() -> str:
@@ -181,9 +193,9 @@ def block_cap() -> str:
     i = info()
     return ("The deck: the whole block must fit on one SM, \"and that constraint is exactly why blocks cap at "
             f"1024\". The cap is not the SM's size: an SM of {i.name} holds {i.max_threads_per_sm:,} threads "
-            f"({i.max_threads_per_sm // 1024} block(s) of 1024 at once; {source_label()}). What 1024 does fix "
+            f"({count(i.max_threads_per_sm // 1024, 'block')} of 1024 at once). What 1024 does fix "
             "is the reduction's shape: 1024 threads are 32 warps of 32 lanes, so one partial per warp fits "
-            "`smem[32]` and warp 0's 32 lanes can reduce them in one more shuffle pass.")
+            f"`smem[32]` and warp 0's 32 lanes can reduce them in one more shuffle pass. Data: {source_label()}.")
 
 
 def deck_littles_law(block: int = 1024) -> str:
@@ -199,8 +211,11 @@ def deck_littles_law(block: int = 1024) -> str:
     need = g["copy_GBps"] * g["latency_ns"] / g["sm_count"]
     pred = min(g["copy_GBps"], have * g["sm_count"] / g["latency_ns"])
     gbps, where = predict._deck_measured_GBps(block)
-    measured = (f" Measured: **{gbps:,.0f} GB/s** ({100 * gbps / g['copy_GBps']:.0f}% of the copy; {where})."
-                if gbps is not None else f" ({where}.)")
+    # ``where`` is "<label>, [M, N] at block B" for a record: the shape in words, the label last
+    m = re.match(r"(.*), \[(\d+), (\d+)\] at block (\d+)$", where or "")
+    at, where = (f" at {m.group(2)}x{m.group(3)}, block {m.group(4)}", m.group(1)) if m else ("", where)
+    measured = (f" Measured{at}: **{gbps:,.0f} GB/s**, {100 * gbps / g['copy_GBps']:.0f}% of the copy; {where}."
+                if gbps is not None else f" Not measured: {where}.")
     return (f"Bandwidth = bytes in flight / latency. Each thread of the deck kernel has one 2-byte fp16 load in "
             f"flight: {g['resident_threads_per_sm']:,} resident threads x 2 B = **{have:,} B per SM**; x "
             f"{g['sm_count']} SMs / {g['latency_ns']:,.0f} ns = at most **{pred:,.0f} GB/s**, "

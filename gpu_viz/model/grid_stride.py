@@ -12,6 +12,7 @@ import numpy as np
 from .. import backend
 from ..check import check_f32
 from ..trace import MODEL_SOURCE, Step, Trace
+from ..words import count
 
 #: What the deck shows: 2048 elements, 1024 threads.
 DECK_N, DECK_THREADS = 2048, 1024
@@ -44,13 +45,13 @@ def passes(n: int, threads: int) -> int:
 def grid_stride_steps(n: int, grid: int, block: int, body_line=None, loop_line=None) -> list:
     """Player steps: the launch, then one step per pass."""
     T = grid * block
-    steps = [Step(f"launch: {grid} block(s) x {block} threads = {T} threads for {n} elements",
+    steps = [Step(f"launch: {count(grid, 'block')} x {block} threads = {T} threads for {n} elements",
                   "grid_stride", loop_line, {"pass": -1})]
     for p in range(passes(n, T)):
         lo, hi = p * T, min(n, (p + 1) * T) - 1
         busy = hi - lo + 1
-        steps.append(Step(f"pass {p}: {busy} thread(s) handle elements {lo}..{hi}"
-                          + ("" if busy == T else f"; {T - busy} thread(s) find i >= n and leave the loop"),
+        steps.append(Step(f"pass {p}: {count(busy, 'thread')} handle elements {lo}..{hi}"
+                          + ("" if busy == T else f"; {count(T - busy, 'thread')} find i >= n and leave the loop"),
                           "grid_stride", body_line, {"pass": p}))
     return steps
 

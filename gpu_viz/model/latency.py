@@ -129,7 +129,7 @@ def simulate(n_warps: int = 8, latency_cycles: int = 200, compute_per_load: int 
               "loads_per_warp": loads_per_warp, "policy": policy, "cycles": t, "utilization": util,
               "latency_source": latency_source}
     prov = (f"MODEL (not measured): one warp scheduler, {n_warps} warp{'s' if n_warps > 1 else ''}, "
-            f"load latency {latency_cycles} cycles ({latency_source}), {compute_per_load} instructions per load")
+            f"load latency {latency_cycles} cycles, {compute_per_load} instructions per load; the latency: {latency_source}")
     return Trace(kernel=KERNEL, params=params,
                  arrays={"state": state, "issued": issued_a, "kind": kinds, "in_flight": in_flight.astype(np.int16)},
                  source=MODEL_SOURCE, provenance=prov, steps=[],

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import backend, device, occupancy
 from ..trace import MODEL_SOURCE, Trace
+from ..words import noun
 
 FILE, KERNEL = "scheduling.cu", "scheduled_block"
 DEFAULT_THREADS = 256
@@ -141,6 +142,6 @@ def trace(blocks: int = DECK_BLOCKS, threads: int = DEFAULT_THREADS, spin_cycles
                  arrays={"smid": smid, "t_start": t_start, "t_end": t_end, "clk_start": clk_start,
                          "clk_end": clk_start + cycles},
                  source=MODEL_SOURCE,
-                 provenance=f"{backend.MODEL_LABEL}; {name}, {resident} resident block(s)/SM from "
+                 provenance=f"{backend.MODEL_LABEL}; {name}, {resident} resident {noun(resident, 'block')}/SM from "
                             f"the occupancy calculator for {info.name}",
                  simulated=("smid", "t_start", "t_end", "clk_start", "clk_end"))

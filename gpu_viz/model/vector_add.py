@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import backend, device
 from ..trace import MODEL_SOURCE, Step, Trace
+from ..words import count
 
 WARP = 32
 
@@ -72,7 +73,7 @@ def vector_add_steps(n_warps: int, region_lines) -> list:
 
     ``region_lines[k]`` is the 1-based line in region ``vector_add`` of step k (or None).
     """
-    steps = [Step("launch: %d warp(s) resident, nothing issued yet" % n_warps, "vector_add", None,
+    steps = [Step(f"launch: {count(n_warps, 'warp')} resident, nothing issued yet", "vector_add", None,
                   {"step": -1, "warp": -1})]
     for k, (label, _needle) in enumerate(VECTOR_ADD_STEPS):
         for w in range(n_warps):
