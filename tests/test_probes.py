@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gpu_viz.measure import probes
+from gpu_viz.rmsnorm import reference
 
 
 def _good():
@@ -139,9 +140,9 @@ def test_data_residency_claim_without_a_record_says_how_to_make_one(monkeypatch,
     assert "no committed record yet: run `gpu-viz record probes" in claims.data_residency()
 
 
-def test_rownorm_reference_and_launch_checks(monkeypatch):
+def test_the_probe_reference_is_the_package_s_and_launch_checks(monkeypatch):
     x = np.array([[3.0, 4.0], [1.0, 1.0]], np.float32)
-    y = probes.rownorm_reference(x, np.array([1.0, 2.0]), eps=0.0)
+    y = reference.rmsnorm(x, np.array([1.0, 2.0]), 0.0)
     assert np.allclose(y, [[3 / np.sqrt(12.5), 8 / np.sqrt(12.5)], [1.0, 2.0]])
     with pytest.raises(ValueError, match="kernel must be one of"):
         probes.rownorm("rownorm_fast", None, None)
@@ -167,7 +168,7 @@ def test_data_residency_probe_matches_float64_and_staged_is_not_slower_beyond_l2
     for M, N in ((1, 1), (3, 1000), (33, 4096), (2, 4095)):
         x = cp.random.standard_normal((M, N), dtype=cp.float32)
         w = cp.random.standard_normal(N, dtype=cp.float32)
-        want = probes.rownorm_reference(cp.asnumpy(x), cp.asnumpy(w))
+        want = reference.rmsnorm(cp.asnumpy(x), cp.asnumpy(w), probes.RESIDENCY_EPS)
         for kernel in probes.RESIDENCY_KERNELS:
             got = cp.asnumpy(probes.rownorm(kernel, x, w)).astype(np.float64)
             assert np.all(np.abs(got - want) <= atol + rtol * np.abs(want)), (kernel, M, N)

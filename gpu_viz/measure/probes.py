@@ -28,6 +28,7 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 from .. import backend, kernels
+from ..rmsnorm.reference import rmsnorm as rmsnorm_reference
 
 FILE = "probes.cu"
 CHAINS = ("chain_shfl", "chain_shfl_fadd", "chain_lds", "chain_ffma")
@@ -271,12 +272,6 @@ RESIDENCY_KERNELS = {"rownorm_reread": "x re-read from global memory (L1/L2) in 
 STAGE_ITEMS = 4
 
 
-def rownorm_reference(x: np.ndarray, w: np.ndarray, eps: float = RESIDENCY_EPS) -> np.ndarray:
-    """float64 reference of the two row kernels: ``x * w / sqrt(mean(x^2) + eps)`` per row."""
-    x64, w64 = np.asarray(x, np.float64), np.asarray(w, np.float64)
-    return x64 * w64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + eps)
-
-
 def rownorm(kernel: str, x, w, eps: float = RESIDENCY_EPS, block: int = RESIDENCY_BLOCK):
     """Run ``kernel`` (a key of :data:`RESIDENCY_KERNELS`) over the rows of CuPy float32 ``x`` [M, N].
 
@@ -296,7 +291,7 @@ def rownorm(kernel: str, x, w, eps: float = RESIDENCY_EPS, block: int = RESIDENC
 
 
 def data_residency(reps: int = 50) -> List[Dict]:
-    """Both row kernels at :data:`RESIDENCY_ROWS`, each checked against :func:`rownorm_reference`
+    """Both row kernels at :data:`RESIDENCY_ROWS`, each checked against the course's float64 RMSNorm (:func:`gpu_viz.rmsnorm.reference.rmsnorm`)
     (float32 tolerance), kernel time by CUDA-graph replay, and the device-to-device copy bandwidth
     of the same run.  GB/s counts the fewest bytes: x read once, y written once, w once."""
     from .. import device
@@ -311,7 +306,7 @@ def data_residency(reps: int = 50) -> List[Dict]:
     w = (1 + 0.5 * cp.random.standard_normal(N, dtype=cp.float32)).astype(cp.float32)
     for level, M in RESIDENCY_ROWS:
         x = cp.random.standard_normal((M, N), dtype=cp.float32)
-        want = rownorm_reference(cp.asnumpy(x[:64]), cp.asnumpy(w))
+        want = rmsnorm_reference(cp.asnumpy(x[:64]), cp.asnumpy(w), RESIDENCY_EPS)
         nbytes = 2 * M * N * 4 + N * 4
         for kernel in RESIDENCY_KERNELS:
             y = rownorm(kernel, x, w)
