@@ -2,6 +2,7 @@
 reference answer and names the classic wrong answers; kernel exercises compile for the four
 architectures here and, on a GPU (marked gpu), accept the reference and reject each wrong kernel
 with the message that names its mistake."""
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -181,6 +182,8 @@ def test_block_sum_diagnosis(bad, flaky, fragment):
         assert v.ok is True
     else:
         assert v.ok is False and fragment in v.message, v.message
+        # block sizes are written out ("2, 3, 4"), never as a Python list
+        assert not re.search(r"\[\d+(, \d+)*\]", v.text()), v.text()
 
 
 # -- kernel sources: every start, reference and wrong kernel compiles for the four architectures ------

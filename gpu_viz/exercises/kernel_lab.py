@@ -11,7 +11,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from .. import backend, kernels
+from .. import backend, kernels, words
 from . import sources
 from .core import KERNEL, Exercise, Verdict, register
 
@@ -294,28 +294,29 @@ def _diagnose_block_sum(eid: str, bad: Dict[int, float], flaky: List[int], nan_a
         return Verdict(eid, False, f"the sums were right at {span} on this GPU, but " + hazards[0],
                        list(hazards[1:]))
     if (bad or flaky) and hazards:
-        where = f"wrong at block sizes {sorted(bad)[:6]}" if bad else f"changing from run to run at {flaky[:6]}"
+        where = (f"wrong at block sizes {words.numbers(sorted(bad)[:6])}" if bad
+                 else f"changing from run to run at {words.numbers(flaky[:6])}")
         return Verdict(eid, False, f"{where}: " + hazards[0], list(hazards[1:]))
     if not bad and not flaky:
         return Verdict(eid, True, f"right at {span} ({len(sizes)} launches, twice each).")
     first = sorted(bad)[:6]
     if flaky:
-        return Verdict(eid, False, f"the result changes from run to run at block sizes {flaky[:6]}: it depends on "
+        return Verdict(eid, False, f"the result changes from run to run at block sizes {words.numbers(flaky[:6])}: it depends on "
                        "what shared memory held. Either a race (a missing __syncthreads() between writing the "
                        "warps' partials and reading them) or warp 0 reading slots no warp wrote (smem[tid] for "
                        "every tid < 32, where only (blockDim.x + 31) / 32 warps wrote one).")
     if any(b <= 32 for b in bad):
-        return Verdict(eid, False, f"already wrong with a single warp (block sizes {[b for b in first if b <= 32]}): "
+        return Verdict(eid, False, f"already wrong with a single warp (block sizes {words.numbers([b for b in first if b <= 32])}): "
                        "the warp reduction itself. Does only lane 0 write the warp's partial (`if (lane == 0)`), "
                        "with offsets 16, 8, 4, 2, 1?")
     if all(b % 32 for b in bad):
-        return Verdict(eid, False, f"only block sizes that are not a multiple of 32 fail (first {first}): the last "
+        return Verdict(eid, False, f"only block sizes that are not a multiple of 32 fail (first {words.numbers(first)}): the last "
                        "warp is partial, a full-mask shuffle reads lanes that do not exist. Add a partner's value "
                        "only when tid + off < blockDim.x (and shuffle with the mask of the lanes present).")
     if 1024 not in bad:
-        return Verdict(eid, False, f"right at 1024 but wrong below (first {first}): warp 0 reads smem[tid] for every "
+        return Verdict(eid, False, f"right at 1024 but wrong below (first {words.numbers(first)}): warp 0 reads smem[tid] for every "
                        "tid < 32, but only (blockDim.x + 31) / 32 warps wrote a partial. Read 0 for the others.")
-    return Verdict(eid, False, f"wrong at block sizes {first} (right with one warp): the hand-off between warps. Is "
+    return Verdict(eid, False, f"wrong at block sizes {words.numbers(first)} (right with one warp): the hand-off between warps. Is "
                    "there a __syncthreads() after the partials are written?")
 
 
