@@ -60,7 +60,9 @@ _CALLS_RECORDS = re.compile(r"\brecords\.\w+\(|\brecorded_hardware\(|\bnewest_re
 # "no record is committed", "No full record has been committed", "no committed probes record", ...).
 _ABSENT = re.compile(r"\bno (?:\w+ ){0,2}(?:records?|recorded|committed)\b|\bnot committed\b", re.I)
 # An exercise's verdict before the learner answers: it shows none of the facts.
-_UNANSWERED = re.compile(r"^\[\d\d\.\w+\] not graded: no answer yet: .*$")
+# outputs that show nothing of a record: an exercise not answered yet, and a reference solution's
+# one line (Verdict.require(): "[07.waves] reference solution: passes", or "not run here (...)")
+_UNANSWERED = re.compile(r"^\[\d\d\.\w+\] (?:not graded: no answer yet: .*|reference solution: .*)$")
 _WIDGET = "application/vnd.jupyter.widget-view+json"
 
 

@@ -67,7 +67,8 @@ def table(rows: Sequence[Dict], provenance: str = "", layout: str = "wide", copy
     """Rows as a :class:`Table`.
 
     ``layout="wide"``: one line per (op, M, N, dtype, timing), a column per impl with its
-    median µs and speed-up vs eager.  ``layout="long"``: one line per row with p10-p90,
+    median µs and speed-up vs eager: the compared providers (``PROVIDERS``) unless ``impls``
+    names others (the per-call variants such as ``fused_unplanned`` only then).  ``layout="long"``: one line per row with p10-p90,
     GB/s and (given ``copy_GBps``) the share of copy bandwidth.  ``provenance`` is the caption.
     """
     rows = list(rows)
@@ -91,6 +92,8 @@ def table(rows: Sequence[Dict], provenance: str = "", layout: str = "wide", copy
     present = sorted({r["impl"] for r in rows}, key=lambda p: order.index(p) if p in order else 99)
     if impls is not None:
         present = [p for p in impls if p in present]
+    else:  # the compared providers; the per-call variants (fused_cupy, fused_unplanned, ...) by name only
+        present = [p for p in present if p in order]
     groups: Dict[Tuple, Dict[str, Dict]] = {}
     for r in rows:
         groups.setdefault((r["op"], r["M"], r["N"], r["dtype"], r["timing"]), {})[r["impl"]] = r
