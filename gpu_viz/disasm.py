@@ -41,9 +41,9 @@ def _target_arch() -> Tuple[str, str]:
     # shown beside it describe one GPU (the deck's L4 when no record is committed)
     from .measure import records
 
-    info, _ = records.recorded_device()
+    info, label = records.recorded_device()
     if info is not None:
-        return info.sm, f"for {info.name} ({info.sm}), the records' GPU, compiled here without a GPU"
+        return info.sm, f"for {info.name} ({info.sm}) without a GPU here; {label}"
     return "sm_89", f"for {records.DECK_L4} (sm_89), compiled here without a GPU"
 
 
@@ -157,7 +157,7 @@ def sass(file: str, kernel: str) -> Tuple[Optional[str], str]:
 
 #: The longest label :func:`sass` returns: it is printed above the listing on a slide, so a tool's
 #: raw message (a temp path, a stack of errors) stays out of it.
-LABEL_MAX_CHARS = 140
+LABEL_MAX_CHARS = 160
 
 
 def _first_line(text: str, limit: int = 80) -> str:

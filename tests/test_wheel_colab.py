@@ -62,7 +62,11 @@ _ABSENT = re.compile(r"\bno (?:\w+ ){0,2}(?:records?|recorded|committed)\b|\bnot
 # An exercise's verdict before the learner answers: it shows none of the facts.
 # outputs that show nothing of a record: an exercise not answered yet, and a reference solution's
 # one line (Verdict.require(): "[07.waves] reference solution: passes", or "not run here (...)")
-_UNANSWERED = re.compile(r"^\[\d\d\.\w+\] (?:not graded: no answer yet: .*|reference solution: .*)$")
+_UNANSWERED = re.compile(r"^\[\d\d\.\w+\] (?:not graded: no answer yet: .*|reference solution: .*)$"
+                         r"|.*\b(?:SASS|PTX) not shown: .*$"   # a disassembly this machine cannot make
+                         r"|^<IPython\.core\.display\.\w+ object>$")   # a display's plain-text stand-in
+#: Records a notebook looks up but may lack: they need a tool only some GPU machines have (ncu).
+OPTIONAL_RECORDS = ("*-hit-rates.json",)
 _WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
@@ -223,7 +227,7 @@ def test_every_cell_that_looks_up_a_record_names_it(wheel_run):
             cells.setdefault(e["cell"], []).append(e)
             if e["dir"] != wheel_run["results_dir"]:
                 problems.append(f"{name}: looked up {e['pattern']} in {e['dir']}, not the installed package")
-            elif not e["found"]:
+            elif not e["found"] and e["pattern"] not in OPTIONAL_RECORDS:
                 problems.append(f"{name}: cell {by_count.get(e['cell'], ('?',))[0]} found no committed "
                                 f"{e['pattern']} in {e['dir']}")
         if stem in must and not cells:
