@@ -62,13 +62,18 @@ def _text(nb):
     return "\n".join(chunks)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_in_cpu_mode(path, built_slides):  # noqa: F811
+def _executed_in_cpu_mode(built_slides, path):
+    """The CPU-mode build's executed copy of ``path`` (the session's deck build), asserting it ran."""
     deck = built_slides.deck(path.stem)
     assert deck.mode == "cpu", f"{path.name} was built in {deck.mode!r} mode, expected a CPU-mode run"
     assert not deck.error, f"{path.name} failed in CPU mode:\n{deck.error[-3000:]}"
-    nb = nbformat.read(deck.executed, as_version=4)
+    return nbformat.read(deck.executed, as_version=4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_in_cpu_mode(path, built_slides):  # noqa: F811
+    nb = _executed_in_cpu_mode(built_slides, path)
     assert not _errors(nb)
     assert "CPU MODE" in _text(nb), f"{path.name}: the first cells must print the mode (gpu_viz.banner())"
     assert not _garbled_provenance(_text(nb)), f"{path.name}: {_garbled_provenance(_text(nb))}"
@@ -110,9 +115,7 @@ def one_gpu_problems(nb, stem):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_cpu_mode_shows_one_gpu_and_its_records(path, built_slides):  # noqa: F811
-    deck = built_slides.deck(path.stem)
-    assert not deck.error, f"{path.name} failed in CPU mode:\n{deck.error[-3000:]}"
-    nb = nbformat.read(deck.executed, as_version=4)
+    nb = _executed_in_cpu_mode(built_slides, path)
     bad = one_gpu_problems(nb, path.stem)
     # the internal words the sources may not use may not reach the outputs either (titles, labels)
     from test_notebook_format import INTERNAL_WORDS
@@ -138,9 +141,7 @@ def solution_output_problems(nb):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_solution_cells_show_one_labelled_line(path, built_slides):  # noqa: F811
-    deck = built_slides.deck(path.stem)
-    assert not deck.error, f"{path.name} failed in CPU mode:\n{deck.error[-3000:]}"
-    bad = solution_output_problems(nbformat.read(deck.executed, as_version=4))
+    bad = solution_output_problems(_executed_in_cpu_mode(built_slides, path))
     assert not bad, f"{path.name}: solution cells must print one 'reference solution' line: {bad}"
 
 
@@ -181,9 +182,7 @@ def plumbing_problems(nb):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_cpu_mode_slides_show_no_plumbing(path, built_slides):  # noqa: F811
-    deck = built_slides.deck(path.stem)
-    assert not deck.error, f"{path.name} failed in CPU mode:\n{deck.error[-3000:]}"
-    bad = plumbing_problems(nbformat.read(deck.executed, as_version=4))
+    bad = plumbing_problems(_executed_in_cpu_mode(built_slides, path))
     assert not bad, f"{path.name}: the code's names on a slide (say it in words; names go to the notes): {bad}"
 
 
