@@ -16,7 +16,7 @@
 //              -DWIDE_MODE=1 kernels/rmsnorm_wide.cu
 //              (gpu_viz.rmsnorm.wide.kernel_report runs it for every configuration and arch)
 //
-// Layout.  grid = M * CLUSTER blocks of THREADS threads; cluster k (blocks k*CLUSTER ..
+// Layout (modes 0-2, 5).  grid = M * CLUSTER blocks of THREADS threads; cluster k (blocks k*CLUSTER ..
 // k*CLUSTER + CLUSTER-1, __cluster_dims__) normalises row k.  The row is N / VEC 16-byte
 // vectors; CTA `rank` of the cluster holds the contiguous slice of THREADS * CHUNKS vectors
 // starting at rank * THREADS * CHUNKS, thread t its vectors t, t + THREADS, ... of that slice
@@ -45,6 +45,13 @@
 //      no CTA can exit while another still writes into it.
 //   5. y from the registers / this CTA's shared memory, written once (L2 evict-first stores);
 //      rank 0 writes rstd[row].
+// WIDE_MODE 3 / 4 (cluster_rows_persistent): a persistent grid of clusters, each looping over
+// rows; the weight's slice copied into shared memory once, x (and the gate) double-buffered
+// (3) or refilled in place (4) so the next row's copies fly while this row is reduced and
+// written; the CTA sums as mode 5.  WIDE_MODE 5 (cluster_row_mbar): mode 1 with QuACK's
+// exchange, st.async into every CTA's slot completing bytes on that CTA's mbarrier, in place
+// of steps 3's cluster barrier.  Modes 3-5 add the slots in rank order as step 4: the same
+// bits as mode 1 at the same (CLUSTER, THREADS, EPT).
 // Batch invariance: the summation order depends only on the compile-time configuration, which
 // the launcher picks from N, the dtype and the GPU alone -- never from M or the row's position.
 // Numerics: silu(g) = __fdividef(g, 1 + __expf(-g)) and r = rsqrtf(__fdividef(sum, N) + eps),
@@ -65,7 +72,13 @@
 //   WIDE_EPT         elements per thread in registers (a multiple of the 16-byte vector)
 //   WIDE_MIN_BLOCKS  __launch_bounds__' minimum blocks per SM (register cap 65536 / (T * MIN))
 //   WIDE_MODE        where a CTA keeps its slice: 0 registers, 1 shared memory (x, gate),
-//                    2 shared memory (x, gate and the weight); see step 1
+//                    2 shared memory (x, gate and the weight); see step 1.  3 persistent,
+//                    x (gate) double-buffered, 4 persistent, one buffer refilled in place
+//                    (both: the weight's slice in shared memory), 5 mode 1 with the mbarrier
+//                    exchange.  Modes 3 and 4 take gridDim.x / CLUSTER clusters for M rows
+//                    (the launcher: at most what the GPU holds at once, at most M); the others
+//                    M * CLUSTER blocks.
+// Kernel arguments: (out, rstd, x, gate, w, N, eps, w_offset, M); only modes 3 and 4 read M.
 // Before sm_90 (no clusters) the kernels compile to a trap: wide.supported() is False there.
 #include "convert.cuh"  // to_f32 / from_f32<T>
 
@@ -425,6 +438,330 @@ __device__ __forceinline__ void cluster_row_smem(T* __restrict__ out, float* __r
 // [end cluster_row_smem]
 
 // ---------------------------------------------------------------------------------------
+// mbarriers and st.async (sm_90): the CTA sums of modes 3, 4 and 5
+
+__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
+#if WIDE_HAS_CLUSTERS
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(a), "r"(count) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
+#if WIDE_HAS_CLUSTERS
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(a), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait_parity(unsigned long long* bar, unsigned parity) {
+#if WIDE_HAS_CLUSTERS
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "WIDE_WAIT:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+                 "@!p bra WIDE_WAIT;\n\t}"
+                 :: "r"(a), "r"(parity) : "memory");
+#endif
+}
+// v into the float at `local` (this CTA's address of it) in CTA `rank`, completing 4 bytes of
+// the transaction count of that CTA's mbarrier at `bar` (st.async: no round trip).
+__device__ __forceinline__ void st_async_remote_f32(float* local, unsigned long long* bar, unsigned rank, float v) {
+#if WIDE_HAS_CLUSTERS
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(local));
+    const unsigned ab = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+    unsigned ra, rb;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(ab), "r"(rank));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];"
+                 :: "r"(ra), "f"(v), "r"(rb) : "memory");
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
+// persistent clusters (WIDE_MODE 3 and 4)
+
+__device__ __forceinline__ void cp_async_commit() {
+#if WIDE_HAS_CLUSTERS
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+// Every committed group but the newest N complete (and visible to the issuing thread).
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() {
+#if WIDE_HAS_CLUSTERS
+    asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+#endif
+}
+
+// [region cluster_rows_persistent]
+// A persistent grid: gridDim.x / CLUSTER clusters (the launcher sizes it to what the GPU holds
+// at once, at most M), cluster k normalising rows k, k + G, k + 2G, ... < M (G = the cluster
+// count).  Per row the arithmetic is cluster_row_smem's exactly (the same per-thread order,
+// butterflies and rank-order slot sum), so a row's bits are mode 1's at the same (CLUSTER,
+// THREADS, EPT) whatever M, G or the row's position: only which cluster computes it changes.
+// What changes is what a CTA keeps and overlaps:
+//   * the weight's slice is copied into shared memory once (cp.async, with the first row) and
+//     read from there for every row;
+//   * STAGES == 2: x (and the gate) double-buffered.  Before reducing row i the CTA issues the
+//     copies of its next row into the other buffer, so they are in flight through this row's
+//     reductions, cluster barrier and stores.  A buffer is refilled one row after it was read,
+//     by the thread that read it (each thread copies and reads only its own vectors: no block
+//     barrier for the buffers).
+//   * STAGES == 1: one buffer; each vector of the next row is copied into its slot right after
+//     this row's y for that vector is stored (the store consumed the value just read from the
+//     slot, so the read has completed before the copy is issued; the same thread does both).
+//     Half the shared memory: for slices too large to double (fp32 gate at 262144).
+// The CTA sums travel as in mode 5 (cluster_row_mbar, below): st.async into slot [rank] of every
+// CTA, completing 4 bytes on that CTA's mbarrier; no cluster barrier per row.  (A barrier.cluster
+// arrive.release compiles to MEMBAR.ALL.GPU on sm_90, which would wait for this thread's
+// outstanding stores of the previous row -- and possibly the next row's copies in flight --
+// every row.)  Two slot sets and two mbarriers, iteration `it` using set p = it & 1 at phase
+// parity (it >> 1) & 1.  Why two suffice: CTA A sends iteration it + 2's sum into set p of CTA
+// B only after its own wait of iteration it + 1 returned, i.e. after B's sum of it + 1 reached
+// A; B sends that only after it has waited for set p's phase of iteration it and read the
+// slots (program order; the read's value fed the stores before the send).  So no sum of it + 2
+// lands in a slot, or completes a phase, that B still needs for it.  (With one set, A could
+// send it + 1's sum while B still reads it's.)  B's thread 0 may arm a phase after some of its
+// bytes landed (the transaction count goes negative for a while; the phase cannot complete
+// before the arm's arrival).  The per-CTA warp totals use two sets too (the block barrier of
+// iteration it + 1 separates the reads of it from the writes of it + 2).  A CTA's last wait
+// returns only once every sum sent to it has landed, so it may exit; a cluster with no row
+// (not launched by the launcher) passes its first cluster barrier and exits.
+// Dynamic shared memory: THREADS * EPT * (sizeof(WT) + STAGES * sizeof(T) * (1 + GATE)) bytes.
+template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT, int STAGES>
+__device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, float* __restrict__ rstd,
+                                                        const T* __restrict__ x, const T* __restrict__ gate,
+                                                        const WT* __restrict__ w, int N, long long M,
+                                                        float eps, float w_offset) {
+#if WIDE_HAS_CLUSTERS
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int CHUNKS = EPT / VEC;
+    constexpr int NWARPS = THREADS / 32;
+    constexpr int SLICE = THREADS * CHUNKS;
+    constexpr int WQ = sizeof(Pack<WT, VEC>) / 16;
+    constexpr int XG = GATE ? 2 : 1;  // row inputs per buffer: x (and the gate)
+    static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024, "launch shape");
+    static_assert(STAGES == 1 || STAGES == 2, "one or two row buffers");
+    __shared__ float warp_sums[2][NWARPS];
+    __shared__ float cta_sums[2][CLUSTER];  // set it & 1, slot [i] written by CTA i
+    __shared__ unsigned long long bars[2];  // set p's: one arrival (the arm) + CLUSTER * 4 bytes
+    extern __shared__ uint4 wide_smem[];
+    Pack<WT, VEC>* sw = reinterpret_cast<Pack<WT, VEC>*>(wide_smem);  // the weight's slice
+    Pack<T, VEC>* sbuf = reinterpret_cast<Pack<T, VEC>*>(sw + SLICE);  // buffer b: x at b * XG * SLICE, gate after
+
+    const int t = threadIdx.x;
+    if (t == 0) {
+        mbar_init(&bars[0], 1);
+        mbar_init(&bars[1], 1);
+    }
+    cluster_arrive_relaxed();  // its wait, below, proves every CTA runs and has its mbarriers
+    const unsigned rank = cluster_rank();
+    const int nvec = N / VEC;
+    const int first = (int)rank * SLICE + t;
+    const long long nclusters = gridDim.x / CLUSTER;
+    long long row = blockIdx.x / CLUSTER;
+
+    // copies of row `r`'s vectors owned by this thread into buffer b
+    auto issue_row = [&](long long r, int b) {
+        Pack<T, VEC>* sx = sbuf + b * XG * SLICE;
+        const T* xr = x + r * (long long)N;
+        const T* gr = GATE ? gate + r * (long long)N : nullptr;
+        #pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            const int j = first + c * THREADS, s = c * THREADS + t;
+            if (j < nvec) {
+                cp_async16(&sx[s], xr + (long long)j * VEC);
+                if (GATE) cp_async16(&sx[SLICE + s], gr + (long long)j * VEC);
+            }
+        }
+    };
+    // prologue: the weight's slice and the first row, one group
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS, s = c * THREADS + t;
+        if (j < nvec) {
+            #pragma unroll
+            for (int q = 0; q < WQ; ++q)
+                cp_async16(reinterpret_cast<uint4*>(&sw[s]) + q, reinterpret_cast<const uint4*>(w + (long long)j * VEC) + q);
+        }
+    }
+    if (row < M) issue_row(row, 0);
+    cp_async_commit();
+    cluster_wait_acquire();  // the first barrier's wait, its latency behind the copies in flight
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+
+    for (int it = 0; row < M; ++it, row += nclusters) {
+        const int b = STAGES == 2 ? (it & 1) : 0, p = it & 1;
+        const long long next = row + nclusters;
+        if (STAGES == 2) {
+            if (next < M) issue_row(next, b ^ 1);  // in flight through this row's reductions and stores
+            cp_async_commit();                     // (an empty group when there is no next row)
+            cp_async_wait_group<1>();              // this row's group (and the weight's) landed
+        } else {
+            cp_async_wait_group<0>();
+        }
+        const Pack<T, VEC>* sx = sbuf + b * XG * SLICE;
+        // sum of squares of this thread's own vectors, in cluster_row_smem's order
+        float sumsq = 0.0f;
+        #pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            if (first + c * THREADS < nvec) {
+                const Pack<T, VEC> px = sx[c * THREADS + t];
+                #pragma unroll
+                for (int k = 0; k < VEC; ++k) {
+                    const float xf = elem(px, k);
+                    sumsq = fmaf(xf, xf, sumsq);
+                }
+            }
+        }
+        sumsq = warp_allreduce_sum(sumsq);
+        if ((t & 31) == 0) warp_sums[p][t >> 5] = sumsq;
+        __syncthreads();
+        const float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[p][t & 31] : 0.0f);
+        // this CTA's sum into slot [rank] of set p of every CTA; wait for set p's CLUSTER sums
+        if (t == 0) mbar_arrive_expect_tx(&bars[p], CLUSTER * 4);
+        if (t < CLUSTER) st_async_remote_f32(&cta_sums[p][rank], &bars[p], (unsigned)t, cta);
+        mbar_wait_parity(&bars[p], (unsigned)(it >> 1) & 1u);
+        float total = 0.0f;
+        #pragma unroll
+        for (int i = 0; i < CLUSTER; ++i) total += cta_sums[p][i];
+        const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+        if (rank == 0 && t == 0) rstd[row] = r;
+        T* yr = out + row * (long long)N;
+        const T* xn = x + next * (long long)N;  // STAGES == 1: the next row, refilled slot by slot
+        const T* gn = GATE ? gate + next * (long long)N : nullptr;
+        #pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            const int j = first + c * THREADS, s = c * THREADS + t;
+            if (j < nvec) {
+                const Pack<WT, VEC> pw = sw[s];
+                const Pack<T, VEC> px = sx[s];
+                Pack<T, VEC> pg;
+                if (GATE) pg = sx[SLICE + s];
+                Pack<T, VEC> py;
+                #pragma unroll
+                for (int k = 0; k < VEC; ++k) {
+                    const float xf = elem(px, k);
+                    const float v = GATE ? xf * silu(elem(pg, k)) : xf;
+                    py.v[k] = from_f32<T>((v * (elem(pw, k) + w_offset)) * r);
+                }
+                st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
+                if (STAGES == 1 && next < M) {  // after the store: the slot's value has been read
+                    cp_async16(const_cast<Pack<T, VEC>*>(&sx[s]), xn + (long long)j * VEC);
+                    if (GATE) cp_async16(const_cast<Pack<T, VEC>*>(&sx[SLICE + s]), gn + (long long)j * VEC);
+                }
+            }
+        }
+        if (STAGES == 1) cp_async_commit();
+    }
+#else
+    __trap();
+#endif
+}
+// [end cluster_rows_persistent]
+
+// ---------------------------------------------------------------------------------------
+// one row per cluster, the CTA sums through an mbarrier (WIDE_MODE 5: QuACK's exchange)
+
+// [region cluster_row_mbar]
+// cluster_row_smem (mode 1: the slice by cp.async into shared memory, the weight from global
+// memory at the end) with QuACK's cluster exchange (quack/reduce.py cluster_reduce) in place of
+// the second cluster barrier: one mbarrier per CTA, initialised before the cluster's first
+// (relaxed) arrive; thread 0 arms it for CLUSTER * 4 bytes; after the wait that proves every
+// CTA started (so every mbarrier is initialised), thread i < CLUSTER sends the CTA sum to slot
+// [rank] of CTA i with st.async, which completes 4 bytes on CTA i's mbarrier; every thread
+// waits for its own mbarrier's phase 0 and adds slots 0 .. CLUSTER-1 in order (the same bits as
+// mode 1).  A CTA's wait returns only once all CLUSTER sums have landed in it, so no store
+// into it is pending when it exits: no closing barrier.
+template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT>
+__device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __restrict__ rstd,
+                                                 const T* __restrict__ x, const T* __restrict__ gate,
+                                                 const WT* __restrict__ w, int N, float eps, float w_offset) {
+#if WIDE_HAS_CLUSTERS
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int CHUNKS = EPT / VEC;
+    constexpr int NWARPS = THREADS / 32;
+    constexpr int SLICE = THREADS * CHUNKS;
+    static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024, "launch shape");
+    __shared__ float warp_sums[NWARPS];
+    __shared__ float cta_sums[CLUSTER];
+    __shared__ unsigned long long bar;
+    extern __shared__ uint4 wide_smem[];
+    Pack<T, VEC>* sx = reinterpret_cast<Pack<T, VEC>*>(wide_smem);
+    Pack<T, VEC>* sg = sx + SLICE;
+
+    const int t = threadIdx.x;
+    if (t == 0) mbar_init(&bar, 1);  // fenced for the cluster; the arrive below publishes it
+    cluster_arrive_relaxed();
+    const unsigned rank = cluster_rank();
+    const long long row = blockIdx.x / CLUSTER;
+    const int nvec = N / VEC;
+    const int first = (int)rank * SLICE + t;
+    const T* xr = x + row * (long long)N;
+    const T* gr = GATE ? gate + row * (long long)N : nullptr;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS, s = c * THREADS + t;
+        if (j < nvec) {
+            cp_async16(&sx[s], xr + (long long)j * VEC);
+            if (GATE) cp_async16(&sg[s], gr + (long long)j * VEC);
+        }
+    }
+    cp_async_wait_all();
+    float sumsq = 0.0f;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        if (first + c * THREADS < nvec) {
+            const Pack<T, VEC> px = sx[c * THREADS + t];
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float xf = elem(px, k);
+                sumsq = fmaf(xf, xf, sumsq);
+            }
+        }
+    }
+    sumsq = warp_allreduce_sum(sumsq);
+    if ((t & 31) == 0) warp_sums[t >> 5] = sumsq;
+    __syncthreads();
+    const float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
+    if (t == 0) mbar_arrive_expect_tx(&bar, CLUSTER * 4);
+    cluster_wait_acquire();  // every CTA of the cluster has started: its mbarrier is initialised
+    if (t < CLUSTER) st_async_remote_f32(&cta_sums[rank], &bar, (unsigned)t, cta);
+    mbar_wait_parity(&bar, 0);
+    float total = 0.0f;
+    #pragma unroll
+    for (int i = 0; i < CLUSTER; ++i) total += cta_sums[i];
+    const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+    if (rank == 0 && t == 0) rstd[row] = r;
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    T* yr = out + row * (long long)N;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS, s = c * THREADS + t;
+        if (j < nvec) {
+            const Pack<WT, VEC> pw = load_pack<true, WT, VEC>(w + (long long)j * VEC);
+            const Pack<T, VEC> px = sx[s];
+            Pack<T, VEC> pg;
+            if (GATE) pg = sg[s];
+            Pack<T, VEC> py;
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float xf = elem(px, k);
+                const float v = GATE ? xf * silu(elem(pg, k)) : xf;
+                py.v[k] = from_f32<T>((v * (elem(pw, k) + w_offset)) * r);
+            }
+            st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
+        }
+    }
+#else
+    __trap();
+#endif
+}
+// [end cluster_row_mbar]
+
+// ---------------------------------------------------------------------------------------
 // the extern "C" kernel: one per module, named after its -D configuration
 
 #define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE)
@@ -435,10 +772,17 @@ __device__ __forceinline__ void cluster_row_smem(T* __restrict__ out, float* __r
     extern "C" __global__ void WIDE_CLUSTER_DIMS __launch_bounds__(WIDE_THREADS, WIDE_MIN_BLOCKS)  \
         WIDE_NAME(OP, DT, WDT)(T* __restrict__ out, float* __restrict__ rstd,                      \
                                const T* __restrict__ x, const T* __restrict__ gate,                \
-                               const WT* __restrict__ w, int N, float eps, float w_offset) {       \
+                               const WT* __restrict__ w, int N, float eps, float w_offset,         \
+                               long long M) {                                                      \
         if (WIDE_MODE == 0)                                                                        \
             cluster_row<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, N,   \
                                                                            eps, w_offset);         \
+        else if (WIDE_MODE == 3 || WIDE_MODE == 4)                                                 \
+            cluster_rows_persistent<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT,             \
+                                    WIDE_MODE == 3 ? 2 : 1>(out, rstd, x, gate, w, N, M, eps, w_offset); \
+        else if (WIDE_MODE == 5)                                                                   \
+            cluster_row_mbar<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, \
+                                                                                N, eps, w_offset); \
         else                                                                                       \
             cluster_row_smem<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE == 2>(       \
                 out, rstd, x, gate, w, N, eps, w_offset);                                          \
