@@ -22,6 +22,10 @@ Contract for the dispatcher (fused.py):
 * :func:`forward` -- launch on a contiguous, 16-byte aligned (M, N) problem (:func:`aligned`
   tells); returns rstd.
 * :func:`kernel_report` -- ptxas registers / spills of every configuration the policy uses.
+
+Unmeasured (2026-12-02, not in POLICY, reachable only through ``shape``): PERSIST / PERSIST_1, a
+persistent grid of clusters looping over rows (:func:`launch_grid`), and MBAR, the CTA sums
+through mbarriers as QuACK does; :data:`NEW_CANDIDATES` lists the shapes an exploration times.
 """
 from __future__ import annotations
 
@@ -70,6 +74,17 @@ MAX_GRID_X = 2**31 - 1
 #: (x, and the gate, by cp.async; the weight read in the last step); shared memory with the
 #: weight's slice too.
 REGISTERS, SMEM, SMEM_W = 0, 1, 2
+#: Not in POLICY (unmeasured; 2026-12-02): PERSIST -- a persistent grid of clusters looping over
+#: rows, the weight's slice in shared memory across rows, x (and the gate) double-buffered so
+#: the next row's copies fly while this row is reduced and written; PERSIST_1 -- the same with
+#: one buffer, each vector of the next row copied into its slot once this row's y for it is
+#: stored (half the shared memory); MBAR -- SMEM with QuACK's exchange of the CTA sums
+#: (st.async completing bytes on each CTA's mbarrier, no second cluster barrier).  PERSIST and
+#: PERSIST_1 exchange the sums the same way.  Selectable through ``shape`` (explore scripts,
+#: tests), never chosen by :func:`config` without it.
+PERSIST, PERSIST_1, MBAR = 3, 4, 5
+MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR)
+PERSISTENT_MODES = (PERSIST, PERSIST_1)
 #: The row-length buckets and their launch shape (cluster, threads, elements per thread, mode)
 #: by op and element size: the smallest bucket >= N is used (vectors past N idle).  16-byte
 #: vectors everywhere; EPT = elements of x each thread holds (copies, in the shared-memory
@@ -106,6 +121,42 @@ CANDIDATES: Dict[int, Dict[int, Tuple[Tuple[int, int, int, int], ...]]] = {
         262144: ((16, 512, 32, SMEM), (16, 1024, 16, SMEM), (16, 256, 64, SMEM), (16, 512, 32, SMEM_W),
                  (16, 1024, 16, REGISTERS))},
 }
+
+
+def _quack_cluster(n: int, size: int) -> int:
+    """QuACK's cluster size for an RMSNorm row of n elements of `size` bytes on Hopper
+    (quack/rmsnorm_config.py ``_for_hopper_fwd``: 256 threads; 16-bit x: 2 / 4 / 8 / 16 CTAs up
+    to 32K / 64K / 128K / 256K elements, fp32 1 / 2 / 4 / 8)."""
+    limits = (32768, 65536, 131072, 262144)
+    ladder = (2, 4, 8, 16) if size == 2 else (1, 2, 4, 8)
+    return next(c for lim, c in zip(limits, ladder) if n <= lim)
+
+
+def _new_candidates() -> Dict[str, Dict[int, Dict[int, Tuple[Tuple[int, int, int, int], ...]]]]:
+    """NEW_CANDIDATES: per op, element size and bucket, the shapes of the unmeasured modes the
+    2026-12-02 exploration times: POLICY's (cluster, threads, ept) in PERSIST, PERSIST_1 and
+    MBAR (a direct comparison with the measured mode at the same reduction order), and
+    QuACK's shape (256 threads, its cluster size) in MBAR and PERSIST -- each only where its
+    shared memory fits one CTA (PERSIST doubles the row buffers: the fp32 gate at 262144
+    needs 320 KiB, so only PERSIST_1 runs it persistently)."""
+    out: Dict = {}
+    for op in OPS:
+        out[op] = {}
+        for size in (2, 4):
+            out[op][size] = {}
+            for n in sorted(POLICY[op][size]):
+                c, t, e, _ = POLICY[op][size][n]
+                qc = _quack_cluster(n, size)
+                shapes = [(c, t, e, PERSIST), (c, t, e, PERSIST_1), (c, t, e, MBAR),
+                          (qc, 256, n // (qc * 256), MBAR), (qc, 256, n // (qc * 256), PERSIST)]
+                keep = []
+                for sh in dict.fromkeys(shapes):
+                    if smem_bytes_of(op, size, 4, sh) <= MAX_CTA_SHARED:  # an fp32 weight: the largest
+                        keep.append(sh)
+                out[op][size][n] = tuple(keep)
+    return out
+
+
 #: Shared memory of one SM (sm_90: 228 KiB, of which 1 KiB per resident CTA is the system's) and
 #: the most one CTA may have (227 KiB, after the max-dynamic-shared-size opt-in).
 SM_SHARED = 228 * 1024
@@ -114,6 +165,20 @@ MAX_CTA_SHARED = 227 * 1024
 #: Registers per thread the shared-memory modes are given at least (ptxas on sm_90 needs 32-64).
 SMEM_MODE_REGISTERS = 40
 OPS = ("rmsnorm", "rmsnorm_gate")
+#: SMs of an H200 / H100 SXM (132): the CPU-side estimate of a persistent grid (dry runs); on a
+#: GPU the launcher asks the driver (cuOccupancyMaxActiveClusters).
+H100_SMS = 132
+
+
+def smem_bytes_of(op: str, itemsize: int, weight_itemsize: int, shape: Tuple[int, int, int, int]) -> int:
+    """Dynamic shared memory per CTA of ``shape`` = (cluster, threads, ept, mode): the slice of x
+    (and the gate) -- twice in PERSIST -- and, in SMEM_W, PERSIST and PERSIST_1, the weight's."""
+    _, t, e, mode = shape
+    if mode == REGISTERS:
+        return 0
+    rows = itemsize * (2 if op == "rmsnorm_gate" else 1) * (2 if mode == PERSIST else 1)
+    weight = weight_itemsize if mode in (SMEM_W, PERSIST, PERSIST_1) else 0
+    return t * e * (rows + weight)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,16 +221,85 @@ class WideConfig:
 
     @property
     def smem_bytes(self) -> int:
-        """Dynamic shared memory per CTA: the slice of x (and gate, and in SMEM_W the weight)."""
-        if self.mode == REGISTERS:
-            return 0
-        per = DTYPES[self.dtype][1] * (2 if self.op == "rmsnorm_gate" else 1)
-        if self.mode == SMEM_W:
-            per += DTYPES[self.weight_dtype][1]
-        return self.threads * self.ept * per
+        """Dynamic shared memory per CTA (:func:`smem_bytes_of`)."""
+        return smem_bytes_of(self.op, DTYPES[self.dtype][1], DTYPES[self.weight_dtype][1],
+                             (self.cluster, self.threads, self.ept, self.mode))
+
+    @property
+    def persistent(self) -> bool:
+        """Whether the grid is persistent (PERSIST, PERSIST_1): a fixed number of clusters loops
+        over the rows (:func:`launch_grid`)."""
+        return self.mode in PERSISTENT_MODES
 
     def as_dict(self) -> Dict:
-        return dict(dataclasses.asdict(self), capacity=self.capacity, kernel=self.kernel, smem_bytes=self.smem_bytes)
+        return dict(dataclasses.asdict(self), capacity=self.capacity, kernel=self.kernel, smem_bytes=self.smem_bytes,
+                    persistent=self.persistent)
+
+
+def reduction_order(cfg: WideConfig, n: int) -> Tuple:
+    """What fixes the order in which a row of ``n`` elements' squares are added
+    (kernels/rmsnorm_wide.cu, steps 2 and 4; vectors past n are skipped): each thread's fmaf chain over its vectors c = 0 .. EPT/VEC - 1 and their elements,
+    a warp butterfly, the warps' totals in one butterfly, the CTA sums added in rank order 0 ..
+    CLUSTER-1 -- so (N, vec, cluster, threads, ept).  Not the mode: every mode, the persistent
+    ones included, adds a row in this order (only where the operands wait differs), and not M,
+    the grid or the row's position: a persistent cluster runs the same per-row code for each of
+    its rows.  (The output's rounding, x * w * r, is one expression in every mode too.)"""
+    n = check_int("n", n)
+    if not 0 < n <= cfg.capacity:
+        raise ValueError(f"n={n} does not fit {cfg.kernel} (capacity {cfg.capacity})")
+    return ("cluster-slots", n, cfg.vec, cfg.cluster, cfg.threads, cfg.ept)
+
+
+def launch_grid(cfg: WideConfig, M: int, active_clusters: Optional[int] = None,
+                clusters: Optional[int] = None) -> int:
+    """Blocks of ``cfg``'s launch for M rows: ``M * cluster``, or for a persistent mode
+    ``G * cluster`` with G = ``clusters`` (tests, explorations: any G >= 1) or else
+    min(M, ``active_clusters``) -- what the GPU holds at once (cuOccupancyMaxActiveClusters),
+    so no cluster waits for a second wave and none is left without a row.  The grid changes
+    which cluster computes a row, never how (:func:`reduction_order`).
+
+    Raises:
+        ValueError: M < 0; a persistent mode without ``active_clusters`` or ``clusters``, or with
+            either below 1; ``clusters`` for a mode that is not persistent; a grid beyond
+            gridDim.x.
+    """
+    M = check_int("M", M)
+    if M < 0:
+        raise ValueError(f"M must be >= 0, got {M}")
+    if not cfg.persistent:
+        if clusters is not None:
+            raise ValueError(f"clusters={clusters} is for the persistent modes ({PERSISTENT_MODES}); "
+                             f"mode {cfg.mode} launches one cluster per row")
+        g = M
+    elif clusters is not None:
+        clusters = check_int("clusters", clusters)
+        if clusters < 1:
+            raise ValueError(f"clusters must be >= 1 for the persistent grid, got {clusters}")
+        g = min(M, clusters)
+    else:
+        if active_clusters is None:
+            raise ValueError("a persistent mode needs active_clusters (cuOccupancyMaxActiveClusters) or clusters")
+        active_clusters = check_int("active_clusters", active_clusters)
+        if active_clusters < 1:
+            raise ValueError(f"active_clusters must be >= 1 (the GPU holds no cluster of {cfg.kernel}?), "
+                             f"got {active_clusters}")
+        g = min(M, active_clusters)
+    if g * cfg.cluster > MAX_GRID_X:
+        raise ValueError(f"M={M} rows x {cfg.cluster} CTAs per row exceeds gridDim.x={MAX_GRID_X}")
+    return g * cfg.cluster
+
+
+def rows_of_cluster(k: int, M: int, clusters: int) -> range:
+    """The rows persistent cluster k of ``clusters`` normalises: k, k + clusters, ... < M (the
+    kernel's loop); iteration i of it uses slot set and mbarrier i % 2 at phase (i // 2) % 2."""
+    return range(k, M, clusters)
+
+
+def estimate_active_clusters(cfg: WideConfig, sms: int = H100_SMS) -> int:
+    """An upper bound, without a GPU, of the clusters of ``cfg`` resident at once: SMs times the
+    CTAs one SM holds (``min_blocks``: shared memory and registers) over the cluster size.  The
+    driver's number can be lower (a cluster must fit one GPC); dry runs only."""
+    return max(1, (sms * cfg.min_blocks) // cfg.cluster)
 
 
 def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: int, mode: int = REGISTERS,
@@ -181,6 +315,9 @@ def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: 
         fit = min(SM_SHARED // (smem_bytes + CTA_RESERVED_SHARED),
                   SM_REGISTERS // (threads * SMEM_MODE_REGISTERS))
     return max(1, min(SM_THREADS // threads, fit))
+
+
+NEW_CANDIDATES = _new_candidates()
 
 
 def _bucket(n: int) -> int:
@@ -231,10 +368,10 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     c, t, e, mode = POLICY[op][size][_bucket(n)] if shape is None else shape
     vec = DTYPES[dt][2]
     if (c * t * e < n or not 1 <= c <= MAX_CLUSTER or t % 32 or not 32 <= t <= 1024 or e % vec
-            or mode not in (REGISTERS, SMEM, SMEM_W)):
+            or mode not in MODES):
         raise ValueError(f"shape (cluster={c}, threads={t}, ept={e}, mode={mode}) does not fit n={n} {dt} "
                          f"(needs cluster*threads*ept >= n, cluster <= {MAX_CLUSTER}, threads a multiple "
-                         f"of 32 up to 1024, ept a multiple of {vec}, mode 0, 1 or 2)")
+                         f"of 32 up to 1024, ept a multiple of {vec}, mode one of {MODES})")
     cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode)
     if cfg.smem_bytes > MAX_CTA_SHARED:
         raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
@@ -255,16 +392,21 @@ def _unsupported_reason(n: int, dt: str, cc) -> str:
     return f"the cluster path needs N % {DTYPES[dt][2]} == 0 for {dt} (16-byte vectors), got N={n}"
 
 
-def configs_in_use(dtypes: Sequence[str] = tuple(DTYPES), cc=(9, 0), candidates: bool = False) -> List[WideConfig]:
+def configs_in_use(dtypes: Sequence[str] = tuple(DTYPES), cc=(9, 0), candidates: bool = False,
+                   new: bool = False) -> List[WideConfig]:
     """Every configuration :func:`config` can return (each bucket, op and weight dtype), or with
-    ``candidates`` every measured alternative too."""
+    ``candidates`` every measured alternative too; with ``new`` only NEW_CANDIDATES (the
+    unmeasured modes)."""
     out = []
     for dt in dtypes:
         size = DTYPES[dt][1]
         for n in sorted(CANDIDATES[size]):
             for gate in (False, True):
                 op = "rmsnorm_gate" if gate else "rmsnorm"
-                shapes = CANDIDATES[size][n] if candidates else (POLICY[op][size][n],)
+                if new:
+                    shapes = NEW_CANDIDATES[op][size][n]
+                else:
+                    shapes = CANDIDATES[size][n] if candidates else (POLICY[op][size][n],)
                 for shape in shapes:
                     for wdt in dict.fromkeys((dt, "float32")):
                         out.append(config(n, dt, cc, gate=gate, weight_dtype=wdt, shape=shape))
@@ -335,7 +477,7 @@ def _kernel(cfg: WideConfig, device: int):
 
 
 def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offset: float = 0.0,
-            shape: Optional[Tuple[int, int, int, int]] = None):
+            shape: Optional[Tuple[int, int, int, int]] = None, clusters: Optional[int] = None):
     """RMSNorm (or, with ``gate``, RMSNorm + SiLU gate) of the rows of ``x2d`` into ``out``, on a
     thread-block cluster per row (sm_90).
 
@@ -350,7 +492,10 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
         stream: None (the framework's current stream), a ``torch.cuda.Stream`` or a
             ``cupy.cuda.Stream``: the launch goes there, without host synchronisation.
         weight_offset: added to the weight in fp32 (1.0 for Gemma's ``1 + w``).
-        shape: (cluster, threads, ept, mode) instead of :data:`POLICY`'s (measurements, tests).
+        shape: (cluster, threads, ept, mode) instead of :data:`POLICY`'s (measurements, tests;
+            the only way to run the unmeasured modes PERSIST, PERSIST_1, MBAR).
+        clusters: a persistent mode's cluster count (tests: any >= 1; None: what the GPU holds
+            at once, see :func:`launch_grid`).  The result does not depend on it.
 
     Returns:
         rstd: ``(M,)`` float32 of x's library: ``rsqrt(mean(x^2) + eps)`` per row.  ``out``
@@ -362,7 +507,8 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
             unsupported or mismatched dtypes, a non-number eps / weight_offset.
         ValueError: shapes (x not 2-D, weight not (N,), gate / out not x's shape), a
             non-contiguous or misaligned operand, operands on different devices, eps < 0,
-            N not supported on this GPU (naming why), M * cluster beyond gridDim.x.
+            N not supported on this GPU (naming why), M * cluster beyond gridDim.x, ``clusters``
+            below 1 or with a mode that is not persistent.
         GPUUnavailable: in CPU mode.
     """
     xf, dt, xs, xst, xp = _info("x2d", x2d)
@@ -406,15 +552,14 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     backend.require_gpu("the cluster RMSNorm path")
     cc = _cc(device)
     cfg = config(N, dt, cc, gate=gate is not None, weight_dtype=wdt, shape=shape)
-    if M * cfg.cluster > MAX_GRID_X:
-        raise ValueError(f"M={M} rows x {cfg.cluster} CTAs per row exceeds gridDim.x={MAX_GRID_X}")
+    active = _active_clusters(cfg, device) if cfg.persistent and clusters is None else None
+    grid = launch_grid(cfg, M, active, clusters)
     rstd = _new_rstd(x2d, xf, M, device)
     rp = int(rstd.data_ptr()) if xf == "torch" else int(rstd.data.ptr)
     gp = ops[3][6] if gate is not None else 0
     args = (np.uint64(ops[2][6]), np.uint64(rp), np.uint64(xp), np.uint64(gp), np.uint64(ops[1][6]),
-            np.int32(N), np.float32(eps), np.float32(weight_offset))
+            np.int32(N), np.float32(eps), np.float32(weight_offset), np.int64(M))
     k = _kernel(cfg, device)
-    grid = M * cfg.cluster
     if stream is None:
         _launch(k, grid, cfg, args, xf, device)
     elif xf == "torch":
@@ -443,6 +588,13 @@ def _launch(k, grid: int, cfg: WideConfig, args, fw: str, device: int) -> None:
             k((grid,), (cfg.threads,), args, shared_mem=cfg.smem_bytes)
 
 
+@functools.lru_cache(maxsize=None)
+def _active_clusters(cfg: WideConfig, device: int) -> int:
+    """cuOccupancyMaxActiveClusters of ``cfg`` on ``device``, asked once (a persistent grid's
+    size; it depends on the kernel and the GPU, not on M)."""
+    return max_active_clusters(cfg, device)
+
+
 def _new_rstd(x2d, fw: str, M: int, device: int):
     if fw == "torch":
         import torch
@@ -463,10 +615,11 @@ def _cc(device: int) -> Tuple[int, int]:
 # ---------------------------------------------------------------------------------------
 # what the compiler decided
 
-def kernel_report(arches: Optional[Sequence[str]] = None, candidates: bool = False) -> List[Dict]:
+def kernel_report(arches: Optional[Sequence[str]] = None, candidates: bool = False, new: bool = False,
+                  workers: int = 2) -> List[Dict]:
     """ptxas registers / spills / shared memory of every configuration in use (``candidates``:
-    the measured alternatives too), for each of ``arches`` (default sm_90 only: before sm_90
-    the kernels are a trap, see :func:`build_check`).
+    the measured alternatives too; ``new``: NEW_CANDIDATES only), for each of ``arches``
+    (default sm_90 only: before sm_90 the kernels are a trap); ``workers`` nvcc processes.
 
     Returns:
         one dict per (configuration, arch): the :class:`WideConfig` fields, ``arch``,
@@ -478,9 +631,9 @@ def kernel_report(arches: Optional[Sequence[str]] = None, candidates: bool = Fal
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    cfgs = configs_in_use(candidates=candidates)
+    cfgs = configs_in_use(candidates=candidates, new=new)
     jobs = [(c, a) for a in (arches or ("sm_90",)) for c in cfgs]
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(workers) as pool:
         parts = list(pool.map(lambda j: (j, kernels.nvcc_compile(FILE, j[1], j[0].options)), jobs))
     rows = []
     for (cfg, arch), usages in parts:
