@@ -7,6 +7,10 @@ no spills at the launcher's -D options), argument errors naming the argument.  G
 random data with NaN-poisoned outputs, rstd against float64, bitwise batch invariance (rows of
 forward(x[:m]) equal the same rows of forward(x), m in 1, 3, 64 against 1000), streams, CuPy
 arrays, M = 0, misaligned operands refused.  Tolerances: gpu_viz.rmsnorm.tolerances.
+The unmeasured modes (PERSIST, PERSIST_1, MBAR; not in the policy): CPU -- not dispatched,
+shared memory and grid arithmetic at every wide N, dtype and op, the reduction order, a model
+of the persistent exchange's slot reuse, the build; GPU -- float64, mode 1's bits, invariance
+at m in 1, 3, 64, 1000, persistent grids of 1 .. M + 27 clusters.
 """
 from __future__ import annotations
 
@@ -313,3 +317,293 @@ def test_streams_cupy_empty_and_misaligned(seed):
     assert not wide.aligned(buf[1:]) and wide.aligned(x, w, None)
     with pytest.raises(ValueError, match=r"eps"):
         wide.forward(x, w, -1.0, out)
+
+
+# ---------------------------------------------------------------------------------------
+# the unmeasured modes (2026-12-02): PERSIST, PERSIST_1 (persistent clusters), MBAR (QuACK's
+# exchange).  CPU: not in the policy, their launch arithmetic, the reduction order, a model of
+# the persistent exchange's slot reuse, the build.  GPU: float64, invariance, grid sizes.
+
+NEW_MODES = (wide.PERSIST, wide.PERSIST_1, wide.MBAR)
+
+
+def _new_configs(n, dt, gate, wdt=None, modes=NEW_MODES):
+    """The NEW_CANDIDATES configurations of n's bucket for (dt, op, weight dtype) in ``modes``."""
+    size = DTYPES[dt][1]
+    op = "rmsnorm_gate" if gate else "rmsnorm"
+    bucket = min(b for b in wide.NEW_CANDIDATES[op][size] if b >= n)
+    return [wide.config(n, dt, H100, gate=gate, weight_dtype=wdt, shape=sh)
+            for sh in wide.NEW_CANDIDATES[op][size][bucket] if sh[3] in modes]
+
+
+def test_new_modes_are_not_dispatched():
+    """The policy (what config() returns without a shape, and so what fused.py's dispatch runs)
+    never picks an unmeasured mode; fused.py passes no shape."""
+    import inspect
+
+    from gpu_viz.rmsnorm import fused
+
+    for op in wide.OPS:
+        for size, table in wide.POLICY[op].items():
+            assert all(sh[3] in (wide.REGISTERS, wide.SMEM, wide.SMEM_W) for sh in table.values()), (op, size)
+    for dt in DTS:
+        for n in WIDE_NS + (40000,):
+            for gate in (False, True):
+                assert wide.config(n, dt, H100, gate=gate).mode not in NEW_MODES
+    src = inspect.getsource(fused._launch_wide)
+    assert "forward(" in src and "shape" not in src and "clusters" not in src
+
+
+def test_new_candidates_fit_one_cta():
+    """Every NEW_CANDIDATES shape builds a configuration for every dtype and weight dtype of its
+    element size: capacity n, shared memory within the 227 KiB opt-in, at least one CTA per SM;
+    PERSIST is left out exactly where its two row buffers do not fit (the fp32 gate at 262144)."""
+    seen = 0
+    for op in wide.OPS:
+        for size, table in wide.NEW_CANDIDATES[op].items():
+            dts = [d for d in DTS if DTYPES[d][1] == size]
+            for n, shapes in table.items():
+                assert {sh[3] for sh in shapes} >= {wide.PERSIST_1, wide.MBAR}, (op, size, n)
+                for sh in shapes:
+                    for dt in dts:
+                        for wdt in dict.fromkeys((dt, "float32")):
+                            cfg = wide.config(n, dt, H100, gate=op == "rmsnorm_gate", weight_dtype=wdt, shape=sh)
+                            assert cfg.capacity == n and cfg.mode == sh[3], cfg
+                            assert 0 < cfg.smem_bytes <= wide.MAX_CTA_SHARED, cfg
+                            assert cfg.min_blocks * (cfg.smem_bytes + wide.CTA_RESERVED_SHARED) <= wide.SM_SHARED, cfg
+                            assert cfg.persistent == (sh[3] in wide.PERSISTENT_MODES)
+                            seen += 1
+    assert seen > 150
+    assert all(sh[3] != wide.PERSIST for sh in wide.NEW_CANDIDATES["rmsnorm_gate"][4][262144])
+    with pytest.raises(ValueError, match=r"327680 bytes of shared memory per CTA.*at most 232448"):
+        wide.config(262144, "float32", H100, gate=True, shape=(16, 512, 32, wide.PERSIST))
+
+
+@pytest.mark.parametrize("n", WIDE_NS + (40000,))
+def test_new_modes_launch_arithmetic(n):
+    """Shared memory per CTA by mode, for all four wide N (and 40000, which fills 61 % of its
+    65536 bucket), three dtypes, both ops; the grid of each mode."""
+    for dt in DTS:
+        size = DTYPES[dt][1]
+        for gate in (False, True):
+            rows = size * (2 if gate else 1)
+            for cfg in _new_configs(n, dt, gate) + _new_configs(n, dt, gate, "float32"):
+                te = cfg.threads * cfg.ept
+                wsize = DTYPES[cfg.weight_dtype][1]
+                want = {wide.PERSIST: te * (2 * rows + wsize), wide.PERSIST_1: te * (rows + wsize),
+                        wide.MBAR: te * rows}[cfg.mode]
+                assert cfg.smem_bytes == want <= wide.MAX_CTA_SHARED, cfg
+                assert cfg.capacity >= n and (n != 40000 or cfg.capacity == 65536)
+                if cfg.persistent:
+                    act = wide.estimate_active_clusters(cfg)
+                    assert act == (wide.H100_SMS * cfg.min_blocks) // cfg.cluster >= 1
+                    for M in (1, 3, 64, act - 1, act, act + 1, 1000):
+                        if M >= 1:
+                            assert wide.launch_grid(cfg, M, act) == min(M, act) * cfg.cluster
+                else:
+                    assert wide.launch_grid(cfg, 1000) == 1000 * cfg.cluster
+    # one worked example: fp16 gate, fp32 weight, (8, 256, 32): 8192 elements a CTA
+    cfg = wide.config(65536, "float16", H100, gate=True, weight_dtype="float32", shape=(8, 256, 32, wide.PERSIST))
+    assert cfg.smem_bytes == 8192 * (2 * 2 * 2 + 4) == 98304 and cfg.min_blocks == 2
+
+
+def test_launch_grid_refuses_what_it_cannot_launch():
+    p = wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.PERSIST))
+    m1 = wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.SMEM))
+    assert wide.launch_grid(p, 0, 40) == 0 and wide.launch_grid(p, 0, clusters=5) == 0
+    assert wide.launch_grid(p, 3, clusters=7) == 7 * 8  # more clusters than rows, exactly as asked
+    assert wide.launch_grid(p, 100, 40, clusters=3) == 3 * 8  # clusters wins over active_clusters
+    with pytest.raises(ValueError, match=r"needs active_clusters \(cuOccupancyMaxActiveClusters\) or clusters"):
+        wide.launch_grid(p, 10)
+    with pytest.raises(ValueError, match=r"active_clusters must be >= 1"):
+        wide.launch_grid(p, 10, 0)
+    with pytest.raises(ValueError, match=r"clusters must be >= 1 for the persistent grid, got 0"):
+        wide.launch_grid(p, 10, clusters=0)
+    with pytest.raises(ValueError, match=r"clusters=4 is for the persistent modes"):
+        wide.launch_grid(m1, 10, clusters=4)
+    with pytest.raises(ValueError, match=r"M must be >= 0, got -1"):
+        wide.launch_grid(m1, -1)
+    with pytest.raises(TypeError, match=r"M"):
+        wide.launch_grid(m1, 2.5)
+    with pytest.raises(ValueError, match=r"exceeds gridDim.x"):
+        wide.launch_grid(m1, 2**28)
+    with pytest.raises(ValueError, match=r"mode one of \(0, 1, 2, 3, 4, 5\)"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, 6))
+
+
+def test_persistent_rows_each_once():
+    """The persistent loop (row = k; row < M; row += G) gives every row to exactly one cluster,
+    for M a multiple of G or not, and M below G (idle clusters)."""
+    for M in (0, 1, 3, 7, 64, 1000, 1001):
+        for G in (1, 2, 3, 7, 33, 132, 2000):
+            rows = [r for k in range(G) for r in wide.rows_of_cluster(k, M, G)]
+            assert sorted(rows) == list(range(M)), (M, G)
+            if M < G:
+                assert not list(wide.rows_of_cluster(M, M, G))
+
+
+def test_reduction_order_depends_on_the_shape_not_the_mode_or_grid():
+    """A row's summation order is (N, vec, cluster, threads, ept): the same for every mode at a
+    shape (so PERSIST / PERSIST_1 / MBAR must give mode 1's bits: the GPU test checks it), and
+    no function that decides it takes M or the grid."""
+    import inspect
+
+    assert [p for p in inspect.signature(wide.reduction_order).parameters] == ["cfg", "n"]
+    for dt in DTS:
+        for gate in (False, True):
+            for n in WIDE_NS + (40000,):
+                for cfg in _new_configs(n, dt, gate):
+                    twin = wide.config(n, dt, H100, gate=gate, shape=(cfg.cluster, cfg.threads, cfg.ept, wide.SMEM))
+                    assert wide.reduction_order(cfg, n) == wide.reduction_order(twin, n)
+                    assert wide.reduction_order(cfg, n)[1] == n
+    a = wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.PERSIST))
+    b = wide.config(65536, "float16", H100, shape=(4, 256, 64, wide.PERSIST))
+    assert wide.reduction_order(a, 65536) != wide.reduction_order(b, 65536)  # another tree
+    with pytest.raises(ValueError, match=r"n=70000 does not fit"):
+        wide.reduction_order(a, 70000)
+
+
+def _exchange_hazards(sets, cluster=4, rows=5, trials=400, seed=0):
+    """A model of the persistent exchange (kernels/rmsnorm_wide.cu, cluster_rows_persistent): each
+    CTA, per row iteration i, sends its sum to slot set i % sets of every CTA (st.async: lands
+    later, in any order), waits until all `cluster` sums of iteration i have landed in it, reads
+    them, and goes on to i + 1.  Random interleavings; returns how many sends landed in a slot
+    set its CTA had not yet read for an earlier iteration (the overwrite the kernel must not
+    allow; it also means a phase completed early)."""
+    import random
+
+    rng = random.Random(seed)
+    hazards = 0
+    for _ in range(trials):
+        it = [0] * cluster
+        step = ["send"] * cluster
+        landed = {}  # (cta, iteration) -> sums landed
+        flying = []  # (dst, iteration)
+        while True:
+            moves = [("deliver", k) for k in range(len(flying))]
+            for c in range(cluster):
+                if it[c] >= rows:
+                    continue
+                if step[c] == "send" or (step[c] == "wait" and landed.get((c, it[c]), 0) == cluster):
+                    moves.append((step[c], c))
+            if not moves:
+                break
+            kind, a = rng.choice(moves)
+            if kind == "deliver":
+                dst, i = flying.pop(a)
+                if any(j % sets == i % sets and j >= it[dst] for j in range(i)):  # an unread earlier use
+                    hazards += 1
+                landed[(dst, i)] = landed.get((dst, i), 0) + 1
+            elif kind == "send":
+                flying += [(d, it[a]) for d in range(cluster)]
+                step[a] = "wait"
+            else:  # the wait returned: read the slots, next row
+                it[a] += 1
+                step[a] = "send"
+        assert all(i == rows for i in it), "the model deadlocked"
+    return hazards
+
+
+def test_two_slot_sets_make_the_persistent_exchange_safe():
+    """The kernel's two slot sets (and mbarriers): no interleaving lets a sum land in a set that
+    is still unread.  One set is not enough, and the model finds that (so it can fail)."""
+    assert _exchange_hazards(sets=2) == 0
+    assert _exchange_hazards(sets=2, cluster=16, rows=4, trials=100, seed=1) == 0
+    assert _exchange_hazards(sets=1) > 0
+
+
+def test_new_modes_build_on_every_arch():
+    """sm_90: no spills, registers within the __launch_bounds__ cap, static shared memory only the
+    small arrays (warp totals, two slot sets, mbarriers); before sm_90 the same options compile
+    to the trap.  (The full list: benchmarks/explore/2026-12-02-wide-persistent/ptxas-sm90-new-modes.txt.)"""
+    _need_nvcc()
+    cfgs = []
+    for mode in NEW_MODES:
+        for dt, gate, n, wdt in (("float16", True, 65536, "float32"), ("float32", True, 262144, None),
+                                 ("bfloat16", False, 131072, None), ("float32", False, 32768, None)):
+            cfgs += _new_configs(n, dt, gate, wdt, modes=(mode,))[:1]
+    assert {c.mode for c in cfgs} == set(NEW_MODES) and len(cfgs) >= 10
+    for cfg in cfgs:
+        (u,) = kernels.nvcc_compile(wide.FILE, "sm_90", cfg.options)
+        assert u.kernel == cfg.kernel and u.spill_stores_bytes == 0 and u.spill_loads_bytes == 0, u
+        assert u.stack_frame_bytes == 0 and u.registers <= wide.SM_REGISTERS // (cfg.threads * cfg.min_blocks), u
+        assert u.shared_bytes <= 4 * 2 * (cfg.threads // 32 + cfg.cluster) + 16, u
+    for arch in ("sm_75", "sm_80", "sm_89"):
+        for cfg in cfgs[::4]:
+            (u,) = kernels.nvcc_compile(wide.FILE, arch, cfg.options)
+            assert u.kernel == cfg.kernel and u.spill_stores_bytes == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", NEW_MODES, ids=("persist", "persist1", "mbar"))
+@pytest.mark.parametrize("N", WIDE_NS + (40000,))
+@pytest.mark.parametrize("gate", (False, True), ids=("rmsnorm", "gate"))
+@pytest.mark.parametrize("dt", DTS)
+def test_new_modes_against_float64_and_batch_invariant(dt, gate, N, mode, seed):
+    """At POLICY's (cluster, threads, ept) in the new mode: float64 on fresh data with
+    NaN-poisoned output, mode 1's bits at the same shape, rows of op(x[:m]) bit-identical to
+    op(x)'s at m in 1, 3, 64, 1000 (M = 1003: not a multiple of any cluster count the GPU holds)."""
+    _needs_clusters()
+    pol = wide.config(N, dt, H100, gate=gate)
+    cfgs = [c for c in _new_configs(N, dt, gate, modes=(mode,))
+            if (c.cluster, c.threads, c.ept) == (pol.cluster, pol.threads, pol.ept)]
+    if not cfgs:
+        pytest.skip(f"no {mode} candidate for {dt} {'gate' if gate else 'rmsnorm'} N={N} (shared memory)")
+    cfg = cfgs[0]
+    shape = (cfg.cluster, cfg.threads, cfg.ept, cfg.mode)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    M = 1003
+    x, g, w = _inputs(M, N, dt, gen, gate)
+    out, rstd = _run(x, w, g, shape=shape)
+    torch.cuda.synchronize()
+    _check(out, rstd, x, w, g, 1e-6, 0.0, seed)
+    ref, ref_rstd = _run(x, w, g, shape=shape[:3] + (wide.SMEM,))
+    assert _same_bits(out, ref) and torch.equal(rstd, ref_rstd), f"{cfg.kernel} differs from mode 1's bits"
+    for m in (1, 3, 64, 1000):
+        part, prstd = _run(x[:m].contiguous(), w, g[:m].contiguous() if gate else None, shape=shape)
+        assert _same_bits(part, out[:m]), f"rows of forward(x[:{m}]) differ from forward(x)'s ({cfg.kernel})"
+        assert torch.equal(prstd, rstd[:m])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", (("float16", False, 65536, wide.PERSIST, None),
+                                  ("float32", True, 262144, wide.PERSIST_1, None),
+                                  ("bfloat16", True, 131072, wide.PERSIST, "float32"),
+                                  ("float32", False, 40000, wide.PERSIST_1, None)),
+                         ids=("f16-persist", "f32-gate-persist1", "bf16-w32-gate-persist", "f32-40000-persist1"))
+def test_persistent_grid_sizes(case, seed):
+    """The persistent grid at several cluster counts -- 1 (one cluster does every row: both slot
+    sets reused many times), M not a multiple of it, M - 1, M, more clusters than rows (idle
+    clusters) and the driver's count: the same bits everywhere, float64 on fresh data."""
+    _needs_clusters()
+    dt, gate, N, mode, wdt = case
+    cfg = _new_configs(N, dt, gate, wdt, modes=(mode,))[0]
+    shape = (cfg.cluster, cfg.threads, cfg.ept, cfg.mode)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    M = 37
+    x, g, w = _inputs(M, N, dt, gen, gate, wdt=wdt)
+    out, rstd = _run(x, w, g, shape=shape)  # the driver's cluster count
+    torch.cuda.synchronize()
+    _check(out, rstd, x, w, g, 1e-6, 0.0, seed)
+    assert wide.max_active_clusters(cfg) >= 1
+    for G in (1, 2, 5, M - 1, M, M + 27):
+        o = torch.full_like(x, float("nan"))
+        r = wide.forward(x, w, 1e-6, o, gate=g, shape=shape, clusters=G)
+        torch.cuda.synchronize()
+        assert _same_bits(o, out) and torch.equal(r, rstd), f"{cfg.kernel} with {G} clusters differs"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", DTS)
+def test_new_candidates_agree_with_float64(dt, seed):
+    """Every NEW_CANDIDATES shape (QuACK's included), both ops, on 5 rows."""
+    _needs_clusters()
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    size = DTYPES[dt][1]
+    for N in WIDE_NS:
+        x, g, w = _inputs(5, N, dt, gen, True)
+        for op, gg in (("rmsnorm", None), ("rmsnorm_gate", g)):
+            for shape in wide.NEW_CANDIDATES[op][size][N]:
+                out, rstd = _run(x, w, gg, shape=shape)
+                torch.cuda.synchronize()
+                _check(out, rstd, x, w, gg, 1e-6, 0.0, seed)

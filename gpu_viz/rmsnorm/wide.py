@@ -253,7 +253,8 @@ def reduction_order(cfg: WideConfig, n: int) -> Tuple:
 def launch_grid(cfg: WideConfig, M: int, active_clusters: Optional[int] = None,
                 clusters: Optional[int] = None) -> int:
     """Blocks of ``cfg``'s launch for M rows: ``M * cluster``, or for a persistent mode
-    ``G * cluster`` with G = ``clusters`` (tests, explorations: any G >= 1) or else
+    ``G * cluster`` with G = ``clusters`` (tests, explorations: any G >= 1, exactly, even above
+    M: the clusters without a row pass their first barrier and exit) or else
     min(M, ``active_clusters``) -- what the GPU holds at once (cuOccupancyMaxActiveClusters),
     so no cluster waits for a second wave and none is left without a row.  The grid changes
     which cluster computes a row, never how (:func:`reduction_order`).
@@ -271,11 +272,11 @@ def launch_grid(cfg: WideConfig, M: int, active_clusters: Optional[int] = None,
             raise ValueError(f"clusters={clusters} is for the persistent modes ({PERSISTENT_MODES}); "
                              f"mode {cfg.mode} launches one cluster per row")
         g = M
-    elif clusters is not None:
+    elif clusters is not None:  # exactly that many, more than M included (idle clusters: tests)
         clusters = check_int("clusters", clusters)
         if clusters < 1:
             raise ValueError(f"clusters must be >= 1 for the persistent grid, got {clusters}")
-        g = min(M, clusters)
+        g = clusters if M else 0
     else:
         if active_clusters is None:
             raise ValueError("a persistent mode needs active_clusters (cuOccupancyMaxActiveClusters) or clusters")
