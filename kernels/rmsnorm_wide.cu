@@ -504,7 +504,7 @@ __device__ __forceinline__ void cp_async_wait_group() {
 //     read from there for every row;
 //   * STAGES == 2: x (and the gate) double-buffered.  Before reducing row i the CTA issues the
 //     copies of its next row into the other buffer, so they are in flight through this row's
-//     reductions, cluster barrier and stores.  A buffer is refilled one row after it was read,
+//     reductions, sum exchange and stores.  A buffer is refilled one row after it was read,
 //     by the thread that read it (each thread copies and reads only its own vectors: no block
 //     barrier for the buffers).
 //   * STAGES == 1: one buffer; each vector of the next row is copied into its slot right after
@@ -512,10 +512,9 @@ __device__ __forceinline__ void cp_async_wait_group() {
 //     slot, so the read has completed before the copy is issued; the same thread does both).
 //     Half the shared memory: for slices too large to double (fp32 gate at 262144).
 // The CTA sums travel as in mode 5 (cluster_row_mbar, below): st.async into slot [rank] of every
-// CTA, completing 4 bytes on that CTA's mbarrier; no cluster barrier per row.  (A barrier.cluster
-// arrive.release compiles to MEMBAR.ALL.GPU on sm_90, which would wait for this thread's
-// outstanding stores of the previous row -- and possibly the next row's copies in flight --
-// every row.)  Two slot sets and two mbarriers, iteration `it` using set p = it & 1 at phase
+// CTA, completing 4 bytes on that CTA's mbarrier; no cluster barrier per row.  (Mode 1's
+// barrier.cluster.arrive.release compiles to MEMBAR.ALL.GPU on sm_90 (nvcc 13.0 SASS), a fence
+// that waits for the thread's earlier stores -- here the previous row's y -- every row.)  Two slot sets and two mbarriers, iteration `it` using set p = it & 1 at phase
 // parity (it >> 1) & 1.  Why two suffice: CTA A sends iteration it + 2's sum into set p of CTA
 // B only after its own wait of iteration it + 1 returned, i.e. after B's sum of it + 1 reached
 // A; B sends that only after it has waited for set p's phase of iteration it and read the
@@ -526,7 +525,7 @@ __device__ __forceinline__ void cp_async_wait_group() {
 // before the arm's arrival).  The per-CTA warp totals use two sets too (the block barrier of
 // iteration it + 1 separates the reads of it from the writes of it + 2).  A CTA's last wait
 // returns only once every sum sent to it has landed, so it may exit; a cluster with no row
-// (not launched by the launcher) passes its first cluster barrier and exits.
+// (the launcher starts none; tests do) copies nothing, passes its first cluster barrier and exits.
 // Dynamic shared memory: THREADS * EPT * (sizeof(WT) + STAGES * sizeof(T) * (1 + GATE)) bytes.
 template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT, int STAGES>
 __device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, float* __restrict__ rstd,
@@ -575,17 +574,21 @@ __device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, flo
             }
         }
     };
-    // prologue: the weight's slice and the first row, one group
-    #pragma unroll
-    for (int c = 0; c < CHUNKS; ++c) {
-        const int j = first + c * THREADS, s = c * THREADS + t;
-        if (j < nvec) {
-            #pragma unroll
-            for (int q = 0; q < WQ; ++q)
-                cp_async16(reinterpret_cast<uint4*>(&sw[s]) + q, reinterpret_cast<const uint4*>(w + (long long)j * VEC) + q);
+    // prologue: the weight's slice and the first row, one group (a cluster without a row copies
+    // nothing: it must not exit with copies into its shared memory in flight)
+    if (row < M) {
+        #pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            const int j = first + c * THREADS, s = c * THREADS + t;
+            if (j < nvec) {
+                #pragma unroll
+                for (int q = 0; q < WQ; ++q)
+                    cp_async16(reinterpret_cast<uint4*>(&sw[s]) + q,
+                               reinterpret_cast<const uint4*>(w + (long long)j * VEC) + q);
+            }
         }
+        issue_row(row, 0);
     }
-    if (row < M) issue_row(row, 0);
     cp_async_commit();
     cluster_wait_acquire();  // the first barrier's wait, its latency behind the copies in flight
     unsigned long long pol;
