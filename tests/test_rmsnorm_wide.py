@@ -607,3 +607,24 @@ def test_new_candidates_agree_with_float64(dt, seed):
                 out, rstd = _run(x, w, gg, shape=shape)
                 torch.cuda.synchronize()
                 _check(out, rstd, x, w, gg, 1e-6, 0.0, seed)
+
+
+def test_sanitizer_cases_are_launchable():
+    """scripts/sanitize/rmsnorm_wide.py's cases (and --new's: every unmeasured mode, a persistent
+    grid smaller and larger than M) are configurations forward() accepts."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "sanitize" / "rmsnorm_wide.py"
+    spec = importlib.util.spec_from_file_location("sanitize_rmsnorm_wide", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    new = mod.new_cases(wide)
+    assert {sh[3] for *_, sh, _ in new} == set(NEW_MODES)
+    assert any(cl is not None and cl < M for _, _, _, M, _, cl in new)  # clusters loop over rows
+    assert any(cl is not None and cl > M for _, _, _, M, _, cl in new)  # idle clusters
+    for dt, wdt, N, M, shape, clusters in mod.cases(wide) + new:
+        for gate in (False, True):
+            cfg = wide.config(N, dt, H100, gate=gate, weight_dtype=wdt, shape=shape)
+            if cfg.persistent:
+                assert wide.launch_grid(cfg, M, wide.estimate_active_clusters(cfg), clusters) >= cfg.cluster

@@ -1,11 +1,14 @@
 """Sanitizer run for kernels/rmsnorm_wide.cu through gpu_viz.rmsnorm.wide: small wide shapes,
 both ops, every slice mode (registers, shared memory, shared memory with the weight) at every
 row-length bucket (2- to 16-CTA clusters) in fp16 and fp32, bf16 with an fp32 weight, a partly
-filled configuration (N = 40000).
+filled configuration (N = 40000).  ``--new``: instead, one small case per unmeasured mode
+(PERSIST, PERSIST_1, MBAR), the persistent ones with fewer clusters than rows (each cluster
+loops, reusing both slot sets and flipping the mbarrier phases) and with more (idle clusters).
 
 Run under compute-sanitizer, one tool at a time, e.g.
     compute-sanitizer --tool memcheck  python scripts/sanitize/rmsnorm_wide.py
     compute-sanitizer --tool racecheck python scripts/sanitize/rmsnorm_wide.py   (also synccheck, initcheck)
+    compute-sanitizer --tool racecheck python scripts/sanitize/rmsnorm_wide.py --new
 The torch caching allocator is off (PYTORCH_NO_CUDA_MEMORY_CACHING=1) so memcheck sees every
 buffer's true bounds.  Each launch: fresh random data, NaN-poisoned output, the float64
 reference (on the CPU, so that only our kernels run under the tool) within the one tolerance
@@ -30,7 +33,18 @@ def cases(wide):
                     out.append((dt, dt, N, M, shape))
     out += [("bfloat16", "float32", 65536, 2, None), ("bfloat16", "float32", 262144, 1, None),
             ("bfloat16", "bfloat16", 40000, 3, None)]
-    return out
+    return [c + (None,) for c in out]
+
+
+def new_cases(wide):
+    """(dtype, weight dtype, N, M, shape, clusters) of the unmeasured modes: small rows, the
+    persistent grid smaller than M (7 rows on 2 clusters: 3-4 rows each) and larger (idle)."""
+    return [("float16", "float16", 65536, 7, (8, 256, 32, wide.PERSIST), 2),
+            ("bfloat16", "float32", 32768, 2, (4, 256, 32, wide.PERSIST), 3),
+            ("float32", "float32", 32768, 5, (8, 256, 16, wide.PERSIST_1), 2),
+            ("float16", "float16", 40000, 3, (8, 256, 32, wide.PERSIST_1), None),
+            ("float16", "float16", 65536, 2, (8, 256, 32, wide.MBAR), None),
+            ("float32", "float32", 65536, 2, (8, 512, 16, wide.MBAR), None)]
 
 
 def main() -> int:
@@ -49,20 +63,21 @@ def main() -> int:
         return 2
     gen = torch.Generator(device="cuda").manual_seed(1234)
     failures = 0
-    for dt, wdt, N, M, shape in cases(wide):
+    for dt, wdt, N, M, shape, clusters in (new_cases(wide) if "--new" in sys.argv[1:] else cases(wide)):
         for gate in (False, True):
             x = torch.randn(M, N, device="cuda", generator=gen).to(torch_dtype(dt))
             g = (2 * torch.randn(M, N, device="cuda", generator=gen)).to(x.dtype) if gate else None
             w = (1 + 0.5 * torch.randn(N, device="cuda", generator=gen)).to(torch_dtype(wdt))
             out = torch.full_like(x, float("nan"))
-            rstd = wide.forward(x, w, 1e-6, out, gate=g, shape=shape)
+            rstd = wide.forward(x, w, 1e-6, out, gate=g, shape=shape, clusters=clusters)
             torch.cuda.synchronize()
             # the float64 reference on the CPU: only our kernels run on the GPU under the tool
             ok, msg = check_rows("rmsnorm_gate" if gate else "rmsnorm", out.cpu(), x.cpu(), w.float().cpu(),
                                  g.cpu() if gate else None, 1e-6, dt)
             ok = ok and bool(torch.isfinite(rstd.cpu()).all())
             cfg = wide.config(N, dt, torch.cuda.get_device_capability(), gate=gate, weight_dtype=wdt, shape=shape)
-            print(f"{'ok  ' if ok else 'FAIL'} {cfg.kernel} M={M} N={N}: {msg[:200]}", flush=True)
+            grid = f" clusters={clusters}" if clusters else ""
+            print(f"{'ok  ' if ok else 'FAIL'} {cfg.kernel} M={M} N={N}{grid}: {msg[:200]}", flush=True)
             failures += not ok
     return 1 if failures else 0
 
