@@ -628,3 +628,54 @@ def test_sanitizer_cases_are_launchable():
             cfg = wide.config(N, dt, H100, gate=gate, weight_dtype=wdt, shape=shape)
             if cfg.persistent:
                 assert wide.launch_grid(cfg, M, wide.estimate_active_clusters(cfg), clusters) >= cfg.cluster
+
+
+def _explore_script():
+    import importlib.util
+    from pathlib import Path
+
+    path = (Path(__file__).resolve().parents[1] / "benchmarks" / "explore" / "2026-12-02-wide-persistent"
+            / "persist_bench.py")
+    spec = importlib.util.spec_from_file_location("persist_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_explore_plan_covers_every_mode_within_one_device_call(capsys):
+    """benchmarks/explore/2026-12-02-wide-persistent: every mode 0-5 at every wide N, dtype and op
+    (PERSIST only where it fits), every configuration valid, and the estimate (its stated
+    assumptions) plus the sanitizer's 70 s within the 240 s of one device call."""
+    pb = _explore_script()
+    p = pb.plan()
+    assert len(p) == 4 * 3 * 2 + 2
+    for M, N, dt, op, shapes in p:
+        modes = {sh[3] for sh in shapes}
+        want = set(wide.MODES) if N != 40000 else {wide.SMEM, wide.PERSIST, wide.PERSIST_1, wide.MBAR}
+        if (op, dt, N) == ("rmsnorm_gate", "float32", 262144):
+            want -= {wide.PERSIST}
+        assert modes == want, (op, dt, N, modes)
+        assert pb.fewest_bytes(op, M, N, dt) > 10 * 60 * 2**20  # ten H200 L2s: a bandwidth, not an L2 claim
+    cfgs = pb.configs(p)
+    assert len(cfgs) == len({c.kernel for c in cfgs}) > 200
+    est = pb.estimate(p, reps=25)
+    assert est["configurations"] == sum(len(s) for *_, s in p)
+    assert est["total_s"] + 30 + 40 + 10 <= 240, est
+    assert pb.main(["--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    assert "estimated bench time" in printed and "c16_t512_e32_m4" in printed
+    with pytest.raises(SystemExit):
+        pb.main(["--dry-run", "--reps", "5"])
+
+
+def test_explore_policy_proposal_takes_the_least_summed_median():
+    pb = _explore_script()
+    rows = [dict(op="rmsnorm", impl="wide_c8_t256_e32_m1", N=65536, dtype="float16", median_us=600.0),
+            dict(op="rmsnorm", impl="wide_c8_t256_e32_m1", N=65536, dtype="bfloat16", median_us=600.0),
+            dict(op="rmsnorm", impl="wide_c8_t256_e32_m3", N=65536, dtype="float16", median_us=550.0),
+            dict(op="rmsnorm", impl="wide_c8_t256_e32_m3", N=65536, dtype="bfloat16", median_us=560.0),
+            dict(op="rmsnorm", impl="wide_c4_t256_e64_m5", N=65536, dtype="float16", median_us=500.0),  # bf16 missing
+            dict(op="rmsnorm", impl="wide_c8_t256_e32_m3", N=40000, dtype="float16", median_us=1.0)]
+    assert pb.propose_policy(rows) == {"rmsnorm": {2: {65536: [8, 256, 32, 3]}}}
+    failed = [dict(op="rmsnorm", impl="wide_c8_t256_e32_m3", N=65536, dtype="bfloat16", reason="x")]
+    assert pb.propose_policy(rows, failed) == {"rmsnorm": {2: {65536: [8, 256, 32, 1]}}}
