@@ -210,9 +210,12 @@ def poll(backward: Callable):
     return _STATE["module"] if not t.is_alive() else None
 
 
-def ensure(backward: Callable, timeout: Optional[float] = None):
+def ensure(backward: Callable, timeout: Optional[float] = None, say: Optional[Callable] = print):
     """Build (in the foreground) and load the launcher; returns it, or None with
-    :func:`status` saying why."""
+    :func:`status` saying why.  ``say`` (None: silent) is told when a compile starts, since it
+    takes ~30-60 s."""
+    if say is not None and _STATE["thread"] is None and enabled() and built_path() is None:
+        say("Building the fused ops' C++ launcher (once on this machine, ~30-60 s) ...")
     poll(backward)
     t = _STATE["thread"]
     if t is not None:
@@ -266,8 +269,7 @@ def _reset_for_tests() -> None:
 
 
 if __name__ == "__main__":  # python -m gpu_viz.rmsnorm.launcher: build now, say what happened
-    from . import fused
+    from gpu_viz.rmsnorm import fused  # (the package's copy of this module, not __main__)
 
-    mod = ensure(fused._ext_backward)
-    print(status())
-    sys.exit(0 if mod is not None else 1)
+    print(fused.ensure_launcher())
+    sys.exit(0 if fused._EXT[0] is not None else 1)
