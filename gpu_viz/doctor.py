@@ -155,6 +155,9 @@ def diagnose(show: bool = False) -> Report:
         avail, _ = _call(torch.cuda.is_available) if hasattr(torch, "cuda") else (False, "")
         items.append(Item("torch", f"{torch.__version__} (CUDA {tcuda or 'none: CPU build'}, "
                                    f"GPU {'visible' if avail else 'not visible'})"))
+        from .rmsnorm import launcher  # the fused ops' per-call path (builds nothing here)
+
+        items.append(Item("C++ launcher (fused ops)", launcher.describe()))
     else:
         items.append(Item("torch", torch_err + " (needed for the PyTorch baselines only)"))
     widgets, w_err = _import("ipywidgets")

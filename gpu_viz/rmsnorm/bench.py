@@ -44,11 +44,13 @@ PROVIDERS: Dict[str, Tuple[str, ...]] = {
     RMSNORM_GATE: ("eager", "compile", "fused"),
 }
 #: Providers timed per call only (the per-call rows): ``*_grad`` with a weight that requires
-#: grad (autograd records the call; forward only), ``fused_cupy`` the plan launched through
-#: CuPy's RawKernel instead of cuLaunchKernel, ``fused_unplanned`` the checks and launch of
-#: every call without a plan (:func:`gpu_viz.rmsnorm.fused._launch`).
+#: grad (autograd records the call; forward only), ``fused`` the default launcher (the C++ one
+#: of :mod:`gpu_viz.rmsnorm.launcher`, built before timing), ``fused_driver`` the Python plan
+#: launched with ctypes ``cuLaunchKernel``, ``fused_cupy`` the same plan launched through
+#: CuPy's RawKernel, ``fused_unplanned`` the checks and launch of every call without a plan
+#: (:func:`gpu_viz.rmsnorm.fused._launch`).
 CALL_PROVIDERS: Dict[str, Tuple[str, ...]] = {
-    RMSNORM: ("native", "fused", "native_grad", "fused_grad", "fused_cupy", "fused_unplanned"),
+    RMSNORM: ("native", "fused", "native_grad", "fused_grad", "fused_driver", "fused_cupy", "fused_unplanned"),
     RMSNORM_GATE: ("fused", "fused_grad"),
 }
 #: The per-call rows' shapes: 1..1024 rows of 4096 features.
@@ -339,6 +341,9 @@ def setup_rmsnorm(provider: str, weight, eps: float = EPS, sample=None, compile_
     check_providers(RMSNORM, (provider,))
     import torch
 
+    if provider.startswith("fused"):
+        fused.ensure_launcher()  # time the C++ launcher, not the build's stand-in
+
     if provider == "eager":
         m = _deck_module(weight, eps)
         return lambda inp: m(inp["x"])
@@ -361,14 +366,16 @@ def setup_rmsnorm(provider: str, weight, eps: float = EPS, sample=None, compile_
             N = weight.shape[0]
             return lambda inp: torch.nn.functional.rms_norm(inp["x"], (N,), wg, eps)
         return lambda inp: fused.rmsnorm(inp["x"], wg, eps)
-    if provider == "fused_cupy":
-        def via_cupy(inp):
-            saved, fused.LAUNCHER = fused.LAUNCHER, "cupy"
+    if provider in ("fused_cupy", "fused_driver"):
+        which = provider.split("_")[1]
+
+        def via(inp):
+            saved, fused.LAUNCHER = fused.LAUNCHER, which
             try:
                 return fused.rmsnorm(inp["x"], weight, eps)
             finally:
                 fused.LAUNCHER = saved
-        return via_cupy
+        return via
     if provider == "fused_unplanned":
         return lambda inp: fused._launch(fused._validate(inp["x"], weight, None, eps))
     # liger
@@ -383,6 +390,8 @@ def setup_rmsnorm_gate(provider: str, weight, eps: float = EPS, sample=None, com
     """
     from . import eager, fused  # torch-importing modules: loaded when used
     check_providers(RMSNORM_GATE, (provider,))
+    if provider.startswith("fused"):
+        fused.ensure_launcher()
     if provider == "eager":
         return lambda inp: eager.eager_rmsnorm_gate(inp["x"], inp["gate"], weight, eps)
     if provider == "compile":
@@ -826,7 +835,7 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     section 5: ``launch_floor_call_us``, ``copy_kernel_floor_us``, ``copy`` (its spread),
     ``kernels`` (:func:`kernel_report_any` and :func:`kernel_resources` per launch: registers,
     spills, occupancy), ``skipped``, ``checks`` (:func:`summary_checks`),
-    ``plan``, ``wall_s``, ``complete``.  Saved through :func:`gpu_viz.measure.records.save_record`
+    ``plan``, ``wall_s``, ``complete``, ``launcher`` (the C++ launcher's status).  Saved through :func:`gpu_viz.measure.records.save_record`
     (``out`` directory, default the current folder) after every shape (``"complete": false``
     until the end, so a run cut short keeps what it measured) unless ``save=False``; the path is
     returned as ``record["_path"]`` (not in the file).
@@ -850,6 +859,11 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     say(f"  copy {copy['GBps']:,.0f} GB/s; launch floor {floor['kernel'].median_us:.2f} µs (kernel), "
         f"{floor['call'].median_us:.2f} µs (call); copy kernel at {fM}x{fN} fp16 "
         f"{copy_floor.median_us:.2f} µs")
+    from . import fused
+
+    say("the C++ launcher (built now if it is not yet) ...")
+    launcher_status = fused.ensure_launcher()
+    say(f"  {launcher_status}")
     say("kernel report (registers, spills, occupancy) ...")
     kernels_section = _kernel_section(plan)
     record = records.new_record(
@@ -861,7 +875,7 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
         kernels=kernels_section, skipped=[], providers_unavailable={},
         plan=[{"op": op, "shapes": [list(s) for s in shapes], "dtypes": list(d), "providers": list(p)}
               for op, shapes, d, p in plan],
-        reps=reps, quick=bool(quick), complete=False)
+        reps=reps, quick=bool(quick), complete=False, launcher=launcher_status)
     rows = record.pop("rows")
     name_tag = "quick-" + tag if quick and tag else tag
     path = None

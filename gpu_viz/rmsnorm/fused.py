@@ -656,11 +656,13 @@ def forced_config(M: int, N: int, dtype, *, variant: str, block: int, ept: Optio
 # ---------------------------------------------------------------------------------------
 # the per-call path from Python (torch, eager): a launch plan per operand layout
 
-#: How a plan launches: "driver" (cuLaunchKernel through ctypes, the kernel's arguments
-#: packed once per plan, only the pointers rewritten per call) or "cupy" (CuPy's
-#: ``RawKernel`` call with the same arguments).  ``gpu-viz bench`` times both.
-LAUNCHERS: Tuple[str, ...] = ("driver", "cupy")
-LAUNCHER = "driver"
+#: How a plan launches: "cpp" (the C++ launcher of :mod:`gpu_viz.rmsnorm.launcher`: key,
+#: allocation, ``cuLaunchKernel`` and the autograd node in C++, once it is built; until then,
+#: and where it cannot be built, "driver"), "driver" (``cuLaunchKernel`` through ctypes, the
+#: kernel's arguments packed once per plan, only the pointers rewritten per call) or "cupy"
+#: (CuPy's ``RawKernel`` call with the same arguments).  ``gpu-viz bench`` times each.
+LAUNCHERS: Tuple[str, ...] = ("cpp", "driver", "cupy")
+LAUNCHER = "cpp"
 #: Plans kept per thread (one per op, shape, strides, dtypes, device, alignment, eps,
 #: weight_offset and cast seen); past this the cache starts again empty.
 MAX_PLANS = 1024
@@ -710,7 +712,7 @@ class _Plan:
     pointers and launches on the current stream."""
 
     __slots__ = ("add", "M", "shape", "tdtype", "tdevice", "device", "rk", "fn", "grid", "block",
-                 "vals", "params", "np_tail", "stream", "driver")
+                 "vals", "params", "np_tail", "stream", "driver", "fields")
 
     def __init__(self, info: Dict, cfg: LaunchConfig, flags: int, sx: int, sg: int, device: int):
         self.add = info["op"] == RMSNORM_ADD
@@ -731,6 +733,10 @@ class _Plan:
         self.driver = d[0] if d is not None else None
         self.np_tail = (np.int64(self.M), np.int32(info["N"]), np.int64(sx), np.int64(sg),
                         np.float32(info["eps"]), np.float32(info["offset"]), np.int32(flags))
+        # what the C++ launcher's insert() takes: the same kernel and scalar arguments, and the
+        # kernel's owner (the C++ plan keeps it, so the module stays loaded while it is cached)
+        self.fields = (self.fn, self.grid, self.block, self.M, info["N"], sx, sg, float(np.float32(info["eps"])),
+                       float(np.float32(info["offset"])), flags, self.add, self.rk)
 
     def run(self, x, x2, weight):
         out = torch.empty(self.shape, dtype=self.tdtype, device=self.tdevice)
@@ -739,7 +745,7 @@ class _Plan:
             ptrs = (out.data_ptr(), h.data_ptr() if h is not None else 0, x.data_ptr(),
                     x2.data_ptr() if x2 is not None else 0, weight.data_ptr())
             stream = self.stream(self.device)
-            f = self.driver if LAUNCHER == "driver" else None
+            f = self.driver if LAUNCHER != "cupy" else None
             rc = _CUDA_ERROR_INVALID_CONTEXT
             if f is not None:
                 v = self.vals
@@ -784,9 +790,56 @@ def _plan_for(info: Dict) -> Optional[_Plan]:
     return _Plan(info, cfg, flags, int(sx), int(sg), device)
 
 
+_NUMBER = (float, int)
+_OP_ID = {"rmsnorm": 0, "rmsnorm_gate": 1, RMSNORM_ADD: 2}  # kernels/rmsnorm_launcher.cpp's op numbers
+_CAST_ID = {CAST_FP32: 0, CAST_LLAMA: 1}
+#: The C++ launcher module once built and loaded (None before, or where it cannot be built).
+_EXT: List = [None]
+
+
+def _ext_backward(op: int, grad_y, grad_h, x, x2, weight, h, eps: float, offset: float, needs):
+    """The C++ autograd node's backward: ``(dx, dx2, dweight)`` (None where not needed), by the
+    same composite as :class:`_EagerFn`."""
+    name = ("rmsnorm", "rmsnorm_gate", RMSNORM_ADD)[op]
+    return _backward(name, (grad_y, grad_h), x, x2, weight, h, eps, offset, needs)
+
+
+def _ext_register(op: str, x, x2, weight, eps, offset, cast, plan) -> None:
+    """Give the C++ launcher this layout's plan (None: the layout takes Python's path every
+    call).  The first call starts the launcher's build; until it is loaded this does nothing."""
+    if LAUNCHER != "cpp":
+        return
+    ext = _EXT[0]
+    if ext is None:
+        from . import launcher
+
+        ext = launcher.poll(_ext_backward)
+        if ext is None:
+            return
+        _EXT[0] = ext
+    ext.insert(_OP_ID[op], x, x2, weight, eps, offset, _CAST_ID[cast], plan.fields if plan else None)
+
+
+def ensure_launcher(timeout: Optional[float] = None) -> str:
+    """Build (in the foreground, ~30-60 s the first time on a machine) and load the C++
+    launcher, so that the calls after this one use it; returns
+    :func:`gpu_viz.rmsnorm.launcher.status` (why not, where it cannot be built)."""
+    from . import launcher
+
+    if LAUNCHER == "cpp" and _EXT[0] is None:
+        _EXT[0] = launcher.ensure(_ext_backward, timeout)
+    return launcher.status()
+
+
 def _fast(op: str, x, x2, weight, eps, offset, cast):
     """The eager call's result through its plan (built, with every check, on the first call of
-    an operand layout); through :func:`_launch` where no plan applies."""
+    an operand layout): in C++ where the launcher has the plan, else in Python; through
+    :func:`_launch` where no plan applies."""
+    ext = _EXT[0]
+    if ext is not None and LAUNCHER == "cpp" and type(eps) in _NUMBER and type(offset) in _NUMBER:
+        r = ext.call(_OP_ID[op], x, x2, weight, eps, offset, _CAST_ID.get(cast, -1), False)
+        if type(r) is not int:
+            return r
     if (type(eps) not in (float, int) or type(offset) not in (float, int) or not x.is_cuda
             or not weight.is_cuda or (x2 is not None and not x2.is_cuda)):
         plan, key = None, None  # e.g. a numpy scalar, a CPU tensor: checked every call
@@ -805,11 +858,15 @@ def _fast(op: str, x, x2, weight, eps, offset, cast):
             if len(plans) >= MAX_PLANS:
                 plans.clear()
             plans[key] = plan if plan is not None else False
+            _ext_register(op, x, x2, weight, eps, offset, cast, plan)
         if plan is None:
             return _launch(info)
     elif plan is False:
+        _ext_register(op, x, x2, weight, eps, offset, cast, None)
         return _launch(_validate(x, weight, x2 if op == "rmsnorm_gate" else None, eps,
                                  residual=x2 if op == RMSNORM_ADD else None, weight_offset=offset, cast=cast))
+    else:
+        _ext_register(op, x, x2, weight, eps, offset, cast, plan)  # the C++ launcher missed it
     return plan.run(x, x2, weight)
 
 
@@ -971,14 +1028,20 @@ if torch is not None:
         @staticmethod
         def backward(ctx, *grads):
             x, x2, weight, h = ctx.saved_tensors
-            nx, n2, nw = ctx.needs_input_grad[1:4]
-            if ctx.op == RMSNORM_ADD:
-                dx, d2, dw = _add_backward(grads[0], grads[1], h, x, x2, weight, ctx.eps, ctx.offset,
-                                           (nx, n2, nw))
-            else:
-                gate = x2 if ctx.op == "rmsnorm_gate" else None
-                dx, dw, d2 = _torch_backward(grads[0], x, weight, gate, ctx.eps, (nx, nw, n2), ctx.offset)
+            dx, d2, dw = _backward(ctx.op, grads, x, x2, weight, h, ctx.eps, ctx.offset, ctx.needs_input_grad[1:4])
             return None, dx, d2, dw, None, None, None
+
+
+def _backward(op: str, grads, x, x2, weight, h, eps: float, offset: float, needs):
+    """``(dx, dx2, dweight)`` of an eager call (x2: the gate or the residual; h: the add op's
+    second output); ``needs``: (x, x2, weight) need grads.  The Python and C++ autograd paths
+    both come here."""
+    nx, n2, nw = needs
+    if op == RMSNORM_ADD:
+        return _add_backward(grads[0], grads[1], h, x, x2, weight, eps, offset, (nx, n2, nw))
+    gate = x2 if op == "rmsnorm_gate" else None
+    dx, dw, d2 = _torch_backward(grads[0], x, weight, gate, eps, (nx, nw, n2), offset)
+    return dx, d2, dw
 
 
 # ---------------------------------------------------------------------------------------
@@ -1019,6 +1082,11 @@ def _call(op: str, x, x2, weight, eps, weight_offset, cast):
             fn = getattr(torch.ops.gpu_viz, op)
             return fn(x, weight, eps, offset, cast == CAST_LLAMA) if x2 is None else fn(
                 x, x2, weight, eps, offset, cast == CAST_LLAMA)
+        ext = _EXT[0]  # the C++ launcher: the whole call, autograd node included, where it has the plan
+        if ext is not None and LAUNCHER == "cpp" and type(eps) in _NUMBER and type(weight_offset) in _NUMBER:
+            r = ext.call(_OP_ID[op], x, x2, weight, eps, weight_offset, _CAST_ID.get(cast, -1), True)
+            if type(r) is not int:
+                return r
         if not (x.is_cuda and weight.is_cuda and (x2 is None or x2.is_cuda)):
             _validate(x, weight, gate, eps, residual=residual, weight_offset=weight_offset, cast=cast)  # raises
         if _grad_enabled() and (x.requires_grad or weight.requires_grad or (x2 is not None and x2.requires_grad)):

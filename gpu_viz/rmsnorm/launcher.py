@@ -1,0 +1,275 @@
+"""The fused ops' C++ launcher (``kernels/rmsnorm_launcher.cpp``): built on this machine, loaded
+when built.
+
+What it does: the eager per-call path of :mod:`gpu_viz.rmsnorm.fused` for torch CUDA tensors --
+the plan cache, the output allocation, ``cuLaunchKernel`` and, for operands that require grad,
+a C++ autograd node -- in C++, so that a call costs about what a native torch op costs.  Every
+check and every launch decision stays in Python: a layout the launcher has no plan for goes to
+Python, which validates it, makes its plan and registers the plan here.
+
+How it is built: with the system C++ compiler against the installed torch's headers and
+libraries (no CUDA toolkit, no nvcc, no ninja), once per source / torch / Python version, into
+``$GPU_VIZ_CACHE_DIR`` (default ``~/.cache/gpu_viz``).  A compile takes ~30-60 s, so the first
+CUDA call of a fused op starts it in a background thread and calls are served by the Python
+launcher until it is loaded; :func:`ensure` builds in the foreground (the benchmark, the GPU
+checks: ``python -m gpu_viz.rmsnorm.launcher``).
+
+``GPU_VIZ_LAUNCHER=python`` never builds or uses it.  Where it cannot be built (no compiler, no
+torch headers), :func:`status` says why, and the ops keep the Python launcher: same kernels,
+same results, ~1.5x the per-call time.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from pathlib import Path
+from typing import Callable, List, Optional
+
+from .. import kernels
+
+SOURCE = "rmsnorm_launcher.cpp"
+#: ``GPU_VIZ_LAUNCHER``: "cpp" (default: build, then use) or "python" (never build or use).
+ENV = "GPU_VIZ_LAUNCHER"
+CACHE_ENV = "GPU_VIZ_CACHE_DIR"
+#: The driver library the launcher opens (tests point it at a stub through :func:`load`).
+DRIVER = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
+#: Seconds a compile may take before it counts as failed.
+BUILD_TIMEOUT_S = 900
+
+_LOCK = threading.Lock()
+_STATE = {"module": None, "reason": None, "thread": None, "path": None}
+
+
+class LauncherUnavailable(RuntimeError):
+    """The C++ launcher cannot be built or loaded here; the message says why in words."""
+
+
+def enabled() -> bool:
+    """False when ``GPU_VIZ_LAUNCHER`` is "python" (or "0"/"off")."""
+    return os.environ.get(ENV, "cpp").strip().lower() not in ("python", "0", "off", "no")
+
+
+def cache_dir() -> Path:
+    """Where built launchers are kept: ``$GPU_VIZ_CACHE_DIR/launcher`` or ``~/.cache/gpu_viz/launcher``."""
+    root = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "gpu_viz")
+    return Path(root) / "launcher"
+
+
+def source_path() -> Path:
+    return kernels.KERNEL_DIR / SOURCE
+
+
+def _torch():
+    try:
+        import torch
+        import torch.utils.cpp_extension  # noqa: F401  (its include and library paths)
+    except ImportError as e:  # pragma: no cover - the course environment has torch
+        raise LauncherUnavailable(f"torch is not installed ({e})") from None
+    return torch
+
+
+def module_name() -> str:
+    """``gpu_viz_launcher_<digest>``: the digest covers the source, torch's version and build, the
+    Python ABI and the platform, so a changed one of them builds afresh."""
+    torch = _torch()
+    h = hashlib.sha256(source_path().read_bytes())
+    for part in (torch.__version__, str(getattr(torch.version, "git_version", "")), sys.implementation.cache_tag,
+                 sysconfig.get_config_var("EXT_SUFFIX") or "", platform.machine(),
+                 str(int(torch._C._GLIBCXX_USE_CXX11_ABI))):
+        h.update(b"\0" + part.encode())
+    return "gpu_viz_launcher_" + h.hexdigest()[:16]
+
+
+def compiler() -> Optional[str]:
+    """The C++ compiler: ``$CXX``, else g++, c++ or clang++ on PATH (None if there is none)."""
+    env = os.environ.get("CXX")
+    if env:
+        return shutil.which(env) or (env if os.path.isfile(env) else None)
+    for name in ("g++", "c++", "clang++"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def compile_command(out: Path, std: str = "c++17", name: Optional[str] = None) -> List[str]:
+    """The compiler's command line building ``out`` (a shared library) from :data:`SOURCE`."""
+    torch = _torch()
+    from torch.utils import cpp_extension
+
+    cxx = compiler()
+    if cxx is None:
+        raise LauncherUnavailable("no C++ compiler found (set CXX, or install g++)")
+    name = name or module_name()
+    inc = list(cpp_extension.include_paths()) + [sysconfig.get_paths()["include"]]
+    libs = list(cpp_extension.library_paths())
+    cmd = [cxx, str(source_path()), "-o", str(out), "-shared", "-fPIC", "-O2", f"-std={std}", "-w",
+           f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+           f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+    cmd += [f"-I{p}" for p in inc] + [f"-L{p}" for p in libs] + [f"-Wl,-rpath,{p}" for p in libs]
+    cmd += ["-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"]
+    if sys.platform != "win32":
+        cmd.append("-ldl")
+    return cmd
+
+
+def build(force: bool = False, timeout: float = BUILD_TIMEOUT_S) -> Path:
+    """Compile the launcher (or find it compiled already); returns the shared library's path.
+
+    Raises:
+        LauncherUnavailable: no torch, no compiler, or the compile failed (the compiler's last
+            lines in the message).
+    """
+    name = module_name()
+    ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    target = cache_dir() / (name + ext)
+    if target.is_file() and not force:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    errors = []
+    for std in ("c++17", "c++20"):  # torch < 2.10 builds with C++17; newer headers may want C++20
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            out = Path(tmp) / (name + ext)
+            try:
+                r = subprocess.run(compile_command(out, std, name), capture_output=True, text=True, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                raise LauncherUnavailable(f"the compile took more than {timeout:.0f} s") from None
+            except OSError as e:
+                raise LauncherUnavailable(f"the compiler could not be run ({e})") from None
+            if r.returncode == 0 and out.is_file():
+                os.replace(out, target)  # atomic: a concurrent build's result is as good
+                return target
+            errors.append(f"-std={std}: " + "\n".join((r.stderr or r.stdout).strip().splitlines()[-6:]))
+    raise LauncherUnavailable("the C++ launcher did not compile:\n" + "\n".join(errors))
+
+
+def load(path: Path, backward: Callable, driver: str = DRIVER, allow_cpu: bool = False, max_plans: int = 1024):
+    """Import the built launcher at ``path`` and initialise it.
+
+    Args:
+        backward: ``backward(op, grad_y, grad_h, x, x2, weight, h, eps, offset, needs)`` ->
+            ``(dx, dx2, dweight)`` (tensors or None): what the autograd node calls.
+        driver: the CUDA driver library to open (tests: a stub recording the launches).
+        allow_cpu: tests only: take CPU tensors (launched on no stream, into the stub).
+        max_plans: plans kept before the cache starts again empty.
+    Raises:
+        LauncherUnavailable: the library does not import, or the driver cannot be opened.
+    """
+    torch = _torch()
+    name = Path(path).name.split(".")[0]
+    try:
+        loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+        spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+    except ImportError as e:
+        raise LauncherUnavailable(f"the built launcher does not import ({e})") from None
+    why = mod.init(torch.Tensor, torch.nn.Parameter, backward, driver, bool(allow_cpu), int(max_plans))
+    if why:
+        raise LauncherUnavailable(why)
+    return mod
+
+
+def _build_and_load(backward: Callable) -> None:
+    try:
+        path = build()
+        _STATE["path"] = path
+        _STATE["module"] = load(path, backward)
+    except LauncherUnavailable as e:
+        _STATE["reason"] = str(e)
+    except Exception as e:  # noqa: BLE001 - a launcher that fails leaves the Python one, said why
+        _STATE["reason"] = f"{type(e).__name__}: {e}"
+
+
+def poll(backward: Callable):
+    """The loaded launcher, or None (not built yet, disabled, or unavailable).  The first call
+    starts the build in a background thread; later calls return its result once it is done."""
+    mod = _STATE["module"]
+    if mod is not None or _STATE["reason"] is not None:
+        return mod
+    with _LOCK:
+        t = _STATE["thread"]
+        if t is None:
+            if not enabled():
+                _STATE["reason"] = f"turned off ({ENV}={os.environ.get(ENV)})"
+                return None
+            t = threading.Thread(target=_build_and_load, args=(backward,), name="gpu_viz-launcher-build",
+                                 daemon=True)
+            _STATE["thread"] = t
+            t.start()
+            return None
+    return _STATE["module"] if not t.is_alive() else None
+
+
+def ensure(backward: Callable, timeout: Optional[float] = None, say: Optional[Callable] = print):
+    """Build (in the foreground) and load the launcher; returns it, or None with
+    :func:`status` saying why.  ``say`` (None: silent) is told when a compile starts, since it
+    takes ~30-60 s."""
+    if say is not None and _STATE["thread"] is None and enabled() and built_path() is None:
+        say("Building the fused ops' C++ launcher (once on this machine, ~30-60 s) ...")
+    poll(backward)
+    t = _STATE["thread"]
+    if t is not None:
+        t.join(timeout)
+    return _STATE["module"]
+
+
+def status() -> str:
+    """One line: "built: <path>", "building", "not built yet", or why it is unavailable."""
+    if _STATE["module"] is not None:
+        return f"built: {_STATE['path']}"
+    if _STATE["reason"] is not None:
+        return f"unavailable: {_STATE['reason']}"
+    t = _STATE["thread"]
+    if t is not None and t.is_alive():
+        return "building"
+    return "not built yet (the first CUDA call of a fused op builds it)"
+
+
+def built_path() -> Optional[Path]:
+    """The launcher already built for this source, torch and Python, or None (nothing is built)."""
+    try:
+        target = cache_dir() / (module_name() + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+    except LauncherUnavailable:
+        return None
+    return target if target.is_file() else None
+
+
+def describe() -> str:
+    """The doctor's line: whether the fused ops' calls go through the C++ launcher, and if not,
+    why and what to do (builds nothing)."""
+    if _STATE["module"] is not None or _STATE["reason"] is not None or _STATE["thread"] is not None:
+        s = status()
+    elif not enabled():
+        s = f"turned off ({ENV}={os.environ.get(ENV)})"
+    elif built_path() is not None:
+        return f"built ({built_path()}); loaded by the first CUDA call of a fused op"
+    elif compiler() is None:
+        s = "unavailable: no C++ compiler found (set CXX, or install g++)"
+    else:
+        return ("not built yet: the first CUDA call of a fused op builds it in the background (~30-60 s), "
+                "or build it now with: python -m gpu_viz.rmsnorm.launcher")
+    if s.startswith("built") or s == "building":
+        return s
+    return s + "; the fused ops use the Python launcher (same kernels and results, more time per call)"
+
+
+def _reset_for_tests() -> None:
+    with _LOCK:
+        _STATE.update(module=None, reason=None, thread=None, path=None)
+
+
+if __name__ == "__main__":  # python -m gpu_viz.rmsnorm.launcher: build now, say what happened
+    from gpu_viz.rmsnorm import fused  # (the package's copy of this module, not __main__)
+
+    print(fused.ensure_launcher())
+    sys.exit(0 if fused._EXT[0] is not None else 1)

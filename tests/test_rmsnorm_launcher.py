@@ -1,0 +1,434 @@
+"""The fused ops' C++ launcher (kernels/rmsnorm_launcher.cpp, gpu_viz/rmsnorm/launcher.py).
+
+CPU: the launcher is compiled here against the installed torch and loaded with a stub driver
+(tests/data/stub_cuda.c) that records every launch and computes the float32 result for CPU
+tensors, so these tests check the real C++ code -- the plan cache's key, the kernel arguments,
+the outputs, the autograd node and its backward, the errors -- without a GPU.  GPU (marked
+``gpu``): the launcher against the Python one, bit for bit, on the real kernels.
+"""
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gpu_viz import ops  # noqa: E402
+from gpu_viz.rmsnorm import fused, launcher  # noqa: E402
+
+gpu = pytest.mark.gpu
+STUB_SOURCE = Path(__file__).parent / "data" / "stub_cuda.c"
+RMSNORM, GATE, ADD = 0, 1, 2
+FP32, LLAMA = 0, 1
+
+
+class StubRecord(ctypes.Structure):
+    _fields_ = [("calls", ctypes.c_int), ("fn", ctypes.c_uint64), ("grid", ctypes.c_uint * 3),
+                ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint), ("stream", ctypes.c_uint64),
+                ("ptr", ctypes.c_uint64 * 5), ("M", ctypes.c_int64), ("N", ctypes.c_int32),
+                ("sx", ctypes.c_int64), ("sg", ctypes.c_int64), ("eps", ctypes.c_float),
+                ("offset", ctypes.c_float), ("flags", ctypes.c_int32), ("ctx_sets", ctypes.c_int)]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The launcher compiled into a fresh cache, and the stub driver next to it."""
+    if launcher.compiler() is None:
+        pytest.skip("no C++ compiler on this machine")
+    root = tmp_path_factory.mktemp("launcher")
+    mp = pytest.MonkeyPatch()
+    mp.setenv(launcher.CACHE_ENV, str(root))
+    try:
+        so = launcher.build()
+    finally:
+        mp.undo()
+    stub = root / "libstubcuda.so"
+    cc = shutil.which("cc") or shutil.which("gcc")
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", str(STUB_SOURCE), "-o", str(stub), "-lm"], check=True)
+    return so, stub
+
+
+@pytest.fixture
+def ext(built):
+    so, stub = built
+    mod = launcher.load(so, fused._ext_backward, driver=str(stub), allow_cpu=True, max_plans=8)
+    lib = ctypes.CDLL(str(stub))  # the same handle the launcher opened: its globals
+    rec = StubRecord.in_dll(lib, "stub_record")
+    ctypes.memset(ctypes.addressof(rec), 0, ctypes.sizeof(rec))
+    ctypes.c_int.in_dll(lib, "stub_rc").value = 0
+    ctypes.c_int.in_dll(lib, "stub_rc_once").value = 0
+    mod.stub = lib
+    mod.rec = rec
+    yield mod
+    mod.clear()
+
+
+def fields(fn=1, grid=7, block=256, M=4, N=64, sx=64, sg=0, eps=1e-6, offset=0.0, flags=0, add=False, owner=None):
+    return (fn, grid, block, M, N, sx, sg, eps, offset, flags, add, owner)
+
+
+def reference(x, w, eps, gate=None, offset=0.0):
+    xd = x.double()
+    r = torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps)
+    s = torch.nn.functional.silu(gate.double()) if gate is not None else 1.0
+    return (xd * s * (w.double() + offset) * r).float()
+
+
+def test_a_layout_without_a_plan_is_a_miss_and_an_inserted_plan_launches(ext, rng):
+    x = torch.from_numpy(rng.standard_normal((4, 64)).astype(np.float32))
+    w = torch.from_numpy(rng.standard_normal(64).astype(np.float32))
+    assert ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False) == 0  # MISS
+    assert ext.rec.calls == 0
+    assert ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields(grid=7, block=256, flags=3))
+    y = ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False)
+    r = ext.rec
+    assert r.calls == 1 and r.fn == 1 and list(r.grid) == [7, 1, 1] and list(r.block) == [256, 1, 1]
+    assert r.smem == 0 and r.stream == 0  # CPU tensors: no stream
+    assert list(r.ptr) == [y.data_ptr(), 0, x.data_ptr(), 0, w.data_ptr()]
+    assert (r.M, r.N, r.sx, r.sg, r.flags) == (4, 64, 64, 0, 3)
+    assert r.eps == np.float32(1e-6) and r.offset == 0.0
+    assert y.shape == x.shape and y.dtype == x.dtype and y.is_contiguous()
+    torch.testing.assert_close(y, reference(x, w, 1e-6), atol=1e-6, rtol=1e-5)
+    y2 = ext.call(RMSNORM, x.clone(), None, w, 1e-6, 0.0, FP32, False)  # same layout, other data: a hit
+    assert ext.rec.calls == 2 and y2.data_ptr() != y.data_ptr()
+
+
+def test_the_key_follows_every_part_of_the_layout(ext, rng):
+    """Each change that fused._fast's key holds is a miss: stride, alignment, dtype, shape, eps,
+    weight_offset, cast, op, a Parameter instead of a Tensor; a tensor subclass is never keyed."""
+    buf = torch.from_numpy(rng.standard_normal((4, 72)).astype(np.float32))
+    x = buf[:, :64].contiguous()
+    w = torch.ones(64)
+    assert ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
+    hit = ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False)
+    assert isinstance(hit, torch.Tensor)
+    flat = torch.zeros(4 * 64 + 1)
+    misaligned = flat[1:].view(4, 64)  # data_ptr % 16 == 4
+    variants = {
+        "row stride": (RMSNORM, buf[:, :64], None, w, 1e-6, 0.0, FP32),
+        "alignment": (RMSNORM, misaligned, None, w, 1e-6, 0.0, FP32),
+        "dtype": (RMSNORM, x.half(), None, w, 1e-6, 0.0, FP32),
+        "shape": (RMSNORM, x[:3], None, w, 1e-6, 0.0, FP32),
+        "leading dims": (RMSNORM, x.view(2, 2, 64), None, w, 1e-6, 0.0, FP32),
+        "eps": (RMSNORM, x, None, w, 1e-5, 0.0, FP32),
+        "weight_offset": (RMSNORM, x, None, w, 1e-6, 1.0, FP32),
+        "cast": (RMSNORM, x, None, w, 1e-6, 0.0, LLAMA),
+        "op": (GATE, x, x, w, 1e-6, 0.0, FP32),
+        "weight type": (RMSNORM, x, None, torch.nn.Parameter(w.clone()), 1e-6, 0.0, FP32),
+        "weight dtype": (RMSNORM, x, None, w.half(), 1e-6, 0.0, FP32),
+    }
+    for what, args in variants.items():
+        assert ext.call(*args, False) == 0, what
+
+    class Sub(torch.Tensor):
+        pass
+
+    sub = x.as_subclass(Sub)
+    assert not ext.insert(RMSNORM, sub, None, w, 1e-6, 0.0, FP32, fields())
+    assert ext.call(RMSNORM, sub, None, w, 1e-6, 0.0, FP32, False) == 0
+    for bad in ((RMSNORM, x, x, w), (GATE, x, None, w), (7, x, None, w)):  # x2 must match the op
+        assert ext.call(*bad, 1e-6, 0.0, FP32, False) == 0
+    assert ext.call(RMSNORM, x.double(), None, w, 1e-6, 0.0, FP32, False) == 0  # no kernel for it
+    assert ext.call(RMSNORM, x, None, w, 1e-6, 0.0, -1, False) == 0  # unknown cast: Python raises
+
+
+def test_no_plan_entries_and_the_cache_limit(ext):
+    x, w = torch.ones(4, 64), torch.ones(64)
+    assert ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, None)
+    assert ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False) == 1  # NO_PLAN: Python's path
+    assert ext.size() == 1
+    for i in range(7):
+        ext.insert(RMSNORM, torch.ones(i + 10, 64), None, w, 1e-6, 0.0, FP32, fields(M=i + 10))
+    assert ext.size() == 8
+    ext.insert(RMSNORM, torch.ones(9, 64), None, w, 1e-6, 0.0, FP32, fields(M=9))
+    assert ext.size() == 1  # max_plans (8) reached: started again empty
+
+
+def test_gate_and_add_pass_both_row_strides_and_both_outputs(ext, rng):
+    buf = torch.from_numpy(rng.standard_normal((3, 80)).astype(np.float32))
+    x, g = buf[:, :64], torch.from_numpy(rng.standard_normal((3, 64)).astype(np.float32))
+    w = torch.from_numpy(rng.standard_normal(64).astype(np.float32))
+    ext.insert(GATE, x, g, w, 1e-5, 0.5, FP32, fields(fn=2, M=3, sx=80, sg=64, eps=1e-5, offset=0.5))
+    y = ext.call(GATE, x, g, w, 1e-5, 0.5, FP32, False)
+    assert (ext.rec.sx, ext.rec.sg, ext.rec.offset) == (80, 64, 0.5)
+    assert list(ext.rec.ptr) == [y.data_ptr(), 0, x.data_ptr(), g.data_ptr(), w.data_ptr()]
+    torch.testing.assert_close(y, reference(x, w, 1e-5, g, 0.5), atol=1e-6, rtol=1e-5)
+    r = g.clone()
+    ext.insert(ADD, x, r, w, 1e-5, 0.0, FP32, fields(fn=3, M=3, sx=80, sg=64, eps=1e-5, add=True))
+    y, h = ext.call(ADD, x, r, w, 1e-5, 0.0, FP32, False)
+    assert list(ext.rec.ptr) == [y.data_ptr(), h.data_ptr(), x.data_ptr(), r.data_ptr(), w.data_ptr()]
+    torch.testing.assert_close(h, x + r, atol=0, rtol=0)
+    torch.testing.assert_close(y, reference(h, w, 1e-5), atol=1e-6, rtol=1e-5)
+
+
+def test_a_plan_keeps_its_owner_alive_until_it_is_dropped(ext):
+    """The C++ plan holds the object that owns its kernel (CuPy's RawKernel: its module must stay
+    loaded while the plan can launch it) and lets it go when the cache drops the plan."""
+    import gc
+    import weakref
+
+    class Owner:
+        pass
+
+    o = Owner()
+    ref = weakref.ref(o)
+    x, w = torch.ones(4, 64), torch.ones(64)
+    ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields(owner=o))
+    del o
+    gc.collect()
+    assert ref() is not None
+    ext.clear()
+    gc.collect()
+    assert ref() is None
+
+
+def test_an_empty_batch_allocates_and_does_not_launch(ext):
+    x, w = torch.ones(0, 64), torch.ones(64)
+    ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields(fn=0, grid=0, M=0))
+    y = ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False)
+    assert y.shape == (0, 64) and ext.rec.calls == 0
+
+
+def test_a_failed_launch_raises_with_the_driver_s_name_grid_and_block(ext):
+    x, w = torch.ones(4, 64), torch.ones(64)
+    ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields(grid=5, block=128))
+    ctypes.c_int.in_dll(ext.stub, "stub_rc").value = 700
+    with pytest.raises(RuntimeError, match=r"CUDA_ERROR_ILLEGAL_ADDRESS \(700\); grid 5, block 128"):
+        ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False)
+    with pytest.raises(RuntimeError, match="CUDA_ERROR_ILLEGAL_ADDRESS"):  # the autograd path too
+        ext.call(RMSNORM, x.clone().requires_grad_(), None, w, 1e-6, 0.0, FP32, True)
+
+
+def test_a_thread_without_a_context_gets_the_primary_one_then_python_s_path(ext):
+    x, w = torch.ones(4, 64), torch.ones(64)
+    ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
+    ctypes.c_int.in_dll(ext.stub, "stub_rc_once").value = 201
+    y = ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False)
+    assert isinstance(y, torch.Tensor) and ext.rec.ctx_sets == 1 and ext.rec.calls == 2  # retried once
+    ctypes.c_int.in_dll(ext.stub, "stub_rc").value = 201
+    assert ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False) == 2  # NO_CONTEXT: Python launches
+
+
+@pytest.mark.parametrize("op", [RMSNORM, GATE, ADD])
+def test_the_autograd_node_gives_the_python_composite_s_gradients(ext, rng, op):
+    M, N = 5, 64
+    x = torch.from_numpy(rng.standard_normal((M, N)).astype(np.float32)).requires_grad_()
+    x2 = torch.from_numpy(rng.standard_normal((M, N)).astype(np.float32)).requires_grad_() if op else None
+    w = torch.nn.Parameter(torch.from_numpy(rng.standard_normal(N).astype(np.float32)))
+    ext.insert(op, x, x2, w, 1e-6, 0.25, FP32, fields(fn=op + 1, M=M, N=N, sx=N, sg=N if op else 0,
+                                                        offset=0.25, add=op == ADD))
+    out = ext.call(op, x, x2, w, 1e-6, 0.25, FP32, True)
+    y, h = out if op == ADD else (out, None)
+    assert y.requires_grad and "gpu_viz::FusedRMSNorm" in y.grad_fn.name()
+    gy = torch.from_numpy(rng.standard_normal((M, N)).astype(np.float32))
+    gh = torch.from_numpy(rng.standard_normal((M, N)).astype(np.float32))
+    loss = (y * gy).sum() + ((h * gh).sum() if h is not None else 0)
+    loss.backward()
+    name = ("rmsnorm", "rmsnorm_gate", "rmsnorm_add")[op]
+    hh = (x + x2).detach() if op == ADD else None
+    want = fused._backward(name, (gy, gh if op == ADD else None), x.detach(), None if x2 is None else x2.detach(),
+                           w.detach(), hh, 1e-6, 0.25, (True, x2 is not None, True))
+    got = (x.grad, None if x2 is None else x2.grad, w.grad)
+    for g, wnt, what in zip(got, want, ("x", "x2", "weight")):
+        if wnt is None:
+            assert g is None, what
+        else:
+            torch.testing.assert_close(g, wnt, atol=1e-5, rtol=1e-5, msg=what)
+
+
+def test_only_what_requires_grad_gets_a_grad_and_no_grad_modes_make_no_node(ext, rng):
+    x = torch.from_numpy(rng.standard_normal((4, 64)).astype(np.float32))
+    w = torch.nn.Parameter(torch.ones(64))
+    ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
+    y = ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, True)
+    y.sum().backward()
+    assert x.grad is None and w.grad is not None and w.grad.shape == (64,)
+    with torch.no_grad():
+        assert ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, True).grad_fn is None
+    with torch.inference_mode():
+        assert ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, True).grad_fn is None
+    assert ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False).grad_fn is None  # the custom ops' impl
+
+
+def test_the_public_op_takes_the_launcher_only_when_it_is_the_chosen_one(ext, rng, monkeypatch):
+    """fused._call goes to the C++ launcher first when LAUNCHER is "cpp" (CPU tensors here only
+    because the stub allows them); with "driver" it never does (and the CPU tensor is refused)."""
+    x = torch.from_numpy(rng.standard_normal((4, 64)).astype(np.float32))
+    w = torch.ones(64)
+    ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
+    monkeypatch.setattr(fused, "_EXT", [ext])
+    monkeypatch.setattr(fused, "LAUNCHER", "cpp")
+    y = ops.rmsnorm(x, w, 1e-6)
+    assert ext.rec.calls == 1 and ext.rec.ptr[0] == y.data_ptr()
+    monkeypatch.setattr(fused, "LAUNCHER", "driver")
+    with pytest.raises(ValueError, match="x is on device cpu"):
+        ops.rmsnorm(x, w, 1e-6)
+    assert ext.rec.calls == 1
+    monkeypatch.setattr(fused, "LAUNCHER", "cpp")
+    with pytest.raises(TypeError):  # a bool eps is not a number here: Python checks (and refuses) it
+        ops.rmsnorm(x, w, True)
+
+
+def test_a_python_plan_s_fields_are_the_arguments_its_ctypes_launch_packs(ext, monkeypatch):
+    """fused._Plan.fields, read by the C++ insert(), launch with the same scalars as the plan's
+    own ctypes argument block (so both launchers run a kernel with the same arguments)."""
+    class RK:
+        class kernel:
+            ptr = 1
+
+    monkeypatch.setattr(fused, "get_kernel", lambda *a, **k: RK)
+    x = torch.ones(6, 64)
+    info = {"op": "rmsnorm", "M": 6, "N": 64, "dtype": "float32", "eps": 1e-5, "offset": 1.0,
+            "x": fused._Operand("x", "torch", x, "float32", tuple(x.shape), tuple(x.stride()))}
+    cfg = fused._choose_config(6, 64, "float32", False, True, False, "rmsnorm", True, None)
+    plan = fused._Plan(info, cfg, 3, 64, 0, 0)
+    w = torch.ones(64)
+    ext.insert(RMSNORM, x, None, w, 1e-5, 1.0, FP32, plan.fields)
+    ext.call(RMSNORM, x, None, w, 1e-5, 1.0, FP32, False)
+    r = ext.rec
+    packed = [v.value for v in plan.vals[5:]]
+    assert [r.M, r.N, r.sx, r.sg, r.eps, r.offset, r.flags] == packed
+    assert (r.grid[0], r.block[0], r.fn) == (cfg.grid, cfg.block, 1)
+
+
+def test_the_build_says_why_it_cannot_be_done(monkeypatch, tmp_path):
+    monkeypatch.setenv(launcher.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    with pytest.raises(launcher.LauncherUnavailable, match="no C\\+\\+ compiler"):
+        launcher.build()
+    fake = tmp_path / "fails"
+    fake.write_text("#!/bin/sh\necho 'error: something broke' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CXX", str(fake))
+    with pytest.raises(launcher.LauncherUnavailable, match="did not compile:[\\s\\S]*something broke"):
+        launcher.build()
+    assert not list((tmp_path / "launcher").glob("*.so"))  # nothing half-written left
+
+
+def test_turned_off_it_is_never_built(monkeypatch):
+    launcher._reset_for_tests()
+    monkeypatch.setenv(launcher.ENV, "python")
+    try:
+        assert not launcher.enabled()
+        assert launcher.poll(fused._ext_backward) is None
+        assert launcher._STATE["thread"] is None
+        assert launcher.status().startswith("unavailable: turned off")
+    finally:
+        launcher._reset_for_tests()
+    monkeypatch.setenv(launcher.ENV, "cpp")
+    assert launcher.enabled() and launcher.status().startswith("not built yet")
+
+
+def test_a_driver_that_cannot_be_opened_is_named(built, tmp_path):
+    so, _ = built
+    with pytest.raises(launcher.LauncherUnavailable, match="cannot open .*no-libcuda"):
+        launcher.load(so, fused._ext_backward, driver=str(tmp_path / "no-libcuda.so"))
+
+
+def test_the_module_name_follows_the_source_and_torch(monkeypatch):
+    a = launcher.module_name()
+    monkeypatch.setattr(torch, "__version__", torch.__version__ + "+other")
+    assert launcher.module_name() != a and launcher.module_name().startswith("gpu_viz_launcher_")
+
+
+# ---------------------------------------------------------------------------------------
+# GPU: the launcher on the real kernels
+
+@pytest.fixture(scope="module")
+def cuda_launcher():
+    status = fused.ensure_launcher()
+    if fused._EXT[0] is None:
+        pytest.fail(f"the C++ launcher is not available on this GPU machine: {status}")
+    return fused._EXT[0]
+
+
+def _rand(rng, shape, dtype):
+    return torch.from_numpy(rng.standard_normal(shape).astype(np.float32)).to("cuda", getattr(torch, dtype))
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("op", ["rmsnorm", "rmsnorm_gate", "rmsnorm_add"])
+def test_cpp_and_python_launchers_agree_bit_for_bit(cuda_launcher, rng, monkeypatch, op, dtype):
+    """Same kernels, same arguments: the same bits, over shapes, views, misaligned bases, an fp32
+    weight and the weight offset; the second call of each layout is the C++ launcher's."""
+    f = getattr(ops, op)
+    cases = []
+    for M, N in ((1, 4096), (7, 768), (300, 4096), (64, 8192), (5, 1000)):
+        x = _rand(rng, (M, N), dtype)
+        x2 = _rand(rng, (M, N), dtype)
+        for wdt in (dtype, "float32"):
+            cases.append((x, x2, _rand(rng, (N,), wdt), {}))
+        cases.append((x, x2, _rand(rng, (N,), dtype), {"weight_offset": 1.0}))
+    buf = _rand(rng, (33, 4104), dtype)
+    cases.append((buf[:, :4096], _rand(rng, (33, 4096), dtype), _rand(rng, (4096,), dtype), {}))
+    flat = _rand(rng, (9 * 2048 + 1,), dtype)
+    cases.append((flat[1:].view(9, 2048), _rand(rng, (9, 2048), dtype), _rand(rng, (2048,), dtype), {}))
+    for x, x2, w, kw in cases:
+        args = (x, w) if op == "rmsnorm" else (x, x2, w)
+        monkeypatch.setattr(fused, "LAUNCHER", "driver")
+        want = f(*args, **kw)
+        monkeypatch.setattr(fused, "LAUNCHER", "cpp")
+        n = cuda_launcher.size()
+        f(*args, **kw)  # a miss at most: Python registers the plan
+        got = f(*args, **kw)
+        torch.cuda.synchronize()
+        assert cuda_launcher.size() >= min(n, 1)
+        for g, wnt in zip(got if op == "rmsnorm_add" else (got,), want if op == "rmsnorm_add" else (want,)):
+            assert torch.equal(g, wnt), (op, dtype, tuple(x.shape), kw)
+
+
+@gpu
+def test_cpp_launcher_streams_graphs_threads_and_grads(cuda_launcher, rng):
+    x = _rand(rng, (64, 4096), "float16")
+    w = _rand(rng, (4096,), "float16")
+    y = ops.rmsnorm(x, w)
+    y = ops.rmsnorm(x, w)  # the C++ launcher's
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        y2 = ops.rmsnorm(x, w)
+    s.synchronize()
+    assert torch.equal(y2, y)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        yg = ops.rmsnorm(x, w)
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(yg, y)
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("y", ops.rmsnorm(x, w)))
+    t.start()
+    t.join()
+    torch.cuda.synchronize()
+    assert torch.equal(out["y"], y)
+    xg = x.clone().requires_grad_()
+    wg = w.clone().requires_grad_()
+    ops.rmsnorm(xg, wg)
+    yc = ops.rmsnorm(xg, wg)
+    assert "gpu_viz::FusedRMSNorm" in yc.grad_fn.name()
+    gy = torch.randn_like(yc)
+    yc.backward(gy)
+    want = fused._torch_backward(gy, x, w, None, 1e-6, (True, True))
+    assert torch.equal(xg.grad, want[0]) and torch.equal(wg.grad, want[1])
+    with pytest.raises(ValueError, match="x is on device cpu"):  # a cached layout's CPU twin
+        ops.rmsnorm(x.cpu(), w)
+
+
+def test_the_doctor_says_whether_calls_take_the_launcher(monkeypatch, tmp_path):
+    from gpu_viz import doctor
+
+    launcher._reset_for_tests()
+    monkeypatch.setenv(launcher.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(launcher.ENV, "cpp")
+    line = {i.name: i.value for i in doctor.diagnose().items}["C++ launcher (fused ops)"]
+    assert line.startswith("not built yet") and "python -m gpu_viz.rmsnorm.launcher" in line
+    monkeypatch.setenv("CXX", str(tmp_path / "none"))
+    assert launcher.describe().startswith("unavailable: no C++ compiler") and "Python launcher" in launcher.describe()
+    monkeypatch.setenv(launcher.ENV, "python")
+    assert launcher.describe().startswith("turned off") and launcher._STATE["thread"] is None
