@@ -267,6 +267,9 @@ def checks_table(checks: Sequence[Tuple[str, bool, str]]) -> Table:
 # -- command line ----------------------------------------------------------------------------------
 
 def _cmd_bench(args) -> int:
+    if args.dry_run:  # the plan and its time estimate: no GPU needed, nothing measured
+        print(bench.plan_text(quick=args.quick, reps=args.reps))
+        return 0
     if not backend.has_gpu():
         print(f"gpu-viz bench needs a CUDA GPU: {backend.detect().describe()}")
         rec = bench.newest_record()
@@ -289,7 +292,7 @@ def _cmd_bench(args) -> int:
 
 
 def register_cli(subparsers) -> None:
-    """Add ``gpu-viz bench [--quick] [--out DIR] [--tag T] [--reps N] [--strict]``."""
+    """Add ``gpu-viz bench [--quick] [--out DIR] [--tag T] [--reps N] [--strict] [--dry-run]``."""
     p = subparsers.add_parser("bench", help="measure fused RMSNorm (+gate) vs eager, F.rms_norm, "
                                             "torch.compile; save a record",
                               description="Time the course's fused RMSNorm and RMSNorm + SiLU gate on this GPU "
@@ -305,4 +308,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("--reps", type=check.positive_int_arg, default=bench.DEFAULT_REPS,
                    help="timed samples per row, >= 1 (default 100)")
     p.add_argument("--strict", action="store_true", help="exit 1 if any performance target is missed")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print every (op, shape, dtype, provider, timing) step and the estimated time; "
+                        "measure nothing (no GPU needed)")
     p.set_defaults(func=_cmd_bench)
