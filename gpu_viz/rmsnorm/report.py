@@ -414,6 +414,8 @@ def per_call_summary(rows: Sequence[Dict], dtype: str = "float16",
                                       f"Weight requires grad: ours within {grad_factor:g}x")):
         ratios = [by[(ours, M)] / by[(base, M)] for (i, M) in by if i == ours and (base, M) in by]
         if not ratios:
+            if out:  # the per-call rows of an older record: no grad-requiring weight
+                out.append("The data shown has no per-call rows with a weight that requires grad.")
             continue
         met = sum(q <= factor for q in ratios)
         out.append(f"{what} at {met} of {len(ratios)} sizes "
