@@ -61,6 +61,8 @@ def test_wide_share_says_a_missing_liger_is_not_installed():
     assert table.body == [["RMSNorm", "1024 x 262144", "88"]]
     assert "Liger is not installed here: no time at 1024 x 262144 fp16." in said
     assert any("Not measured" in s and "F.rms_norm" in s and "eager" in s for s in said)
+    # a live run times one wide shape: the table shows that shape only
+    assert R.wide_share(rows, 4000.0, "measured on X", skipped)[0].body == table.body
 
 
 def test_per_call_rows_keep_the_per_call_batch(record):

@@ -298,7 +298,7 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
                ) -> Tuple[Optional[Table], List[str]]:
     """The wide rows as the share of the copy bandwidth: ``(table, sentences)``.
 
-    One line per (op, shape): ours in each dtype, then one column per baseline of
+    One line per (op, shape) where ours was measured: ours in each dtype, then one column per baseline of
     :data:`WIDE_BASELINES` measured at any of these rows, its shares in fp16 / bf16 / fp32
     ("—" where not measured; the gate has no F.rms_norm or Liger: "n/a").  ``sentences`` say in
     words which baselines were not measured at all, which refused a shape (with the reason the
@@ -318,6 +318,8 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
     body = []
     for op in ops:
         for (M, N) in shapes:
+            if not any(by.get((op, "fused", M, N, d, timing)) for d in dts):
+                continue  # a shape this run did not measure (a live run times one)
             line = [OP_WORDS[op], _shape(M, N)]
             line += [pct(by.get((op, "fused", M, N, d, timing))) for d in dts]
             for p in shown:
