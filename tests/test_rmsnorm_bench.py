@@ -742,7 +742,14 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys, out_given):
     cwd, out_dir = tmp_path / "cwd", tmp_path / "out"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
-    monkeypatch.setattr(records, "results_dir", lambda: pytest.fail("bench must not write the committed records"))
+    # the committed records: read (the previous record of the same GPU), never written
+    committed = tmp_path / "committed"
+    committed.mkdir()
+    prev = {"date": "1999-12-31", "gpu": "Stand-in GPU", "copy_GBps": 1000.0, "complete": True,
+            "rows": [bm.make_row("rmsnorm", "fused", 4, 32, "float16", _timing(1.0)),
+                     bm.make_row("rmsnorm", "native", 4, 32, "float16", _timing(2.0))]}
+    (committed / "stand-in-gpu-1999-12-31-t.json").write_text(json.dumps(prev))
+    monkeypatch.setattr(records, "results_dir", lambda: committed)
     t = _timing(2.0)
     monkeypatch.setattr(backend, "require_gpu", lambda what: None)
     monkeypatch.setattr(backend, "has_gpu", lambda: True)
@@ -786,7 +793,8 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys, out_given):
     args = parser.parse_args(["bench", *where, "--tag", "t", "--reps", "3"])
     assert args.func(args) == 0
     path = (out_dir if out_given else cwd) / "stand-in-gpu-2000-01-01-t.json"
-    assert sorted(p for p in tmp_path.rglob("*.json")) == [path]
+    assert sorted(p for p in tmp_path.rglob("*.json") if committed not in p.parents) == [path]
+    assert [p.name for p in committed.iterdir()] == ["stand-in-gpu-1999-12-31-t.json"]
     rec = json.loads(path.read_text())
     assert list(rec)[-1] == "rows" and rec["copy_GBps"] == 1000.0 and rec["launch_floor_us"] == 2.0
     assert rec["launch_floor_call_us"] == 5.0 and rec["reps"] == 3 and rec["complete"] is True
@@ -801,6 +809,12 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys, out_given):
     if "liger" in rec["providers_unavailable"]:
         assert "liger_kernel" in rec["providers_unavailable"]["liger"]
     assert rec["checks"] and all(set(c) == {"check", "passed", "detail"} for c in rec["checks"])
+    # item 3: fused 2.0 µs now vs 1.0 µs before, F.rms_norm 2.0 vs 2.0: 2x slower, named
+    assert rec["previous_record"]["date"] == "1999-12-31"
+    vs = {c["check"]: c for c in rec["vs_previous"]}
+    c = vs["rmsnorm fused float16: kernel time at most 2% slower than the last record at every shared shape"]
+    assert not c["passed"] and "stand-in-gpu-1999-12-31-t.json (1999-12-31)" in c["detail"]
+    assert c in rec["checks"] and rec["estimate_s"] > 0
     out = capsys.readouterr().out
     assert "The performance targets" in out and "stand-in label" in out and path.name in out
     assert "compile not measured" in out or "not measured" in out

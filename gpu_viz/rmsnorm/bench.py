@@ -59,6 +59,22 @@ CALL_SHAPES = tuple((m, 4096) for m in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1
 CALL_GRAD_FACTOR = 1.5
 #: Wide rows (issue 18): ~1 GiB of fp16 traffic each.
 WIDE_SHAPES = ((16384, 32768), (8192, 65536), (2048, 131072), (1024, 262144))
+#: The baselines each wide (op, shape, dtype) is measured against (both timings).  ``liger`` is
+#: optional: it refuses N >= 131072 ("exceeds the recommended Triton blocksize = 65536"), which
+#: the record shows as a skipped row with Liger's message and :func:`summary_checks` does not
+#: count against the fused op; the others are required (a missing one fails its check).
+WIDE_PROVIDERS: Dict[str, Tuple[str, ...]] = {
+    RMSNORM: ("eager", "native", "compile", "fused", "liger"),
+    RMSNORM_GATE: ("eager", "compile", "fused"),
+}
+#: Timed samples per wide row.  Their spread is tight (the wide run of 2026-12-01, 30 replays:
+#: p10-p90 within ~1 % of the median at every shape) and each sample is ~0.5-10 ms, so 30
+#: samples give the median to well under the 2 % the targets resolve, at a third of the time.
+WIDE_REPS = 30
+#: Item 3 (issue 18): the fused kernel-only medians may be at most this much slower than the
+#: previous committed record's at the shapes both measured, after normalising by a baseline
+#: measured in both runs (:func:`previous_record_checks`).
+PREVIOUS_LIMIT = 0.02
 #: Batch invariance, checked in the record: rows of op(x[:m]) against op(x) bit for bit.
 INVARIANCE_M = (1, 3, 64, 1000, 4096)
 INVARIANCE_N = (768, 2048, 4096, 8192, 16384, 65536)
@@ -267,24 +283,35 @@ def _counter_totals(counters) -> Dict[str, int]:
                                        if "recompile" in k.lower() or "cache size" in k.lower()))}
 
 
-def compile_checked(fn: Callable, sample_args: Sequence, backend_name: Optional[str] = None) -> Callable:
+def compile_checked(fn: Callable, sample_args: Sequence, backend_name: Optional[str] = None,
+                    dynamic_rows: bool = False, reset: bool = True) -> Callable:
     """``torch.compile(fn, dynamic=False)`` for the shapes of ``sample_args``, checked.
 
-    Resets dynamo (one compile per shape; no earlier shape's cache entry counts against the
-    recompile limit, which is raised anyway), calls once to compile, then once more.  Passes
-    when the first call compiled exactly one graph with no graph break and the second call
-    compiled nothing new (the cached graph ran).  ``backend_name`` defaults to inductor.
+    With ``reset`` (the default) dynamo is reset first (one compile per shape; no earlier
+    shape's cache entry counts against the recompile limit, which is raised anyway).
+    ``dynamic_rows``: dimension 0 (M, the rows) of the first sample argument is marked dynamic
+    (``torch._dynamo.mark_dynamic``), so the one compiled graph serves every M >= 2 with the
+    same trailing dimensions and dtypes; the sample's M must be >= 2 (dynamo specialises 0 and 1).
+    Calls once to compile, then once more.  Passes when the first call compiled exactly one
+    graph with no graph break and the second call compiled nothing new (the cached graph ran).
+    ``backend_name`` defaults to inductor.
 
     Raises:
         CompileFellBack: with the dynamo counters, when any of that fails; a fallen-back
             baseline must never be reported as "compile".
+        ValueError: ``dynamic_rows`` with a sample of fewer than 2 rows.
     """
     import torch
     from torch._dynamo.utils import counters
 
     _raise_limits(torch)
     torch._dynamo.config.suppress_errors = False  # a failed compile must raise, not run eager
-    torch._dynamo.reset()
+    if reset:
+        torch._dynamo.reset()
+    if dynamic_rows:
+        if sample_args[0].shape[0] < 2:
+            raise ValueError(f"dynamic_rows needs a sample with M >= 2 rows, got shape {tuple(sample_args[0].shape)}")
+        torch._dynamo.mark_dynamic(sample_args[0], 0)
     counters.clear()
     kwargs = {"dynamic": False}
     if backend_name:
@@ -310,6 +337,99 @@ def compile_checked(fn: Callable, sample_args: Sequence, backend_name: Optional[
     return compiled
 
 
+def _own_code(fn: Callable, tag: str) -> Callable:
+    """A copy of the plain function ``fn`` with its own code object (named ``<name>_<tag>``).
+
+    Dynamo keeps its compiled graphs on the code object, so compiles of one function for
+    several (op, N, dtype) would pile up in one cache, every call walking all their guards
+    (and a dynamo reset for one would drop them all).  Its own code object per compile keeps
+    one entry per cache, and lets the bench skip the reset."""
+    import types
+
+    name = f"{fn.__name__}_{tag}"
+    return types.FunctionType(fn.__code__.replace(co_name=name), fn.__globals__, name,
+                              fn.__defaults__, fn.__closure__)
+
+
+def _rmsnorm_expr(x, w, eps):
+    """The deck's eager module's forward (:class:`gpu_viz.rmsnorm.eager.EagerRMSNorm`) with the
+    weight as an argument: the same ops in the same order (fp32 mean square, rsqrt, x * r,
+    weight * that), so torch.compile of it is the compile of the deck's module."""
+    import torch
+
+    v = x.float().pow(2).mean(-1, keepdim=True)
+    return w * (x * torch.rsqrt(v + eps))
+
+
+def _gate_expr(x, gate, w, eps):
+    """:func:`gpu_viz.rmsnorm.eager.eager_rmsnorm_gate` as a function of its tensors."""
+    from .eager import eager_rmsnorm_gate
+
+    return eager_rmsnorm_gate(x, gate, w, eps)
+
+
+#: Compiled baselines shared by the shapes of one (op, N, dtype, eps, backend) group: see
+#: :func:`shared_compile_groups`.  Filled by :func:`compiled_baseline`; cleared by
+#: :func:`full_record` at its start and end.
+_SHARED_COMPILES: Dict[Tuple, Callable] = {}
+
+
+def compiled_baseline(op: str, sample: Dict, weight, eps: float = EPS, compile_backend=None,
+                      shared: bool = False) -> Callable:
+    """torch.compile of ``op``'s eager baseline, checked (:func:`compile_checked`): a callable
+    ``f(inputs) -> y``.
+
+    ``shared=False``: compiled for ``sample``'s shape alone (the (M, N) of ``sample["x"]``),
+    as every compile was before.  ``shared=True``: one compile per (op, N, dtype, eps,
+    backend) with M dynamic, reused by every later call with the same key and M >= 2; each
+    later shape's first call must compile nothing (else CompileFellBack: it was not the
+    shared graph that ran).  Either way the function compiled has its own code object
+    (:func:`_own_code`) and dynamo is not reset, so other compiled baselines stay cached.
+
+    Raises:
+        CompileFellBack: the compile fell back, or a shared graph recompiled for a new shape.
+        ValueError: ``shared`` with M < 2.
+    """
+    from torch._dynamo.utils import counters
+
+    x = sample["x"]
+    M, N = x.shape
+    dt = dtype_name(x.dtype)
+    gate = op == RMSNORM_GATE
+    args = (x, sample["gate"], weight, eps) if gate else (x, weight, eps)
+
+    def call(c):
+        return (lambda inp: c(inp["x"], inp["gate"], weight, eps)) if gate else (lambda inp: c(inp["x"], weight, eps))
+
+    expr = _gate_expr if gate else _rmsnorm_expr
+    if not shared:
+        return call(compile_checked(_own_code(expr, f"{N}_{dt}_M{M}"), args, compile_backend, reset=False))
+    key = (op, N, dt, float(eps), compile_backend)
+    c = _SHARED_COMPILES.get(key)
+    if c is None:
+        c = compile_checked(_own_code(expr, f"{N}_{dt}_dynM"), args, compile_backend, dynamic_rows=True, reset=False)
+        _SHARED_COMPILES[key] = c
+        return call(c)
+    counters.clear()
+    c(*args)
+    again = _counter_totals(counters)
+    if again["frames_total"]:
+        raise CompileFellBack(f"torch.compile's shared graph for {op} N={N} {dt} compiled again at M={M} "
+                              f"(its dynamic-M guards failed) [counters {again}]")
+    return call(c)
+
+
+def shared_compile_groups(steps: Iterable[Dict]) -> frozenset:
+    """The (op, N, dtype) groups whose ``compile`` steps share one dynamic-M compile: those with
+    two or more distinct M >= 2 among ``steps`` (dicts with op, M, N, dtype, provider, as
+    :func:`plan_steps` gives).  Every other compile step stays one compile for its own shape."""
+    ms: Dict[Tuple, set] = {}
+    for s in steps:
+        if s["provider"] == "compile" and s["M"] >= 2:
+            ms.setdefault((s["op"], s["N"], s["dtype"]), set()).add(s["M"])
+    return frozenset(k for k, v in ms.items() if len(v) >= 2)
+
+
 def _liger_rms_norm():
     try:
         from liger_kernel.transformers.functional import liger_rms_norm
@@ -326,11 +446,13 @@ def _deck_module(weight, eps: float):
     return m.eval()  # from_weight put it on weight's device
 
 
-def setup_rmsnorm(provider: str, weight, eps: float = EPS, sample=None, compile_backend=None) -> Callable:
+def setup_rmsnorm(provider: str, weight, eps: float = EPS, sample=None, compile_backend=None,
+                  shared_compile: bool = False) -> Callable:
     """A callable ``f(inputs) -> y`` for rmsnorm by ``provider``; ``inputs`` is ``{"x": (M, N)}``.
 
     ``weight`` (N,) is held by the callable; ``sample`` (an inputs dict) is needed by
-    ``"compile"`` (compiled for that shape, then checked by :func:`compile_checked`).
+    ``"compile"`` (:func:`compiled_baseline`: the deck module's forward compiled for that shape,
+    or with ``shared_compile`` one dynamic-M compile per (N, dtype), checked either way).
 
     Raises:
         ValueError: unknown provider (naming the known ones).
@@ -353,9 +475,7 @@ def setup_rmsnorm(provider: str, weight, eps: float = EPS, sample=None, compile_
     if provider == "compile":
         if sample is None:
             raise ValueError("setup_rmsnorm('compile') needs sample inputs to compile for their shape")
-        m = _deck_module(weight, eps)
-        c = compile_checked(m, (sample["x"],), compile_backend)
-        return lambda inp: c(inp["x"])
+        return compiled_baseline(RMSNORM, sample, weight, eps, compile_backend, shared=shared_compile)
     if provider == "deck4phase":
         return lambda inp: deck.four_phase(inp["x"], weight, eps, block=deck.DECK_BLOCK)
     if provider == "fused":
@@ -383,7 +503,8 @@ def setup_rmsnorm(provider: str, weight, eps: float = EPS, sample=None, compile_
     return lambda inp: liger(inp["x"], weight, eps)
 
 
-def setup_rmsnorm_gate(provider: str, weight, eps: float = EPS, sample=None, compile_backend=None) -> Callable:
+def setup_rmsnorm_gate(provider: str, weight, eps: float = EPS, sample=None, compile_backend=None,
+                       shared_compile: bool = False) -> Callable:
     """A callable ``f(inputs) -> y`` for rmsnorm_gate; ``inputs`` is ``{"x": (M, N), "gate": (M, N)}``.
 
     Same contract and errors as :func:`setup_rmsnorm`.
@@ -397,12 +518,7 @@ def setup_rmsnorm_gate(provider: str, weight, eps: float = EPS, sample=None, com
     if provider == "compile":
         if sample is None:
             raise ValueError("setup_rmsnorm_gate('compile') needs sample inputs to compile for their shape")
-
-        def expr(x, gate, w):
-            return eager.eager_rmsnorm_gate(x, gate, w, eps)
-
-        c = compile_checked(expr, (sample["x"], sample["gate"], weight), compile_backend)
-        return lambda inp: c(inp["x"], inp["gate"], weight)
+        return compiled_baseline(RMSNORM_GATE, sample, weight, eps, compile_backend, shared=shared_compile)
     if provider == "fused_grad":
         wg = weight.detach().clone().requires_grad_(True)
         return lambda inp: fused.rmsnorm_gate(inp["x"], inp["gate"], wg, eps)
@@ -412,9 +528,11 @@ def setup_rmsnorm_gate(provider: str, weight, eps: float = EPS, sample=None, com
 SETUP = {RMSNORM: setup_rmsnorm, RMSNORM_GATE: setup_rmsnorm_gate}
 
 
-def setup(op: str, provider: str, weight, eps: float = EPS, sample=None, compile_backend=None) -> Callable:
+def setup(op: str, provider: str, weight, eps: float = EPS, sample=None, compile_backend=None,
+          shared_compile: bool = False) -> Callable:
     """Dispatch to ``setup_<op>`` (see :func:`setup_rmsnorm`)."""
-    return SETUP[_check_op(op)](provider, weight, eps, sample=sample, compile_backend=compile_backend)
+    kw = {"shared_compile": True} if shared_compile else {}  # stand-in setups need not take it
+    return SETUP[_check_op(op)](provider, weight, eps, sample=sample, compile_backend=compile_backend, **kw)
 
 
 # -- inputs ------------------------------------------------------------------------------------
@@ -496,7 +614,8 @@ def _calls_per_graph(buffers: int, pilot_us: float, target_us: float = 1000.0, m
 
 
 def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, device, timers: _Timers,
-         l2_bytes: int, verbose: bool, compile_backend=None, seed: Optional[int] = None) -> Rows:
+         l2_bytes: int, verbose: bool, compile_backend=None, seed: Optional[int] = None,
+         shared_compiles: frozenset = frozenset()) -> Rows:
     import torch
 
     out = Rows()
@@ -511,10 +630,19 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
             weight = sets[0]["weight"]
             key = {"op": op, "M": M, "N": N, "dtype": dt}
 
-            def checked(fn):
+            def release(collect: bool = True):
+                # the poisoned blocks, the last output and any garbage (e.g. the last timing's
+                # graph) go back to the driver before the next timing, as in the recorded runs
+                if str(device) != "cpu":
+                    if collect:
+                        gc.collect()
+                    torch.cuda.empty_cache()
+
+            def checked(fn, collect: bool = True):
                 """Poison, run, compare with float64 a block of rows at a time
                 (:func:`check_rows`: no multi-GB float64 temporaries, which slowed every later
-                timing in the process ~9 % on the H200), free the output."""
+                timing in the process ~9 % on the H200), free the output (``collect``: and
+                run the garbage collector, ~0.1-0.2 s with torch.compile's objects alive)."""
                 try:
                     _poison_pool(torch, M, N, device)
                     y = fn(sets[0])
@@ -522,18 +650,18 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
                     return check_rows(op, y, sets[0]["x"], weight, sets[0].get("gate"), eps, dt, seed=seed)
                 finally:
                     y = None
-                    if str(device) != "cpu":
-                        # the poisoned blocks, this output and any garbage (e.g. the last timing's
-                        # graph) go back to the driver before the next timing, as in the recorded run
-                        gc.collect()
-                        torch.cuda.empty_cache()
+                    release(collect)
 
             ok_fns = []
             # 1. correctness first: every provider checked before anything is timed
             for p in providers:
                 try:
-                    fn = setup(op, p, weight, eps, sample=sets[0], compile_backend=compile_backend)
-                    ok, detail = checked(fn)
+                    share = p == "compile" and M >= 2 and (op, N, dt) in shared_compiles
+                    fn = setup(op, p, weight, eps, sample=sets[0], compile_backend=compile_backend,
+                               shared_compile=share)
+                    # no garbage collection between these checks: nothing is timed until all
+                    # are done, and one collection below leaves the same state for the first timing
+                    ok, detail = checked(fn, collect=False)
                 except (ProviderUnavailable, CompileFellBack) as exc:
                     ok, detail = False, str(exc)
                 except Exception as exc:  # a provider that raises is reported, not fatal
@@ -544,6 +672,7 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
                         print(f"  skip {op} {p} {M}x{N} {dt}: {detail}")
                     continue
                 ok_fns.append((p, fn))
+            release()
             # 2. time the ones that were right, rotating over `buffers` input sets
             for p, fn in ok_fns:
                 def call(i, fn=fn):
@@ -571,11 +700,15 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
                         pass
                     continue
                 out.extend(new_rows)
-                # every launch checked: the output after timing is still right
-                try:
-                    ok, detail = checked(fn)
-                except Exception as exc:
-                    ok, detail = False, f"raised {type(exc).__name__}: {exc}"
+                if not post_check(p, op, M, N, dt):
+                    release()  # a torch baseline at a wide shape: checked in full before timing
+                    ok = True
+                else:
+                    # every launch of ours checked: the output after timing is still right
+                    try:
+                        ok, detail = checked(fn)
+                    except Exception as exc:
+                        ok, detail = False, f"raised {type(exc).__name__}: {exc}"
                 if not ok:
                     out[:] = [r for r in out if not (r["impl"] == p and r["M"] == M and r["N"] == N
                                                      and r["dtype"] == dt)]
@@ -588,6 +721,16 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
                 torch.cuda.empty_cache()
     add_speedups(out)
     return out
+
+
+def post_check(provider: str, op: str, M: int, N: int, dtype) -> bool:
+    """Whether :func:`run` checks ``provider``'s output again after timing it: always for ours
+    (``fused*``, ``deck4phase``) and at every shape whose fewest bytes fit
+    :data:`EST_WIDE_BYTES`; not for the torch and Liger baselines at the 1-2 GiB wide shapes,
+    whose full float64 check before timing stands (a second one there costs ~1 s each, ~60 s
+    of the bench's 600 s budget)."""
+    ours = provider.startswith("fused") or provider == "deck4phase"
+    return ours or fewest_bytes(op, M, N, dtype) <= EST_WIDE_BYTES
 
 
 def _available(op: str, providers: Optional[Iterable[str]], drop_optional: bool = True) -> Tuple[str, ...]:
@@ -606,7 +749,7 @@ def _available(op: str, providers: Optional[Iterable[str]], drop_optional: bool 
 
 def run(op: str, shapes, dtypes=("float16",), providers: Optional[Iterable[str]] = None,
         timings=(bench.KERNEL, bench.CALL), reps: int = DEFAULT_REPS, eps: float = EPS,
-        verbose: bool = False, seed: Optional[int] = None) -> Rows:
+        verbose: bool = False, seed: Optional[int] = None, shared_compiles: frozenset = frozenset()) -> Rows:
     """Check, then time, ``op`` for every (shape, dtype) and provider, live on this GPU.
 
     For each (M, N) in ``shapes`` and dtype in ``dtypes`` ("float16", "bfloat16", "float32"):
@@ -617,6 +760,9 @@ def run(op: str, shapes, dtypes=("float16",), providers: Optional[Iterable[str]]
     input sets, ~1 ms of kernel time per replay or 64 calls; "call": from Python),
     rotating through enough input sets that their traffic exceeds 3x the L2
     (:func:`gpu_viz.measure.timing.rotation_count`), and checked again afterwards.
+    ``shared_compiles``: (op, N, dtype) groups whose ``compile`` provider reuses one dynamic-M
+    compile (:func:`compiled_baseline`; :func:`full_record` passes
+    :func:`shared_compile_groups` of its plan); elsewhere torch.compile compiles per shape.
 
     Returns:
         :class:`Rows`: dicts with :data:`ROW_KEYS` (times in µs, GBps = fewest bytes /
@@ -640,7 +786,7 @@ def run(op: str, shapes, dtypes=("float16",), providers: Optional[Iterable[str]]
 
     providers = _available(op, providers, drop_optional=False) if providers is not None else _available(op, None)
     return _run(op, shapes, dtypes, providers, timings, reps, eps, "cuda", _gpu_timers(),
-                _device.current().l2_bytes, verbose, seed=seed)
+                _device.current().l2_bytes, verbose, seed=seed, shared_compiles=frozenset(shared_compiles))
 
 
 def run_rmsnorm(shapes, dtypes=("float16",), providers=("eager", "native", "compile", "deck4phase", "fused"),
@@ -679,18 +825,165 @@ def call_plan() -> List[Tuple[str, List[Tuple[int, int]], Tuple[str, ...], Tuple
 
 
 def wide_plan() -> List[Tuple[str, List[Tuple[int, int]], Tuple[str, ...], Tuple[str, ...]]]:
-    """The wide rows (both timings): :data:`WIDE_SHAPES` in fp16, bf16 and fp32 (torch.compile
-    and Liger at 8192x65536 and 2048x131072 fp16 only)."""
-    # torch.compile (~10 s per shape to compile) and Liger at the issue's two fp16 shapes only;
-    # elsewhere against F.rms_norm (the gate has no native op)
-    issue = [(8192, 65536), (2048, 131072)]
-    rest = [s for s in WIDE_SHAPES if s not in issue]
-    return [(RMSNORM, issue, ("float16",), ("native", "compile", "fused", "liger")),
-            (RMSNORM, rest, ("float16",), ("native", "fused")),
-            (RMSNORM, list(WIDE_SHAPES), ("bfloat16", "float32"), ("native", "fused")),
-            (RMSNORM_GATE, issue, ("float16",), ("compile", "fused")),
-            (RMSNORM_GATE, rest, ("float16",), ("fused",)),
-            (RMSNORM_GATE, list(WIDE_SHAPES), ("bfloat16", "float32"), ("fused",))]
+    """The wide rows (both timings, :data:`WIDE_REPS` samples): :data:`WIDE_SHAPES` in fp16, bf16
+    and fp32, every baseline of :data:`WIDE_PROVIDERS` at every (op, shape, dtype) -- eager,
+    F.rms_norm (rmsnorm only: the gate has no native op), torch.compile (one compile per
+    shape: no two wide shapes share N), and Liger where it runs."""
+    return [(op, list(WIDE_SHAPES), DTYPES, WIDE_PROVIDERS[op]) for op in OPS]
+
+
+#: Liger's RMSNorm launches one Triton block per row and refuses rows longer than this
+#: ("exceeds the recommended Triton blocksize = 65536", the record of 2026-12-01).
+LIGER_MAX_N = 65536
+
+
+def record_batches(quick: bool = False) -> List[Tuple]:
+    """What :func:`full_record` runs, in order: ``(op, shapes, dtypes, providers, timings, reps)``
+    per batch -- :func:`record_plan` (both timings), :func:`call_plan` ("call" only), then
+    (not ``quick``) :func:`wide_plan` (both timings, :data:`WIDE_REPS`).  ``reps`` None means
+    the run's ``--reps``."""
+    both = (bench.KERNEL, bench.CALL)
+    out = [(op, sh, d, p, both, None) for op, sh, d, p in record_plan(quick)]
+    out += [(op, sh, d, p, (bench.CALL,), None) for op, sh, d, p in call_plan()]
+    if not quick:
+        out += [(op, sh, d, p, both, WIDE_REPS) for op, sh, d, p in wide_plan()]
+    return out
+
+
+def plan_steps(quick: bool = False, reps: int = DEFAULT_REPS, batches=None) -> List[Dict]:
+    """Every (op, shape, dtype, provider) step :func:`full_record` takes, in order, as dicts:
+    ``op, M, N, dtype, provider, timings, reps, compile`` (None, ``"per shape"``,
+    ``"dynamic M: compiles"`` or ``"dynamic M: reuses"``, see :func:`shared_compile_groups`),
+    ``note`` (e.g. Liger's refusal of N > :data:`LIGER_MAX_N`, expected) and ``est_s`` (the
+    estimated seconds, :func:`estimate_step`).  ``batches`` defaults to :func:`record_batches`.
+    No GPU needed (``gpu-viz bench --dry-run`` prints it)."""
+    batches = record_batches(quick) if batches is None else batches
+    steps = []
+    for op, shapes, dtypes, providers, timings, r in batches:
+        for (M, N) in shapes:
+            for dt in dtypes:
+                for p in providers:
+                    steps.append({"op": op, "M": M, "N": N, "dtype": dtype_name(dt), "provider": p,
+                                  "timings": tuple(timings), "reps": r or reps, "compile": None, "note": ""})
+    groups = shared_compile_groups(steps)
+    seen = set()
+    for st in steps:
+        key = (st["op"], st["N"], st["dtype"])
+        if st["provider"] == "compile":
+            if st["M"] >= 2 and key in groups:
+                st["compile"] = "dynamic M: reuses" if key in seen else "dynamic M: compiles"
+                seen.add(key)
+            else:
+                st["compile"] = "per shape"
+        if st["provider"] == "liger" and st["N"] > LIGER_MAX_N:
+            st["note"] = f"Liger refuses N > {LIGER_MAX_N} (expected: shown as skipped, not counted)"
+        st["est_s"] = estimate_step(st)
+    return steps
+
+
+#: The time model of :func:`estimate_step`, seconds (an estimate, calibrated on the two full
+#: H200 records of 2026-12-01: 212.8 s for :func:`record_plan` alone, 394.2 s with the per-call
+#: and the old wide rows; :func:`estimate` reproduces both within 10 %, see the tests).
+#: The two records fix ``compile`` and ``wide_check`` (least squares on the two totals, the rest
+#: set by hand): 1.8 s a compile -- less than the 5-10 s quoted for a cold compile, which
+#: the 212.8 s of 39 compiles cannot hold -- and 1.2 s a wide check.  With 5 s a compile the
+#: full plan estimates 530 s, with 7 s 615 s: watch ``estimate_s`` against ``wall_s``.
+#: ``compile``: one torch.compile (dynamo + inductor + Triton, small graphs); ``step``: a
+#: provider at a shape that fits in a few hundred MB (setup, two float64 checks, timing);
+#: ``wide_inputs``: making the input sets of a 1-2 GiB shape; ``wide_check``: one float64
+#: check of a 1-2 GiB output (128-256 blocks of rows, the first use of its kernels);
+#: ``gc``: one ``gc.collect()`` with torch.compile's objects alive (0.21 s on a 2-CPU VM
+#: with 450k objects; faster on the H200 host); ``setup``: copy bandwidth, launch floor,
+#: kernel report; ``invariance``: :func:`batch_invariance` (54 cases).
+EST_S = {"compile": 1.8, "step": 0.07, "wide_inputs": 0.5, "wide_check": 1.2, "gc": 0.06,
+         "setup": 12.0, "invariance": 15.0}
+#: Copy bandwidth the estimate assumes for timing wide rows (the H200's, GB/s) and the share of
+#: it each provider reaches: the single-kernel ones ~85 %, eager's several passes over fp32
+#: temporaries counted by their bytes (:func:`gpu_viz.rmsnorm.eager.eager_traffic`; the gate's
+#: 13 kernels ~13x the fewest bytes in 16-bit, ~5.5x in fp32).
+EST_COPY_GBPS = 4250.0
+#: A shape whose fewest bytes exceed this is timed as "wide" by the estimate.
+EST_WIDE_BYTES = 256 << 20
+
+
+def _est_call_us(op: str, M: int, N: int, dtype: str, provider: str) -> float:
+    """Estimated kernel time of one call (µs) for the time model: bytes over ~85 % of copy."""
+    nbytes = fewest_bytes(op, M, N, dtype)
+    if provider == "eager":
+        if op == RMSNORM:
+            from .eager import eager_traffic
+            nbytes = sum(r + w for _, r, w in eager_traffic(M, N, dtype))
+        else:
+            nbytes *= 5.5 if dtype == "float32" else 13.0
+    return nbytes / (0.85 * EST_COPY_GBPS * 1e3)
+
+
+def estimate_step(step: Dict, gc_per_check: bool = False) -> float:
+    """Estimated seconds of one :func:`plan_steps` step on an H200 (:data:`EST_S`; an estimate,
+    not a measurement).  A compile that reuses a shared graph costs nothing; Liger at a row it
+    refuses costs one failed call.  ``gc_per_check``: count the bench as it was before
+    2026-12-02 (for the calibration against the older records): a ``gc.collect()`` after every
+    check and every output checked again after timing."""
+    op, M, N, dt, p = step["op"], step["M"], step["N"], step["dtype"], step["provider"]
+    wide = fewest_bytes(op, M, N, dt) > EST_WIDE_BYTES
+    if step.get("note") and p == "liger":
+        return EST_S["step"]
+    t = EST_S["compile"] if step.get("compile") in ("per shape", "dynamic M: compiles") else 0.0
+    t += EST_S["gc"] * (2 if gc_per_check else 1)
+    if wide:
+        t += EST_S["wide_check"] * (2 if gc_per_check or post_check(p, op, M, N, dt) else 1)
+        us = _est_call_us(op, M, N, dt, p)
+        calls = 0
+        for timing in step["timings"]:
+            # kernel: a 3-replay pilot then reps replays of ~1 ms (at least one call); call: reps calls
+            calls += (3 + step["reps"] * max(1, math.ceil(1000.0 / us))) if timing == bench.KERNEL else step["reps"]
+        t += calls * us * 1e-6
+    else:
+        t += EST_S["step"]
+    return t
+
+
+def estimate(steps: Sequence[Dict], invariance: bool = True, gc_per_check: bool = False) -> Dict:
+    """The estimated wall time of a :func:`full_record` run of ``steps`` (:func:`plan_steps`), s:
+    ``{"total_s", "compiles", "steps", "by_part": {"setup", "invariance", "record", "call",
+    "wide"}}`` -- an estimate from :data:`EST_S`, to be replaced by the run's ``wall_s``.
+    Per (op, shape, dtype) of a wide shape it adds the inputs' making and (the checks run
+    back to back) one collection; ``gc_per_check`` as in :func:`estimate_step`."""
+    by = {"setup": EST_S["setup"], "invariance": EST_S["invariance"] if invariance else 0.0,
+          "record": 0.0, "call": 0.0, "wide": 0.0}
+    seen = set()
+    for st in steps:
+        wide = fewest_bytes(st["op"], st["M"], st["N"], st["dtype"]) > EST_WIDE_BYTES
+        part = "wide" if wide else ("call" if tuple(st["timings"]) == (bench.CALL,) else "record")
+        key = (st["op"], st["M"], st["N"], st["dtype"], st["timings"])
+        if key not in seen:
+            seen.add(key)
+            if wide:
+                by["wide"] += EST_S["wide_inputs"]
+            if not gc_per_check:
+                by[part] += EST_S["gc"]  # the one collection after the checks
+        by[part] += estimate_step(st, gc_per_check)
+    compiles = sum(st.get("compile") in ("per shape", "dynamic M: compiles") for st in steps)
+    return {"total_s": round(sum(by.values()), 1), "compiles": compiles, "steps": len(steps),
+            "by_part": {k: round(v, 1) for k, v in by.items()}}
+
+
+def plan_text(quick: bool = False, reps: int = DEFAULT_REPS) -> str:
+    """``gpu-viz bench --dry-run``: every step of :func:`plan_steps` (op, M x N, dtype,
+    provider, timings, reps, compile, note, estimated s) and the estimated total (marked as
+    an estimate).  No GPU needed."""
+    steps = plan_steps(quick, reps)
+    lines = [f"{'op':12s} {'M x N':>13s} {'dtype':8s} {'provider':15s} {'timings':11s} {'reps':>4s} "
+             f"{'est s':>6s}  compile / note"]
+    for st in steps:
+        extra = "; ".join(x for x in (st["compile"] and f"torch.compile {st['compile']}", st["note"]) if x)
+        lines.append(f"{st['op']:12s} {str(st['M']) + 'x' + str(st['N']):>13s} {st['dtype']:8s} "
+                     f"{st['provider']:15s} {'+'.join(st['timings']):11s} {st['reps']:>4d} {st['est_s']:6.2f}  {extra}")
+    est = estimate(steps)
+    parts = ", ".join(f"{k} {v:.0f} s" for k, v in est["by_part"].items())
+    lines += ["", f"{est['steps']} steps, {est['compiles']} torch.compile compiles; estimated {est['total_s']:.0f} s "
+              f"on an H200 ({parts}) -- an estimate from bench.EST_S, not a measurement"]
+    return "\n".join(lines)
 
 
 def batch_invariance(Ns=INVARIANCE_N, Ms=INVARIANCE_M, dtypes=DTYPES, seed: Optional[int] = None) -> Dict:
@@ -825,22 +1118,40 @@ def _kernel_section(plan) -> Dict:
 
 
 def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = DEFAULT_REPS,
-                verbose: bool = True, save: bool = True) -> Dict:
+                verbose: bool = True, save: bool = True, previous: Optional[Dict] = "newest") -> Dict:
     """Measure the fused ops against every baseline in one run and save it as one record.
 
     In order: copy bandwidth (:func:`gpu_viz.measure.timing.copy_bandwidth`, 1 GiB), the launch
     floor (:func:`gpu_viz.measure.timing.launch_floor`), a bare copy kernel at :data:`FLOOR_SHAPE`
-    fp16 (:func:`gpu_viz.measure.timing.copy_kernel_floor`), then :func:`run` over
-    :func:`record_plan` (both timings, ``reps`` >= 100 samples each).  Keys beyond DESIGN.md
-    section 5: ``launch_floor_call_us``, ``copy_kernel_floor_us``, ``copy`` (its spread),
-    ``kernels`` (:func:`kernel_report_any` and :func:`kernel_resources` per launch: registers,
-    spills, occupancy), ``skipped``, ``checks`` (:func:`summary_checks`),
-    ``plan``, ``wall_s``, ``complete``, ``launcher`` (the C++ launcher's status).  Saved through :func:`gpu_viz.measure.records.save_record`
+    fp16 (:func:`gpu_viz.measure.timing.copy_kernel_floor`), batch invariance, then :func:`run`
+    over :func:`record_batches` (:func:`plan_steps` lists every step; ``gpu-viz bench --dry-run``
+    prints them with the estimate): the record plan (both timings, ``reps`` >= 1 samples each),
+    the per-call rows, and (not ``quick``) the wide rows with every baseline at every wide
+    (op, shape, dtype), :data:`WIDE_REPS` samples.  Keys beyond DESIGN.md section 5:
+    ``launch_floor_call_us``, ``copy_kernel_floor_us``, ``copy`` (its spread), ``kernels``
+    (:func:`kernel_report_any` and :func:`kernel_resources` per launch: registers, spills,
+    occupancy), ``skipped``, ``checks`` (:func:`summary_checks`), ``plan``, ``estimate_s``
+    (the time model's estimate, beside the measured ``wall_s``), ``shared_compiles``,
+    ``previous_record`` and ``vs_previous`` (:func:`previous_record_checks`), ``complete``,
+    ``launcher`` (the C++ launcher's status: :func:`gpu_viz.rmsnorm.fused.ensure_launcher`).
+
+    ``previous``: the record the fused kernel times are compared with (item 3 of issue 18);
+    ``"newest"`` (default) loads :func:`newest_record` of ``tag`` from the committed records
+    before anything is measured, used only if it was recorded on a GPU of the same name;
+    None compares with nothing.  Saved through :func:`gpu_viz.measure.records.save_record`
     (``out`` directory, default the current folder) after every shape (``"complete": false``
     until the end, so a run cut short keeps what it measured) unless ``save=False``; the path is
     returned as ``record["_path"]`` (not in the file).
 
-    Budget: under 4 minutes on an H200 (torch.compile per shape is most of it).
+    Budget: one device command of at most 600 s on an H200.  Estimated ~390 s for the full
+    record (:func:`estimate`, calibrated on the records of 2026-12-01: 394 s with fewer
+    baselines; ~530 s if a compile costs 5 s rather than the 1.8 s those records imply).  What
+    keeps it there: torch.compile is compiled once per (op, N, dtype) with M dynamic where the
+    plan has several M for one N (:func:`shared_compile_groups`: 19 compiles instead of 39 in
+    the record plan, so the 24 wide (op, shape, dtype) -- each its own N -- can each have
+    theirs); one garbage collection after a shape's checks instead of one per check; 30
+    samples for the wide rows, whose spread is tight.  A split into parts was not needed
+    at this estimate (and would need the copy bandwidth of each part compared).
 
     Raises:
         gpu_viz.backend.GPUUnavailable: in CPU mode.
@@ -848,7 +1159,17 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     backend.require_gpu("the full benchmark record")
     t0 = time.perf_counter()
     plan = record_plan(quick)
+    batches = record_batches(quick)
+    steps_planned = plan_steps(quick, reps, batches)
+    shared = shared_compile_groups(steps_planned)
     say = print if verbose else (lambda *a, **k: None)
+    if isinstance(previous, str) and previous == "newest":
+        previous = newest_record(tag)
+    env_gpu = records.environment().get("gpu")
+    if previous is not None and previous.get("gpu") != env_gpu:
+        say(f"previous record {previous.get('_file')} is of {previous.get('gpu')}, not {env_gpu}: not compared")
+        previous = None
+    _SHARED_COMPILES.clear()
     say(f"{backend.live_label()}: copy bandwidth and launch floor ...")
     copy = bench.copy_bandwidth()
     floor = bench.launch_floor()
@@ -866,6 +1187,7 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     say(f"  {launcher_status}")
     say("kernel report (registers, spills, occupancy) ...")
     kernels_section = _kernel_section(plan)
+    est = estimate(steps_planned)
     record = records.new_record(
         [], copy_GBps=round(copy["GBps"], 1), launch_floor_us=round(floor["kernel"].median_us, 4),
         launch_floor_call_us=round(floor["call"].median_us, 4),
@@ -873,9 +1195,13 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
         copy={"bytes": 1 << 30, "median_us": copy["timing"].median_us, "p10_us": copy["timing"].p10_us,
               "p90_us": copy["timing"].p90_us},
         kernels=kernels_section, skipped=[], providers_unavailable={},
-        plan=[{"op": op, "shapes": [list(s) for s in shapes], "dtypes": list(d), "providers": list(p)}
-              for op, shapes, d, p in plan],
-        reps=reps, quick=bool(quick), complete=False, launcher=launcher_status)
+        plan=[{"op": op, "shapes": [list(s) for s in shapes], "dtypes": list(d), "providers": list(p),
+               "timings": list(tm), "reps": r or reps} for op, shapes, d, p, tm, r in batches],
+        shared_compiles=[list(k) for k in sorted(shared)],
+        estimate_s=est["total_s"], reps=reps, quick=bool(quick), complete=False, launcher=launcher_status)
+    if previous is not None:
+        record["previous_record"] = {"file": previous.get("_file"), "date": previous.get("date"),
+                                     "gpu": previous.get("gpu"), "limit": PREVIOUS_LIMIT}
     rows = record.pop("rows")
     name_tag = "quick-" + tag if quick and tag else tag
     path = None
@@ -886,20 +1212,21 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
         nonlocal path
         record.pop("rows", None)
         record["complete"] = final
-        record["checks"] = [{"check": c, "passed": ok, "detail": d}
-                            for c, ok, d in summary_checks(dict(record, rows=rows))]
+        now = dict(record, rows=rows)
+        if previous is not None:
+            record["vs_previous"] = [{"check": c, "passed": ok, "detail": d}
+                                     for c, ok, d in previous_record_checks(now, previous)]
+            now = dict(record, rows=rows)
+        record["checks"] = [{"check": c, "passed": ok, "detail": d} for c, ok, d in summary_checks(now)]
         record["wall_s"] = round(time.perf_counter() - t0, 1)
         record["rows"] = rows
         if save:
             path = records.save_record(record, tag=name_tag, directory=out)
 
-    steps = [(op, sh, d, p, (bench.KERNEL, bench.CALL)) for op, sh, d, p in plan]
-    steps += [(op, sh, d, p, (bench.CALL,)) for op, sh, d, p in call_plan()]
-    if not quick:
-        steps += [(op, sh, d, p, (bench.KERNEL, bench.CALL)) for op, sh, d, p in wide_plan()]
+    say(f"plan: {est['steps']} steps, {est['compiles']} compiles, estimated {est['total_s']:.0f} s (an estimate)")
     say("batch invariance (bit for bit at M = 1, 3, 64, 1000 against 4096) ...")
     record["batch_invariant"] = batch_invariance(Ns=INVARIANCE_N[:3] if quick else INVARIANCE_N)
-    for op, shapes, dtypes, providers, timings in steps:
+    for op, shapes, dtypes, providers, timings, r_reps in batches:
         if "liger" in providers:
             try:
                 _liger_rms_norm()
@@ -908,14 +1235,16 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
         providers = _available(op, providers)
         say(f"{op}: {len(shapes)} shapes x {dtypes} x {providers}")
         for shape in shapes:
-            r = run(op, [shape], dtypes, providers, timings=timings, reps=reps, verbose=verbose)
+            r = run(op, [shape], dtypes, providers, timings=timings, reps=r_reps or reps, verbose=verbose,
+                    shared_compiles=shared)
             rows += list(r)
             record["skipped"] += r.skipped
             snapshot(final=False)
+    _SHARED_COMPILES.clear()
     snapshot(final=True)
     if save:
         record["_path"] = str(path)
-        say(f"saved {path} ({record['wall_s']} s)")
+        say(f"saved {path} ({record['wall_s']} s; estimated {record['estimate_s']} s)")
     return record
 
 
@@ -999,34 +1328,56 @@ def _find(rows, **key):
     return None
 
 
-def summary_checks(record: Dict, timing: str = bench.KERNEL) -> List[Tuple[str, bool, str]]:
+def _has_wide(record: Dict) -> bool:
+    """A full record (``"quick": false``) or any record with rows at a :data:`WIDE_SHAPES` shape."""
+    return record.get("quick") is False or any((r.get("M"), r.get("N")) in WIDE_SHAPES
+                                               for r in record.get("rows", []))
+
+
+def _us(v: float) -> str:
+    return f"{v:,.0f} µs" if v >= 100 else f"{v:.2f} µs"
+
+
+def summary_checks(record: Dict, timing: str = bench.KERNEL, previous: Optional[Dict] = None
+                   ) -> List[Tuple[str, bool, str]]:
     """The fused ops' performance targets evaluated on ``record`` (DESIGN.md section 5 format).
 
-    1. fused >= 90 % of ``copy_GBps`` at 16384x4096 and 32768x8192, fp16 and bf16, both ops;
+    1. fused >= 90 % of ``copy_GBps`` at 16384x4096 and 32768x8192 in fp16 and bf16, and (a
+       full record, or one with wide rows) at every :data:`WIDE_SHAPES` shape in fp16, bf16
+       and fp32, both ops;
     2. fused faster than ``native`` and ``compile`` at every (op, shape, dtype) where fused
        was measured (a missing or excluded baseline fails the check: it was not shown);
-    3. fused at 128x4096 within 1.5x of ``launch_floor_us`` (both the kernel timing);
-    4. (per-call rows, where the record has them) fused no slower than ``native`` per call at
+    3. (a full record, or one with wide rows) at every wide (op, shape, dtype) the baselines
+       of :data:`WIDE_PROVIDERS` beside fused: eager, native (rmsnorm) and compile required;
+       Liger where it runs -- a Liger that refused the shape (N > 65536), failed or is not
+       installed is named in the detail with its reason and not counted against the check;
+    4. fused at 128x4096 within 1.5x of ``launch_floor_us`` (both the kernel timing);
+    5. (per-call rows, where the record has them) fused no slower than ``native`` per call at
        :data:`CALL_SHAPES`, and ``fused_grad`` within :data:`CALL_GRAD_FACTOR` x ``native_grad``;
-    5. (where the record has it) ``batch_invariant["ok"]``.
+    6. (where the record has it) ``batch_invariant["ok"]``;
+    7. the fused kernel times against ``previous`` (:func:`previous_record_checks`), or, with
+       no ``previous``, the record's own ``vs_previous`` checks (made by :func:`full_record`
+       in the same run).
 
-    Returns a list of (check, passed, detail).  Rows of ``timing`` ("kernel") are used for 1-3.
+    Returns a list of (check, passed, detail).  Rows of ``timing`` ("kernel") are used for 1-4.
     """
     rows = [r for r in record.get("rows", []) if r.get("timing") == timing]
     skipped = record.get("skipped", [])
     out: List[Tuple[str, bool, str]] = []
     copy = record.get("copy_GBps")
+    wide = _has_wide(record)
+    bw_points = [(s, d) for s in BANDWIDTH_SHAPES for d in ("float16", "bfloat16")]
+    bw_points += [(s, d) for s in WIDE_SHAPES for d in DTYPES] if wide else []
     for op in OPS:
-        for (M, N) in BANDWIDTH_SHAPES:
-            for dt in ("float16", "bfloat16"):
-                name = f"{op} fused {M}x{N} {dt}: >= {BANDWIDTH_TARGET:.0%} of copy bandwidth"
-                r = _find(rows, op=op, impl="fused", M=M, N=N, dtype=dt)
-                if r is None or not copy:
-                    out.append((name, False, "not measured" if r is None else "no copy_GBps in the record"))
-                    continue
-                share = r["GBps"] / copy
-                out.append((name, share >= BANDWIDTH_TARGET,
-                            f"{r['GBps']:,.0f} GB/s = {share:.1%} of copy {copy:,.0f} GB/s"))
+        for ((M, N), dt) in bw_points:
+            name = f"{op} fused {M}x{N} {dt}: >= {BANDWIDTH_TARGET:.0%} of copy bandwidth"
+            r = _find(rows, op=op, impl="fused", M=M, N=N, dtype=dt)
+            if r is None or not copy:
+                out.append((name, False, "not measured" if r is None else "no copy_GBps in the record"))
+                continue
+            share = r["GBps"] / copy
+            out.append((name, share >= BANDWIDTH_TARGET,
+                        f"{r['GBps']:,.0f} GB/s = {share:.1%} of copy {copy:,.0f} GB/s"))
     baselines = {RMSNORM: ("native", "compile"), RMSNORM_GATE: ("compile",)}
     for r in rows:
         if r["impl"] != "fused":
@@ -1041,6 +1392,8 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL) -> List[Tuple[str, 
             out.append((name, r["median_us"] < br["median_us"],
                         f"fused {r['median_us']:.2f} µs vs {b} {br['median_us']:.2f} µs "
                         f"({br['median_us'] / r['median_us']:.2f}x)"))
+    if wide:
+        out += _wide_baseline_checks(record, rows, skipped)
     floor = record.get("launch_floor_us")
     for op in OPS:
         for dt in ("float16", "bfloat16"):
@@ -1074,4 +1427,103 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL) -> List[Tuple[str, 
         out.append(("batch invariant: rows bit-identical at every M", bool(inv.get("ok")),
                     f"{len(inv.get('checked', [])) - len(bad)} of {len(inv.get('checked', []))} cases"
                     + (f"; failing: {bad[:3]}" if bad else "")))
+    if previous is not None:
+        out += previous_record_checks(record, previous)
+    else:
+        out += [(c["check"], bool(c["passed"]), c["detail"]) for c in record.get("vs_previous", [])]
+    return out
+
+
+def _wide_baseline_checks(record: Dict, rows: List[Dict], skipped: List[Dict]) -> List[Tuple[str, bool, str]]:
+    """Check 3 of :func:`summary_checks`: the baselines beside fused at each wide (op, shape, dtype).
+
+    Required baselines (not optional) must have a kernel row; Liger (optional) is shown with its
+    time, or with why it has none -- its refusal of N > :data:`LIGER_MAX_N` ("refuses N = ..."
+    and its message), a failure, or not installed -- and never fails the check."""
+    out = []
+    unavailable = record.get("providers_unavailable", {})
+    for op in OPS:
+        required = [p for p in WIDE_PROVIDERS[op] if p not in OPTIONAL_PROVIDERS and p != "fused"]
+        optional = [p for p in WIDE_PROVIDERS[op] if p in OPTIONAL_PROVIDERS]
+        wanted = ", ".join(required) + "".join(f"; {p} where it runs" for p in optional)
+        for (M, N) in WIDE_SHAPES:
+            for dt in DTYPES:
+                key = dict(op=op, M=M, N=N, dtype=dt)
+                name = f"{op} {M}x{N} {dt}: baselines beside fused ({wanted})"
+                parts, missing = [], []
+                for p in ["fused"] + required + optional:
+                    r = _find(rows, impl=p, **key)
+                    if r is not None:
+                        parts.append(f"{p} {_us(r['median_us'])}")
+                        continue
+                    why = _find(skipped, impl=p, **key)
+                    reason = (why["reason"] if why else unavailable.get(p, "not measured"))[:160]
+                    if p in OPTIONAL_PROVIDERS:  # shown with its reason, not counted against us
+                        refuses = f"refuses N = {N} " if why is not None and N > LIGER_MAX_N else ""
+                        parts.append(f"{p}: {refuses}({reason}); not counted")
+                    else:
+                        missing.append(p)
+                        parts.append(f"{p} not measured ({reason})")
+                out.append((name, not missing, "; ".join(parts)))
+    return out
+
+
+def _median(rows: List[Dict], timing: str = bench.KERNEL, **key) -> Optional[float]:
+    r = _find([x for x in rows if x.get("timing") == timing], **key)
+    return r["median_us"] if r else None
+
+
+def previous_record_checks(record: Dict, previous: Dict, limit: float = PREVIOUS_LIMIT,
+                           timing: str = bench.KERNEL) -> List[Tuple[str, bool, str]]:
+    """Item 3 of issue 18: the fused kernel-only medians of ``record`` against ``previous`` (an
+    earlier record of the same GPU) at every (op, M, N, dtype) both measured; one check per
+    (op, dtype) with such shapes, passed when no shape is more than ``limit`` (a fraction,
+    default :data:`PREVIOUS_LIMIT` = 2 %) slower after normalisation.
+
+    Normalisation: runs on the H200 drift by ~1 % (F.rms_norm moved -0.1..+1.2 % between two),
+    so fused_now / fused_before is divided by the same ratio of a baseline measured in both
+    runs: F.rms_norm's kernel median at the same (M, N, dtype) (the ``native`` rmsnorm row; the
+    gate's shapes use it too), else the copy bandwidth (copy_before / copy_now).  The detail
+    names the previous record and its date, the worst shape with its raw and normalised change
+    and the baseline used, and every shape over the limit.
+
+    Returns a list of (check, passed, detail); empty when the records share no fused shape.
+    """
+    out = []
+    rows, prev_rows = record.get("rows", []), previous.get("rows", [])
+    where = f"{previous.get('_file') or 'the previous record'} ({previous.get('date', '?')})"
+    copy_now, copy_prev = record.get("copy_GBps"), previous.get("copy_GBps")
+    for op in OPS:
+        for dt in DTYPES:
+            cases = []
+            for r in rows:
+                if r.get("timing") != timing or r["impl"] != "fused" or r["op"] != op or r["dtype"] != dt:
+                    continue
+                key = dict(M=r["M"], N=r["N"], dtype=dt)
+                before = _median(prev_rows, timing, op=op, impl="fused", **key)
+                if not before:
+                    continue
+                n_now = _median(rows, timing, op=RMSNORM, impl="native", **key)
+                n_prev = _median(prev_rows, timing, op=RMSNORM, impl="native", **key)
+                if n_now and n_prev:
+                    norm, by = n_now / n_prev, f"F.rms_norm {n_now:.2f} vs {n_prev:.2f} µs"
+                elif copy_now and copy_prev:
+                    norm, by = copy_prev / copy_now, f"copy {copy_now:,.0f} vs {copy_prev:,.0f} GB/s"
+                else:
+                    norm, by = 1.0, "no baseline in both runs: not normalised"
+                raw = r["median_us"] / before
+                cases.append((raw / norm, raw, r, before, by))
+            if not cases:
+                continue
+            adj, raw, r, before, by = max(cases, key=lambda c: c[0])
+            over = [c for c in cases if c[0] > 1 + limit]
+            name = (f"{op} fused {dt}: kernel time at most {limit:.0%} slower than the last record "
+                    f"at every shared shape")
+            detail = (f"{len(cases)} shapes against {where}, normalised by F.rms_norm at the same shape "
+                      f"measured in both runs (else by the copy bandwidth); worst {r['M']}x{r['N']}: "
+                      f"{adj - 1:+.1%} (fused {r['median_us']:.2f} vs {before:.2f} µs, {raw - 1:+.1%}; {by})")
+            if over:
+                detail += "; over the limit: " + ", ".join(f"{c[2]['M']}x{c[2]['N']} {c[0] - 1:+.1%}"
+                                                           for c in over[:6])
+            out.append((name, not over, detail))
     return out

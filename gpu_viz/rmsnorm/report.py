@@ -6,11 +6,12 @@ with :mod:`gpu_viz.rmsnorm.bench` and prints with these.
 from __future__ import annotations
 
 import html as _html
+import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from pathlib import Path
 
-from .. import backend, check
+from .. import backend, check, words
 from ..measure import records
 from ..measure.timing import CALL, KERNEL
 from . import bench
@@ -264,9 +265,213 @@ def checks_table(checks: Sequence[Tuple[str, bool, str]]) -> Table:
     return Table(["check", "passed", "detail"], [[c, "yes" if p else "NO", d] for c, p, d in checks])
 
 
+# -- the wide rows, the per-call rows, batch invariance (notebook 10) ----------------------------
+
+#: How a provider is named on a slide.
+PROVIDER_WORDS = {"fused": "ours", "native": "F.rms_norm", "compile": "torch.compile", "eager": "eager",
+                  "liger": "Liger", "native_grad": "F.rms_norm, weight requires grad",
+                  "fused_grad": "ours, weight requires grad"}
+#: How an op is named on a slide.
+OP_WORDS = {"rmsnorm": "RMSNorm", "rmsnorm_gate": "RMSNorm + gate", "rmsnorm_add": "RMSNorm + residual add"}
+#: dtype names as a slide writes them.
+DTYPE_WORDS = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+#: The wide baselines in the order the wide table shows them.
+WIDE_BASELINES = ("native", "compile", "eager", "liger")
+
+
+def _shape(M: int, N: int) -> str:
+    return f"{M} x {N}"
+
+
+def _last_per_key(rows: Sequence[Dict]) -> Dict[Tuple, Dict]:
+    """Rows by (op, impl, M, N, dtype, timing); a key measured twice in one record keeps its later
+    row (the record's per-call batch follows its main plan, which also times 128, 512 and 1024
+    rows per call, in another batch)."""
+    out: Dict[Tuple, Dict] = {}
+    for r in rows:
+        out[(r["op"], r["impl"], r["M"], r["N"], r["dtype"], r["timing"])] = r
+    return out
+
+
+def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str,
+               skipped: Sequence[Dict] = (), shapes=bench.WIDE_SHAPES, timing: str = KERNEL
+               ) -> Tuple[Optional[Table], List[str]]:
+    """The wide rows as the share of the copy bandwidth: ``(table, sentences)``.
+
+    One line per (op, shape) where ours was measured: ours in each dtype, then one column per baseline of
+    :data:`WIDE_BASELINES` measured at any of these rows, its shares in fp16 / bf16 / fp32
+    ("—" where not measured; the gate has no F.rms_norm or Liger: "n/a").  ``sentences`` say in
+    words which baselines were not measured at all, which refused a shape (with the reason the
+    run gave) and, when there are no wide rows (an older record), that the table is missing.
+    ``table`` is None when nothing is shown.  ``timing``: the rows' timing ("kernel")."""
+    shapes = [tuple(s) for s in shapes]
+    sel = [r for r in rows if (r["M"], r["N"]) in shapes and r["timing"] == timing]
+    if not copy_GBps or not any(r["impl"] == "fused" for r in sel):
+        return None, [f"The data shown has no wide rows (N = {', '.join(str(n) for _, n in shapes)}) "
+                      f"to compare; `gpu-viz bench` on a GPU measures them. Data: {provenance}"]
+    by = _last_per_key(sel)
+    dts = [d for d in bench.DTYPES if any(r["dtype"] == d for r in sel)]
+    ops = [op for op in OPS if any(r["op"] == op for r in sel)]
+    shown = [p for p in WIDE_BASELINES if any(r["impl"] == p for r in sel)]
+    pct = lambda r: "—" if r is None else f"{100 * r['GBps'] / copy_GBps:.0f}"  # noqa: E731
+    header = ["op", "M x N"] + [f"ours {DTYPE_WORDS[d]}" for d in dts] + [PROVIDER_WORDS[p] for p in shown]
+    body = []
+    for op in ops:
+        for (M, N) in shapes:
+            if not any(by.get((op, "fused", M, N, d, timing)) for d in dts):
+                continue  # a shape this run did not measure (a live run times one)
+            line = [OP_WORDS[op], _shape(M, N)]
+            line += [pct(by.get((op, "fused", M, N, d, timing))) for d in dts]
+            for p in shown:
+                if p not in bench.WIDE_PROVIDERS[op]:
+                    line.append("n/a")
+                    continue
+                cells = [pct(by.get((op, p, M, N, d, timing))) for d in dts]
+                line.append("—" if all(c == "—" for c in cells) else " / ".join(cells))
+            body.append(line)
+    dt_words = " / ".join(DTYPE_WORDS[d] for d in dts)
+    caption = (f"% of the copy bandwidth ({copy_GBps:,.0f} GB/s), {timing} time; baseline columns: "
+               f"{dt_words}; — not measured; n/a: no such baseline for the gate. Data: {provenance}")
+    said = []
+    missing = [PROVIDER_WORDS[p] for p in WIDE_BASELINES if p not in shown and p != "liger"]
+    if missing:
+        said.append(f"Not measured at these shapes in this run: {', '.join(missing)}.")
+    refusals: Dict[str, List[str]] = {}
+    for s in skipped:
+        if (s["M"], s["N"]) in shapes and s["impl"] in WIDE_BASELINES:
+            reason = s["reason"].split(": ", 1)[-1].strip() if s["reason"].startswith("raised ") else s["reason"]
+            refusals.setdefault((s["impl"], reason[:160]), []).append(
+                f"{_shape(s['M'], s['N'])} {DTYPE_WORDS.get(s['dtype'], s['dtype'])}")
+    for (p, reason), where in refusals.items():
+        if "not importable" in reason:
+            said.append(f"{PROVIDER_WORDS[p]} is not installed here: no time at {', '.join(where)}.")
+        else:
+            said.append(f"{PROVIDER_WORDS[p]} refused {', '.join(where)}, so it has no time there "
+                        f"(its message: \u201c{reason}\u201d).")
+    return Table(header, body, caption), said
+
+
+def per_call_rows(rows: Sequence[Dict], dtype: str = "float16", shapes=bench.CALL_SHAPES,
+                  impls=("native", "fused", "native_grad", "fused_grad")) -> List[Dict]:
+    """The rmsnorm per-call rows (``"timing": "call"``) at ``shapes`` in ``dtype``, one per
+    (impl, shape) (:func:`_last_per_key`), ordered by impl then M."""
+    shapes = [tuple(s) for s in shapes]
+    by = _last_per_key([r for r in rows if r["timing"] == CALL and r["op"] == "rmsnorm"
+                        and r["dtype"] == dtype and (r["M"], r["N"]) in shapes and r["impl"] in impls])
+    return sorted(by.values(), key=lambda r: (impls.index(r["impl"]), r["M"]))
+
+
+def per_call_chart(rows: Sequence[Dict], provenance: Optional[str] = None, dtype: str = "float16"):
+    """µs per call against rows per call (N fixed) for ours and F.rms_norm, without and with a
+    weight that requires grad: one line each, log-scaled rows.  Returns the Figure (readable on
+    a slide: :mod:`gpu_viz.figures.style`).
+
+    Raises:
+        ValueError: no per-call rows of ``dtype``, or no provenance in CPU mode."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    from ..figures import style
+
+    label = _provenance_or_live(provenance)
+    sel = per_call_rows(rows, dtype)
+    if not sel:
+        raise ValueError(f"per_call_chart: no rmsnorm per-call rows in {dtype}")
+    N = sel[0]["N"]
+    looks = {"native": (style.BLUE, "o", "-"), "fused": (style.VERMILLION, "s", "-"),
+             "native_grad": (style.BLUE, "o", "--"), "fused_grad": (style.VERMILLION, "s", "--")}
+    with style.context():
+        fig, ax = style.subplots(figsize=(11.5, 3.7))
+        Ms = sorted({r["M"] for r in sel})
+        for impl, (colour, marker, ls) in looks.items():
+            pts = [(r["M"], r["median_us"]) for r in sel if r["impl"] == impl]
+            if pts:
+                ax.plot(*zip(*pts), color=colour, marker=marker, ls=ls, label=PROVIDER_WORDS[impl])
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(FixedLocator(Ms))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        top = max(r["median_us"] for r in sel)
+        ax.set_ylim(0, top * 1.1)
+        ax.set_xlabel(f"rows per call (each {N} numbers, {DTYPE_WORDS.get(dtype, dtype)})", fontsize=style.BODY_PT)
+        ax.set_ylabel("median µs per call", fontsize=style.BODY_PT)
+        # beside the axes, clear of every point (one call's time can spike at any size)
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=style.SMALL_PT, handlelength=2.4,
+                  labels=[PROVIDER_WORDS[i].replace(", weight requires grad", ",\nweight requires grad")
+                          for i in looks if any(r["impl"] == i for r in sel)])
+        ax.grid(axis="y", alpha=0.3)
+        bottom = style.add_data_line(fig, "Data: " + label)
+        fig.tight_layout(rect=(0, bottom, 1, 1))
+    return fig
+
+
+def per_call_summary(rows: Sequence[Dict], dtype: str = "float16",
+                     grad_factor: float = bench.CALL_GRAD_FACTOR) -> List[str]:
+    """Sentences on the per-call rows of ``dtype``: at how many sizes ours is no slower than
+    F.rms_norm, and within ``grad_factor`` x with a grad-requiring weight, with the ratios' range."""
+    sel = per_call_rows(rows, dtype)
+    by = {(r["impl"], r["M"]): r["median_us"] for r in sel}
+    out = []
+    for ours, base, factor, what in (("fused", "native", 1.0, "No grad: ours no slower than F.rms_norm"),
+                                     ("fused_grad", "native_grad", grad_factor,
+                                      f"Weight requires grad: ours within {grad_factor:g}x")):
+        ratios = [by[(ours, M)] / by[(base, M)] for (i, M) in by if i == ours and (base, M) in by]
+        if not ratios:
+            if out:  # the per-call rows of an older record: no grad-requiring weight
+                out.append("The data shown has no per-call rows with a weight that requires grad.")
+            continue
+        met = sum(q <= factor for q in ratios)
+        out.append(f"{what} at {met} of {len(ratios)} sizes "
+                   f"({min(ratios):.2f}x to {max(ratios):.2f}x its time).")
+    return out
+
+
+def _plain(text: str) -> str:
+    """A detail with Python lists in it ("rows differ at M=[3, 64]") written out ("M = 3, 64")."""
+    return re.sub(r"=\s*\[([^\]]*)\]", r" = \1", str(text))
+
+
+def kernel_vs_call(rows: Sequence[Dict], M: int = 128, N: int = 4096, dtype: str = "float16") -> Optional[str]:
+    """One sentence: ours and F.rms_norm at (M, N) per call against their kernel-only times (the
+    same record or run); None when either timing is missing."""
+    call = {r["impl"]: r["median_us"] for r in per_call_rows(rows, dtype, shapes=((M, N),))}
+    kern = {impl: r["median_us"] for (op, impl, m, n, dt, tm), r in _last_per_key(rows).items()
+            if op == "rmsnorm" and (m, n, dt, tm) == (M, N, dtype, KERNEL)}
+    if not all(k in call and k in kern for k in ("fused", "native")):
+        return None
+    return (f"At {_shape(M, N)}, kernel only: ours {kern['fused']:.2f} µs, F.rms_norm "
+            f"{kern['native']:.2f} µs (per call: {call['fused']:.1f} and {call['native']:.1f} µs).")
+
+
+def invariance_summary(inv: Optional[Dict]) -> List[str]:
+    """Sentences on a record's (or a live run's) ``batch_invariant``: the count, what was
+    compared (ops, dtypes, N, M) and any failing case in words."""
+    if not inv or not inv.get("checked"):
+        return ["No batch-invariance check to show: this run predates it. `gpu-viz bench` on a GPU makes it."]
+    cases = inv["checked"]
+    good = sum(bool(c.get("ok")) for c in cases)
+    ops = list(dict.fromkeys(c["op"] for c in cases))
+    dts = list(dict.fromkeys(c["dtype"] for c in cases))
+    Ns = sorted({c["N"] for c in cases})
+    Ms = sorted({m for c in cases for m in c.get("M", [])})
+    full = max(Ms) if Ms else None
+    lines = [f"{good} of {len(cases)} cases bit-identical: {words.count(len(ops), 'op')} x "
+             f"{words.count(len(dts), 'dtype')} x {words.count(len(Ns), 'row length')}.",
+             f"{', '.join(OP_WORDS.get(o, o) for o in ops)}; {', '.join(DTYPE_WORDS.get(d, d) for d in dts)}.",
+             f"N = {', '.join(str(n) for n in Ns)}"
+             + (f"; M = {', '.join(str(m) for m in Ms if m != full)} against {full}." if full else ".")]
+    for c in cases:
+        if not c.get("ok"):
+            lines.append(f"Differs: {OP_WORDS.get(c['op'], c['op'])} {DTYPE_WORDS.get(c['dtype'], c['dtype'])} "
+                         f"N = {c['N']}" + (f" ({_plain(c['detail'])})" if c.get("detail") else "") + ".")
+    return lines
+
+
 # -- command line ----------------------------------------------------------------------------------
 
 def _cmd_bench(args) -> int:
+    if args.dry_run:  # the plan and its time estimate: no GPU needed, nothing measured
+        print(bench.plan_text(quick=args.quick, reps=args.reps))
+        return 0
     if not backend.has_gpu():
         print(f"gpu-viz bench needs a CUDA GPU: {backend.detect().describe()}")
         rec = bench.newest_record()
@@ -289,7 +494,7 @@ def _cmd_bench(args) -> int:
 
 
 def register_cli(subparsers) -> None:
-    """Add ``gpu-viz bench [--quick] [--out DIR] [--tag T] [--reps N] [--strict]``."""
+    """Add ``gpu-viz bench [--quick] [--out DIR] [--tag T] [--reps N] [--strict] [--dry-run]``."""
     p = subparsers.add_parser("bench", help="measure fused RMSNorm (+gate) vs eager, F.rms_norm, "
                                             "torch.compile; save a record",
                               description="Time the course's fused RMSNorm and RMSNorm + SiLU gate on this GPU "
@@ -305,4 +510,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("--reps", type=check.positive_int_arg, default=bench.DEFAULT_REPS,
                    help="timed samples per row, >= 1 (default 100)")
     p.add_argument("--strict", action="store_true", help="exit 1 if any performance target is missed")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print every (op, shape, dtype, provider, timing) step and the estimated time; "
+                        "measure nothing (no GPU needed)")
     p.set_defaults(func=_cmd_bench)

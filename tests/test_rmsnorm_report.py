@@ -1,0 +1,132 @@
+"""Notebook 10's section 6 helpers (gpu_viz.rmsnorm.report): the wide rows as the share of copy,
+the per-call rows, batch invariance -- on the newest committed record, and on an older record
+without those rows (a sentence, never a traceback).  CPU only."""
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gpu_viz.measure import records
+from gpu_viz.rmsnorm import bench as bm, report as R
+
+ROOT = Path(__file__).resolve().parent.parent
+NB10 = ROOT / "notebooks" / "10_fused_rmsnorm_gate.ipynb"
+RAW = re.compile(r"\[[-\d., ]*\]|\{'|\(\d+, \d+\)|\bNone\b|\d\.\d{4,}")
+
+
+@pytest.fixture(scope="module")
+def record():
+    rec = bm.newest_record()
+    if rec is None:
+        pytest.skip("no committed full record")
+    return rec
+
+
+def _old(record, calls=True):
+    """The record as one from before the wide, per-call and invariance rows: its main plan only
+    (the first row of each key; ``calls=False``: no call timing at all)."""
+    first = {}
+    for r in record["rows"]:
+        if (r["M"], r["N"]) in bm.RECORD_SHAPES and (calls or r["timing"] != "call"):
+            first.setdefault((r["op"], r["impl"], r["M"], r["N"], r["dtype"], r["timing"]), r)
+    old = {k: v for k, v in record.items() if k != "batch_invariant"}
+    old["rows"] = [r for r in first.values() if not r["impl"].endswith(("_grad", "_cupy", "_unplanned"))]
+    return old
+
+
+def test_wide_share_on_the_record(record):
+    table, said = R.wide_share(record["rows"], record["copy_GBps"], records.label(record), record["skipped"])
+    assert len(table.body) == 2 * len(bm.WIDE_SHAPES)
+    assert table.header[:2] == ["op", "M x N"] and "ours fp16" in table.header and "F.rms_norm" in table.header
+    assert records.label(record) in table.caption
+    text = table.plain() + "\n".join(said)
+    assert not RAW.search(text), RAW.search(text)
+    # every baseline the record has at a wide shape is a column; one it refused is said in words
+    if any(s["impl"] == "liger" and s["N"] > bm.LIGER_MAX_N for s in record["skipped"]):
+        assert any(s.startswith("Liger refused") and "Triton" in s for s in said), said
+
+
+def test_wide_share_of_an_older_record_is_a_sentence(record):
+    table, said = R.wide_share(_old(record)["rows"], record["copy_GBps"], records.label(record))
+    assert table is None and len(said) == 1 and "no wide rows" in said[0] and records.label(record) in said[0]
+
+
+def test_wide_share_says_a_missing_liger_is_not_installed():
+    rows = [{"op": "rmsnorm", "impl": "fused", "M": 1024, "N": 262144, "dtype": "float16", "timing": "kernel",
+             "median_us": 300.0, "GBps": 3500.0}]
+    skipped = [{"op": "rmsnorm", "impl": "liger", "M": 1024, "N": 262144, "dtype": "float16",
+                "reason": "liger_kernel is not importable (ModuleNotFoundError: No module named 'liger_kernel')"}]
+    table, said = R.wide_share(rows, 4000.0, "measured on X", skipped, shapes=((1024, 262144),))
+    assert table.body == [["RMSNorm", "1024 x 262144", "88"]]
+    assert "Liger is not installed here: no time at 1024 x 262144 fp16." in said
+    assert any("Not measured" in s and "F.rms_norm" in s and "eager" in s for s in said)
+    # a live run times one wide shape: the table shows that shape only
+    assert R.wide_share(rows, 4000.0, "measured on X", skipped)[0].body == table.body
+
+
+def test_per_call_rows_keep_the_per_call_batch(record):
+    rows = R.per_call_rows(record["rows"])
+    assert {(r["impl"], r["M"]) for r in rows} == {(i, M) for i in ("native", "fused", "native_grad", "fused_grad")
+                                                  for M, _ in bm.CALL_SHAPES}
+    later = [r for r in record["rows"] if r["timing"] == "call" and r["op"] == "rmsnorm" and r["impl"] == "native"
+             and (r["M"], r["N"], r["dtype"]) == (128, 4096, "float16")][-1]
+    assert next(r for r in rows if r["impl"] == "native" and r["M"] == 128) is later
+
+
+def test_per_call_summary_and_chart(record):
+    said = R.per_call_summary(record["rows"])
+    assert len(said) == 2 and said[0].startswith("No grad:") and said[1].startswith("Weight requires grad:")
+    assert all(re.search(r"at \d+ of 11 sizes", s) for s in said)
+    assert R.kernel_vs_call(record["rows"]).startswith("At 128 x 4096, kernel only: ours ")
+    from gpu_viz.figures import style
+
+    fig = R.per_call_chart(record["rows"], provenance=records.label(record))
+    assert style.check(fig) == []
+    with pytest.raises(ValueError, match="no rmsnorm per-call rows"):
+        R.per_call_chart(_old(record, calls=False)["rows"], provenance=records.label(record))
+    assert R.per_call_summary(_old(record, calls=False)["rows"]) == []
+    assert R.kernel_vs_call(_old(record, calls=False)["rows"]) is None
+    # an older record timed 128, 512 and 1024 rows per call, without a grad-requiring weight
+    older = R.per_call_summary(_old(record)["rows"])
+    assert re.search(r"^No grad: .* at \d+ of 3 sizes", older[0]) and "weight that requires grad" in older[1]
+    assert style.check(R.per_call_chart(_old(record)["rows"], provenance=records.label(record))) == []
+
+
+def test_invariance_summary(record):
+    said = R.invariance_summary(record["batch_invariant"])
+    n = len(record["batch_invariant"]["checked"])
+    assert said[0].startswith(f"{n} of {n} cases bit-identical") or not record["batch_invariant"]["ok"]
+    assert "M = 1, 3, 64, 1000 against 4096" in "\n".join(said)
+    assert "predates" in R.invariance_summary(None)[0]
+    bad = R.invariance_summary({"ok": False, "checked": [
+        {"op": "rmsnorm", "dtype": "float16", "N": 768, "M": [1, 3, 4096], "ok": False,
+         "detail": "rows differ at M=[3]"}]})
+    assert bad[0] == "0 of 1 cases bit-identical: 1 op x 1 dtype x 1 row length."
+    assert bad[-1] == "Differs: RMSNorm fp16 N = 768 (rows differ at M = 3)."
+    assert not RAW.search("\n".join(bad))
+
+
+def _section_cells():
+    nb = nbformat.read(NB10, as_version=4)
+    return {c.id: c.source for c in nb.cells if c.cell_type == "code" and c.id.startswith("n10-more-")}
+
+
+def test_notebook_section_on_an_older_record_prints_sentences(record, capsys, monkeypatch):
+    """The display cells of section 6 on a record without the new rows: sentences, no traceback."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    old = _old(record, calls=False)
+    shown = []
+    ns = {"bm_report": R, "bm": bm, "plt": plt, "display": shown.append, "more_label": records.label(old),
+          "more_rows": old["rows"], "more_skipped": old.get("skipped", []), "more_copy": old["copy_GBps"],
+          "more_invariant": old.get("batch_invariant")}
+    cells = _section_cells()
+    for cid in ("n10-more-4", "n10-more-8", "n10-more-12"):
+        exec(cells[cid], ns)
+    out = capsys.readouterr().out
+    assert not shown
+    assert "no wide rows" in out and "no per-call rows" in out and "predates" in out
+    assert out.count(records.label(old)) == 3
