@@ -101,7 +101,17 @@ def test_wide_plan_has_every_baseline_in_both_timings():
     assert not any(s["note"] for s in liger if s["N"] <= 65536)
 
 
-def test_shared_compiles_one_per_op_n_dtype_with_several_rows():
+def test_the_record_compiles_every_shape_for_itself():
+    """SHARE_COMPILES is off: torch.compile gets one static graph per shape, the baseline the
+    earlier records measured."""
+    steps = bm.plan_steps()
+    assert not bm.SHARE_COMPILES and bm.shared_compile_groups(steps) == frozenset()
+    compiles = [s for s in steps if s["provider"] == "compile"]
+    assert compiles and all(s["compile"] == "per shape" for s in compiles)
+
+
+def test_shared_compiles_one_per_op_n_dtype_with_several_rows(monkeypatch):
+    monkeypatch.setattr(bm, "SHARE_COMPILES", True)
     steps = bm.plan_steps()
     groups = bm.shared_compile_groups(steps)
     assert ("rmsnorm", 4096, "float16") in groups and ("rmsnorm_gate", 8192, "bfloat16") in groups
@@ -138,7 +148,7 @@ def test_estimate_reproduces_the_older_records_and_fits_one_command():
     assert old(rec, False) == pytest.approx(212.8, rel=0.10)
     assert old(rec + calls + wide, True) == pytest.approx(394.2, rel=0.10)
     new = bm.estimate(bm.plan_steps())
-    assert new["compiles"] == 19 + 24 and new["total_s"] < 600
+    assert new["compiles"] == 39 + 24 and new["total_s"] < 600
     assert sum(new["by_part"].values()) == pytest.approx(new["total_s"], abs=0.5)
 
 
@@ -232,3 +242,19 @@ def test_post_check_skips_only_torch_baselines_at_wide_shapes():
     assert not bm.post_check("eager", "rmsnorm", 1024, 262144, "float32")
     assert not bm.post_check("liger", "rmsnorm", 16384, 32768, "float16")
     assert bm.post_check("eager", "rmsnorm", 1024, 4096, "float16")
+
+
+def test_per_call_checks_pair_rows_of_the_same_batch():
+    """A shape timed per call in two batches: ours is checked against the baseline timed beside
+    it (the nearest row), and the later batch's pair is the one check of that shape."""
+    def row(impl, us):
+        return {"op": "rmsnorm", "impl": impl, "M": 128, "N": 4096, "dtype": "float16", "timing": "call",
+                "median_us": us, "GBps": 1.0}
+    rec = {"copy_GBps": 4000.0, "rows": [row("native", 30.0), row("fused", 25.0),     # batch 1
+                                         row("native", 18.0), row("fused", 17.0)]}    # batch 2
+    checks = [c for c in bm.summary_checks(rec) if "per call" in c[0]]
+    assert len(checks) == 1
+    name, ok, detail = checks[0]
+    assert ok and detail.startswith("17.00 µs vs 18.00 µs")
+    rec["rows"][3]["median_us"] = 19.0  # slower than its own batch's native, faster than batch 1's
+    assert not [c for c in bm.summary_checks(rec) if "per call" in c[0]][0][1]

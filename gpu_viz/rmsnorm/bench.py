@@ -419,10 +419,19 @@ def compiled_baseline(op: str, sample: Dict, weight, eps: float = EPS, compile_b
     return call(c)
 
 
+#: False (the record's choice): torch.compile compiles each shape for itself (``dynamic=False``),
+#: the strongest compiled baseline and the one the earlier records measured; True shares one
+#: dynamic-M graph per (op, N, dtype) (:func:`shared_compile_groups`), ~36 s less device time.
+SHARE_COMPILES = False
+
+
 def shared_compile_groups(steps: Iterable[Dict]) -> frozenset:
     """The (op, N, dtype) groups whose ``compile`` steps share one dynamic-M compile: those with
     two or more distinct M >= 2 among ``steps`` (dicts with op, M, N, dtype, provider, as
-    :func:`plan_steps` gives).  Every other compile step stays one compile for its own shape."""
+    :func:`plan_steps` gives), where :data:`SHARE_COMPILES` is on (else none).  Every other
+    compile step stays one compile for its own shape."""
+    if not SHARE_COMPILES:
+        return frozenset()
     ms: Dict[Tuple, set] = {}
     for s in steps:
         if s["provider"] == "compile" and s["M"] >= 2:
@@ -921,8 +930,8 @@ def _est_call_us(op: str, M: int, N: int, dtype: str, provider: str) -> float:
 def estimate_step(step: Dict, gc_per_check: bool = False) -> float:
     """Estimated seconds of one :func:`plan_steps` step on an H200 (:data:`EST_S`; an estimate,
     not a measurement).  A compile that reuses a shared graph costs nothing; Liger at a row it
-    refuses costs one failed call.  ``gc_per_check``: count the bench as it was before
-    2026-12-02 (for the calibration against the older records): a ``gc.collect()`` after every
+    refuses costs one failed call.  ``gc_per_check``: count the bench as the older records
+    ran it (for the calibration against them): a ``gc.collect()`` after every
     check and every output checked again after timing."""
     op, M, N, dt, p = step["op"], step["M"], step["N"], step["dtype"], step["provider"]
     wide = fewest_bytes(op, M, N, dt) > EST_WIDE_BYTES
@@ -1143,15 +1152,12 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     until the end, so a run cut short keeps what it measured) unless ``save=False``; the path is
     returned as ``record["_path"]`` (not in the file).
 
-    Budget: one device command of at most 600 s on an H200.  Estimated ~390 s for the full
-    record (:func:`estimate`, calibrated on the records of 2026-12-01: 394 s with fewer
-    baselines; ~530 s if a compile costs 5 s rather than the 1.8 s those records imply).  What
-    keeps it there: torch.compile is compiled once per (op, N, dtype) with M dynamic where the
-    plan has several M for one N (:func:`shared_compile_groups`: 19 compiles instead of 39 in
-    the record plan, so the 24 wide (op, shape, dtype) -- each its own N -- can each have
-    theirs); one garbage collection after a shape's checks instead of one per check; 30
-    samples for the wide rows, whose spread is tight.  A split into parts was not needed
-    at this estimate (and would need the copy bandwidth of each part compared).
+    Budget: one device command of at most 600 s on an H200.  Estimated ~430 s for the full
+    record (:func:`estimate`, calibrated on the records of 2026-12-01), with torch.compile
+    compiled per shape (:data:`SHARE_COMPILES` off: 39 compiles in the record plan and 24 at
+    the wide shapes, each its own N).  What keeps it there: one garbage collection after a
+    shape's checks instead of one per check; 30 samples for the wide rows, whose spread is
+    tight.  Over budget, :data:`SHARE_COMPILES` saves ~36 s.
 
     Raises:
         gpu_viz.backend.GPUUnavailable: in CPU mode.
@@ -1410,17 +1416,25 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL, previous: Optional[
                            f"{bare / floor:.2f}x")
             out.append((name, r["median_us"] <= FLOOR_FACTOR * floor, detail))
     calls = [r for r in record.get("rows", []) if r.get("timing") == bench.CALL and (r["M"], r["N"]) in CALL_SHAPES]
-    for r in calls:
+    # A shape may be timed per call in two batches (the record plan's and the per-call rows'):
+    # each of ours is paired with the baseline row of its own batch -- the nearest one in the
+    # record's order, timed beside it -- and where a shape has several pairs the last batch's
+    # (the per-call rows') is the check.
+    paired: Dict[Tuple, Tuple[str, bool, str]] = {}
+    for i, r in enumerate(calls):
         if r["op"] != RMSNORM or r["impl"] not in ("fused", "fused_grad"):
             continue
         base, factor = ("native", 1.0) if r["impl"] == "fused" else ("native_grad", CALL_GRAD_FACTOR)
         name = f"rmsnorm {r['impl']} {r['M']}x{r['N']} {r['dtype']} per call: within {factor:g}x of {base}"
-        br = _find(calls, op=RMSNORM, impl=base, M=r["M"], N=r["N"], dtype=r["dtype"])
-        if br is None:
-            out.append((name, False, f"{base} not measured"))
+        near = [(abs(j - i), b) for j, b in enumerate(calls)
+                if b["op"] == RMSNORM and b["impl"] == base and (b["M"], b["N"], b["dtype"]) == (r["M"], r["N"], r["dtype"])]
+        if not near:
+            paired[name] = (name, False, f"{base} not measured")
             continue
-        out.append((name, r["median_us"] <= factor * br["median_us"],
-                    f"{r['median_us']:.2f} µs vs {br['median_us']:.2f} µs ({r['median_us'] / br['median_us']:.2f}x)"))
+        br = min(near, key=lambda t: t[0])[1]
+        paired[name] = (name, r["median_us"] <= factor * br["median_us"],
+                        f"{r['median_us']:.2f} µs vs {br['median_us']:.2f} µs ({r['median_us'] / br['median_us']:.2f}x)")
+    out.extend(paired.values())
     inv = record.get("batch_invariant")
     if inv is not None:
         bad = [c for c in inv.get("checked", []) if not c.get("ok")]

@@ -23,7 +23,7 @@ Contract for the dispatcher (fused.py):
   tells); returns rstd.
 * :func:`kernel_report` -- ptxas registers / spills of every configuration the policy uses.
 
-Unmeasured (2026-12-02, not in POLICY, reachable only through ``shape``): PERSIST / PERSIST_1, a
+Not measured yet, so not in POLICY (reachable only through ``shape``): PERSIST / PERSIST_1, a
 persistent grid of clusters looping over rows (:func:`launch_grid`), and MBAR, the CTA sums
 through mbarriers as QuACK does; :data:`NEW_CANDIDATES` lists the shapes an exploration times.
 """
@@ -74,7 +74,7 @@ MAX_GRID_X = 2**31 - 1
 #: (x, and the gate, by cp.async; the weight read in the last step); shared memory with the
 #: weight's slice too.
 REGISTERS, SMEM, SMEM_W = 0, 1, 2
-#: Not in POLICY (unmeasured; 2026-12-02): PERSIST -- a persistent grid of clusters looping over
+#: Not in POLICY (not measured yet): PERSIST -- a persistent grid of clusters looping over
 #: rows, the weight's slice in shared memory across rows, x (and the gate) double-buffered so
 #: the next row's copies fly while this row is reduced and written; PERSIST_1 -- the same with
 #: one buffer, each vector of the next row copied into its slot once this row's y for it is
@@ -133,8 +133,8 @@ def _quack_cluster(n: int, size: int) -> int:
 
 
 def _new_candidates() -> Dict[str, Dict[int, Dict[int, Tuple[Tuple[int, int, int, int], ...]]]]:
-    """NEW_CANDIDATES: per op, element size and bucket, the shapes of the unmeasured modes the
-    2026-12-02 exploration times: POLICY's (cluster, threads, ept) in PERSIST, PERSIST_1 and
+    """NEW_CANDIDATES: per op, element size and bucket, the shapes of the unmeasured modes an
+    exploration times (benchmarks/explore/2026-12-02-wide-persistent): POLICY's (cluster, threads, ept) in PERSIST, PERSIST_1 and
     MBAR (a direct comparison with the measured mode at the same reduction order), and
     QuACK's shape (256 threads, its cluster size) in MBAR and PERSIST -- each only where its
     shared memory fits one CTA (PERSIST doubles the row buffers: the fp32 gate at 262144
