@@ -285,12 +285,42 @@ namespace {
 using gpu_viz::FusedRMSNorm;
 
 // ---- the module's functions --------------------------------------------------------------------
-bool parse(PyObject* const* args, int64_t* op, double* eps, double* offset, int64_t* cast) {
-  *op = PyLong_AsLongLong(args[0]);
-  *eps = PyFloat_AsDouble(args[4]);
-  *offset = PyFloat_AsDouble(args[5]);
-  *cast = PyLong_AsLongLong(args[6]);
-  return !PyErr_Occurred();
+// One call's arguments, as call() and insert() both take them: (op, x, x2_or_None, weight, eps,
+// weight_offset, cast, last), and its key.
+struct Args {
+  int64_t op = 0, cast = 0;
+  double eps = 0, offset = 0;
+  Key key;
+  Operands ops;
+};
+
+// -1: a Python error is set (wrong count or types); 0: not a call this path keys; 1: keyed.
+int read_args(const char* name, PyObject* const* args, Py_ssize_t nargs, Args& a) {
+  if (nargs != 8) {
+    PyErr_Format(PyExc_TypeError, "%s() takes 8 arguments (%zd given)", name, nargs);
+    return -1;
+  }
+  a.op = PyLong_AsLongLong(args[0]);
+  a.eps = PyFloat_AsDouble(args[4]);
+  a.offset = PyFloat_AsDouble(args[5]);
+  a.cast = PyLong_AsLongLong(args[6]);
+  if (PyErr_Occurred()) return -1;
+  return make_key(a.key, a.ops, a.op, args[1], args[2], args[3], a.eps, a.offset, a.cast) ? 1 : 0;
+}
+
+// Runs body(), turning a C++ exception into a Python RuntimeError with its message.
+template <typename F>
+PyObject* guarded(F&& body) {
+  try {
+    return body();
+  } catch (const c10::Error& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+  } catch (const pybind11::error_already_set& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
 }
 
 PyObject* as_python(std::vector<at::Tensor>& outs) {
@@ -315,26 +345,21 @@ PyObject* as_python(std::vector<at::Tensor>& outs) {
 //   Answers MISS (0) for a layout without a plan, NO_PLAN (1) for one that takes Python's path,
 //   NO_CONTEXT (2) when no CUDA context could be made current (Python launches through CuPy).
 PyObject* call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 8) {
-    PyErr_SetString(PyExc_TypeError, "call() takes 8 arguments");
-    return nullptr;
-  }
-  try {
-    int64_t op, cast;
-    double eps, offset;
-    if (!parse(args, &op, &eps, &offset, &cast)) return nullptr;
-    Key key;
-    Operands ops;
-    if (!make_key(key, ops, op, args[1], args[2], args[3], eps, offset, cast)) return PyLong_FromLong(kMiss);
-    auto it = g_plans.find(key);
+  return guarded([&]() -> PyObject* {
+    Args a;
+    const int keyed = read_args("call", args, nargs, a);
+    if (keyed <= 0) return keyed < 0 ? nullptr : PyLong_FromLong(kMiss);
+    auto it = g_plans.find(a.key);
     if (it == g_plans.end()) return PyLong_FromLong(kMiss);
     if (!it->second) return PyLong_FromLong(kNoPlan);
     std::shared_ptr<Plan> plan = it->second;  // alive through this call even if the cache is cleared
     const int want = PyObject_IsTrue(args[7]);
     if (want < 0) return nullptr;
+    const Operands& ops = a.ops;
     if (want && ops.requires_grad && at::GradMode::is_enabled()) {
       const at::Tensor& x2 = ops.x2 != nullptr ? *ops.x2 : *ops.x;  // see FusedRMSNorm
-      auto outs = FusedRMSNorm::apply(*ops.x, x2, *ops.w, reinterpret_cast<int64_t>(plan.get()), op, eps, offset);
+      auto outs = FusedRMSNorm::apply(*ops.x, x2, *ops.w, reinterpret_cast<int64_t>(plan.get()), a.op, a.eps,
+                                      a.offset);
       return as_python(outs);
     }
     std::vector<at::Tensor> outs;
@@ -342,14 +367,7 @@ PyObject* call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     if (rc == kInvalidContext) return PyLong_FromLong(kNoContext);
     if (rc != 0) launch_failed(rc, *plan);
     return as_python(outs);
-  } catch (const c10::Error& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
-  } catch (const pybind11::error_already_set& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  }
-  return nullptr;
+  });
 }
 
 // insert(op, x, x2_or_None, weight, eps, weight_offset, cast, fields_or_None) -> bool
@@ -357,17 +375,11 @@ PyObject* call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 //   (owner: an object kept alive with the plan, the Python plan holding the kernel); None
 //   marks the layout as Python's every call.  False when the call is not one this path keys.
 PyObject* insert(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 8) {
-    PyErr_SetString(PyExc_TypeError, "insert() takes 8 arguments");
-    return nullptr;
-  }
-  try {
-    int64_t op, cast;
-    double eps, offset;
-    if (!parse(args, &op, &eps, &offset, &cast)) return nullptr;
-    Key key;
-    Operands ops;
-    if (!make_key(key, ops, op, args[1], args[2], args[3], eps, offset, cast)) Py_RETURN_FALSE;
+  return guarded([&]() -> PyObject* {
+    Args a;
+    const int keyed = read_args("insert", args, nargs, a);
+    if (keyed < 0) return nullptr;
+    if (keyed == 0) Py_RETURN_FALSE;
     std::shared_ptr<Plan> plan;
     if (args[7] != Py_None) {
       auto p = std::make_shared<Plan>();
@@ -388,14 +400,9 @@ PyObject* insert(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       plan = std::move(p);
     }
     if (g_plans.size() >= g_max_plans) g_plans.clear();
-    g_plans[std::move(key)] = std::move(plan);
+    g_plans[std::move(a.key)] = std::move(plan);
     Py_RETURN_TRUE;
-  } catch (const c10::Error& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  }
-  return nullptr;
+  });
 }
 
 PyObject* clear(PyObject*, PyObject*) {

@@ -333,6 +333,32 @@ __device__ __forceinline__ void cp_async_wait_all() {
 #endif
 }
 
+// The CTA's sum of squares over its slice in shared memory `sx`: each thread fmaf-chains its
+// own vectors (chunk c = vector first + c * THREADS + t of the row), then the warps' butterflies,
+// then the warp totals in warp order (`warp_sums`: NWARPS floats).  Modes 1-5 all sum this way,
+// so a row has the same bits in every mode; the call must be reached by every thread.
+template <typename T, int VEC, int CHUNKS, int THREADS>
+__device__ __forceinline__ float cta_sumsq_smem(const Pack<T, VEC>* sx, int first, int nvec, int t,
+                                                float* warp_sums) {
+    constexpr int NWARPS = THREADS / 32;
+    float sumsq = 0.0f;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        if (first + c * THREADS < nvec) {
+            const Pack<T, VEC> px = sx[c * THREADS + t];
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float xf = elem(px, k);
+                sumsq = fmaf(xf, xf, sumsq);
+            }
+        }
+    }
+    sumsq = warp_allreduce_sum(sumsq);
+    if ((t & 31) == 0) warp_sums[t >> 5] = sumsq;
+    __syncthreads();
+    return warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
+}
+
 // [region cluster_row_smem]
 // As cluster_row, but step 1 copies the slice into shared memory with cp.async (no registers
 // held while the loads fly: the CTAs per SM are bounded by shared memory, not registers, so
@@ -383,22 +409,7 @@ __device__ __forceinline__ void cluster_row_smem(T* __restrict__ out, float* __r
     }
     cp_async_wait_all();
     // step 2: sum of squares of this thread's own vectors
-    float sumsq = 0.0f;
-    #pragma unroll
-    for (int c = 0; c < CHUNKS; ++c) {
-        if (first + c * THREADS < nvec) {
-            const Pack<T, VEC> px = sx[c * THREADS + t];
-            #pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-                const float xf = elem(px, k);
-                sumsq = fmaf(xf, xf, sumsq);
-            }
-        }
-    }
-    sumsq = warp_allreduce_sum(sumsq);
-    if ((t & 31) == 0) warp_sums[t >> 5] = sumsq;
-    __syncthreads();
-    const float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
+    const float cta = cta_sumsq_smem<T, VEC, CHUNKS, THREADS>(sx, first, nvec, t, warp_sums);
     // steps 3 and 4: as cluster_row
     cluster_wait_acquire();
     if (t < CLUSTER) st_remote_f32(&cta_sums[rank], (unsigned)t, cta);
@@ -606,22 +617,7 @@ __device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, flo
         }
         const Pack<T, VEC>* sx = sbuf + b * XG * SLICE;
         // sum of squares of this thread's own vectors, in cluster_row_smem's order
-        float sumsq = 0.0f;
-        #pragma unroll
-        for (int c = 0; c < CHUNKS; ++c) {
-            if (first + c * THREADS < nvec) {
-                const Pack<T, VEC> px = sx[c * THREADS + t];
-                #pragma unroll
-                for (int k = 0; k < VEC; ++k) {
-                    const float xf = elem(px, k);
-                    sumsq = fmaf(xf, xf, sumsq);
-                }
-            }
-        }
-        sumsq = warp_allreduce_sum(sumsq);
-        if ((t & 31) == 0) warp_sums[p][t >> 5] = sumsq;
-        __syncthreads();
-        const float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[p][t & 31] : 0.0f);
+        const float cta = cta_sumsq_smem<T, VEC, CHUNKS, THREADS>(sx, first, nvec, t, warp_sums[p]);
         // this CTA's sum into slot [rank] of set p of every CTA; wait for set p's CLUSTER sums
         if (t == 0) mbar_arrive_expect_tx(&bars[p], CLUSTER * 4);
         if (t < CLUSTER) st_async_remote_f32(&cta_sums[p][rank], &bars[p], (unsigned)t, cta);
@@ -712,22 +708,7 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
         }
     }
     cp_async_wait_all();
-    float sumsq = 0.0f;
-    #pragma unroll
-    for (int c = 0; c < CHUNKS; ++c) {
-        if (first + c * THREADS < nvec) {
-            const Pack<T, VEC> px = sx[c * THREADS + t];
-            #pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-                const float xf = elem(px, k);
-                sumsq = fmaf(xf, xf, sumsq);
-            }
-        }
-    }
-    sumsq = warp_allreduce_sum(sumsq);
-    if ((t & 31) == 0) warp_sums[t >> 5] = sumsq;
-    __syncthreads();
-    const float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
+    const float cta = cta_sumsq_smem<T, VEC, CHUNKS, THREADS>(sx, first, nvec, t, warp_sums);
     if (t == 0) mbar_arrive_expect_tx(&bar, CLUSTER * 4);
     cluster_wait_acquire();  // every CTA of the cluster has started: its mbarrier is initialised
     if (t < CLUSTER) st_async_remote_f32(&cta_sums[rank], &bar, (unsigned)t, cta);

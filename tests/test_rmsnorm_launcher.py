@@ -138,6 +138,18 @@ def test_the_key_follows_every_part_of_the_layout(ext, rng):
     assert ext.call(RMSNORM, x, None, w, 1e-6, 0.0, -1, False) == 0  # unknown cast: Python raises
 
 
+def test_wrong_arguments_raise_python_errors(ext):
+    x, w = torch.ones(4, 64), torch.ones(64)
+    with pytest.raises(TypeError, match=r"call\(\) takes 8 arguments \(3 given\)"):
+        ext.call(RMSNORM, x, None)
+    with pytest.raises(TypeError, match="insert"):
+        ext.insert(RMSNORM, x, None, w)
+    with pytest.raises(TypeError):  # eps must be a number
+        ext.call(RMSNORM, x, None, w, "1e-6", 0.0, FP32, False)
+    with pytest.raises(TypeError):  # fields must be the plan's tuple
+        ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, (1, 2))
+
+
 def test_no_plan_entries_and_the_cache_limit(ext):
     x, w = torch.ones(4, 64), torch.ones(64)
     assert ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, None)

@@ -10,7 +10,7 @@ candidates are the three copies (register allocation / scheduling around the uni
 the two extra kernel arguments and their branches; or run-to-run drift.
 
 Variants, timed in the same process, interleaved, same inputs, same grid and block:
-  pre    pre_b208404_rmsnorm_fused.cu (10 arguments, no offset / llama / add / canonical tree)
+  pre    pre_b208404_rmsnorm_fused.cu.txt (10 arguments, no offset / llama / add / canonical tree)
   now    kernels/rmsnorm_fused.cu as it is
   plain  kernels/rmsnorm_fused.cu with with_out_kind() calling only the plain output loop
 Each kernel runs in a CUDA graph of 64 launches over one in-L2 buffer set, 40 replays per round,
@@ -42,7 +42,7 @@ def sources():
     now = (ROOT / "kernels" / "rmsnorm_fused.cu").read_text()
     if PLAIN_FROM not in now:
         raise SystemExit("with_out_kind() changed: update PLAIN_FROM")
-    return {"pre": (HERE / "pre_b208404_rmsnorm_fused.cu").read_text(), "now": now,
+    return {"pre": (HERE / "pre_b208404_rmsnorm_fused.cu.txt").read_text(), "now": now,
             "plain": now.replace(PLAIN_FROM, PLAIN_TO)}
 
 
