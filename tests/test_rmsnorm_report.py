@@ -130,3 +130,12 @@ def test_notebook_section_on_an_older_record_prints_sentences(record, capsys, mo
     assert not shown
     assert "no wide rows" in out and "no per-call rows" in out and "predates" in out
     assert out.count(records.label(old)) == 3
+
+
+def test_the_launcher_line_says_how_ours_was_launched():
+    from gpu_viz.rmsnorm import report
+
+    assert "not in that run" in report.launcher_line(None)
+    assert report.launcher_line("built: /x/y.so") == "These calls of ours went through the C++ launcher."
+    line = report.launcher_line("unavailable: cannot open libcuda.so.1: no such file")
+    assert "unavailable there" in line and "libcuda" not in line  # no raw error on a slide

@@ -425,6 +425,16 @@ def per_call_summary(rows: Sequence[Dict], dtype: str = "float16",
     return out
 
 
+def launcher_line(status: Optional[str]) -> str:
+    """One sentence on how the per-call rows' calls of ours were launched, from a record's
+    ``"launcher"`` (None: a record from before the C++ launcher)."""
+    if status is None:
+        return "These calls of ours went through the Python launcher: the C++ launcher was not in that run."
+    if status.startswith("built"):
+        return "These calls of ours went through the C++ launcher."
+    return "These calls of ours went through the Python launcher: the C++ launcher was unavailable there."
+
+
 def _plain(text: str) -> str:
     """A detail with Python lists in it ("rows differ at M=[3, 64]") written out ("M = 3, 64")."""
     return re.sub(r"=\s*\[([^\]]*)\]", r" = \1", str(text))
