@@ -244,17 +244,49 @@ def test_post_check_skips_only_torch_baselines_at_wide_shapes():
     assert bm.post_check("eager", "rmsnorm", 1024, 4096, "float16")
 
 
-def test_per_call_checks_pair_rows_of_the_same_batch():
-    """A shape timed per call in two batches: ours is checked against the baseline timed beside
-    it (the nearest row), and the later batch's pair is the one check of that shape."""
+def test_per_call_checks_take_one_row_per_key_the_first():
+    """An older record times a shape per call in two batches: the checks (and every table) take
+    the first row of each key, the one timed beside the other providers of its shape."""
     def row(impl, us):
         return {"op": "rmsnorm", "impl": impl, "M": 128, "N": 4096, "dtype": "float16", "timing": "call",
                 "median_us": us, "GBps": 1.0}
-    rec = {"copy_GBps": 4000.0, "rows": [row("native", 30.0), row("fused", 25.0),     # batch 1
-                                         row("native", 18.0), row("fused", 17.0)]}    # batch 2
+    rec = {"copy_GBps": 4000.0, "rows": [row("native", 18.0), row("fused", 17.0),     # batch 1
+                                         row("native", 30.0), row("fused", 25.0)]}    # batch 2
     checks = [c for c in bm.summary_checks(rec) if "per call" in c[0]]
     assert len(checks) == 1
     name, ok, detail = checks[0]
     assert ok and detail.startswith("17.00 µs vs 18.00 µs")
-    rec["rows"][3]["median_us"] = 19.0  # slower than its own batch's native, faster than batch 1's
+    rec["rows"][1]["median_us"] = 19.0
     assert not [c for c in bm.summary_checks(rec) if "per call" in c[0]][0][1]
+    assert [r["median_us"] for r in bm.unique_rows(rec["rows"])] == [18.0, 19.0]
+
+
+def test_the_record_times_each_key_once():
+    """No (op, provider, shape, dtype, timing) is planned twice: the per-call batch leaves out
+    what the record plan times per call already; every CALL_SHAPES point still has ours and
+    F.rms_norm, with and without grad, per call."""
+    seen = {}
+    for op, shapes, dtypes, providers, timings, _ in bm.record_batches():
+        for (M, N) in shapes:
+            for dt in dtypes:
+                for p in providers:
+                    for t in timings:
+                        key = (op, p, M, N, dt, t)
+                        assert key not in seen, key
+                        seen[key] = True
+    for (M, N) in bm.CALL_SHAPES:
+        for dt in ("float16", "bfloat16"):
+            for p in ("native", "fused", "native_grad", "fused_grad"):
+                assert ("rmsnorm", p, M, N, dt, "call") in seen, (p, M, dt)
+
+
+def test_tables_of_a_record_with_repeated_keys_keep_the_first_row_and_its_speedup():
+    from gpu_viz.rmsnorm import report
+
+    def row(impl, us, sp):
+        return {"op": "rmsnorm", "impl": impl, "M": 128, "N": 4096, "dtype": "float16", "timing": "call",
+                "median_us": us, "p10_us": us, "p90_us": us, "GBps": 1.0, "speedup_vs_eager": sp}
+    rows = [row("eager", 100.0, 1.0), row("fused", 20.0, 5.0), row("fused", 25.0, None)]
+    t = report.table(rows)
+    text = t.plain()
+    assert "20.00 (5.0x)" in text and "25.00" not in text

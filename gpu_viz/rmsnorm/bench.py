@@ -203,6 +203,27 @@ def make_row(op: str, impl: str, M: int, N: int, dtype, t: "bench.Timing", **ext
     return row
 
 
+def row_key(r: Dict) -> Tuple:
+    """A row's identity: (op, impl, M, N, dtype, timing)."""
+    return (r["op"], r["impl"], r["M"], r["N"], r["dtype"], r["timing"])
+
+
+def unique_rows(rows: Iterable[Dict]) -> List[Dict]:
+    """``rows`` with one row per :func:`row_key`: the first one measured.  Records made before
+    :func:`record_batches` dropped repeats time 128, 512 and 1024 x 4096 per call twice (the
+    record plan, then the per-call batch); the first is the one timed beside every other
+    provider of its shape, so its speed-ups and its per-call pairs come from one batch.
+    Every reader of a record (the checks, the tables, the charts) takes rows through this."""
+    seen = set()
+    out = []
+    for r in rows:
+        k = row_key(r)
+        if k not in seen:
+            seen.add(k)
+            out.append(r)
+    return out
+
+
 def add_speedups(rows: List[Dict], baseline: str = "eager") -> List[Dict]:
     """Set ``speedup_vs_eager`` = baseline median / row median for rows of the same
     (op, M, N, dtype, timing); ``None`` where the baseline was not measured.  In place; returns rows."""
@@ -853,7 +874,17 @@ def record_batches(quick: bool = False) -> List[Tuple]:
     the run's ``--reps``."""
     both = (bench.KERNEL, bench.CALL)
     out = [(op, sh, d, p, both, None) for op, sh, d, p in record_plan(quick)]
-    out += [(op, sh, d, p, (bench.CALL,), None) for op, sh, d, p in call_plan()]
+    # the per-call batch leaves out what the record plan already timed per call (128, 512 and
+    # 1024 x 4096 for native and fused): one row per key, those pairs timed in one batch
+    timed = {(op, M, N, dtype_name(dt), p) for op, sh, d, ps in record_plan(quick)
+             for (M, N) in sh for dt in d for p in ps}
+    for op, sh, d, ps in call_plan():
+        by_providers: Dict[Tuple[str, ...], List[Tuple[int, int]]] = {}
+        for (M, N) in sh:
+            left = tuple(p for p in ps if not all((op, M, N, dtype_name(dt), p) in timed for dt in d))
+            if left:
+                by_providers.setdefault(left, []).append((M, N))
+        out += [(op, shapes, d, left, (bench.CALL,), None) for left, shapes in by_providers.items()]
     if not quick:
         out += [(op, sh, d, p, both, WIDE_REPS) for op, sh, d, p in wide_plan()]
     return out
@@ -1367,7 +1398,8 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL, previous: Optional[
 
     Returns a list of (check, passed, detail).  Rows of ``timing`` ("kernel") are used for 1-4.
     """
-    rows = [r for r in record.get("rows", []) if r.get("timing") == timing]
+    every = unique_rows(record.get("rows", []))
+    rows = [r for r in every if r.get("timing") == timing]
     skipped = record.get("skipped", [])
     out: List[Tuple[str, bool, str]] = []
     copy = record.get("copy_GBps")
@@ -1415,26 +1447,18 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL, previous: Optional[
                 detail += (f"; a bare copy kernel moving the same x -> y bytes: {bare:.2f} µs = "
                            f"{bare / floor:.2f}x")
             out.append((name, r["median_us"] <= FLOOR_FACTOR * floor, detail))
-    calls = [r for r in record.get("rows", []) if r.get("timing") == bench.CALL and (r["M"], r["N"]) in CALL_SHAPES]
-    # A shape may be timed per call in two batches (the record plan's and the per-call rows'):
-    # each of ours is paired with the baseline row of its own batch -- the nearest one in the
-    # record's order, timed beside it -- and where a shape has several pairs the last batch's
-    # (the per-call rows') is the check.
-    paired: Dict[Tuple, Tuple[str, bool, str]] = {}
-    for i, r in enumerate(calls):
+    calls = [r for r in every if r.get("timing") == bench.CALL and (r["M"], r["N"]) in CALL_SHAPES]
+    for r in calls:
         if r["op"] != RMSNORM or r["impl"] not in ("fused", "fused_grad"):
             continue
         base, factor = ("native", 1.0) if r["impl"] == "fused" else ("native_grad", CALL_GRAD_FACTOR)
         name = f"rmsnorm {r['impl']} {r['M']}x{r['N']} {r['dtype']} per call: within {factor:g}x of {base}"
-        near = [(abs(j - i), b) for j, b in enumerate(calls)
-                if b["op"] == RMSNORM and b["impl"] == base and (b["M"], b["N"], b["dtype"]) == (r["M"], r["N"], r["dtype"])]
-        if not near:
-            paired[name] = (name, False, f"{base} not measured")
+        br = _find(calls, op=RMSNORM, impl=base, M=r["M"], N=r["N"], dtype=r["dtype"])
+        if br is None:
+            out.append((name, False, f"{base} not measured"))
             continue
-        br = min(near, key=lambda t: t[0])[1]
-        paired[name] = (name, r["median_us"] <= factor * br["median_us"],
-                        f"{r['median_us']:.2f} µs vs {br['median_us']:.2f} µs ({r['median_us'] / br['median_us']:.2f}x)")
-    out.extend(paired.values())
+        out.append((name, r["median_us"] <= factor * br["median_us"],
+                    f"{r['median_us']:.2f} µs vs {br['median_us']:.2f} µs ({r['median_us'] / br['median_us']:.2f}x)"))
     inv = record.get("batch_invariant")
     if inv is not None:
         bad = [c for c in inv.get("checked", []) if not c.get("ok")]
@@ -1504,7 +1528,7 @@ def previous_record_checks(record: Dict, previous: Dict, limit: float = PREVIOUS
     Returns a list of (check, passed, detail); empty when the records share no fused shape.
     """
     out = []
-    rows, prev_rows = record.get("rows", []), previous.get("rows", [])
+    rows, prev_rows = unique_rows(record.get("rows", [])), unique_rows(previous.get("rows", []))
     where = f"{previous.get('_file') or 'the previous record'} ({previous.get('date', '?')})"
     copy_now, copy_prev = record.get("copy_GBps"), previous.get("copy_GBps")
     for op in OPS:

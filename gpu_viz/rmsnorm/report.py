@@ -72,7 +72,7 @@ def table(rows: Sequence[Dict], provenance: str = "", layout: str = "wide", copy
     names others (the per-call variants such as ``fused_unplanned`` only then).  ``layout="long"``: one line per row with p10-p90,
     GB/s and (given ``copy_GBps``) the share of copy bandwidth.  ``provenance`` is the caption.
     """
-    rows = list(rows)
+    rows = bench.unique_rows(rows)
     if layout not in ("wide", "long"):
         raise ValueError(f"layout must be 'wide' or 'long', got {layout!r}")
     if layout == "long":
@@ -157,7 +157,7 @@ def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: st
     label = _provenance_or_live(provenance)
     if metric not in ("median_us", "GBps", "speedup_vs_eager"):
         raise ValueError(f"metric must be 'median_us', 'GBps' or 'speedup_vs_eager', got {metric!r}")
-    sel = [r for r in rows if r["timing"] == timing and (op is None or r["op"] == op)
+    sel = [r for r in bench.unique_rows(rows) if r["timing"] == timing and (op is None or r["op"] == op)
            and (dtype is None or r["dtype"] == dtype_name(dtype)) and r.get(metric) is not None]
     if not sel:
         raise ValueError(f"bar_chart: no rows with timing={timing!r}, op={op!r}, dtype={dtype!r}")
@@ -232,7 +232,7 @@ def seed_comparison(rows: Sequence[Dict], provenance: str, dtype: str = "float16
     then ours as called (comparable with the seed's) and kernel-only.  ``provenance`` labels ours.
     """
     dt = dtype_name(dtype)
-    mine = {(r["M"], r["N"], r["impl"], r["timing"]): r for r in rows
+    mine = {(r["M"], r["N"], r["impl"], r["timing"]): r for r in bench.unique_rows(rows)
             if r["op"] == RMSNORM_GATE and r["dtype"] == dt}
 
     def cell(M, N, impl, timing):
@@ -283,14 +283,10 @@ def _shape(M: int, N: int) -> str:
     return f"{M} x {N}"
 
 
-def _last_per_key(rows: Sequence[Dict]) -> Dict[Tuple, Dict]:
-    """Rows by (op, impl, M, N, dtype, timing); a key measured twice in one record keeps its later
-    row (the record's per-call batch follows its main plan, which also times 128, 512 and 1024
-    rows per call, in another batch)."""
-    out: Dict[Tuple, Dict] = {}
-    for r in rows:
-        out[(r["op"], r["impl"], r["M"], r["N"], r["dtype"], r["timing"])] = r
-    return out
+def _one_per_key(rows: Sequence[Dict]) -> Dict[Tuple, Dict]:
+    """Rows by (op, impl, M, N, dtype, timing), one each (:func:`gpu_viz.rmsnorm.bench.unique_rows`:
+    a key measured twice in an older record keeps its first row)."""
+    return {bench.row_key(r): r for r in bench.unique_rows(rows)}
 
 
 def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str,
@@ -309,7 +305,7 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
     if not copy_GBps or not any(r["impl"] == "fused" for r in sel):
         return None, [f"The data shown has no wide rows (N = {', '.join(str(n) for _, n in shapes)}) "
                       f"to compare; `gpu-viz bench` on a GPU measures them. Data: {provenance}"]
-    by = _last_per_key(sel)
+    by = _one_per_key(sel)
     dts = [d for d in bench.DTYPES if any(r["dtype"] == d for r in sel)]
     ops = [op for op in OPS if any(r["op"] == op for r in sel)]
     shown = [p for p in WIDE_BASELINES if any(r["impl"] == p for r in sel)]
@@ -354,9 +350,9 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
 def per_call_rows(rows: Sequence[Dict], dtype: str = "float16", shapes=bench.CALL_SHAPES,
                   impls=("native", "fused", "native_grad", "fused_grad")) -> List[Dict]:
     """The rmsnorm per-call rows (``"timing": "call"``) at ``shapes`` in ``dtype``, one per
-    (impl, shape) (:func:`_last_per_key`), ordered by impl then M."""
+    (impl, shape) (:func:`_one_per_key`), ordered by impl then M."""
     shapes = [tuple(s) for s in shapes]
-    by = _last_per_key([r for r in rows if r["timing"] == CALL and r["op"] == "rmsnorm"
+    by = _one_per_key([r for r in rows if r["timing"] == CALL and r["op"] == "rmsnorm"
                         and r["dtype"] == dtype and (r["M"], r["N"]) in shapes and r["impl"] in impls])
     return sorted(by.values(), key=lambda r: (impls.index(r["impl"]), r["M"]))
 
@@ -444,7 +440,7 @@ def kernel_vs_call(rows: Sequence[Dict], M: int = 128, N: int = 4096, dtype: str
     """One sentence: ours and F.rms_norm at (M, N) per call against their kernel-only times (the
     same record or run); None when either timing is missing."""
     call = {r["impl"]: r["median_us"] for r in per_call_rows(rows, dtype, shapes=((M, N),))}
-    kern = {impl: r["median_us"] for (op, impl, m, n, dt, tm), r in _last_per_key(rows).items()
+    kern = {impl: r["median_us"] for (op, impl, m, n, dt, tm), r in _one_per_key(rows).items()
             if op == "rmsnorm" and (m, n, dt, tm) == (M, N, dtype, KERNEL)}
     if not all(k in call and k in kern for k in ("fused", "native")):
         return None
