@@ -335,6 +335,26 @@ def test_turned_off_it_is_never_built(monkeypatch):
         launcher._reset_for_tests()
     monkeypatch.setenv(launcher.ENV, "cpp")
     assert launcher.enabled() and launcher.status().startswith("not built yet")
+    monkeypatch.setenv(launcher.ENV, "bogus")  # a value it does not take is named, and means off
+    try:
+        assert not launcher.enabled() and launcher.poll(fused._ext_backward) is None
+        assert launcher.status() == "unavailable: turned off: GPU_VIZ_LAUNCHER must be one of cpp, python, got 'bogus'"
+    finally:
+        launcher._reset_for_tests()
+
+
+def test_the_build_command_says_what_it_did_without_a_gpu(built, monkeypatch, capsys):
+    so, _ = built
+    monkeypatch.setenv(launcher.CACHE_ENV, str(so.parent.parent))
+    monkeypatch.setattr(launcher, "driver_present", lambda: False)
+    assert launcher.main([]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"Built: {so}.") and "no CUDA driver" in out and "cannot open" not in out
+    with pytest.raises(SystemExit) as e:
+        launcher.main(["--help"])
+    assert e.value.code == 0 and "Build the fused ops' C++ launcher now" in capsys.readouterr().out
+    monkeypatch.setenv(launcher.ENV, "python")
+    assert launcher.main([]) == 1 and "Not built: turned off" in capsys.readouterr().out
 
 
 def test_a_driver_that_cannot_be_opened_is_named(built, tmp_path):
@@ -438,6 +458,16 @@ def test_the_doctor_says_whether_calls_take_the_launcher(monkeypatch, tmp_path):
     launcher._reset_for_tests()
     monkeypatch.setenv(launcher.CACHE_ENV, str(tmp_path))
     monkeypatch.setenv(launcher.ENV, "cpp")
+    monkeypatch.setattr(launcher, "driver_present", lambda: False)
+    line = {i.name: i.value for i in doctor.diagnose().items}["C++ launcher (fused ops)"]
+    assert line.startswith("not built, and not needed here: this machine has no CUDA driver")
+    (tmp_path / "launcher").mkdir()
+    (tmp_path / "launcher" / (launcher.module_name() + __import__("sysconfig").get_config_var("EXT_SUFFIX"))).touch()
+    assert launcher.describe().startswith("built (") and "unused here" in launcher.describe()
+    monkeypatch.setattr(launcher, "driver_present", lambda: True)
+    assert launcher.describe().startswith("built (") and "first CUDA call" in launcher.describe()
+    for f in (tmp_path / "launcher").iterdir():
+        f.unlink()
     line = {i.name: i.value for i in doctor.diagnose().items}["C++ launcher (fused ops)"]
     assert line.startswith("not built yet") and "python -m gpu_viz.rmsnorm.launcher" in line
     monkeypatch.setenv("CXX", str(tmp_path / "none"))

@@ -53,9 +53,37 @@ class LauncherUnavailable(RuntimeError):
     """The C++ launcher cannot be built or loaded here; the message says why in words."""
 
 
+#: The values ``GPU_VIZ_LAUNCHER`` takes (unset: "cpp").
+ENV_VALUES = ("cpp", "python")
+
+
+def _env_value() -> str:
+    return os.environ.get(ENV, "cpp").strip().lower() or "cpp"
+
+
 def enabled() -> bool:
-    """False when ``GPU_VIZ_LAUNCHER`` is "python" (or "0"/"off")."""
-    return os.environ.get(ENV, "cpp").strip().lower() not in ("python", "0", "off", "no")
+    """False when ``GPU_VIZ_LAUNCHER`` is "python" or a value it does not take (which
+    :func:`status` names)."""
+    return _env_value() == "cpp"
+
+
+def _off_reason() -> str:
+    v = os.environ.get(ENV)
+    if _env_value() == "python":
+        return f"turned off ({ENV}={v})"
+    return f"turned off: {ENV} must be one of {', '.join(ENV_VALUES)}, got {v!r}"
+
+
+def driver_present() -> bool:
+    """Whether this machine's CUDA driver library (:data:`DRIVER`) can be opened: without it the
+    launcher builds but has nothing to launch with (and the fused ops need a GPU anyway)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(DRIVER)
+        return True
+    except OSError:
+        return False
 
 
 def cache_dir() -> Path:
@@ -200,7 +228,7 @@ def poll(backward: Callable):
         t = _STATE["thread"]
         if t is None:
             if not enabled():
-                _STATE["reason"] = f"turned off ({ENV}={os.environ.get(ENV)})"
+                _STATE["reason"] = _off_reason()
                 return None
             t = threading.Thread(target=_build_and_load, args=(backward,), name="gpu_viz-launcher-build",
                                  daemon=True)
@@ -250,7 +278,13 @@ def describe() -> str:
     if _STATE["module"] is not None or _STATE["reason"] is not None or _STATE["thread"] is not None:
         s = status()
     elif not enabled():
-        s = f"turned off ({ENV}={os.environ.get(ENV)})"
+        s = _off_reason()
+    elif not driver_present():
+        if built_path() is not None:
+            return (f"built ({built_path()}), unused here: this machine has no CUDA driver ({DRIVER}); "
+                    "on a GPU machine the fused ops' first call loads it")
+        return (f"not built, and not needed here: this machine has no CUDA driver ({DRIVER}), so the fused "
+                "ops have no GPU to run on")
     elif built_path() is not None:
         return f"built ({built_path()}); loaded by the first CUDA call of a fused op"
     elif compiler() is None:
@@ -268,8 +302,35 @@ def _reset_for_tests() -> None:
         _STATE.update(module=None, reason=None, thread=None, path=None)
 
 
-if __name__ == "__main__":  # python -m gpu_viz.rmsnorm.launcher: build now, say what happened
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m gpu_viz.rmsnorm.launcher``: build the launcher now and load it; exit 0 when the
+    fused ops' calls will use it, 1 when not (with why), 2 for bad options."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m gpu_viz.rmsnorm.launcher",
+        description="Build the fused ops' C++ launcher now (once per torch version; ~30-60 s) and "
+                    "load it, instead of in the background on the first CUDA call. Prints whether "
+                    "calls will use it, and why not where they will not.")
+    parser.parse_args(argv)
     from gpu_viz.rmsnorm import fused  # (the package's copy of this module, not __main__)
 
-    print(fused.ensure_launcher())
-    sys.exit(0 if fused._EXT[0] is not None else 1)
+    if not enabled():
+        print(f"Not built: {_off_reason()}; the fused ops use the Python launcher.")
+        return 1
+    if not driver_present():
+        try:
+            path = build()
+        except LauncherUnavailable as e:
+            print(f"Not built: {e}")
+            return 1
+        print(f"Built: {path}.  Not loaded: this machine has no CUDA driver ({DRIVER}), so there is no "
+              "GPU for the fused ops here; on a GPU machine their first call loads it.")
+        return 1
+    say = fused.ensure_launcher()
+    print(("Built and loaded: " + say[len("built: "):]) if fused._EXT[0] is not None else say)
+    return 0 if fused._EXT[0] is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
