@@ -468,10 +468,16 @@ def find_notebooks(notebooks_dir: Path, only: Optional[str] = None) -> List[Path
         pats = [p.strip() for p in only.split(",") if p.strip()]
         if not pats:
             raise SlidesError(f"--only needs at least one pattern (e.g. '03' or '0[1-3]*'), got {only!r}")
-        paths = [p for p in paths
-                 if any(fnmatch.fnmatch(p.name, pat) or fnmatch.fnmatch(p.stem, pat) or pat in p.stem
-                        for pat in pats)]
+        paths = [p for p in paths if any(_name_matches(p, pat) for pat in pats)]
     return paths
+
+
+def _name_matches(path: Path, pat: str) -> bool:
+    """A number ("10", "3") is a notebook's number (10_*, 03_*: not the "1024" of 05_block_1024_cap);
+    anything else a glob on the name or a substring of the stem ("rmsnorm")."""
+    if pat.isdigit():
+        return path.stem.split("_", 1)[0].lstrip("0") == pat.lstrip("0")
+    return fnmatch.fnmatch(path.name, pat) or fnmatch.fnmatch(path.stem, pat) or pat in path.stem
 
 
 def _mode_now(force_cpu: bool = False):
@@ -826,7 +832,7 @@ def register_cli(subparsers) -> None:
                               description=CLI_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=str(DEFAULT_OUT), help=f"output folder (default: {DEFAULT_OUT})")
     p.add_argument("--notebooks", default=str(DEFAULT_NOTEBOOKS), help="folder of NN_topic.ipynb notebooks")
-    p.add_argument("--only", metavar="PATTERN", help="comma-separated globs/substrings of notebook names")
+    p.add_argument("--only", metavar="PATTERN", help="comma-separated notebook numbers (10), globs (0[1-3]*) or substrings of names (rmsnorm)")
     p.add_argument("--no-execute", action="store_true", help="render the executed copies already built")
     p.add_argument("--executed-dir", help="where executed notebooks go / are read (default: OUT/executed)")
     p.add_argument("--timeout", type=positive_int_arg, default=600, help="per-cell timeout in seconds, >= 1 (default 600)")

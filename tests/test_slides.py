@@ -93,12 +93,17 @@ def test_drop_colab_badges():
 
 
 def test_notebook_title_and_find_notebooks(tmp_path):
-    for name in ("01_intro.ipynb", "02_warps.ipynb", "10_rmsnorm.ipynb", "scratch.ipynb"):
+    for name in ("01_intro.ipynb", "02_warps.ipynb", "05_block_1024_cap.ipynb", "10_rmsnorm.ipynb", "scratch.ipynb"):
         nbformat.write(new_notebook(cells=[new_markdown_cell("[![b](x)](y)\n\n# The *title* here")]),
                        str(tmp_path / name))
     names = [p.name for p in slides.find_notebooks(tmp_path)]
-    assert names == ["01_intro.ipynb", "02_warps.ipynb", "10_rmsnorm.ipynb"]
+    assert names == ["01_intro.ipynb", "02_warps.ipynb", "05_block_1024_cap.ipynb", "10_rmsnorm.ipynb"]
     assert [p.name for p in slides.find_notebooks(tmp_path, "02*,rmsnorm")] == ["02_warps.ipynb", "10_rmsnorm.ipynb"]
+    # a number is the notebook's number, not a substring ("10" is not the 10 of "1024")
+    assert [p.name for p in slides.find_notebooks(tmp_path, "10")] == ["10_rmsnorm.ipynb"]
+    assert [p.name for p in slides.find_notebooks(tmp_path, "5,1")] == ["01_intro.ipynb", "05_block_1024_cap.ipynb"]
+    assert [p.name for p in slides.find_notebooks(tmp_path, "1024")] == []
+    assert [p.name for p in slides.find_notebooks(tmp_path, "*1024*")] == ["05_block_1024_cap.ipynb"]
     for empty in ("", ",", " , "):  # no pattern at all: an error, not every deck
         with pytest.raises(slides.SlidesError, match="--only needs at least one pattern"):
             slides.find_notebooks(tmp_path, empty)
