@@ -32,7 +32,9 @@ def banner() -> str:
                 f"GPU mode: {info.name} ({info.sm}), {info.sm_count} SMs, peak memory bandwidth unknown")
         text += "\nEverything below runs live on this GPU."
     else:
-        text = ("CPU MODE -- no usable CUDA GPU: " + b.plain_reason +
+        why = (b.plain_reason if b.cause == backend.CAUSE_FORCED_CPU
+               else "no usable CUDA GPU: " + b.plain_reason)
+        text = ("CPU MODE -- " + why +
                 "\nTraces below come from the CPU model; nothing is timed. "
                 "Recorded GPU numbers, where shown, carry their GPU and date.")
         if b.cause != backend.CAUSE_FORCED_CPU:

@@ -124,6 +124,8 @@ class Backend:
     def plain_reason(self) -> str:
         """:attr:`reason` without the library's raw message (the trailing ``[...]``): what the
         notebook's banner, projected on a title slide, says.  The doctor shows the whole reason."""
+        if self.cause == CAUSE_FORCED_CPU:  # the environment variable is for the doctor, not a slide
+            return "CPU mode was chosen on purpose (a CPU-mode build or run of the course)"
         r = self.reason or ""
         return r[:r.index(" [")] if r.endswith("]") and " [" in r else r
 

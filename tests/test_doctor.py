@@ -372,6 +372,17 @@ def test_banner_says_why_in_words_and_leaves_the_raw_error_to_the_doctor(monkeyp
     assert reason in b.describe()
 
 
+def test_a_forced_cpu_mode_is_said_in_words_on_the_banner(monkeypatch, capsys):
+    import gpu_viz
+
+    b = backend.Backend(mode="cpu", reason=f"forced by {backend.FORCE_CPU_ENV}=1", cause=backend.CAUSE_FORCED_CPU)
+    monkeypatch.setattr(backend, "_cached", b)
+    text = " ".join(gpu_viz.banner().split())
+    capsys.readouterr()
+    assert text.startswith("CPU MODE -- CPU mode was chosen on purpose") and backend.FORCE_CPU_ENV not in text
+    assert backend.FORCE_CPU_ENV in b.describe()  # the doctor and logs keep the variable
+
+
 def test_notebooks_print_the_mode_in_words():
     """Bug class: a notebook printing Backend.describe() put the library's raw error on a slide;
     every notebook call asks for the plain line."""
