@@ -155,7 +155,6 @@ bool make_key(Key& key, Operands& ops, int64_t op, PyObject* x, PyObject* x2, Py
   key.push_back(cast);
   key.push_back(bits_of(eps));
   key.push_back(bits_of(offset));
-  key.push_back(current_device());
   if (!add_operand(key, x, &ops.x, &ops.requires_grad)) return false;
   if (!add_operand(key, w, &ops.w, &ops.requires_grad)) return false;
   if (x2 != Py_None) {
@@ -163,6 +162,9 @@ bool make_key(Key& key, Operands& ops, int64_t op, PyObject* x, PyObject* x2, Py
   } else {
     key.push_back(-1);
   }
+  // Last: only CUDA operands get here (or CPU ones in allow_cpu mode), so a CPU call never asks
+  // for a CUDA device (which throws on a CPU-only torch instead of Python's ValueError).
+  key.push_back(current_device());
   return true;
 }
 
@@ -217,6 +219,12 @@ CUresult run_plan(const Plan& p, const at::Tensor& x, const at::Tensor* x2, cons
   return rc;
 }
 
+// Thrown by the autograd node's forward when no context could be made current: call() answers
+// NO_CONTEXT then, as it does without autograd (Python launches through CuPy).
+struct NoContext : std::exception {
+  const char* what() const noexcept override { return "no CUDA context"; }
+};
+
 [[noreturn]] void launch_failed(CUresult rc, const Plan& p) {
   throw std::runtime_error("cuLaunchKernel of the fused RMSNorm kernel failed: " + error_name(rc) + " (" +
                            std::to_string(rc) + "); grid " + std::to_string(p.grid) + ", block " +
@@ -238,6 +246,7 @@ struct FusedRMSNorm : public torch::autograd::Function<FusedRMSNorm> {
     const bool has_x2 = op != kRmsnorm;
     std::vector<at::Tensor> outs;
     const CUresult rc = run_plan(p, x, has_x2 ? &x2 : nullptr, w, outs);
+    if (rc == kInvalidContext) throw NoContext();
     if (rc != 0) launch_failed(rc, p);
     if (p.add) {
       ctx->save_for_backward({x, x2, w, outs[1]});
@@ -269,11 +278,20 @@ struct FusedRMSNorm : public torch::autograd::Function<FusedRMSNorm> {
                             wrap(saved[0]), has_x2 ? wrap(saved[1]) : pybind11::none(), wrap(saved[2]),
                             saved.size() > 3 ? wrap(saved[3]) : pybind11::none(), eps, offset,
                             pybind11::make_tuple(n0, n1, n2));
-    auto t = r.cast<pybind11::tuple>();
+    // (tensor or None) x 3, checked: a non-tensor read as one would crash, a short tuple be read past
+    if (!PyTuple_Check(r.ptr()) || PyTuple_GET_SIZE(r.ptr()) != 3) {
+      PyErr_Format(PyExc_TypeError, "the fused RMSNorm backward must return a tuple of 3 (tensor or None), got %R",
+                   r.ptr());
+      throw pybind11::error_already_set();
+    }
     torch::autograd::variable_list out(7);
     for (int i = 0; i < 3; ++i) {
-      pybind11::handle g = t[i];
-      if (!g.is_none() && (i != 1 || has_x2)) out[i] = THPVariable_Unpack(g.ptr());
+      PyObject* g = PyTuple_GET_ITEM(r.ptr(), i);
+      if (g != Py_None && !THPVariable_Check(g)) {
+        PyErr_Format(PyExc_TypeError, "the fused RMSNorm backward returned %R at %d: expected a tensor or None", g, i);
+        throw pybind11::error_already_set();
+      }
+      if (g != Py_None && (i != 1 || has_x2)) out[i] = THPVariable_Unpack(g);
     }
     return out;
   }
@@ -358,8 +376,13 @@ PyObject* call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     const Operands& ops = a.ops;
     if (want && ops.requires_grad && at::GradMode::is_enabled()) {
       const at::Tensor& x2 = ops.x2 != nullptr ? *ops.x2 : *ops.x;  // see FusedRMSNorm
-      auto outs = FusedRMSNorm::apply(*ops.x, x2, *ops.w, reinterpret_cast<int64_t>(plan.get()), a.op, a.eps,
-                                      a.offset);
+      torch::autograd::variable_list outs;
+      try {
+        outs = FusedRMSNorm::apply(*ops.x, x2, *ops.w, reinterpret_cast<int64_t>(plan.get()), a.op, a.eps,
+                                   a.offset);
+      } catch (const NoContext&) {
+        return PyLong_FromLong(kNoContext);
+      }
       return as_python(outs);
     }
     std::vector<at::Tensor> outs;

@@ -11,7 +11,9 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +43,7 @@ def built(tmp_path_factory):
     """The launcher compiled into a fresh cache, and the stub driver next to it."""
     if launcher.compiler() is None:
         pytest.skip("no C++ compiler on this machine")
-    root = tmp_path_factory.mktemp("launcher")
+    root = tmp_path_factory.mktemp("launcher cache")  # a space in every path the build and load take
     mp = pytest.MonkeyPatch()
     mp.setenv(launcher.CACHE_ENV, str(root))
     try:
@@ -227,6 +229,55 @@ def test_a_thread_without_a_context_gets_the_primary_one_then_python_s_path(ext)
     assert ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False) == 2  # NO_CONTEXT: Python launches
 
 
+def test_a_thread_without_a_context_takes_python_s_path_with_grad_too(ext):
+    """NO_CONTEXT is the answer whether or not the call records an autograd node: the node's
+    forward must not turn the missing context into an error when the no-grad call falls back."""
+    x, w = torch.ones(4, 64).requires_grad_(), torch.ones(64)
+    ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
+    ctypes.c_int.in_dll(ext.stub, "stub_rc").value = 201
+    assert ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False) == 2
+    assert ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, True) == 2  # _call then takes _EagerFn
+    ctypes.c_int.in_dll(ext.stub, "stub_rc").value = 0
+    y = ext.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, True)
+    assert "gpu_viz::FusedRMSNorm" in y.grad_fn.name()
+
+
+def test_a_backward_answer_that_is_not_three_tensors_or_none_is_a_type_error(built):
+    """The node unpacks what Python's backward returns: anything but (tensor or None) x 3 must
+    raise, not be read as a tensor (a segfault) or indexed past its end."""
+    so, stub = built
+    x, w = torch.ones(4, 64), torch.nn.Parameter(torch.ones(64))
+    try:
+        for answer in ((1, None, None), (None,), None):
+            mod = launcher.load(so, lambda *a, answer=answer: answer, driver=str(stub), allow_cpu=True)
+            mod.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
+            y = mod.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, True)
+            with pytest.raises(TypeError, match="backward"):
+                y.sum().backward()
+        def raises(*a):
+            raise ValueError("from the Python backward")
+
+        mod = launcher.load(so, raises, driver=str(stub), allow_cpu=True)
+        mod.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
+        with pytest.raises(ValueError, match="from the Python backward"):  # its own type, through the engine
+            mod.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, True).sum().backward()
+    finally:
+        launcher.load(so, fused._ext_backward, driver=str(stub), allow_cpu=True).clear()
+
+
+def test_cpu_tensors_are_a_miss_for_the_cuda_launcher_on_any_torch(built):
+    """Without allow_cpu (the real launcher) a CPU call is a MISS, so Python raises its own
+    ValueError -- also on a CPU-only torch, where asking for the current CUDA device throws."""
+    so, stub = built
+    mod = launcher.load(so, fused._ext_backward, driver=str(stub), allow_cpu=False)
+    try:
+        x, w = torch.ones(4, 64), torch.ones(64)
+        assert mod.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False) == 0
+        assert not mod.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
+    finally:
+        launcher.load(so, fused._ext_backward, driver=str(stub), allow_cpu=True)
+
+
 @pytest.mark.parametrize("op", [RMSNORM, GATE, ADD])
 def test_the_autograd_node_gives_the_python_composite_s_gradients(ext, rng, op):
     M, N = 5, 64
@@ -321,6 +372,57 @@ def test_the_build_says_why_it_cannot_be_done(monkeypatch, tmp_path):
     with pytest.raises(launcher.LauncherUnavailable, match="did not compile:[\\s\\S]*something broke"):
         launcher.build()
     assert not list((tmp_path / "launcher").glob("*.so"))  # nothing half-written left
+
+
+def _fake_compiler(tmp_path, seconds=0.0):
+    """A "compiler" that writes its -o file after ``seconds`` and counts its runs in calls.txt."""
+    fake = tmp_path / "fake c++"
+    fake.write_text("#!/bin/sh\n"
+                    f"echo run >> '{tmp_path}/calls.txt'\n"
+                    f"sleep {seconds}\n"
+                    'while [ "$#" -gt 0 ]; do if [ "$1" = -o ]; then echo so > "$2"; fi; shift; done\n')
+    fake.chmod(0o755)
+    return fake
+
+
+def test_two_processes_building_at_once_compile_once(monkeypatch, tmp_path):
+    monkeypatch.setenv(launcher.CACHE_ENV, str(tmp_path / "cache dir"))
+    monkeypatch.setenv("CXX", str(_fake_compiler(tmp_path, 2)))
+    code = "from gpu_viz.rmsnorm import launcher; print(launcher.build())"
+    root = str(Path(launcher.__file__).resolve().parents[2])
+    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=root, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0] and outs[0] == outs[1] and Path(outs[0]).is_file()
+    assert (tmp_path / "calls.txt").read_text().split() == ["run"]  # the second waited, then found it
+
+
+def test_a_background_build_finishes_after_its_process_exits(monkeypatch, tmp_path):
+    """The first CUDA call starts the build in the background; a script that ends before the
+    compile does must not leave an orphaned compile whose result is thrown away (every short
+    run compiling again): the build completes and the next process finds it."""
+    monkeypatch.setenv(launcher.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("CXX", str(_fake_compiler(tmp_path, 3)))
+    monkeypatch.setenv(launcher.ENV, "cpp")
+    code = ("from gpu_viz.rmsnorm import fused, launcher; launcher.poll(fused._ext_backward); "
+            "import time; time.sleep(0.5); print(launcher.status())")
+    root = str(Path(launcher.__file__).resolve().parents[2])
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "building" in r.stdout, r.stderr
+    for _ in range(300):
+        if launcher.built_path() is not None:
+            break
+        time.sleep(0.1)
+    assert launcher.built_path() is not None
+    assert not [p for p in (tmp_path / "cache" / "launcher").iterdir() if p.is_dir()]  # no temporary left
+
+
+def test_a_cache_dir_that_cannot_be_written_says_so(monkeypatch, tmp_path):
+    blocked = tmp_path / "a file"
+    blocked.write_text("")
+    monkeypatch.setenv(launcher.CACHE_ENV, str(blocked))  # (root ignores mode bits: a file is unwritable)
+    with pytest.raises(launcher.LauncherUnavailable, match="cache dir"):
+        launcher.build()
 
 
 def test_turned_off_it_is_never_built(monkeypatch):

@@ -10,7 +10,8 @@ Python, which validates it, makes its plan and registers the plan here.
 How it is built: with the system C++ compiler against the installed torch's headers and
 libraries (no CUDA toolkit, no nvcc, no ninja), once per source / torch / Python version, into
 ``$GPU_VIZ_CACHE_DIR`` (default ``~/.cache/gpu_viz``).  A compile takes ~30-60 s, so the first
-CUDA call of a fused op starts it in a background thread and calls are served by the Python
+CUDA call of a fused op starts it in a background process (so that a script ending first still
+leaves it built; one build at a time per machine) and calls are served by the Python
 launcher until it is loaded; :func:`ensure` builds in the foreground (the benchmark, the GPU
 checks: ``python -m gpu_viz.rmsnorm.launcher``).
 
@@ -31,6 +32,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, List, Optional
 
@@ -150,19 +152,48 @@ def compile_command(out: Path, std: str = "c++17", name: Optional[str] = None) -
     return cmd
 
 
+@contextmanager
+def _build_lock(target: Path):
+    """One build of ``target`` at a time across processes (an flock, released when its process
+    ends however it ends); no lock where fcntl is missing."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(target.with_name(target.name + ".lock"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def build(force: bool = False, timeout: float = BUILD_TIMEOUT_S) -> Path:
     """Compile the launcher (or find it compiled already); returns the shared library's path.
+    A process building while another builds the same launcher waits for it and takes its result.
 
     Raises:
-        LauncherUnavailable: no torch, no compiler, or the compile failed (the compiler's last
-            lines in the message).
+        LauncherUnavailable: no torch, no compiler, a cache dir that cannot be written, or the
+            compile failed (the compiler's last lines in the message).
     """
     name = module_name()
     ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     target = cache_dir() / (name + ext)
     if target.is_file() and not force:
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with _build_lock(target):
+            if target.is_file() and not force:
+                return target  # built by another process while this one waited
+            return _compile(target, name, ext, timeout)
+    except OSError as e:
+        raise LauncherUnavailable(f"cannot write the launcher's cache dir {target.parent} ({e}); "
+                                  f"set {CACHE_ENV} to a writable directory") from None
+
+
+def _compile(target: Path, name: str, ext: str, timeout: float) -> Path:
     errors = []
     for std in ("c++17", "c++20"):  # torch < 2.10 builds with C++17; newer headers may want C++20
         with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
@@ -171,7 +202,7 @@ def build(force: bool = False, timeout: float = BUILD_TIMEOUT_S) -> Path:
                 r = subprocess.run(compile_command(out, std, name), capture_output=True, text=True, timeout=timeout)
             except subprocess.TimeoutExpired:
                 raise LauncherUnavailable(f"the compile took more than {timeout:.0f} s") from None
-            except OSError as e:
+            except OSError as e:  # (the compiler's own; the cache dir's reach build() as OSError)
                 raise LauncherUnavailable(f"the compiler could not be run ({e})") from None
             if r.returncode == 0 and out.is_file():
                 os.replace(out, target)  # atomic: a concurrent build's result is as good
@@ -207,9 +238,34 @@ def load(path: Path, backward: Callable, driver: str = DRIVER, allow_cpu: bool =
     return mod
 
 
+def _build_in_child(timeout: float = BUILD_TIMEOUT_S) -> Path:
+    """:func:`build` in a process of its own (the background build): the compile then finishes,
+    and its result is kept, also when this process exits first (a short script); the next
+    process finds it built instead of compiling again."""
+    code = ("import sys\nfrom gpu_viz.rmsnorm import launcher\ntry:\n    print(launcher.build())\n"
+            "except launcher.LauncherUnavailable as e:\n    sys.stderr.write(str(e))\n    sys.exit(3)\n")
+    root = str(Path(__file__).resolve().parents[2])  # the directory holding the gpu_viz package
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        r = subprocess.run([sys.executable, "-c", code], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=timeout + 120, start_new_session=sys.platform != "win32")
+    except subprocess.TimeoutExpired:
+        raise LauncherUnavailable(f"the build took more than {timeout + 120:.0f} s") from None
+    except OSError as e:
+        raise LauncherUnavailable(f"the build process could not be started ({e})") from None
+    if r.returncode == 3:
+        raise LauncherUnavailable(r.stderr.strip())
+    path = Path(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 and r.stdout.strip() else None
+    if path is None or not path.is_file():
+        tail = "\n".join((r.stderr or r.stdout).strip().splitlines()[-6:])
+        raise LauncherUnavailable(f"the build process failed (exit status {r.returncode}):\n{tail}")
+    return path
+
+
 def _build_and_load(backward: Callable) -> None:
     try:
-        path = build()
+        path = built_path() or _build_in_child()
         _STATE["path"] = path
         _STATE["module"] = load(path, backward)
     except LauncherUnavailable as e:
