@@ -116,6 +116,8 @@ bool add_operand(Key& key, PyObject* o, const at::Tensor** out, bool* requires_g
   if (t != g_tensor_type && t != g_parameter_type) return false;
   const at::Tensor& a = THPVariable_Unpack(o);
   if (!a.defined() || a.layout() != at::kStrided || !a.has_storage()) return false;
+  // a negated view's bit, or a null pointer (freed storage): Python resolves or refuses them
+  if (a.is_neg() || (a.numel() > 0 && a.data_ptr() == nullptr)) return false;
   if (!(a.is_cuda() || (g_allow_cpu && a.is_cpu()))) return false;
   const auto st = a.scalar_type();
   if (st != at::kFloat && st != at::kHalf && st != at::kBFloat16) return false;

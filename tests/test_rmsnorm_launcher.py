@@ -576,3 +576,31 @@ def test_the_doctor_says_whether_calls_take_the_launcher(monkeypatch, tmp_path):
     assert launcher.describe().startswith("unavailable: no C++ compiler") and "Python launcher" in launcher.describe()
     monkeypatch.setenv(launcher.ENV, "python")
     assert launcher.describe().startswith("turned off") and launcher._STATE["thread"] is None
+
+
+def test_negated_views_and_freed_storage_never_reach_a_kernel(ext):
+    """A lazily negated view (its sign is a bit, not memory) misses in C++, and the Python path
+    resolves it; a tensor whose storage was freed (a null data pointer) misses too, and Python
+    refuses it by name (a kernel would read address 0)."""
+    x, w = torch.ones(4, 64), torch.ones(64)
+    ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
+    neg = torch._neg_view(x)
+    assert neg.is_neg() and ext.call(RMSNORM, neg, None, w, 1e-6, 0.0, FP32, False) == 0
+    assert fused._operand("x", neg).array.is_neg() is False
+    torch.testing.assert_close(fused._operand("x", neg).array, -x)
+    freed = torch.ones(4, 64)
+    freed.untyped_storage().resize_(0)
+    assert ext.call(RMSNORM, freed, None, w, 1e-6, 0.0, FP32, False) == 0
+    with pytest.raises(ValueError, match="x has no data"):
+        fused._operand("x", freed)
+
+
+@gpu
+def test_a_negated_view_gives_the_negated_input_s_result(cuda_launcher, rng):
+    x = _rand(rng, (64, 4096), "float16")
+    w = _rand(rng, (4096,), "float16")
+    want = ops.rmsnorm(-x, w)
+    for _ in range(2):  # the second call: a cached layout, the neg bit still honoured
+        got = ops.rmsnorm(torch._neg_view(x), w)
+        torch.cuda.synchronize()
+        assert torch.equal(got, want)

@@ -346,6 +346,11 @@ def _operand(name: str, a, fw_expected: Optional[str] = None) -> _Operand:
         raise TypeError(f"{name} has dtype {dtype}; expected float32, float16 or bfloat16 "
                         "(integer and float64 tensors are not accepted)") from None
     if fw == "torch":
+        if a.is_neg():  # a lazily negated view (torch._neg_view): the kernels read memory, not the bit
+            a = a.resolve_neg()
+        if a.numel() and not a.data_ptr():  # e.g. a parameter whose storage was freed (resized to 0)
+            raise ValueError(f"{name} has no data (its data pointer is null: storage freed or never "
+                             "allocated); pass a tensor whose memory holds its values")
         shape, strides = tuple(a.shape), tuple(a.stride())
     else:
         item = a.dtype.itemsize
@@ -841,8 +846,9 @@ def _fast(op: str, x, x2, weight, eps, offset, cast):
         if type(r) is not int:
             return r
     if (type(eps) not in (float, int) or type(offset) not in (float, int) or not x.is_cuda
-            or not weight.is_cuda or (x2 is not None and not x2.is_cuda)):
-        plan, key = None, None  # e.g. a numpy scalar, a CPU tensor: checked every call
+            or not weight.is_cuda or (x2 is not None and not x2.is_cuda)
+            or x.is_neg() or weight.is_neg() or (x2 is not None and x2.is_neg())):
+        plan, key = None, None  # e.g. a numpy scalar, a CPU tensor, a negated view: checked every call
     else:
         key = (op, type(x), x.shape, x.stride(), x.dtype, x.get_device(), x.data_ptr() % 16,
                type(weight), weight.shape, weight.stride(), weight.dtype, weight.get_device(), weight.data_ptr() % 16,
