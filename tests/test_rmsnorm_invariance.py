@@ -136,8 +136,13 @@ def test_state_dicts_load_unchanged():
     assert torch.equal(g.weight, torch.zeros(64))  # the identity before loading
     g.load_state_dict(gemma_sd, strict=True)
     assert "weight_offset=1" in repr(g) and "cast='llama'" in repr(m)
-    with pytest.raises(ValueError, match="cast must be one of"):
-        ops.FusedRMSNorm(8, cast="gemma")
+    with pytest.raises(ValueError, match="cast must be one of .*'llama': HF LlamaRMSNorm's order"):
+        ops.FusedRMSNorm(8, cast="gemma")  # the same words as the op's own check
+    for bad in (torch.int32, torch.float64, torch.complex64):  # refused when made, naming dtype
+        with pytest.raises(TypeError, match=r"dtype \(of the weight\) must be torch.float32"):
+            ops.FusedRMSNorm(8, dtype=bad)
+    with pytest.raises(TypeError, match="weight must be a torch CUDA tensor or a CuPy array, got None"):
+        ops.rmsnorm(torch.ones(2, 8), None)
 
 
 def test_new_arguments_checked():

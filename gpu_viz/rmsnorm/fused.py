@@ -329,7 +329,16 @@ class _Operand:
     strides: Tuple[int, ...]  # in elements
 
 
+def _check_cast(cast) -> str:
+    if cast not in CASTS:
+        raise ValueError(f"cast must be one of {CASTS} ('llama': HF LlamaRMSNorm's order, the normalised "
+                         f"value rounded to x's dtype before the weight), got {cast!r}")
+    return cast
+
+
 def _operand(name: str, a, fw_expected: Optional[str] = None) -> _Operand:
+    if a is None:
+        raise TypeError(f"{name} must be a torch CUDA tensor or a CuPy array, got None")
     fw = _framework(a)
     if fw is None:
         kind = type(a).__module__.split(".")[0] + "." + type(a).__name__
@@ -410,9 +419,7 @@ def _validate(x, weight, gate, eps, *, residual=None, weight_offset=0.0, cast: s
             _check_last_dim(o)
     eps = _check_eps(eps)
     offset = check_f32_arg("weight_offset", weight_offset)
-    if cast not in CASTS:
-        raise ValueError(f"cast must be one of {CASTS} ('llama': HF LlamaRMSNorm's order, the normalised "
-                         f"value rounded to x's dtype before the weight), got {cast!r}")
+    _check_cast(cast)
     dev = None
     for o in (xo, wo, go):
         if o is None:
@@ -1083,8 +1090,7 @@ def _call(op: str, x, x2, weight, eps, weight_offset, cast):
         if _is_compiling():
             # the op's implementation validates everything else (once per call, also when traced)
             eps, offset = _check_eps(eps), check_f32_arg("weight_offset", weight_offset)
-            if cast not in CASTS:
-                _validate(x, weight, gate, eps, residual=residual, cast=cast)  # raises, naming cast
+            _check_cast(cast)
             fn = getattr(torch.ops.gpu_viz, op)
             return fn(x, weight, eps, offset, cast == CAST_LLAMA) if x2 is None else fn(
                 x, x2, weight, eps, offset, cast == CAST_LLAMA)
@@ -1218,9 +1224,10 @@ if torch is not None:
             N = _check_int("N", N, 1, MAX_N)
             self.eps = _check_eps(eps)
             self.weight_offset = check_f32_arg("weight_offset", weight_offset)
-            if cast not in CASTS:
-                raise ValueError(f"cast must be one of {CASTS}, got {cast!r}")
-            self.cast = cast
+            self.cast = _check_cast(cast)
+            if dtype is not None and dtype not in (torch.float32, torch.float16, torch.bfloat16):
+                raise TypeError(f"dtype (of the weight) must be torch.float32, torch.float16 or "
+                                f"torch.bfloat16, got {dtype}")
             init = torch.zeros if self.weight_offset == 1.0 else torch.ones
             self.weight = torch.nn.Parameter(init(N, device=device, dtype=dtype))
 
