@@ -161,7 +161,9 @@ def test_dry_run_lists_every_step_and_the_estimate(capsys):
     assert args.func(args) == 0  # no GPU here: the plan needs none
     out = capsys.readouterr().out.splitlines()
     steps = bm.plan_steps()
-    assert len(out) == 1 + len(steps) + 2
+    assert len(out) == 3 + len(steps) + 2
+    assert out[0].startswith("The steps `gpu-viz bench` takes on a GPU; nothing is measured here.")
+    assert "estimated" in out[0] and "not a measurement" in out[0]
     assert "rmsnorm_gate" in out[-3] and "1024x262144" in out[-3] and "float32" in out[-3]
     assert "estimated" in out[-1] and "an estimate" in out[-1] and f"{len(steps)} steps" in out[-1]
     assert any("Liger refuses N > 65536" in line for line in out)

@@ -1013,13 +1013,15 @@ def plan_text(quick: bool = False, reps: int = DEFAULT_REPS) -> str:
     provider, timings, reps, compile, note, estimated s) and the estimated total (marked as
     an estimate).  No GPU needed."""
     steps = plan_steps(quick, reps)
-    lines = [f"{'op':12s} {'M x N':>13s} {'dtype':8s} {'provider':15s} {'timings':11s} {'reps':>4s} "
+    est = estimate(steps)
+    head = (f"The steps `gpu-viz bench{' --quick' if quick else ''}` takes on a GPU; nothing is measured here. "
+            f"{est['steps']} steps, estimated {est['total_s']:.0f} s on an H200 (an estimate, not a measurement).")
+    lines = [head, "", f"{'op':12s} {'M x N':>13s} {'dtype':8s} {'provider':15s} {'timings':11s} {'reps':>4s} "
              f"{'est s':>6s}  compile / note"]
     for st in steps:
         extra = "; ".join(x for x in (st["compile"] and f"torch.compile {st['compile']}", st["note"]) if x)
         lines.append(f"{st['op']:12s} {str(st['M']) + 'x' + str(st['N']):>13s} {st['dtype']:8s} "
                      f"{st['provider']:15s} {'+'.join(st['timings']):11s} {st['reps']:>4d} {st['est_s']:6.2f}  {extra}")
-    est = estimate(steps)
     parts = ", ".join(f"{k} {v:.0f} s" for k, v in est["by_part"].items())
     lines += ["", f"{est['steps']} steps, {est['compiles']} torch.compile compiles; estimated {est['total_s']:.0f} s "
               f"on an H200 ({parts}) -- an estimate from bench.EST_S, not a measurement"]

@@ -508,7 +508,8 @@ def register_cli(subparsers) -> None:
                                           "is installed), beside the copy kernel and the launch floor, each "
                                           "output checked against a float64 reference first; print the table "
                                           "and save the JSON record.  Needs a CUDA GPU.")
-    p.add_argument("--quick", action="store_true", help="a few shapes, fp16 only")
+    p.add_argument("--quick", action="store_true",
+                   help="a few shapes in fp16, the per-call rows (fp16 and bf16), no wide rows")
     p.add_argument("--out", type=Path, default=Path("."),
                    help="folder for the JSON record (default: the current folder; the course's committed "
                         "records are in benchmarks/results/)")
