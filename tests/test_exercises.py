@@ -378,3 +378,23 @@ def test_never_written_outranks_the_source_hazards():
     assert hz and "__syncthreads" in hz[0]
     v = kernel_lab._diagnose_block_sum("09.block_sum", {1: float("nan")}, [], True, hazards=hz)
     assert v.ok is False and "never written" in v.message
+
+
+def test_10_floor_is_a_reference_from_the_bench_run_and_says_when_it_was_beaten(cpu_mode):
+    """The copy bandwidth of 10.floor in CPU mode is the bench run's (the run that timed the kernel the
+    checker shows), named; the verdict calls it a reference and explains a kernel faster than it."""
+    from gpu_viz.rmsnorm import bench as bm
+
+    rec = bm.newest_record()
+    if rec is None or not rec.get("copy_GBps"):
+        pytest.skip("no committed bench record with a copy bandwidth")
+    g = ex.given("10.floor")
+    assert g["copy_GBps"] == pytest.approx(rec["copy_GBps"]) and g["copy_source"].startswith("the bench run's copy")
+    task = ex.get("10.floor").task
+    assert "reference time, not a hard floor" in task and "least time" not in task
+    text = ex.check("10.floor", g["bytes"] / (g["copy_GBps"] * 1e9) * 1e6).text()
+    assert "the bench run's copy" in text
+    kernel = next((r for r in rec["rows"] if (r["op"], r["impl"], r["M"], r["N"], r["dtype"], r["timing"]) ==
+                   ("rmsnorm_gate", "fused", g["M"], g["N"], "float16", "kernel")), None)
+    if kernel is not None and kernel["median_us"] < g["bytes"] / (g["copy_GBps"] * 1e9) * 1e6:
+        assert "beat the copy reference" in text and "not a hard floor" in text

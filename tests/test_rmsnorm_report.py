@@ -139,3 +139,57 @@ def test_the_launcher_line_says_how_ours_was_launched():
     assert report.launcher_line("built: /x/y.so") == "These calls of ours went through the C++ launcher."
     line = report.launcher_line("unavailable: cannot open libcuda.so.1: no such file")
     assert "unavailable there" in line and "libcuda" not in line  # no raw error on a slide
+
+
+# -- display names and layout of a rendered table / chart (notebook 10's slides) ---------------------
+
+def test_rendered_tables_use_display_names_and_keep_the_cli_names(record):
+    rows = [r for r in record["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES and r["op"] == "rmsnorm"
+            and r["dtype"] == "float16"]
+    t = R.table(rows, provenance=records.label(record))
+    import html as _html
+
+    html = _html.unescape(t.html()).replace("\u00a0", " ")
+    for code, shown in (("native µs", "F.rms_norm µs"), ("fused µs", "ours µs"), ("liger µs", "Liger µs")):
+        assert f">{shown}<" in html and f">{code}<" not in html
+        assert code in t.markdown()  # the CLI's tables keep the provider names they are asked by
+    assert "the deck's 4-phase kernel" in html and "deck4phase" not in html
+    assert ">RMSNorm<" in html and ">fp16<" in html and ">rmsnorm<" not in html
+
+
+def test_checks_table_reads_as_text():
+    t = R.checks_table([("rmsnorm fused 16384x32768 float16: >= 90% of copy bandwidth", False,
+                         "3,713 GB/s = 87.3% of copy 4,251 GB/s")])
+    html = t.html()
+    assert "text-align:right" not in html  # a column of sentences is left-aligned
+    assert "≥ 90" in html and ">=" not in html
+    assert "4,251\u00a0GB/s" in html and "3,713\u00a0GB/s" in html  # a number keeps its unit on its line
+
+
+def test_number_columns_align_right_and_word_columns_left():
+    t = R.Table(["op", "N", "share"], [["RMSNorm", "4,096", "87"], ["RMSNorm + gate", "768", "n/a"]])
+    heads = re.findall(r"<th style='text-align:(\w+)", t.html())
+    assert heads == ["left", "right", "right"]
+
+
+def test_bar_chart_legend_and_title_in_display_words(record):
+    rows = [r for r in record["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES and r["op"] == "rmsnorm_gate"]
+    fig = R.bar_chart(rows, provenance=records.label(record), timing="call", op="rmsnorm_gate", dtype="float16")
+    ax = fig.axes[0]
+    labels = [" ".join(t.get_text().split()) for t in ax.get_legend().get_texts()]
+    assert "ours" in labels and "torch.compile" in labels and "fused" not in labels
+    assert all("_" not in lab for lab in labels), labels
+    assert ax.get_title() == "RMSNorm + gate, per call" and ax.get_ylabel() == "median µs per call"
+    fig = R.bar_chart(rows, provenance=records.label(record), timing="kernel", op="rmsnorm_gate", dtype="float16")
+    assert fig.axes[0].get_ylabel() == "median µs, kernel only"
+
+
+def test_nb10_slides_name_what_they_show():
+    """Items an instructor caught: titles true in CPU mode, the copy line a reference, the launcher."""
+    nb = nbformat.read(str(NB10), as_version=4)
+    text = "\n".join(c.source for c in nb.cells)
+    assert "measured here" not in "\n".join(c.source for c in nb.cells if c.source.startswith("###"))
+    assert "cannot beat a copy --" in text and "the measurement wins" in text
+    assert "launches through ctypes" not in text and "C++ launcher has not been timed on a GPU yet" in text
+    assert "about 1 GiB of x per call" not in text and "0.5 GiB at 2048 x 131072" in text
+    assert "warp-per-row for small N" not in text

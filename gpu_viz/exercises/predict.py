@@ -862,7 +862,20 @@ def _check_10_bytes(answer):
 
 
 def _given_10_floor():
-    return {"M": M10, "N": N10, "dtype": "float16", "bytes": 3 * M10 * N10 * 2 + N10 * 2, **_copy_GBps()}
+    """The bytes and the copy bandwidth to divide them by: measured now on a GPU; in CPU mode the
+    bench record's copy -- the run that timed the fused kernel the checker shows -- else the
+    hardware record's, each named."""
+    facts = {"M": M10, "N": N10, "dtype": "float16", "bytes": 3 * M10 * N10 * 2 + N10 * 2}
+    if live():
+        return {**facts, **_copy_GBps()}
+    from ..measure import records
+
+    rec = records.newest("*-fused.json")
+    if rec and rec.get("copy_GBps"):
+        return {**facts, "copy_GBps": float(rec["copy_GBps"]),
+                "copy_source": f"the bench run's copy, {records.label(rec)}"}
+    copy = _copy_GBps()
+    return {**facts, **copy, "copy_source": f"the hardware record's copy, {copy['copy_source']}"}
 
 
 def _fused_gate_us():
@@ -898,8 +911,8 @@ def _check_10_floor(answer):
     g = _given_10_floor()
     want = g["bytes"] / (g["copy_GBps"] * 1e9) * 1e6
     peak = info().peak_bandwidth_GBps
-    v = grade_number("10.floor", answer, want, 0.02, "microseconds at the copy bandwidth", {
-        "you used the spec sheet's peak bandwidth: the practical roofline is the measured copy.":
+    v = grade_number("10.floor", answer, want, 0.02, "microseconds at the copy kernel's bandwidth", {
+        "you used the spec sheet's peak bandwidth: the reference here is the measured copy kernel.":
             g["bytes"] / (peak * 1e9) * 1e6 if peak else None,
         "you divided by GiB/s: GB/s is 1e9 bytes per second.": g["bytes"] / (g["copy_GBps"] * GiB) * 1e6,
         "that is milliseconds: multiply by 1e3.": want / 1e3,
@@ -907,7 +920,15 @@ def _check_10_floor(answer):
     if v.ok:
         us, where = _fused_gate_us()
         if us is not None:
-            v.details.append(f"the fused kernel: {us:,.1f} µs ({where}): it runs at {100 * want / us:.0f}% of the copy bandwidth")
+            share = 100 * want / us
+            v.details.append(f"the fused kernel: {us:,.1f} µs ({where}): it moves its bytes at {share:.0f}% "
+                             "of the copy kernel's bandwidth")
+            if us < want:
+                v.details.append(
+                    f"it beat the copy reference by {share - 100:.1f}%: the reference is a 1:1 copy (one byte "
+                    "read per byte written), not a hard floor. The gate reads two bytes (x, gate) per byte it "
+                    "writes, and a read-heavy stream turns the DRAM bus around between reads and writes less "
+                    "often than a copy, so it can move slightly more bytes per second.")
     return v
 
 
@@ -922,9 +943,14 @@ register(Exercise(
     ("gate left out", "fp32 sizes", "eager intermediates")))
 
 register(Exercise(
-    "10.floor", "10_fused_rmsnorm_gate", PREDICT, "The fused kernel's floor",
-    "**Exercise: predict, then run.** At the copy bandwidth `g['copy_GBps']` GB/s, what is the least time "
-    "in microseconds the fused kernel can take at this shape? The checker then shows the kernel's time.",
+    "10.floor", "10_fused_rmsnorm_gate", PREDICT, "The fused kernel at copy speed",
+    "**Exercise: predict, then run.** If the fused kernel moved its bytes at the copy kernel's bandwidth, "
+    "`g['copy_GBps']` GB/s (from `g['copy_source']`), how many microseconds would it take at this shape? "
+    "That is a reference time, not a hard floor: the checker then shows the kernel's measured time.\n\n"
+    "*Beside it: in the H200 record the fused gate ran about 1 % faster than this reference. A copy reads "
+    "one byte per byte it writes; the gate reads two (x and gate) per byte of y, and a read-heavy stream "
+    "turns the DRAM bus around between reads and writes less often, so it can move slightly more bytes "
+    "per second than the copy that sets the reference.*",
     _placeholder("10.floor", "microseconds"),
     _solution("10.floor", "g['bytes'] / (g['copy_GBps'] * 1e9) * 1e6"),
     "## 6. The performance targets", _given_10_floor, _check_10_floor,

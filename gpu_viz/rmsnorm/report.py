@@ -26,8 +26,14 @@ class Table:
     """A table of rows: ``html()`` for notebooks (also its rich display), ``markdown()`` and
     ``plain()`` (``str()``) for the CLI.  ``caption`` carries the provenance."""
 
-    def __init__(self, header: List[str], body: List[List[str]], caption: str = ""):
+    def __init__(self, header: List[str], body: List[List[str]], caption: str = "",
+                 labels: Optional[Dict[str, str]] = None, align: Optional[Sequence[str]] = None):
         self.header, self.body, self.caption = header, body, caption
+        #: identifiers (a header or a whole cell, e.g. "fused µs", "rmsnorm") and how ``html()``
+        #: -- the slides' and notebooks' rendering -- writes them; markdown / plain keep the names
+        self.labels = dict(labels or {})
+        #: per column "left" | "right"; None: numbers right, text left (:func:`_column_align`)
+        self.align = list(align) if align is not None else None
 
     def markdown(self) -> str:
         lines = ["| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
@@ -47,10 +53,16 @@ class Table:
         return "\n".join(lines)
 
     def html(self) -> str:
-        e = _html.escape
-        head = "".join(f"<th style='text-align:right;padding:2px 8px'>{e(h)}</th>" for h in self.header)
-        body = "".join("<tr>" + "".join(f"<td style='text-align:right;padding:2px 8px'>{e(c)}</td>"
-                                        for c in r) + "</tr>" for r in self.body)
+        align = self.align or [_column_align([r[i] for r in self.body if i < len(r)])
+                               for i in range(len(self.header))]
+
+        def e(text):  # display name, escaped, a number kept with its unit on one line
+            return _html.escape(_keep_units(self.labels.get(text, text)))
+
+        head = "".join(f"<th style='text-align:{a};padding:2px 8px'>{e(h)}</th>"
+                       for h, a in zip(self.header, align))
+        body = "".join("<tr>" + "".join(f"<td style='text-align:{a};padding:2px 8px'>{e(c)}</td>"
+                                        for c, a in zip(r, align)) + "</tr>" for r in self.body)
         cap = f"<caption style='caption-side:bottom;text-align:left'>{e(self.caption)}</caption>" \
             if self.caption else ""
         return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -61,6 +73,49 @@ class Table:
         return self.plain()
 
     __repr__ = __str__
+
+
+#: A table cell that reads as a number: "4.92", "1,211", "12.3 (5.0x)", "87%", "—", "0.5 / 0.6".
+_NUMBER_CELL = re.compile(r"^[\s—–+\-\d.,x%()/µsGB]*$")
+#: A number and its unit, kept on one line in HTML (a non-breaking space between them).
+_NUMBER_UNIT = re.compile(r"(\d)\s+(GB/s|GiB|MiB|MB|KB|µs|ms|%|x\b|threads\b|rows?\b|bytes\b)")
+
+
+def _column_align(cells: Sequence[str]) -> str:
+    """"right" for a column of numbers (digits line up), "left" for one of words."""
+    filled = [c for c in cells if c and c not in ("—", "n/a")]  # "not measured" / "no such baseline"
+    return "right" if filled and all(_NUMBER_CELL.match(c) for c in filled) else "left"
+
+
+def _keep_units(text: str) -> str:
+    """``text`` with each number bound to its unit ("4,251\u00a0GB/s"): a wrapped cell never
+    leaves the unit alone on the next line."""
+    return _NUMBER_UNIT.sub("\\1\u00a0\\2", str(text))
+
+
+#: How a provider is named on a slide.
+PROVIDER_WORDS = {"fused": "ours", "native": "F.rms_norm", "compile": "torch.compile", "eager": "eager",
+                  "liger": "Liger", "native_grad": "F.rms_norm, weight requires grad",
+                  "fused_grad": "ours, weight requires grad", "deck4phase": "the deck's 4-phase kernel"}
+#: How an op is named on a slide.
+OP_WORDS = {"rmsnorm": "RMSNorm", "rmsnorm_gate": "RMSNorm + gate", "rmsnorm_add": "RMSNorm + residual add"}
+#: dtype names as a slide writes them.
+DTYPE_WORDS = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+
+
+def impl_words(impl: str) -> str:
+    """A provider's name on a slide (:data:`PROVIDER_WORDS`; an unlisted one keeps its name)."""
+    return PROVIDER_WORDS.get(impl, impl)
+
+
+def display_labels() -> Dict[str, str]:
+    """Identifiers as a rendered table writes them: each provider's column header ("fused µs"
+    -> "ours µs"), op and dtype cells ("rmsnorm_gate" -> "RMSNorm + gate")."""
+    out = {f"{p} µs": f"{w} µs" for p, w in PROVIDER_WORDS.items()}
+    out.update(PROVIDER_WORDS)
+    out.update(OP_WORDS)
+    out.update(DTYPE_WORDS)
+    return out
 
 
 def table(rows: Sequence[Dict], provenance: str = "", layout: str = "wide", copy_GBps: Optional[float] = None,
@@ -88,7 +143,7 @@ def table(rows: Sequence[Dict], provenance: str = "", layout: str = "wide", copy
                 line.append(f"{100 * r['GBps'] / copy_GBps:.0f}%")
             line.append(_fmt(r.get("speedup_vs_eager"), "{:.2f}x"))
             body.append(line)
-        return Table(header, body, provenance)
+        return Table(header, body, provenance, labels=display_labels())
     order = [p for op in OPS for p in PROVIDERS[op]]
     present = sorted({r["impl"] for r in rows}, key=lambda p: order.index(p) if p in order else 99)
     if impls is not None:
@@ -110,7 +165,7 @@ def table(rows: Sequence[Dict], provenance: str = "", layout: str = "wide", copy
                 s = r.get("speedup_vs_eager")
                 line.append(_fmt(r["median_us"]) + (f" ({s:.1f}x)" if s and p != "eager" else ""))
         body.append(line)
-    return Table(header, body, provenance)
+    return Table(header, body, provenance, labels=display_labels())
 
 
 def _provenance_or_live(provenance: Optional[str]) -> str:
@@ -129,7 +184,19 @@ BAR_CHART_MAX_GROUPS = 6
 def _shape_label(g, multi_op: bool, multi_dt: bool) -> str:
     """A group's tick label: M over N (narrow enough for six groups), op and dtype when they vary."""
     op, M, N, dt = g
-    return (f"{op}\n" if multi_op else "") + f"{M} x\n{N}" + (f"\n{dt}" if multi_dt else "")
+    return (f"{OP_WORDS.get(op, op)}\n" if multi_op else "") + f"{M} x\n{N}" + \
+        (f"\n{DTYPE_WORDS.get(dt, dt)}" if multi_dt else "")
+
+
+def _legend_words(impl: str) -> str:
+    """A provider's legend entry: its slide name, a long one over two lines ("ours, weight\nrequires grad")."""
+    w = impl_words(impl)
+    if len(w) <= 16:
+        return w
+    if ", " in w:
+        return w.replace(", ", ",\n", 1)
+    cut = min((i for i, ch in enumerate(w) if ch == " "), key=lambda i: abs(i - len(w) / 2), default=None)
+    return w if cut is None else w[:cut] + "\n" + w[cut + 1:]
 
 
 def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: str = KERNEL,
@@ -184,13 +251,14 @@ def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: st
         w = 0.8 / len(impls)
         for j, p in enumerate(impls):
             ys = [vals.get(g + (p,), np.nan) for g in groups]
-            ax.bar(x + (j - (len(impls) - 1) / 2) * w, ys, w, label=p,
+            ax.bar(x + (j - (len(impls) - 1) / 2) * w, ys, w, label=_legend_words(p),
                    color=style.OKABE_ITO[j % len(style.OKABE_ITO)])
         multi_op = len({g[0] for g in groups}) > 1
         multi_dt = len({g[3] for g in groups}) > 1
         ax.set_xticks(x)
         ax.set_xticklabels([_shape_label(g, multi_op, multi_dt) for g in groups], fontsize=style.SMALL_PT)
-        ylabel = {"median_us": "median µs per call", "GBps": "effective GB/s",
+        ylabel = {"median_us": "median µs per call" if timing == CALL else "median µs, kernel only",
+                  "GBps": "effective GB/s",
                   "speedup_vs_eager": "speed-up over eager (x)"}[metric]
         ax.set_ylabel(ylabel, fontsize=style.BODY_PT)
         top = max(v for v in vals.values())
@@ -199,7 +267,10 @@ def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: st
             top = max(top, copy_GBps)
             ax.axhline(copy_GBps, color="k", ls="--", lw=1.5, label=f"device copy {copy_GBps:,.0f} GB/s")
         # headroom above the tallest bar for the legend's rows (upper left, three entries a row)
-        legend_rows = -(-(len(impls) + roofline) // 3)
+        # three entries a row; two where an entry is long ("ours, weight requires grad"): the legend
+        # stays inside the axes
+        ncol = 2 if any(len(impl_words(p)) > 14 for p in impls) else 3
+        legend_rows = -(-(len(impls) + roofline) // ncol) + any("\n" in _legend_words(p) for p in impls)
         ax_h_pt = ax.get_position().height * fig.get_size_inches()[1] * 72
         room = min(0.6, (legend_rows * style.SMALL_PT * 1.6 + 24) / max(ax_h_pt, 1.0))
         if metric == "median_us":
@@ -212,12 +283,12 @@ def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: st
             ax.yaxis.set_minor_formatter(NullFormatter())
         else:
             ax.set_ylim(0, top / (1 - room))
-        what = " / ".join(sorted({g[0] for g in groups}))
-        ax.set_title(f"{what}, {timing} timing", fontsize=style.BODY_PT)
+        what = " / ".join(OP_WORDS.get(o, o) for o in sorted({g[0] for g in groups}))
+        ax.set_title(f"{what}, {'per call' if timing == CALL else 'kernel only'}", fontsize=style.BODY_PT)
         ax_w_in = ax.get_position().width * fig.get_size_inches()[0]
         ax.set_xlabel(style.wrap("Data: " + label, max(ax_w_in, 3.0)), fontsize=style.SMALL_PT,
                       color=style.PROVENANCE_COLOR)
-        ax.legend(loc="upper left", ncol=min(3, len(impls) + roofline), fontsize=style.SMALL_PT, columnspacing=1.0,
+        ax.legend(loc="upper left", ncol=min(ncol, len(impls) + roofline), fontsize=style.SMALL_PT, columnspacing=1.0,
                   handlelength=1.2, handletextpad=0.4)
         ax.grid(axis="y", alpha=0.3)
         if own:
@@ -262,19 +333,15 @@ def seed_comparison(rows: Sequence[Dict], provenance: str, dtype: str = "float16
 
 def checks_table(checks: Sequence[Tuple[str, bool, str]]) -> Table:
     """:func:`gpu_viz.rmsnorm.bench.summary_checks` output as a :class:`Table`."""
-    return Table(["check", "passed", "detail"], [[c, "yes" if p else "NO", d] for c, p, d in checks])
+    def words_(text):  # the comparison signs a reader expects
+        return str(text).replace(">=", "≥").replace("<=", "≤")
+
+    return Table(["check", "passed", "detail"], [[words_(c), "yes" if p else "NO", words_(d)] for c, p, d in checks],
+                 align=["left", "left", "left"])
 
 
 # -- the wide rows, the per-call rows, batch invariance (notebook 10) ----------------------------
 
-#: How a provider is named on a slide.
-PROVIDER_WORDS = {"fused": "ours", "native": "F.rms_norm", "compile": "torch.compile", "eager": "eager",
-                  "liger": "Liger", "native_grad": "F.rms_norm, weight requires grad",
-                  "fused_grad": "ours, weight requires grad"}
-#: How an op is named on a slide.
-OP_WORDS = {"rmsnorm": "RMSNorm", "rmsnorm_gate": "RMSNorm + gate", "rmsnorm_add": "RMSNorm + residual add"}
-#: dtype names as a slide writes them.
-DTYPE_WORDS = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 #: The wide baselines in the order the wide table shows them.
 WIDE_BASELINES = ("native", "compile", "eager", "liger")
 
