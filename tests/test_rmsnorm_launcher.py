@@ -604,3 +604,12 @@ def test_a_negated_view_gives_the_negated_input_s_result(cuda_launcher, rng):
         got = ops.rmsnorm(torch._neg_view(x), w)
         torch.cuda.synchronize()
         assert torch.equal(got, want)
+
+
+def test_clear_plans_clears_both_caches(ext, monkeypatch):
+    x, w = torch.ones(4, 64), torch.ones(64)
+    ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
+    fused._plans()[("a key",)] = False
+    monkeypatch.setattr(fused, "_EXT", [ext])
+    fused.clear_plans()
+    assert ext.size() == 0 and not fused._plans()

@@ -692,6 +692,14 @@ def _plans() -> Dict:
         return _TLS.plans
 
 
+def clear_plans() -> None:
+    """Forget every launch plan: this thread's Python plans and the C++ launcher's cache (the
+    next call of each layout is validated and planned again)."""
+    _plans().clear()
+    if _EXT[0] is not None:
+        _EXT[0].clear()
+
+
 def _driver():
     """``cuLaunchKernel`` and ``cuGetErrorName`` from the CUDA driver, through ctypes (None
     where the driver library cannot be opened: then plans launch through CuPy)."""
