@@ -359,6 +359,45 @@ __device__ __forceinline__ float cta_sumsq_smem(const Pack<T, VEC>* sx, int firs
     return warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
 }
 
+// y of one 16-byte vector: T(x [* silu(g)] * (w + w_offset) * r), in fp32 (modes 1-5).
+template <bool GATE, typename T, typename WT, int VEC>
+__device__ __forceinline__ Pack<T, VEC> y_pack(const Pack<T, VEC>& px, const Pack<T, VEC>& pg,
+                                               const Pack<WT, VEC>& pw, float w_offset, float r) {
+    Pack<T, VEC> py;
+    #pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+        const float xf = elem(px, k);
+        const float v = GATE ? xf * silu(elem(pg, k)) : xf;
+        py.v[k] = from_f32<T>((v * (elem(pw, k) + w_offset)) * r);
+    }
+    return py;
+}
+
+// The last step of a one-row-per-cluster mode with the slice in shared memory (modes 1, 2, 5):
+// each thread writes y of its own vectors of row `yr`, the weight from shared memory (SMEM_W,
+// `sw`) or from global memory, the stores marked evict-first (y is not read again here).
+template <typename T, typename WT, bool GATE, int CHUNKS, int THREADS, bool SMEM_W>
+__device__ __forceinline__ void store_row_smem(T* __restrict__ yr, const Pack<T, 16 / sizeof(T)>* sx,
+                                               const Pack<T, 16 / sizeof(T)>* sg,
+                                               const Pack<WT, 16 / sizeof(T)>* sw, const WT* __restrict__ w,
+                                               int first, int nvec, int t, float w_offset, float r) {
+    constexpr int VEC = 16 / sizeof(T);
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS, s = c * THREADS + t;
+        if (j < nvec) {
+            const Pack<WT, VEC> pw = SMEM_W ? sw[s] : load_pack<true, WT, VEC>(w + (long long)j * VEC);
+            const Pack<T, VEC> px = sx[s];
+            Pack<T, VEC> pg;
+            if (GATE) pg = sg[s];
+            const Pack<T, VEC> py = y_pack<GATE>(px, pg, pw, w_offset, r);
+            st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
+        }
+    }
+}
+
 // [region cluster_row_smem]
 // As cluster_row, but step 1 copies the slice into shared memory with cp.async (no registers
 // held while the loads fly: the CTAs per SM are bounded by shared memory, not registers, so
@@ -421,27 +460,8 @@ __device__ __forceinline__ void cluster_row_smem(T* __restrict__ out, float* __r
     const float r = rsqrtf(__fdividef(total, (float)N) + eps);
     if (rank == 0 && t == 0) rstd[row] = r;
     // step 5: y from shared memory (and the weight from shared or global memory)
-    unsigned long long pol;
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-    T* yr = out + row * (long long)N;
-    #pragma unroll
-    for (int c = 0; c < CHUNKS; ++c) {
-        const int j = first + c * THREADS, s = c * THREADS + t;
-        if (j < nvec) {
-            const Pack<WT, VEC> pw = SMEM_W ? sw[s] : load_pack<true, WT, VEC>(w + (long long)j * VEC);
-            const Pack<T, VEC> px = sx[s];
-            Pack<T, VEC> pg;
-            if (GATE) pg = sg[s];
-            Pack<T, VEC> py;
-            #pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-                const float xf = elem(px, k);
-                const float v = GATE ? xf * silu(elem(pg, k)) : xf;
-                py.v[k] = from_f32<T>((v * (elem(pw, k) + w_offset)) * r);
-            }
-            st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
-        }
-    }
+    store_row_smem<T, WT, GATE, CHUNKS, THREADS, SMEM_W>(out + row * (long long)N, sx, sg, sw, w, first, nvec, t,
+                                                          w_offset, r);
 #else
     __trap();
 #endif
@@ -638,13 +658,7 @@ __device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, flo
                 const Pack<T, VEC> px = sx[s];
                 Pack<T, VEC> pg;
                 if (GATE) pg = sx[SLICE + s];
-                Pack<T, VEC> py;
-                #pragma unroll
-                for (int k = 0; k < VEC; ++k) {
-                    const float xf = elem(px, k);
-                    const float v = GATE ? xf * silu(elem(pg, k)) : xf;
-                    py.v[k] = from_f32<T>((v * (elem(pw, k) + w_offset)) * r);
-                }
+                const Pack<T, VEC> py = y_pack<GATE>(px, pg, pw, w_offset, r);
                 st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
                 if (STAGES == 1 && next < M) {  // after the store: the slot's value has been read
                     cp_async16(const_cast<Pack<T, VEC>*>(&sx[s]), xn + (long long)j * VEC);
@@ -718,27 +732,8 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
     for (int i = 0; i < CLUSTER; ++i) total += cta_sums[i];
     const float r = rsqrtf(__fdividef(total, (float)N) + eps);
     if (rank == 0 && t == 0) rstd[row] = r;
-    unsigned long long pol;
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-    T* yr = out + row * (long long)N;
-    #pragma unroll
-    for (int c = 0; c < CHUNKS; ++c) {
-        const int j = first + c * THREADS, s = c * THREADS + t;
-        if (j < nvec) {
-            const Pack<WT, VEC> pw = load_pack<true, WT, VEC>(w + (long long)j * VEC);
-            const Pack<T, VEC> px = sx[s];
-            Pack<T, VEC> pg;
-            if (GATE) pg = sg[s];
-            Pack<T, VEC> py;
-            #pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-                const float xf = elem(px, k);
-                const float v = GATE ? xf * silu(elem(pg, k)) : xf;
-                py.v[k] = from_f32<T>((v * (elem(pw, k) + w_offset)) * r);
-            }
-            st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
-        }
-    }
+    store_row_smem<T, WT, GATE, CHUNKS, THREADS, false>(out + row * (long long)N, sx, sg, nullptr, w, first, nvec, t,
+                                                         w_offset, r);
 #else
     __trap();
 #endif
