@@ -307,6 +307,22 @@ def test_gradients_of_the_new_paths(rng, case):
         check.assert_close(f"{case} {name}", got, want, atol=atol, rtol=rtol)
 
 
+def same_on_a_side_stream_and_in_a_graph(x, w, y):
+    """ops.rmsnorm(x, w) gives y's bits on another current stream (read per call, not planned)
+    and replayed from a CUDA graph (shared with tests/test_rmsnorm_launcher.py)."""
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        y2 = ops.rmsnorm(x, w)
+    s.synchronize()
+    assert torch.equal(y2, y)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        yg = ops.rmsnorm(x, w)
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(yg, y)
+
+
 @gpu
 def test_plans_follow_the_layout(rng):
     """A plan per layout: a view with another stride or a misaligned base gets its own plan
@@ -325,17 +341,7 @@ def test_plans_follow_the_layout(rng):
         ops.rmsnorm(x.cpu(), w)
     with pytest.raises(TypeError, match="weight has dtype"):
         ops.rmsnorm(x, w.bfloat16())
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):  # the current stream is read per call, not planned
-        y2 = ops.rmsnorm(x, w)
-    s.synchronize()
-    assert torch.equal(y2, y)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        yg = ops.rmsnorm(x, w)
-    g.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(yg, y)
+    same_on_a_side_stream_and_in_a_graph(x, w, y)
 
 
 @gpu

@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch")
 
 from gpu_viz import ops  # noqa: E402
 from gpu_viz.rmsnorm import fused, launcher  # noqa: E402
+from test_rmsnorm_invariance import same_on_a_side_stream_and_in_a_graph  # noqa: E402
 
 gpu = pytest.mark.gpu
 STUB_SOURCE = Path(__file__).parent / "data" / "stub_cuda.c"
@@ -524,17 +525,7 @@ def test_cpp_launcher_streams_graphs_threads_and_grads(cuda_launcher, rng):
     w = _rand(rng, (4096,), "float16")
     y = ops.rmsnorm(x, w)
     y = ops.rmsnorm(x, w)  # the C++ launcher's
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        y2 = ops.rmsnorm(x, w)
-    s.synchronize()
-    assert torch.equal(y2, y)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        yg = ops.rmsnorm(x, w)
-    g.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(yg, y)
+    same_on_a_side_stream_and_in_a_graph(x, w, y)  # both calls in it through the C++ launcher
     out = {}
     t = threading.Thread(target=lambda: out.setdefault("y", ops.rmsnorm(x, w)))
     t.start()

@@ -14,26 +14,14 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+ROOT = Path(__file__).resolve().parents[3]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 from gpu_viz.measure import records  # noqa: E402
 from gpu_viz.rmsnorm import fused  # noqa: E402
+from profile_per_call import per_call_us  # noqa: E402  (the same tight loop, best of five)
 
 CALLS = 3000
 SHAPES = ((1, 4096), (16, 4096), (128, 4096), (512, 4096), (1024, 4096))
-
-
-def per_call_us(fn, calls=CALLS):
-    for _ in range(200):
-        fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
-    return best
 
 
 def with_launcher(name, fn):
@@ -71,7 +59,7 @@ def main():
                 "ours_cpp_grad": lambda: fused.rmsnorm(x, wg),
                 "ours_python_plan_grad": with_launcher("driver", lambda: fused.rmsnorm(x, wg)),
             }
-            res = {k: round(per_call_us(f), 2) for k, f in cases.items()}
+            res = {k: round(per_call_us(f, CALLS), 2) for k, f in cases.items()}
             yg = fused.rmsnorm(x, wg)
             row = {"M": M, "N": N, "dtype": str(dt).split(".")[1], "cpp_equals_python_plan": same,
                    "close_to_native": close, "grad_fn": yg.grad_fn.name() if yg.grad_fn else None, **res}
