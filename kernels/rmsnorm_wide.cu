@@ -94,19 +94,19 @@
 #define WIDE_GATE 0
 #endif
 #ifndef WIDE_CLUSTER
-#define WIDE_CLUSTER 8
+#define WIDE_CLUSTER 4
 #endif
 #ifndef WIDE_THREADS
 #define WIDE_THREADS 256
 #endif
 #ifndef WIDE_EPT
-#define WIDE_EPT 32
+#define WIDE_EPT 64
 #endif
 #ifndef WIDE_MIN_BLOCKS
 #define WIDE_MIN_BLOCKS 6
 #endif
 #ifndef WIDE_MODE
-#define WIDE_MODE 1
+#define WIDE_MODE 5
 #endif
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -145,3 +145,30 @@ def _device_fields():
     from gpu_viz import device
 
     return {k: v for k, v in device.spec_sheet(device.DECK_GPU).as_dict().items()}
+
+
+def test_a_record_never_replaces_another(tmp_path):
+    """Two runs of one GPU on one date with one tag keep both files; the later is the newest,
+    for every reader that goes through load_records / newest, also against another tag's files."""
+    first = records.save_record({"date": "2026-12-01", "gpu": "NVIDIA H200", "run": 1, "rows": []},
+                                tag="fused", directory=tmp_path)
+    for run in (2, 3):
+        records.save_record({"date": "2026-12-01", "gpu": "NVIDIA H200", "run": run, "rows": []},
+                            tag="fused", directory=tmp_path)
+    records.save_record({"date": "2026-12-01", "gpu": "NVIDIA H200", "run": 9, "rows": []},
+                        tag="quick-fused", directory=tmp_path)
+    names = sorted(p.name for p in tmp_path.glob("*-fused.json"))
+    assert names == ["nvidia-h200-2026-12-01-fused.json", "nvidia-h200-2026-12-01-quick-fused.json",
+                     "nvidia-h200-2026-12-01.2-fused.json", "nvidia-h200-2026-12-01.3-fused.json"]
+    assert first.name == names[0] and json.loads(first.read_text())["run"] == 1
+    assert [r["run"] for r in records.load_records("*[0-9]-fused.json", tmp_path)] == [3, 2, 1]
+    assert records.newest("*[0-9]-fused.json", tmp_path)["run"] == 3
+    # an older date stays older whatever its sequence number
+    records.save_record({"date": "2026-11-30", "gpu": "NVIDIA H200", "run": 0, "rows": []}, tag="fused",
+                        directory=tmp_path)
+    records.save_record({"date": "2026-11-30", "gpu": "NVIDIA H200", "run": -1, "rows": []}, tag="fused",
+                        directory=tmp_path)
+    assert [r["run"] for r in records.load_records("*[0-9]-fused.json", tmp_path)] == [3, 2, 1, -1, 0]
+    untagged = records.save_record({"date": "2026-12-01", "gpu": "NVIDIA L4", "rows": []}, directory=tmp_path)
+    again = records.save_record({"date": "2026-12-01", "gpu": "NVIDIA L4", "rows": []}, directory=tmp_path)
+    assert (untagged.name, again.name) == ("nvidia-l4-2026-12-01.json", "nvidia-l4-2026-12-01.2.json")

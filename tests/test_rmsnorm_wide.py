@@ -7,8 +7,8 @@ no spills at the launcher's -D options), argument errors naming the argument.  G
 random data with NaN-poisoned outputs, rstd against float64, bitwise batch invariance (rows of
 forward(x[:m]) equal the same rows of forward(x), m in 1, 3, 64 against 1000), streams, CuPy
 arrays, M = 0, misaligned operands refused.  Tolerances: gpu_viz.rmsnorm.tolerances.
-The unmeasured modes (PERSIST, PERSIST_1, MBAR; not in the policy): CPU -- not dispatched,
-shared memory and grid arithmetic at every wide N, dtype and op, the reduction order, a model
+Modes 3-5 (PERSIST, PERSIST_1, MBAR; in the policy where they measured fastest): CPU -- the
+policy equals the recorded run's proposal, shared memory and grid arithmetic at every wide N, dtype and op, the reduction order, a model
 of the persistent exchange's slot reuse, the build; GPU -- float64, mode 1's bits, invariance
 at m in 1, 3, 64, 1000, persistent grids of 1 .. M + 27 clusters.
 """
@@ -70,7 +70,8 @@ def test_policy_buckets_fill_the_configuration(dt):
     for size, table in wide.CANDIDATES.items():
         for n, shapes in table.items():
             for op in wide.OPS:
-                assert wide.POLICY[op][size][n] in shapes, (op, size, n)
+                assert wide.POLICY[op][size][n] in shapes + wide.NEW_CANDIDATES[op][size][n], (op, size, n)
+                assert all(c * t * e == n for c, t, e, _ in wide.NEW_CANDIDATES[op][size][n]), (op, size, n)
             assert all(c * t * e == n for c, t, e, _ in shapes), (size, n)
 
 
@@ -128,7 +129,11 @@ def test_sm90_builds_every_configuration_without_spills():
     for r in rows:
         assert r["spill_stores_bytes"] == 0 and r["spill_loads_bytes"] == 0 and r["local_bytes"] == 0, r
         assert r["registers"] <= wide.SM_REGISTERS // (r["threads"] * r["min_blocks"]), r
-        assert r["shared_bytes"] <= 4 * (r["threads"] // 32 + r["cluster"]), r  # two small float arrays
+        # static shared memory: the warp and CTA sums (two sets and two mbarriers in the
+        # persistent modes, one mbarrier in MBAR), 8-byte aligned
+        sets, bars = {wide.PERSIST: (2, 2), wide.PERSIST_1: (2, 2), wide.MBAR: (1, 1)}.get(r["mode"], (1, 0))
+        sums = 4 * sets * (r["threads"] // 32 + r["cluster"])
+        assert r["shared_bytes"] <= sums + 16 * bars, r  # an 8-byte mbarrier, aligned
 
 
 @pytest.mark.parametrize("arch", ("sm_75", "sm_80", "sm_89"))
@@ -336,20 +341,32 @@ def _new_configs(n, dt, gate, wdt=None, modes=NEW_MODES):
             for sh in wide.NEW_CANDIDATES[op][size][bucket] if sh[3] in modes]
 
 
-def test_new_modes_are_not_dispatched():
-    """The policy (what config() returns without a shape, and so what fused.py's dispatch runs)
-    never picks an unmeasured mode; fused.py passes no shape."""
+RECORD = ("benchmarks", "explore", "2026-12-02-wide-persistent", "run1", "persist-record.json")
+
+
+def test_policy_is_the_recorded_runs_proposal():
+    """POLICY is the proposal of the committed H200 run that timed every CANDIDATES and
+    NEW_CANDIDATES shape (least summed median, checked against mode 1's bits first), so a shape
+    is dispatched only where it measured fastest; the run timed every shape the policy uses; and
+    fused.py passes no shape (what runs is the policy's)."""
     import inspect
+    import json
+    from pathlib import Path
 
     from gpu_viz.rmsnorm import fused
 
-    for op in wide.OPS:
-        for size, table in wide.POLICY[op].items():
-            assert all(sh[3] in (wide.REGISTERS, wide.SMEM, wide.SMEM_W) for sh in table.values()), (op, size)
-    for dt in DTS:
-        for n in WIDE_NS + (40000,):
-            for gate in (False, True):
-                assert wide.config(n, dt, H100, gate=gate).mode not in NEW_MODES
+    rec = json.loads(Path(__file__).resolve().parents[1].joinpath(*RECORD).read_text())
+    assert rec["gpu"].startswith("NVIDIA H") and rec["sm"] == "sm_90" and not rec["failures"] and rec["complete"]
+    proposed = {op: {int(size): {int(n): tuple(sh) for n, sh in t.items()} for size, t in by.items()}
+                for op, by in rec["proposed_policy"].items()}
+    assert proposed == wide.POLICY
+    timed = {(r["op"], r["dtype"], r["N"], r["impl"]) for r in rec["rows"]}
+    for cfg in wide.configs_in_use(dtypes=DTS):
+        if cfg.weight_dtype == cfg.dtype:
+            impl = "wide_" + "_".join(cfg.kernel.split("_")[-4:])
+            assert (cfg.op, cfg.dtype, cfg.capacity, impl) in timed, cfg
+    modes = {sh[3] for op in wide.OPS for t in wide.POLICY[op].values() for sh in t.values()}
+    assert modes - {wide.REGISTERS, wide.SMEM, wide.SMEM_W}, "the policy uses modes 3-5 where they won"
     src = inspect.getsource(fused._launch_wide)
     assert "forward(" in src and "shape" not in src and "clusters" not in src
 
@@ -610,8 +627,9 @@ def test_new_candidates_agree_with_float64(dt, seed):
 
 
 def test_sanitizer_cases_are_launchable():
-    """scripts/sanitize/rmsnorm_wide.py's cases (and --new's: every unmeasured mode, a persistent
-    grid smaller and larger than M) are configurations forward() accepts."""
+    """scripts/sanitize/rmsnorm_wide.py's cases (every configuration the policy dispatches, and
+    --new's: every mode 3-5, a persistent grid smaller and larger than M) are configurations
+    forward() accepts."""
     import importlib.util
     from pathlib import Path
 
@@ -623,11 +641,16 @@ def test_sanitizer_cases_are_launchable():
     assert {sh[3] for *_, sh, _ in new} == set(NEW_MODES)
     assert any(cl is not None and cl < M for _, _, _, M, _, cl in new)  # clusters loop over rows
     assert any(cl is not None and cl > M for _, _, _, M, _, cl in new)  # idle clusters
-    for dt, wdt, N, M, shape, clusters in mod.cases(wide) + new:
+    assert all(c in mod.cases(wide) for c in new)
+    seen = set()
+    for dt, wdt, N, M, shape, clusters in mod.cases(wide):
         for gate in (False, True):
             cfg = wide.config(N, dt, H100, gate=gate, weight_dtype=wdt, shape=shape)
+            seen.add(cfg.kernel)
             if cfg.persistent:
                 assert wide.launch_grid(cfg, M, wide.estimate_active_clusters(cfg), clusters) >= cfg.cluster
+    policy = {c.kernel for c in wide.configs_in_use(dtypes=("float16", "float32")) if c.weight_dtype == c.dtype}
+    assert policy <= seen, sorted(policy - seen)
 
 
 def _explore_script():
@@ -651,7 +674,8 @@ def test_explore_plan_covers_every_mode_within_one_device_call(capsys):
     assert len(p) == 4 * 3 * 2 + 2
     for M, N, dt, op, shapes in p:
         modes = {sh[3] for sh in shapes}
-        want = set(wide.MODES) if N != 40000 else {wide.SMEM, wide.PERSIST, wide.PERSIST_1, wide.MBAR}
+        policy_mode = wide.POLICY[op][DTYPES[dt][1]][65536][3]  # 40000: the policy's shape, then 3-5
+        want = set(wide.MODES) if N != 40000 else {policy_mode, wide.PERSIST, wide.PERSIST_1, wide.MBAR}
         if (op, dt, N) == ("rmsnorm_gate", "float32", 262144):
             want -= {wide.PERSIST}
         assert modes == want, (op, dt, N, modes)

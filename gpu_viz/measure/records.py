@@ -81,19 +81,36 @@ def save_record(record: Dict, tag: str = "", directory: Optional[Path] = None) -
     """Write ``record`` to ``<directory>/<gpu-slug>-<date>[-tag].json`` and return the path.
 
     ``directory``: default the current folder (never the installed package); the course's
-    committed records live in ``benchmarks/results/`` (pass it to add one there).
+    committed records live in ``benchmarks/results/`` (pass it to add one there).  A record never
+    replaces another: a second one of the same GPU, date and tag is ``<gpu-slug>-<date>.2[-tag].json``
+    (then ``.3``, ...), and :func:`load_records` orders it after the first.
     """
     directory = Path(directory) if directory else Path.cwd()
     directory.mkdir(parents=True, exist_ok=True)
-    name = f"{gpu_slug(record['gpu'])}-{record['date']}{'-' + tag if tag else ''}.json"
-    path = directory / name
+    for seq in range(1, 10_000):
+        day = record["date"] if seq == 1 else f"{record['date']}.{seq}"
+        path = directory / f"{gpu_slug(record['gpu'])}-{day}{'-' + tag if tag else ''}.json"
+        if not path.exists():
+            break
+    else:
+        raise FileExistsError(f"9999 records of {record['gpu']} on {record['date']} tagged {tag!r} in {directory}")
     path.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
     return path
 
 
+_SEQ = re.compile(r"-\d{4}-\d{2}-\d{2}\.(\d+)(?:-|\.json$)")
+
+
+def _order(rec: Dict):
+    """Newest first: the record's date, then its sequence number on that date (the ``.N`` of
+    :func:`save_record`'s file name; 1 without one)."""
+    m = _SEQ.search(rec.get("_file", ""))
+    return rec.get("date", ""), int(m.group(1)) if m else 1
+
+
 def load_records(pattern: str = "*.json", directory: Optional[Path] = None) -> List[Dict]:
     """Every committed record matching ``pattern`` (in :func:`results_dir` unless ``directory``),
-    newest date first, each with its file name as ``"_file"``."""
+    newest first (date, then the same day's sequence number), each with its file name as ``"_file"``."""
     directory = Path(directory) if directory else results_dir()
     recs = []
     for p in sorted(directory.glob(pattern)):
@@ -103,7 +120,7 @@ def load_records(pattern: str = "*.json", directory: Optional[Path] = None) -> L
             continue
         rec["_file"] = p.name
         recs.append(rec)
-    return sorted(recs, key=lambda r: r.get("date", ""), reverse=True)
+    return sorted(recs, key=_order, reverse=True)
 
 
 def newest(pattern: str, directory: Optional[Path] = None) -> Optional[Dict]:

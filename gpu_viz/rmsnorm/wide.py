@@ -23,9 +23,12 @@ Contract for the dispatcher (fused.py):
   tells); returns rstd.
 * :func:`kernel_report` -- ptxas registers / spills of every configuration the policy uses.
 
-Not measured yet, so not in POLICY (reachable only through ``shape``): PERSIST / PERSIST_1, a
-persistent grid of clusters looping over rows (:func:`launch_grid`), and MBAR, the CTA sums
-through mbarriers as QuACK does; :data:`NEW_CANDIDATES` lists the shapes an exploration times.
+Six modes (where a CTA keeps its slice, how the CTA sums meet, one cluster per row or a
+persistent grid of clusters looping over rows, :func:`launch_grid`); :data:`POLICY` takes, per
+op, element size and row-length bucket, the fastest of :data:`CANDIDATES` and
+:data:`NEW_CANDIDATES` on the H200 (benchmarks/NOTES.md, "wide rows on a cluster" and "the
+persistent and mbarrier modes").  Every mode adds a row's squares in the same order at a given
+(cluster, threads, ept), so the policy's choice of mode never changes a bit.
 """
 from __future__ import annotations
 
@@ -74,35 +77,36 @@ MAX_GRID_X = 2**31 - 1
 #: (x, and the gate, by cp.async; the weight read in the last step); shared memory with the
 #: weight's slice too.
 REGISTERS, SMEM, SMEM_W = 0, 1, 2
-#: Not in POLICY (not measured yet): PERSIST -- a persistent grid of clusters looping over
-#: rows, the weight's slice in shared memory across rows, x (and the gate) double-buffered so
-#: the next row's copies fly while this row is reduced and written; PERSIST_1 -- the same with
-#: one buffer, each vector of the next row copied into its slot once this row's y for it is
-#: stored (half the shared memory); MBAR -- SMEM with QuACK's exchange of the CTA sums
-#: (st.async completing bytes on each CTA's mbarrier, no second cluster barrier).  PERSIST and
-#: PERSIST_1 exchange the sums the same way.  Selectable through ``shape`` (explore scripts,
-#: tests), never chosen by :func:`config` without it.
+#: PERSIST -- a persistent grid of clusters looping over rows, the weight's slice in shared
+#: memory across rows, x (and the gate) double-buffered so the next row's copies fly while this
+#: row is reduced and written; PERSIST_1 -- the same with one buffer, each vector of the next
+#: row copied into its slot once this row's y for it is stored (half the shared memory); MBAR --
+#: SMEM with QuACK's exchange of the CTA sums (st.async completing bytes on each CTA's mbarrier,
+#: no second cluster barrier).  PERSIST and PERSIST_1 exchange the sums the same way.
 PERSIST, PERSIST_1, MBAR = 3, 4, 5
 MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR)
 PERSISTENT_MODES = (PERSIST, PERSIST_1)
 #: The row-length buckets and their launch shape (cluster, threads, elements per thread, mode)
 #: by op and element size: the smallest bucket >= N is used (vectors past N idle).  16-byte
 #: vectors everywhere; EPT = elements of x each thread holds (copies, in the shared-memory
-#: modes).  Each entry is the fastest of CANDIDATES in the H200 run of 2026-12-01
-#: (benchmarks/NOTES.md, "wide rows on a cluster"; fp16 and bf16 chose alike); the fp32 gate's
-#: short and long rows differ from rmsnorm's.
+#: modes).  Each entry is the shape with the least median time (fp16 and bf16 summed for the
+#: 16-bit entries) of CANDIDATES and NEW_CANDIDATES in one H200 run
+#: (benchmarks/explore/2026-12-02-wide-persistent/run1/persist-record.json, its
+#: "proposed_policy"; tests/test_rmsnorm_wide.py checks the two agree).
 POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
     "rmsnorm": {
-        2: {32768: (4, 256, 32, SMEM), 65536: (8, 256, 32, SMEM), 131072: (8, 512, 32, SMEM),
-            262144: (16, 512, 32, SMEM)},
-        4: {32768: (8, 256, 16, SMEM), 65536: (8, 512, 16, SMEM), 131072: (16, 512, 16, SMEM),
-            262144: (16, 512, 32, SMEM)}},
+        2: {32768: (4, 256, 32, MBAR), 65536: (4, 256, 64, MBAR), 131072: (8, 512, 32, MBAR),
+            262144: (16, 512, 32, PERSIST_1)},
+        4: {32768: (8, 256, 16, SMEM), 65536: (8, 512, 16, MBAR), 131072: (16, 512, 16, PERSIST_1),
+            262144: (16, 512, 32, PERSIST)}},
     "rmsnorm_gate": {
-        2: {32768: (4, 256, 32, SMEM), 65536: (8, 256, 32, SMEM), 131072: (8, 512, 32, SMEM),
+        2: {32768: (4, 256, 32, MBAR), 65536: (8, 256, 32, SMEM), 131072: (8, 512, 32, SMEM),
             262144: (16, 512, 32, SMEM)},
         4: {32768: (4, 512, 16, REGISTERS), 65536: (8, 512, 16, SMEM), 131072: (16, 512, 16, SMEM),
-            262144: (16, 512, 32, SMEM_W)}},
+            262144: (16, 512, 32, PERSIST_1)}},
 }
+#: The shapes of modes 0-2 measured first (one cluster per row; the CTA sums through a cluster
+#: barrier); NEW_CANDIDATES adds modes 3-5 around POLICY's shapes and QuACK's.
 CANDIDATES: Dict[int, Dict[int, Tuple[Tuple[int, int, int, int], ...]]] = {
     2: {32768: ((4, 256, 32, SMEM), (2, 512, 32, SMEM), (2, 256, 64, SMEM), (4, 256, 32, SMEM_W),
                 (2, 512, 32, REGISTERS)),
@@ -133,8 +137,8 @@ def _quack_cluster(n: int, size: int) -> int:
 
 
 def _new_candidates() -> Dict[str, Dict[int, Dict[int, Tuple[Tuple[int, int, int, int], ...]]]]:
-    """NEW_CANDIDATES: per op, element size and bucket, the shapes of the unmeasured modes an
-    exploration times (benchmarks/explore/2026-12-02-wide-persistent): POLICY's (cluster, threads, ept) in PERSIST, PERSIST_1 and
+    """NEW_CANDIDATES: per op, element size and bucket, the shapes of modes 3-5 an exploration
+    times (benchmarks/explore/2026-12-02-wide-persistent): POLICY's (cluster, threads, ept) in PERSIST, PERSIST_1 and
     MBAR (a direct comparison with the measured mode at the same reduction order), and
     QuACK's shape (256 threads, its cluster size) in MBAR and PERSIST -- each only where its
     shared memory fits one CTA (PERSIST doubles the row buffers: the fp32 gate at 262144
@@ -396,8 +400,8 @@ def _unsupported_reason(n: int, dt: str, cc) -> str:
 def configs_in_use(dtypes: Sequence[str] = tuple(DTYPES), cc=(9, 0), candidates: bool = False,
                    new: bool = False) -> List[WideConfig]:
     """Every configuration :func:`config` can return (each bucket, op and weight dtype), or with
-    ``candidates`` every measured alternative too; with ``new`` only NEW_CANDIDATES (the
-    unmeasured modes)."""
+    ``candidates`` every measured alternative too; with ``new`` only NEW_CANDIDATES (modes 3-5
+    around the policy's shapes)."""
     out = []
     for dt in dtypes:
         size = DTYPES[dt][1]
@@ -493,8 +497,8 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
         stream: None (the framework's current stream), a ``torch.cuda.Stream`` or a
             ``cupy.cuda.Stream``: the launch goes there, without host synchronisation.
         weight_offset: added to the weight in fp32 (1.0 for Gemma's ``1 + w``).
-        shape: (cluster, threads, ept, mode) instead of :data:`POLICY`'s (measurements, tests;
-            the only way to run the unmeasured modes PERSIST, PERSIST_1, MBAR).
+        shape: (cluster, threads, ept, mode) instead of :data:`POLICY`'s (measurements, tests:
+            any of CANDIDATES or NEW_CANDIDATES, or another shape that holds the row).
         clusters: a persistent mode's cluster count (tests: any >= 1; None: what the GPU holds
             at once, see :func:`launch_grid`).  The result does not depend on it.
 

@@ -1,9 +1,10 @@
 """Sanitizer run for kernels/rmsnorm_wide.cu through gpu_viz.rmsnorm.wide: small wide shapes,
 both ops, every slice mode (registers, shared memory, shared memory with the weight) at every
-row-length bucket (2- to 16-CTA clusters) in fp16 and fp32, bf16 with an fp32 weight, a partly
-filled configuration (N = 40000).  ``--new``: instead, one small case per unmeasured mode
-(PERSIST, PERSIST_1, MBAR), the persistent ones with fewer clusters than rows (each cluster
-loops, reusing both slot sets and flipping the mbarrier phases) and with more (idle clusters).
+row-length bucket (2- to 16-CTA clusters) in fp16 and fp32, the policy of both ops at every
+bucket (fp16, fp32), bf16 with an fp32 weight, a partly filled configuration (N = 40000), and
+one small case per mode 3-5 (PERSIST, PERSIST_1, MBAR), the persistent ones with fewer clusters
+than rows (each cluster loops, reusing both slot sets and flipping the mbarrier phases) and with
+more (idle clusters).  ``--new``: only those last cases.
 
 Run under compute-sanitizer, one tool at a time, e.g.
     compute-sanitizer --tool memcheck  python scripts/sanitize/rmsnorm_wide.py
@@ -21,8 +22,9 @@ import sys
 os.environ.setdefault("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
 
 def cases(wide):
-    """(dtype, weight dtype, N, M, shape): the first candidate of every mode at every bucket
-    (fp16, fp32), the policy with an fp32 weight (bf16), a partly filled configuration."""
+    """(dtype, weight dtype, N, M, shape, clusters): the first candidate of every mode 0-2 at every
+    bucket (fp16, fp32), the policy (shape None) at every bucket (fp16, fp32) and with an fp32
+    weight (bf16), a partly filled configuration, then :func:`new_cases`."""
     out = []
     for dt, M in (("float16", 2), ("float32", 1)):
         size = 2 if dt == "float16" else 4
@@ -31,13 +33,14 @@ def cases(wide):
                 shape = next((sh for sh in shapes if sh[3] == mode), None)
                 if shape is not None:
                     out.append((dt, dt, N, M, shape))
+            out.append((dt, dt, N, M, None))
     out += [("bfloat16", "float32", 65536, 2, None), ("bfloat16", "float32", 262144, 1, None),
             ("bfloat16", "bfloat16", 40000, 3, None)]
-    return [c + (None,) for c in out]
+    return [c + (None,) for c in out] + new_cases(wide)
 
 
 def new_cases(wide):
-    """(dtype, weight dtype, N, M, shape, clusters) of the unmeasured modes: small rows, the
+    """(dtype, weight dtype, N, M, shape, clusters) of modes 3-5: small rows, the
     persistent grid smaller than M (7 rows on 2 clusters: 3-4 rows each) and larger (idle)."""
     return [("float16", "float16", 65536, 7, (8, 256, 32, wide.PERSIST), 2),
             ("bfloat16", "float32", 32768, 2, (4, 256, 32, wide.PERSIST), 3),
