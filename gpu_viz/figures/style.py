@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import math
 import textwrap
 from typing import Dict, List, Sequence, Tuple
 
@@ -222,8 +223,9 @@ def check(fig) -> List[str]:
 
     Reports, one string each: a size over :data:`MAX_FIGSIZE_IN` inches; every drawn text under
     :data:`MIN_FONT_PT` points; every pair of drawn texts whose boxes overlap by more than
-    :data:`OVERLAP_TOLERANCE_PX` CSS px both ways; every text reaching past the figure's edge.
-    Boxes are measured with the figure's own renderer after a full draw.
+    :data:`OVERLAP_TOLERANCE_PX` CSS px both ways; every text reaching past the figure's edge;
+    every legend covering a bar of its axes.  Boxes are measured with the figure's own renderer
+    after a full draw.
     """
     problems: List[str] = []
     w, h = fig.get_size_inches()
@@ -254,7 +256,33 @@ def check(fig) -> List[str]:
         if dx > OVERLAP_TOLERANCE_PX and dy > OVERLAP_TOLERANCE_PX:
             problems.append(f"texts {_short(t1.get_text())} and {_short(t2.get_text())} overlap "
                             f"({dx:.0f} x {dy:.0f} CSS px)")
+    for ax in fig.axes:
+        for covered in legend_covers(ax, renderer):
+            problems.append(f"the legend covers a bar ({covered})")
     return problems
+
+
+def legend_covers(ax, renderer=None) -> List[str]:
+    """The bars (visible rectangles of ``ax.patches`` with a finite, non-zero height) whose drawn box the legend of
+    ``ax`` overlaps by more than :data:`OVERLAP_TOLERANCE_PX` CSS px both ways, each as
+    ``"x=..., top=..."`` in data units; ``[]`` without a legend."""
+    leg = ax.get_legend()
+    if leg is None or not leg.get_visible():
+        return []
+    renderer = renderer or _renderer(ax.figure)
+    css = 96 / ax.figure.dpi
+    lb = leg.get_window_extent(renderer)
+    out = []
+    for p in ax.patches:
+        h = p.get_height() if hasattr(p, "get_height") else 0
+        if not p.get_visible() or not h or not math.isfinite(h):  # a missing value is a NaN bar
+            continue
+        b = p.get_window_extent(renderer)
+        dx = (min(lb.x1, b.x1) - max(lb.x0, b.x0)) * css
+        dy = (min(lb.y1, b.y1) - max(lb.y0, b.y0)) * css
+        if dx > OVERLAP_TOLERANCE_PX and dy > OVERLAP_TOLERANCE_PX:
+            out.append(f"x={p.get_x() + p.get_width() / 2:.2f}, top={p.get_y() + p.get_height():.3g}")
+    return out
 
 
 def assert_readable(fig) -> None:

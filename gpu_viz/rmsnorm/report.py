@@ -293,7 +293,23 @@ def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: st
         ax.grid(axis="y", alpha=0.3)
         if own:
             fig.tight_layout()
+            fit_legends(fig)
     return fig
+
+
+def fit_legends(fig) -> None:
+    """Raise the top of each axes of ``fig`` until its legend, as drawn, covers no bar (the
+    headroom :func:`bar_chart` leaves is an estimate made before the figure's layout).  Call it
+    after the last ``fig.tight_layout()`` when :func:`bar_chart` drew into axes of yours;
+    :func:`bar_chart` calls it on a figure of its own."""
+    from ..figures import style
+
+    for ax in fig.axes:
+        for _ in range(12):
+            if not style.legend_covers(ax):
+                break
+            lo, hi = ax.get_ylim()
+            ax.set_ylim(lo, lo * (hi / lo) ** 1.12 if ax.get_yscale() == "log" else lo + (hi - lo) * 1.12)
 
 
 def seed_comparison(rows: Sequence[Dict], provenance: str, dtype: str = "float16") -> Table:
