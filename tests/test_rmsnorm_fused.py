@@ -473,7 +473,8 @@ def test_kernel_report_rejects_unknown_source():
 def test_nvrtc_and_ptxas_build_with_the_launchers_options(monkeypatch):
     """The live build (NVRTC) and the register report (nvcc -Xptxas -v) compile the kernel file
     with the same -D options: one dtype bit each, then the launch shapes (LAUNCH_DEFINES; that
-    those equal the .cu's #ifndef defaults is tests/test_kernels.py's)."""
+    those equal the .cu's #ifndef defaults is tests/test_kernels.py's), then the fp32-weight and
+    the extended-output switches of those modules."""
     from gpu_viz import kernels
 
     nvcc, nvrtc = set(), set()
@@ -488,15 +489,15 @@ def test_nvrtc_and_ptxas_build_with_the_launchers_options(monkeypatch):
         fused._ptxas_rows.cache_clear()
     for name in fused.kernel_names():
         fused.get_kernel(name, fused.describe_kernel(name)["dtype"])
-    want = {(dt, w32): (f"-DRMSNORM_DTYPES={ops.DTYPES[dt][3]}",) + fused.LAUNCH_DEFINES
-            + (("-DRMSNORM_WEIGHT_F32=1",) if w32 else ())
-            for dt in DTYPES for w32 in ((False,) if dt == "float32" else (False, True))}
+    want = {(dt, w32, ext): (f"-DRMSNORM_DTYPES={ops.DTYPES[dt][3]}",) + fused.LAUNCH_DEFINES
+            + (("-DRMSNORM_WEIGHT_F32=1",) if w32 else ()) + (("-DRMSNORM_OUT_EXT=1",) if ext else ())
+            for dt in DTYPES for w32 in ((False,) if dt == "float32" else (False, True)) for ext in (False, True)}
     assert {fused.compile_options(*k) for k in want} == set(want.values())
     assert sorted(ops.DTYPES[dt][3] for dt in DTYPES) == [1, 2, 4]
     assert nvcc == {(fused.FILE, "sm_90", o) for o in want.values()}
-    assert nvrtc == {(fused.FILE, n, want[fused.describe_kernel(n)["dtype"], n.endswith("_w32")])
-                     for n in fused.kernel_names()}
-    assert fused.compile_options(torch.float16) == fused.compile_options("half") == want["float16", False]
+    module = lambda d: (d["dtype"], d["weight_dtype"] is not None, d["out_ext"])  # noqa: E731
+    assert nvrtc == {(fused.FILE, n, want[module(fused.describe_kernel(n))]) for n in fused.kernel_names()}
+    assert fused.compile_options(torch.float16) == fused.compile_options("half") == want["float16", False, False]
 
 
 #: The public names of gpu_viz.ops: the notebooks, the benchmarks and callers use them.
