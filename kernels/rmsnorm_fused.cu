@@ -25,14 +25,18 @@
 //          the row (mostly from L1/L2) and writes y.
 // Each instantiation is an extern "C" kernel with a readable name:
 //   rmsnorm[_gate]_<warp|block>_<f32|f16|bf16>_v<VEC>_e<EPT>,  rmsnorm[_gate]_wide_<dt>_v<VEC>
+//   (then _w32 for an fp32 weight, _x for the extended-output build: see the -D options below)
 //   VEC  elements per load: 16 bytes (8 halves, 4 floats) when x, gate, weight, out and both row
 //        strides are 16-byte aligned and N % VEC == 0; else 1 (the scalar path).
 //   EPT  elements per thread kept in registers (8, 16, 32; the scalar block variant only 8).
 // Numerics: silu(g) = __fdividef(g, 1 + __expf(-g)) (see `silu`); r = rsqrtf(__fdividef(sum, N)
 // + eps), 2 + 2 ulp.  NaN/Inf in a row make that row NaN/0 like the float64 formula, and never
 // touch other rows.  64-bit row offsets (M * stride may exceed 2^31).
-// -D options (the launcher passes all of them; the defaults below are its values):
+// -D options (the launcher passes all of them; the defaults below are its values, the two
+// build switches 1 only in their own modules):
 //   RMSNORM_DTYPES=<mask>      1 f32, 2 f16, 4 bf16: build one dtype's kernels only
+//   RMSNORM_WEIGHT_F32=1       the fp16 / bf16 kernels with an fp32 weight (names end in _w32)
+//   RMSNORM_OUT_EXT=1          the extended-output kernels (names end in _x): see OUT_PLAIN
 //   WARP_BLOCK_THREADS, WIDE_THREADS, BLOCK_MAX_THREADS_E8 / _E16 / _E32   launch shapes
 #include "convert.cuh"  // to_f32 / from_f32<T>
 #include "reduce.cuh"
@@ -249,9 +253,21 @@ __device__ __forceinline__ float block_allreduce_sum_full_warps(float v, float* 
 #define FLAG_FITS_L2 1  // x, x2 and the outputs of the launch fit in L2 (cache hints only)
 #define FLAG_LLAMA 4    // HF LlamaRMSNorm's cast order: y = T(T(a * r) * w), else T(a * w * r)
 
-// How phase 2 forms an output (a compile-time tag: the kernel picks one of three copies of its
-// output loop by a uniform branch on its arguments, so the plain path is the plain arithmetic --
-// selecting per element cost ~50 % more instructions and 5-7 % of kernel time on rows in L2):
+// How phase 2 forms an output (a compile-time tag OUT_*, so each copy of the output loop is its
+// form's arithmetic only -- selecting per element cost ~50 % more instructions and 5-7 % of
+// kernel time on rows in L2).  Which forms a kernel holds is a build choice, RMSNORM_OUT_EXT:
+//   0 (the default; the plain names)  OUT_PLAIN only: what every call with weight_offset 0 and
+//      the fp32 cast launches.  Its output loop is the plain arithmetic and nothing else (no
+//      branch on the llama flag or w_offset): a second and third copy of the loop behind a
+//      uniform branch cost 2-6 % of kernel time at small in-L2 shapes (benchmarks/NOTES.md).
+//   1 (names end in _x)  all three, one copy of the loop each, picked per launch by a uniform
+//      branch on FLAG_LLAMA and w_offset; the host launches these for a weight_offset != 0 or
+//      the llama cast (gpu_viz/rmsnorm/fused.py, _out_ext), a module of their own.  Their plain
+//      side gives the plain kernel's bits where neither is set (the host does not launch it so).
+// The arguments are the same in both builds (the plain kernels ignore w_offset and FLAG_LLAMA).
+#ifndef RMSNORM_OUT_EXT
+#define RMSNORM_OUT_EXT 0
+#endif
 #define OUT_PLAIN 0   // T(a * w * r)
 #define OUT_OFFSET 1  // T(a * (w + w_offset) * r)            (Gemma's 1 + w)
 #define OUT_LLAMA 2   // T(T(a * r) * (w [+ w_offset]))        (FLAG_LLAMA: HF LlamaRMSNorm's order)
@@ -275,12 +291,17 @@ __device__ __forceinline__ T out_elem(float a, const Pack<TW, VEC>& pw, int k, f
     }
 }
 
-// Calls body(OutTag<OUT_*>{}) for the flags / offset given (uniform: one side per launch).
+// Calls body(OutTag<OUT_*>{}): OUT_PLAIN in the plain build; in the _x build the form the flags
+// / offset ask for (uniform: one side per launch).
 template <typename F>
 __device__ __forceinline__ void with_out_kind(bool llama, float w_offset, F&& body) {
-    if (llama) body(OutTag<OUT_LLAMA>{});
-    else if (w_offset != 0.0f) body(OutTag<OUT_OFFSET>{});
-    else body(OutTag<OUT_PLAIN>{});
+    if constexpr (RMSNORM_OUT_EXT) {
+        if (llama) body(OutTag<OUT_LLAMA>{});
+        else if (w_offset != 0.0f) body(OutTag<OUT_OFFSET>{});
+        else body(OutTag<OUT_PLAIN>{});
+    } else {
+        body(OutTag<OUT_PLAIN>{});
+    }
 }
 
 // [region rows]
@@ -523,18 +544,24 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, T* __restrict_
 
 // RMSNORM_WEIGHT_F32: build the kernels of fp16 / bf16 x with an fp32 weight instead (names
 // end in _w32; the launcher compiles them as a module of their own, on first use).
+// RMSNORM_OUT_EXT (see OUT_PLAIN): names end in _x, after any _w32 (..._e8_w32_x).
 #ifndef RMSNORM_WEIGHT_F32
 #define RMSNORM_WEIGHT_F32 0
 #endif
 #if RMSNORM_WEIGHT_F32
-#define WSUF _w32
+#define WSUF_W _w32
 #define WTYPE(T) float
 #else
-#define WSUF
+#define WSUF_W
 #define WTYPE(T) T
 #endif
 #define RMSNORM_CAT2(a, b) a##b
 #define RMSNORM_CAT(a, b) RMSNORM_CAT2(a, b)
+#if RMSNORM_OUT_EXT
+#define WSUF RMSNORM_CAT(WSUF_W, _x)
+#else
+#define WSUF WSUF_W
+#endif
 
 // V: "v" (16-byte accesses) or "u" (the same kernel, element by element: misaligned views)
 #define DEF_WARP(OP, MODE, DT, T, V, AL, VEC, EPT)                                              \

@@ -2,9 +2,10 @@
 implemented in gpu_viz.rmsnorm.fused.
 
 CPU part: argument checks, the launch-config chooser for every N in 1..70000, the nvcc build
-(sm_75 / sm_89 / sm_90, no spills, the launcher's -D options), the fake (meta) kernels, the
-float64 reference and the fp32 backward formula, the public names of gpu_viz.ops, and that the
-package holds one float64 RMSNorm reference and one tolerance table.  GPU part (``-m gpu``):
+(sm_75 / sm_89 / sm_90, no spills, the launcher's -D options), the plain and extended-output (_x)
+builds and which one the host launches, the fake (meta) kernels, the float64 reference and the
+fp32 backward formula, the public names of gpu_viz.ops, and that the package holds one float64
+RMSNorm reference and one tolerance table.  GPU part (``-m gpu``):
 hypothesis shapes, dtypes, row strides and misaligned views against float64 with NaN-poisoned
 outputs, every defect of the seed write-up, streams (torch and CuPy), torch.compile(fullgraph=True),
 CUDA-graph capture, gradients.  Every comparison: gpu_viz.check with the one tolerance table
@@ -367,6 +368,186 @@ def test_nvcc_build_no_spills(arch):
 
 
 # ---------------------------------------------------------------------------------------
+# CPU: the output build -- plain kernels hold only T(x * w * r); weight_offset and the llama
+# cast run the extended-output twins (_x, -DRMSNORM_OUT_EXT=1), and the host picks them
+
+def _cubin_text_bytes(cubin: bytes) -> dict:
+    """SASS bytes of each kernel in an ELF64 cubin (its section ``.text.<kernel>``; 16 bytes an
+    instruction from sm_70 on)."""
+    import struct
+
+    assert cubin[:4] == b"\x7fELF" and cubin[4] == 2, "not an ELF64 cubin"
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    # section header: name, type, flags, addr, offset, size, link, info, addralign, entsize
+    secs = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+    names = secs[shstrndx][4]
+
+    def name(off):
+        return cubin[names + off:cubin.index(b"\0", names + off)].decode()
+
+    return {name(sec[0])[len(".text."):]: sec[5] for sec in secs if name(sec[0]).startswith(".text.")}
+
+
+def _nvcc_cubin_and_ptx(arch: str, options, tmp: Path):
+    """(cubin bytes, PTX text) of kernels/rmsnorm_fused.cu for ``arch`` with ``options``, from one nvcc."""
+    import subprocess
+
+    from gpu_viz import kernels
+
+    tmp.mkdir()
+    cmd = [kernels.find_tool("nvcc"), f"-arch={arch}", "-cubin", "-std=c++17", f"-I{kernels.KERNEL_DIR}", *options,
+           "-keep", f"-keep-dir={tmp}", "-o", str(tmp / "out.cubin"), str(kernels.kernel_path(fused.FILE))]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=tmp)
+    return (tmp / "out.cubin").read_bytes(), (tmp / "rmsnorm_fused.ptx").read_text()
+
+
+@pytest.mark.slow
+def test_plain_kernels_compile_only_the_plain_output_loop(tmp_path):
+    """Bug class: the offset and llama output loops compiled into every kernel (three copies
+    behind a uniform branch: 552 sm_90 instructions for rmsnorm_block_f16_v8_e8 against the
+    plain path's 360, 2-6 % of kernel time at small in-L2 shapes).  The fp16 module (every op and
+    variant) and its _x twin for sm_90: no plain kernel reads its weight_offset argument (the
+    branch on it is gone; every _x kernel reads it), and every plain kernel is shorter than its
+    twin, the module by at least a fifth."""
+    import re
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gpu_viz import kernels
+
+    if kernels.find_tool("nvcc") is None:
+        pytest.skip("nvcc not on PATH")
+    with ThreadPoolExecutor(2) as pool:
+        (plain_bin, plain_ptx), (x_bin, x_ptx) = pool.map(
+            lambda ext: _nvcc_cubin_and_ptx("sm_90", fused.compile_options("float16", False, ext),
+                                            tmp_path / ("x" if ext else "plain")), (False, True))
+    plain_names = [n for n in fused.kernel_names() if "_f16_" in n and not fused.describe_kernel(n)["out_ext"]
+                   and fused.describe_kernel(n)["weight_dtype"] is None]
+    plain, ext = _cubin_text_bytes(plain_bin), _cubin_text_bytes(x_bin)
+    assert sorted(plain) == sorted(plain_names) and sorted(ext) == sorted(n + "_x" for n in plain_names)
+
+    def reads_offset(ptx):  # the kernels whose PTX loads parameter 10, w_offset
+        return set(re.findall(r"ld\.param\.f32\s+%f\d+, \[(\w+)_param_10\]", ptx))
+
+    assert reads_offset(plain_ptx) == set(), "plain kernels branch on (or read) weight_offset"
+    assert reads_offset(x_ptx) == set(ext), "the _x kernels must read weight_offset (else this check proves nothing)"
+    longer = [(n, plain[n] // 16, ext[n + "_x"] // 16) for n in plain_names if plain[n] >= ext[n + "_x"]]
+    assert not longer, f"plain kernels as long as their _x twin (instructions): {longer}"
+    assert sum(plain.values()) <= 0.8 * sum(ext.values()), (sum(plain.values()) // 16, sum(ext.values()) // 16)
+
+
+def _cpu_launch_stubs(monkeypatch):
+    """Let fused._launch / fused._plan_for run on CPU torch tensors: a device that says CUDA, an
+    sm_89 (no wide-row module), 50 MiB of L2, and a get_kernel / launch that record the kernel
+    chosen instead of compiling and launching it.  Returns the list of kernel names asked for."""
+    asked = []
+
+    class RK:  # what get_kernel returns: .kernel.ptr is the CUfunction the C++ launcher gets
+        def __init__(self, name):
+            self.name = name
+            self.kernel = type("F", (), {"ptr": fused.kernel_names().index(name) + 1})
+
+    def get_kernel(name, dtype, device=0):
+        asked.append(name)
+        return RK(name)
+
+    monkeypatch.setattr(fused, "_device_of", lambda o: torch.device("cuda", 0))
+    monkeypatch.setattr(backend, "require_gpu", lambda what: None)
+    monkeypatch.setattr(fused, "_compute_capability", lambda device: (8, 9))
+    monkeypatch.setattr(fused, "l2_bytes", lambda device: 50 << 20)
+    monkeypatch.setattr(fused, "get_kernel", get_kernel)
+    monkeypatch.setattr(fused, "launch", lambda kernel, grid, block, args, fw, device: None)
+    return asked
+
+
+#: (weight_offset, cast) -> whether the call needs the _x kernels.  -0.0 and 1e-50 are 0 as the
+#: kernel's float32 argument: the plain output is the same bits.
+_OUT_CASES = {(0.0, "fp32"): False, (-0.0, "fp32"): False, (1e-50, "fp32"): False, (1.0, "fp32"): True,
+              (-2.5, "fp32"): True, (0.0, "llama"): True, (1.0, "llama"): True}
+
+
+@pytest.mark.parametrize("path", ["launch", "plan"])
+def test_the_host_picks_the_x_kernels_exactly_for_an_offset_or_the_llama_cast(monkeypatch, path):
+    """Every op, dtype, variant (warp / block / wide, 16-byte, scalar and misaligned twins) and
+    weight dtype, through fused._launch (CuPy and the launcher's fallback) and through the
+    per-call plan (fused._plan_for: its kernel is what the C++ launcher launches): the _x twin
+    of the same launch exactly when weight_offset != 0 or cast == "llama", else the plain one."""
+    asked = _cpu_launch_stubs(monkeypatch)
+    seen = set()
+    for dt in DTYPES:
+        vec16 = ops.DTYPES[dt][2]
+        for op in fused.KERNEL_OPS:
+            for N in (7, 256, 2050, 4096, 20000, 20001):
+                for misaligned in (False, True):
+                    for wdt in ((dt,) if dt == "float32" else (dt, "float32")):
+                        x = torch.zeros(3 * N + 1, dtype=TORCH_DTYPE[dt])[int(misaligned):][:3 * N].view(3, N)
+                        x2 = torch.zeros(3, N, dtype=TORCH_DTYPE[dt]) if op != "rmsnorm" else None
+                        w = torch.ones(N, dtype=TORCH_DTYPE[wdt])
+                        for (offset, cast), want_ext in _OUT_CASES.items():
+                            info = fused._validate(x, w, x2 if op == "rmsnorm_gate" else None, 1e-6,
+                                                   residual=x2 if op == "rmsnorm_add" else None,
+                                                   weight_offset=offset, cast=cast)
+                            del asked[:]
+                            if path == "launch":
+                                fused._launch(info)
+                                (name,) = asked
+                            else:
+                                plan = fused._plan_for(info)
+                                (name,) = asked
+                                assert plan.fields[0] == fused.kernel_names().index(name) + 1
+                            d = fused.describe_kernel(name)
+                            assert d["out_ext"] == want_ext, (name, offset, cast)
+                            aligned = N % vec16 == 0 and not misaligned
+                            plain = fused._choose_config(3, N, dt, op != "rmsnorm", N % vec16 == 0, True, op,
+                                                         aligned, wdt if wdt != dt else None)
+                            assert name == plain.kernel + (fused.OUT_EXT_SUFFIX if want_ext else ""), (name, plain)
+                            seen.add((d["variant"], d["vec"] > 1, d["aligned"], d["weight_dtype"], d["out_ext"]))
+    assert {(v, vec, al, wdt, ext) for v in ("warp", "block", "wide") for vec in (False, True)
+            for al in ((True, False) if vec else (True,)) for wdt in (None, "float32")
+            for ext in (False, True)} <= seen
+
+
+def test_forced_config_names_the_build_its_call_needs():
+    for (offset, cast), want_ext in _OUT_CASES.items():
+        for weight_dtype in (None, "float32"):
+            cfg = ops.forced_config(3, 768, "bfloat16", variant="block", block=96, ept=8, vec=8, op="rmsnorm_add",
+                                    weight_dtype=weight_dtype, weight_offset=offset, cast=cast)
+            want = "rmsnorm_add_block_bf16_v8_e8" + ("_w32" if weight_dtype else "") + ("_x" if want_ext else "")
+            assert cfg.kernel == want and cfg.kernel in fused.kernel_names()
+    with pytest.raises(ValueError, match="cast must be one of"):
+        ops.forced_config(3, 768, "float16", variant="block", block=96, ept=8, cast="gemma")
+    with pytest.raises(ValueError, match="weight_offset must be finite"):
+        ops.forced_config(3, 768, "float16", variant="block", block=96, ept=8, weight_offset=float("nan"))
+
+
+def test_check_forced_refuses_the_wrong_output_build(monkeypatch):
+    """A plain kernel forced on a call with a weight_offset or the llama cast would silently
+    compute T(x * w * r); an _x kernel on a plain call is not what the host launches.  Both are
+    refused with the fix named, and nothing is launched."""
+    plain = ops.forced_config(3, 768, "float16", variant="block", block=96, ept=8, vec=8)
+    ext = ops.forced_config(3, 768, "float16", variant="block", block=96, ept=8, vec=8, weight_offset=1.0)
+    assert ext.kernel == plain.kernel + "_x"
+    fused._check_forced(plain, 3, 768, "float16", False, True)
+    fused._check_forced(ext, 3, 768, "float16", False, True, out_ext=True)
+    with pytest.raises(ValueError, match=r"needs the extended-output kernel rmsnorm_block_f16_v8_e8_x .*"
+                                         r"computes only T\(x \* w \* r\)"):
+        fused._check_forced(plain, 3, 768, "float16", False, True, out_ext=True)
+    with pytest.raises(ValueError, match=r"rmsnorm_block_f16_v8_e8_x is the extended-output build.*"
+                                         r"its plain twin rmsnorm_block_f16_v8_e8"):
+        fused._check_forced(ext, 3, 768, "float16", False, True)
+    asked = _cpu_launch_stubs(monkeypatch)
+    x, w = torch.zeros(3, 768, dtype=torch.float16), torch.ones(768, dtype=torch.float16)
+    for kw in ({"weight_offset": 1.0}, {"cast": "llama"}):
+        with pytest.raises(ValueError, match="needs the extended-output kernel"):
+            fused._launch(fused._validate(x, w, None, 1e-6, **kw), config=plain)
+    with pytest.raises(ValueError, match="is the extended-output build"):
+        fused._launch(fused._validate(x, w, None, 1e-6), config=ext)
+    assert asked == []
+    fused._launch(fused._validate(x, w, None, 1e-6, cast="llama"), config=ext)
+    assert asked == [ext.kernel]
+
+
+# ---------------------------------------------------------------------------------------
 # CPU: fake kernels (torch.compile's view), references, the backward formula
 
 def test_fake_kernels_on_meta_tensors():
@@ -473,7 +654,8 @@ def test_kernel_report_rejects_unknown_source():
 def test_nvrtc_and_ptxas_build_with_the_launchers_options(monkeypatch):
     """The live build (NVRTC) and the register report (nvcc -Xptxas -v) compile the kernel file
     with the same -D options: one dtype bit each, then the launch shapes (LAUNCH_DEFINES; that
-    those equal the .cu's #ifndef defaults is tests/test_kernels.py's)."""
+    those equal the .cu's #ifndef defaults is tests/test_kernels.py's), then the fp32-weight and
+    the extended-output switches of those modules."""
     from gpu_viz import kernels
 
     nvcc, nvrtc = set(), set()
@@ -488,15 +670,15 @@ def test_nvrtc_and_ptxas_build_with_the_launchers_options(monkeypatch):
         fused._ptxas_rows.cache_clear()
     for name in fused.kernel_names():
         fused.get_kernel(name, fused.describe_kernel(name)["dtype"])
-    want = {(dt, w32): (f"-DRMSNORM_DTYPES={ops.DTYPES[dt][3]}",) + fused.LAUNCH_DEFINES
-            + (("-DRMSNORM_WEIGHT_F32=1",) if w32 else ())
-            for dt in DTYPES for w32 in ((False,) if dt == "float32" else (False, True))}
+    want = {(dt, w32, ext): (f"-DRMSNORM_DTYPES={ops.DTYPES[dt][3]}",) + fused.LAUNCH_DEFINES
+            + (("-DRMSNORM_WEIGHT_F32=1",) if w32 else ()) + (("-DRMSNORM_OUT_EXT=1",) if ext else ())
+            for dt in DTYPES for w32 in ((False,) if dt == "float32" else (False, True)) for ext in (False, True)}
     assert {fused.compile_options(*k) for k in want} == set(want.values())
     assert sorted(ops.DTYPES[dt][3] for dt in DTYPES) == [1, 2, 4]
     assert nvcc == {(fused.FILE, "sm_90", o) for o in want.values()}
-    assert nvrtc == {(fused.FILE, n, want[fused.describe_kernel(n)["dtype"], n.endswith("_w32")])
-                     for n in fused.kernel_names()}
-    assert fused.compile_options(torch.float16) == fused.compile_options("half") == want["float16", False]
+    module = lambda d: (d["dtype"], d["weight_dtype"] is not None, d["out_ext"])  # noqa: E731
+    assert nvrtc == {(fused.FILE, n, want[module(fused.describe_kernel(n))]) for n in fused.kernel_names()}
+    assert fused.compile_options(torch.float16) == fused.compile_options("half") == want["float16", False, False]
 
 
 #: The public names of gpu_viz.ops: the notebooks, the benchmarks and callers use them.

@@ -257,6 +257,34 @@ def test_fp32_weight_llama_and_gemma(rng, xdt, N):
 
 
 @gpu
+@pytest.mark.parametrize("op", KERNEL_OPS)
+def test_plain_kernels_give_the_x_builds_bits_on_plain_calls(rng, monkeypatch, op):
+    """The plain kernels hold only the plain output loop; their _x twins hold all three behind
+    the uniform branch and, launched with the same plain arguments, take its plain side: the
+    same bits at every variant (warp, block, this file's wide; 16-byte, scalar, misaligned), dtype and
+    weight dtype, a -0 weight staying -0 in both."""
+    monkeypatch.setattr(fused, "uses_wide", lambda *a, **k: False)  # wide rows: this file's kernel
+    for dtype in ("float16", "bfloat16", "float32"):
+        for wdt in ((dtype,) if dtype == "float32" else (dtype, "float32")):
+            for N in (7, 256, 1000, 4096, 8200, 20000, 20001):
+                x = _rand(rng, (5, N), dtype)
+                x2 = _rand(rng, (5, N), dtype, 3.0) if op != "rmsnorm" else None
+                w = _rand(rng, (N,), wdt)
+                w[0] = -0.0
+                buf = torch.empty(5 * N + 1, device="cuda", dtype=x.dtype)
+                for xv in (x, buf[1:].view(5, N).copy_(x)):
+                    info = fused._validate(xv, w, x2 if op == "rmsnorm_gate" else None, 1e-6,
+                                           residual=x2 if op == "rmsnorm_add" else None)
+                    plain = fused._launch(info)
+                    with monkeypatch.context() as m:
+                        m.setattr(fused, "_out_ext", lambda offset, llama: True)  # the _x twin, plain arguments
+                        ext = fused._launch(info)
+                    outs = [r if op == "rmsnorm_add" else (r,) for r in (plain, ext)]  # (y, h) or (y,)
+                    for a, b in zip(*outs):
+                        assert torch.equal(_bits(a), _bits(b)), (op, dtype, wdt, N, xv.data_ptr() % 16)
+
+
+@gpu
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 @pytest.mark.parametrize("N", [100, 1024, 4096, 8200, 16384, 65536])
 def test_residual_add(rng, dtype, N):

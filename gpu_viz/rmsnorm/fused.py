@@ -34,7 +34,9 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import itertools
 import math
+import os
 import re
 import sys
 import threading
@@ -113,26 +115,46 @@ CAST_FP32, CAST_LLAMA = "fp32", "llama"
 CASTS: Tuple[str, ...] = (CAST_FP32, CAST_LLAMA)
 #: The kernels' flags argument (FLAG_* in the .cu file).
 FLAG_FITS_L2, FLAG_LLAMA = 1, 4
+#: Name suffix of the extended-output build (``-DRMSNORM_OUT_EXT=1``, a module of its own): the
+#: kernels a call with a ``weight_offset`` or the llama cast launches.  The plain names hold only
+#: the plain output ``T(a * w * r)``, so the common call runs no code for the other two forms
+#: (kernels/rmsnorm_fused.cu, OUT_PLAIN).  It follows ``_w32``: ``..._e8_w32_x``.
+OUT_EXT_SUFFIX = "_x"
 
 
 def kernel_name(op: str, variant: str, dtype, vec: int, ept: Optional[int] = None, *,
-                aligned: bool = True, weight_dtype=None) -> str:
+                aligned: bool = True, weight_dtype=None, out_ext: bool = False) -> str:
     """The kernel's extern "C" name, e.g. ``rmsnorm_gate_block_f16_v8_e16``; ``aligned=False``
     names the element-by-element twin (``_u8``) of a 16-byte kernel, ``weight_dtype`` float32
-    with fp16/bf16 x the fp32-weight build (``_w32``)."""
+    with fp16/bf16 x the fp32-weight build (``_w32``), ``out_ext`` the extended-output build
+    (``_x``: see :data:`OUT_EXT_SUFFIX` and :func:`_out_ext`)."""
     dt = dtype_name(dtype)
     suffix = DTYPES[dt][0]
     name = f"{op}_{variant}_{suffix}_{'v' if aligned or vec == 1 else 'u'}{vec}"
     name = name if variant == WIDE else f"{name}_e{ept}"
-    return name + ("_w32" if _w32(dt, weight_dtype) else "")
+    return name + ("_w32" if _w32(dt, weight_dtype) else "") + (OUT_EXT_SUFFIX if out_ext else "")
 
 
 def _w32(dt: str, weight_dtype) -> bool:
     return weight_dtype is not None and dt != "float32" and dtype_name(weight_dtype) == "float32"
 
 
+def _out_ext(offset: float, llama: bool) -> bool:
+    """Whether a call needs the extended-output kernels (``_x``): the llama cast, or a
+    weight_offset that is not 0 as the kernel's float32 argument (where it rounds to 0 the
+    kernel would add nothing: the plain output is the same bits)."""
+    return bool(llama) or float(np.float32(offset)) != 0.0
+
+
+def _build_of(kernel: str) -> Tuple[bool, bool]:
+    """``(w32, out_ext)``: the module a kernel name belongs to (its suffixes)."""
+    out_ext = kernel.endswith(OUT_EXT_SUFFIX)
+    return (kernel[:-len(OUT_EXT_SUFFIX)] if out_ext else kernel).endswith("_w32"), out_ext
+
+
 def kernel_names() -> List[str]:
-    """Every kernel the file defines (as its DEF_SCALAR / DEF_VECTOR macros instantiate them)."""
+    """Every kernel the file defines (as its DEF_SCALAR / DEF_VECTOR macros instantiate them), in
+    every build: plain, fp32 weight (``_w32``), extended output (``_x``) and both."""
     return list(_kernel_name_list())
 
 
@@ -145,10 +167,10 @@ def _kernel_names() -> "frozenset[str]":
 def _kernel_name_list() -> Tuple[str, ...]:
     names = []
     for dt, (_, _, vec16, _) in DTYPES.items():
-        for wdt in ((None,) if dt == "float32" else (None, "float32")):
+        for wdt, ext in itertools.product((None,) if dt == "float32" else (None, "float32"), (False, True)):
             for op in KERNEL_OPS:
                 for vec, aligned in ((1, True), (vec16, True), (vec16, False)):
-                    kw = {"aligned": aligned, "weight_dtype": wdt}
+                    kw = {"aligned": aligned, "weight_dtype": wdt, "out_ext": ext}
                     names += [kernel_name(op, WARP, dt, vec, e, **kw) for e in EPT_CHOICES]
                     blocks = SCALAR_BLOCK_EPT if vec == 1 else EPT_CHOICES
                     names += [kernel_name(op, BLOCK, dt, vec, e, **kw) for e in blocks]
@@ -231,10 +253,12 @@ def _check_bool(name: str, value, more: str = "") -> bool:
 @functools.lru_cache(maxsize=4096)  # on every call's path; a pure function of its arguments
 def _choose_config(M: int, N: int, dt: str, gate: bool, vectorized: Optional[bool],
                    fits_l2: bool = False, op: Optional[str] = None, aligned: bool = True,
-                   wdt: Optional[str] = None) -> LaunchConfig:
+                   wdt: Optional[str] = None, out_ext: bool = False) -> LaunchConfig:
     """``gate``: a second input row (the gate, or the add op's residual); ``op`` the kernel's
     op (default from ``gate``); ``aligned`` False: the misaligned twin of a 16-byte kernel;
-    ``wdt`` the weight's dtype name (None: x's)."""
+    ``wdt`` the weight's dtype name (None: x's); ``out_ext`` the extended-output build
+    (:func:`_out_ext` of the call's weight_offset and cast).  The launch shape is the same
+    in either build."""
     vec16 = DTYPES[dt][2]
     if vectorized is None:
         vectorized = N % vec16 == 0
@@ -242,7 +266,7 @@ def _choose_config(M: int, N: int, dt: str, gate: bool, vectorized: Optional[boo
         raise ValueError(f"vectorized=True needs N % {vec16} == 0 for {dt} (16-byte loads); got N={N}")
     vec = vec16 if vectorized else 1
     op = op or ("rmsnorm_gate" if gate else "rmsnorm")
-    kw = {"aligned": aligned or vec == 1, "weight_dtype": wdt}
+    kw = {"aligned": aligned or vec == 1, "weight_dtype": wdt, "out_ext": out_ext}
     if N <= (WARP_ROW_MAX_N_VECTOR if vec > 1 else WARP_ROW_MAX_N):
         ept = min(e for e in EPT_CHOICES if 32 * e >= N)
         return LaunchConfig(op, WARP, kernel_name(op, WARP, dt, vec, ept, **kw), dt, M, N, vec, ept,
@@ -487,18 +511,20 @@ def _fits_current_device(M: int, N: int, dtype, gate: bool) -> bool:
 
 
 @functools.lru_cache(maxsize=None)  # on every call's path
-def compile_options(dtype, w32: bool = False) -> Tuple[str, ...]:
+def compile_options(dtype, w32: bool = False, out_ext: bool = False) -> Tuple[str, ...]:
     """The -D options this module compiles kernels/rmsnorm_fused.cu with for ``dtype`` (one module
     per dtype; the launch shapes are this module's constants, so Python and CUDA cannot drift);
-    ``w32``: the fp16/bf16 kernels with an fp32 weight (a module of their own, built on first use)."""
+    ``w32``: the fp16/bf16 kernels with an fp32 weight; ``out_ext``: the extended-output kernels
+    (``_x``, :data:`OUT_EXT_SUFFIX`).  Each of those is a module of its own, built on first use."""
     opts = (f"-DRMSNORM_DTYPES={DTYPES[dtype_name(dtype)][3]}",) + LAUNCH_DEFINES
-    return opts + ("-DRMSNORM_WEIGHT_F32=1",) if w32 else opts
+    return opts + (("-DRMSNORM_WEIGHT_F32=1",) if w32 else ()) + (("-DRMSNORM_OUT_EXT=1",) if out_ext else ())
 
 
 def get_kernel(kernel: str, dtype, device: int = 0):
     """The ``cupy.RawKernel`` named ``kernel`` (compiled with NVRTC for ``device``; one module
-    per dtype and weight dtype, so the first call per dtype compiles that module's kernels)."""
-    return kernels.function(FILE, kernel, compile_options(dtype, kernel.endswith("_w32")), device=device)
+    per dtype, weight dtype and output build, so the first call of each compiles that module's
+    kernels)."""
+    return kernels.function(FILE, kernel, compile_options(dtype, *_build_of(kernel)), device=device)
 
 
 def _rows_view(o: _Operand, M: int, N: int):
@@ -611,8 +637,9 @@ def _launch(info: Dict, out=None, config: Optional[LaunchConfig] = None, h_out=N
                    and (M == 1 or (sx * itemsize) % 16 == 0)
                    and (g2 is None or M == 1 or (sg * itemsize) % 16 == 0))
         fits = _fits_l2(M, N, itemsize, go is not None, l2_bytes(device), add)  # M, N checked already
-        cfg = config or _choose_config(M, N, dt, go is not None, N % vec16 == 0, fits, op, aligned, wdt)
-        _check_forced(cfg, M, N, dt, go is not None, aligned, op, wdt)
+        ext = _out_ext(info["offset"], info["llama"])
+        cfg = config or _choose_config(M, N, dt, go is not None, N % vec16 == 0, fits, op, aligned, wdt, ext)
+        _check_forced(cfg, M, N, dt, go is not None, aligned, op, wdt, ext)
         flags = (FLAG_FITS_L2 if fits else 0) | (FLAG_LLAMA if info["llama"] else 0)
         args = (*(np.uint64(p) for p in ptrs), np.int64(M), np.int32(N), np.int64(sx), np.int64(sg),
                 np.float32(eps), np.float32(info["offset"]), np.int32(flags))
@@ -622,16 +649,27 @@ def _launch(info: Dict, out=None, config: Optional[LaunchConfig] = None, h_out=N
 
 
 def _check_forced(cfg: LaunchConfig, M: int, N: int, dt: str, gate: bool, aligned: bool,
-                  op: Optional[str] = None, wdt: Optional[str] = None):
-    """A (possibly hand-made) config must fit the problem: guards the forced-config test hook."""
+                  op: Optional[str] = None, wdt: Optional[str] = None, out_ext: bool = False):
+    """A (possibly hand-made) config must fit the problem: guards the forced-config test hook.
+    ``out_ext``: the call has a weight_offset or the llama cast (:func:`_out_ext`), which only
+    the ``_x`` kernels compute; a plain kernel would silently leave them out."""
     problems = []
     op = op or ("rmsnorm_gate" if gate else "rmsnorm")
     if cfg.kernel not in _kernel_names():
         problems.append(f"no kernel {cfg.kernel}")
     if cfg.dtype != dt or cfg.op != op:
         problems.append("op/dtype differ")
-    if _w32(dt, wdt) != cfg.kernel.endswith("_w32"):
+    w32, ext = _build_of(cfg.kernel)
+    if _w32(dt, wdt) != w32:
         problems.append("the kernel's weight dtype differs")
+    if out_ext and not ext:
+        problems.append(f"a weight_offset or the llama cast needs the extended-output kernel "
+                        f"{cfg.kernel}{OUT_EXT_SUFFIX} (forced_config(..., weight_offset=, cast=)); "
+                        f"{cfg.kernel} computes only T(x * w * r)")
+    elif ext and not out_ext:
+        problems.append(f"{cfg.kernel} is the extended-output build, launched only for a "
+                        f"weight_offset or the llama cast; this call has neither: its plain twin "
+                        f"{cfg.kernel[:-len(OUT_EXT_SUFFIX)]}")
     if cfg.vec > 1 and cfg.aligned and not aligned:
         problems.append("vector loads on a misaligned problem")
     if cfg.vec > 1 and N % cfg.vec:
@@ -649,9 +687,10 @@ def _check_forced(cfg: LaunchConfig, M: int, N: int, dt: str, gate: bool, aligne
 
 def forced_config(M: int, N: int, dtype, *, variant: str, block: int, ept: Optional[int] = None,
                   vec: int = 1, gate: bool = False, op: Optional[str] = None, aligned: bool = True,
-                  weight_dtype=None) -> LaunchConfig:
+                  weight_dtype=None, weight_offset: float = 0.0, cast: str = CAST_FP32) -> LaunchConfig:
     """A hand-made :class:`LaunchConfig` (tests, sanitizer): e.g. the seed's 96-thread block at
-    N=768.  Validated when launched."""
+    N=768.  ``weight_offset`` / ``cast``: the call's, which pick the plain or the extended-output
+    (``_x``) kernel as the op does.  Validated when launched."""
     dt = dtype_name(dtype)
     if variant not in (WARP, BLOCK, WIDE):
         raise ValueError(f"variant must be one of {(WARP, BLOCK, WIDE)}, got {variant!r}")
@@ -661,7 +700,9 @@ def forced_config(M: int, N: int, dtype, *, variant: str, block: int, ept: Optio
     rows = WARP_ROWS_PER_BLOCK if variant == WARP else 1
     cap = None if variant == WIDE else (32 * ept if variant == WARP else block * ept)
     al = aligned or vec == 1
-    return LaunchConfig(op, variant, kernel_name(op, variant, dt, vec, ept, aligned=al, weight_dtype=weight_dtype),
+    ext = _out_ext(check_f32_arg("weight_offset", weight_offset), _check_cast(cast) == CAST_LLAMA)
+    return LaunchConfig(op, variant, kernel_name(op, variant, dt, vec, ept, aligned=al, weight_dtype=weight_dtype,
+                                                 out_ext=ext),
                         dt, M, N, vec, ept, block, rows, -(-M // rows), cap, al)
 
 
@@ -753,8 +794,9 @@ class _Plan:
         self.driver = d[0] if d is not None else None
         self.np_tail = (np.int64(self.M), np.int32(info["N"]), np.int64(sx), np.int64(sg),
                         np.float32(info["eps"]), np.float32(info["offset"]), np.int32(flags))
-        # what the C++ launcher's insert() takes: the same kernel and scalar arguments, and the
-        # kernel's owner (the C++ plan keeps it, so the module stays loaded while it is cached)
+        # what the C++ launcher's insert() takes: the same kernel (the plain or the _x build, as
+        # chosen here: the C++ side names no kernel) and scalar arguments, and the kernel's owner
+        # (the C++ plan keeps it, so the module stays loaded while it is cached)
         self.fields = (self.fn, self.grid, self.block, self.M, info["N"], sx, sg, float(np.float32(info["eps"])),
                        float(np.float32(info["offset"])), flags, self.add, self.rk)
 
@@ -805,7 +847,8 @@ def _plan_for(info: Dict) -> Optional[_Plan]:
                and (M == 1 or (sx * itemsize) % 16 == 0) and (g2 is None or M == 1 or (sg * itemsize) % 16 == 0))
     add = info["op"] == RMSNORM_ADD
     fits = _fits_l2(M, N, itemsize, go is not None, l2_bytes(device), add)
-    cfg = _choose_config(M, N, dt, go is not None, N % vec16 == 0, fits, info["op"], aligned, wdt)
+    cfg = _choose_config(M, N, dt, go is not None, N % vec16 == 0, fits, info["op"], aligned, wdt,
+                         _out_ext(info["offset"], info["llama"]))
     flags = (FLAG_FITS_L2 if fits else 0) | (FLAG_LLAMA if info["llama"] else 0)
     return _Plan(info, cfg, flags, int(sx), int(sg), device)
 
@@ -1260,29 +1303,33 @@ if torch is not None:
 # ---------------------------------------------------------------------------------------
 # what the compiler decided
 
-_NAME = re.compile(r"^(rmsnorm(?:_gate|_add)?)_(warp|block|wide)_(f32|f16|bf16)_([vu])(\d+)(?:_e(\d+))?(_w32)?$")
+_NAME = re.compile(r"^(rmsnorm(?:_gate|_add)?)_(warp|block|wide)_(f32|f16|bf16)_([vu])(\d+)(?:_e(\d+))?(_w32)?"
+                   rf"({OUT_EXT_SUFFIX})?$")
 _SUFFIX_TO_DTYPE = {v[0]: k for k, v in DTYPES.items()}
 
 
 def describe_kernel(name: str) -> Dict:
-    """``{"op", "variant", "dtype", "vec", "ept", "aligned", "weight_dtype"}`` parsed from a
-    kernel name (``weight_dtype`` None: x's)."""
+    """``{"op", "variant", "dtype", "vec", "ept", "aligned", "weight_dtype", "out_ext"}`` parsed
+    from a kernel name (``weight_dtype`` None: x's; ``out_ext`` True: the extended-output build,
+    ``_x``)."""
     m = _NAME.match(name)
     if not m:
         raise ValueError(f"{name!r} is not a kernel of {FILE}")
-    op, variant, suffix, v, vec, ept, w32 = m.groups()
+    op, variant, suffix, v, vec, ept, w32, ext = m.groups()
     return {"op": op, "variant": variant, "dtype": _SUFFIX_TO_DTYPE[suffix], "vec": int(vec),
-            "ept": int(ept) if ept else None, "aligned": v == "v", "weight_dtype": "float32" if w32 else None}
+            "ept": int(ept) if ept else None, "aligned": v == "v", "weight_dtype": "float32" if w32 else None,
+            "out_ext": ext is not None}
 
 
 @functools.lru_cache(maxsize=None)
 def _ptxas_rows(arch: str) -> Tuple:
-    """ptxas rows for ``arch``: one nvcc per module (dtype, and the fp32-weight builds of fp16 /
-    bf16), run in parallel."""
+    """ptxas rows for ``arch``: one nvcc per module (dtype, the fp32-weight builds of fp16 / bf16,
+    each also as the extended-output build), as many at once as there are CPUs."""
     from concurrent.futures import ThreadPoolExecutor
 
-    builds = [(dt, False) for dt in DTYPES] + [(dt, True) for dt in DTYPES if dt != "float32"]
-    with ThreadPoolExecutor(len(builds)) as pool:
+    builds = [(dt, w32, ext) for dt in DTYPES for w32 in ((False,) if dt == "float32" else (False, True))
+              for ext in (False, True)]
+    with ThreadPoolExecutor(min(len(builds), os.cpu_count() or 1)) as pool:
         parts = pool.map(lambda b: kernels.nvcc_compile(FILE, arch, compile_options(*b)), builds)
         return tuple(u for part in parts for u in part)
 

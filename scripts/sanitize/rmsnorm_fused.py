@@ -8,7 +8,8 @@ Covers each variant (warp / block / wide), the 16-byte and scalar paths, and eve
 seed write-up: N=768 in a 96-thread block (and 97, 100), N > 8192, N % 8 != 0, misaligned views,
 row strides, M = 0, a NaN row, a non-default stream; plus the backward (torch composite); and
 the paths of issue 18: rmsnorm_add (y and h), fp32 weights with fp16/bf16 x, weight_offset, the
-llama cast, the misaligned element-wise kernels, wide rows (65536, 131072), the public plan path.
+llama cast (both through the extended-output ``_x`` kernels, also in a hand-made block), the
+misaligned element-wise kernels, wide rows (65536, 131072), the public plan path.
 Framework memory pools are off (PYTORCH_NO_CUDA_MEMORY_CACHING=1, CuPy's allocator = cudaMalloc)
 so memcheck sees every buffer's true bounds.  Each launch: fresh random data, NaN-poisoned
 output, the float64 reference (gpu_viz.rmsnorm.reference) within the one tolerance table
@@ -76,13 +77,14 @@ def main() -> int:
             results["fail"] += 1
             print(f"FAIL {exc}")
 
-    def forward(M, N, dtype, gate, layout="contiguous", config=None, nan_row=None, stream=None):
+    def forward(M, N, dtype, gate, layout="contiguous", config=None, nan_row=None, stream=None,
+                offset=0.0, cast="fp32"):
         x = values(M, N, dtype, layout)
         g = values(M, N, dtype, layout, 3.0) if gate else None
         w = values(1, N, dtype)[0]
         if nan_row is not None:
             x[nan_row, N // 2] = float("nan")
-        info = fused._validate(x, w, g, 1e-6)
+        info = fused._validate(x, w, g, 1e-6, weight_offset=offset, cast=cast)
         out = torch.full((M, N), float("nan"), device="cuda", dtype=tdt[dtype])
         if stream is not None:
             stream.wait_stream(torch.cuda.current_stream())
@@ -91,13 +93,18 @@ def main() -> int:
         else:
             y = fused._launch(info, out=out, config=config)
         torch.cuda.synchronize()
-        ref = ops.reference_rmsnorm_gate(x, g, w) if gate else ops.reference_rmsnorm(x, w)
+        if offset or cast != "fp32":
+            ref = reference.rmsnorm(x.cpu(), w.cpu(), 1e-6, g.cpu() if gate else None,
+                                    weight_offset=offset, cast=cast)
+        else:
+            ref = ops.reference_rmsnorm_gate(x, g, w) if gate else ops.reference_rmsnorm(x, w)
         cfg = config or fused._choose_config(M, N, dtype, gate, N % ops.DTYPES[dtype][2] == 0,
                                              ops.fits_l2(M, N, dtype, gate, ops.l2_bytes(0)), None,
-                                             layout == "contiguous")
+                                             layout == "contiguous", None, fused._out_ext(offset, cast == "llama"))
         label = (f"{'rmsnorm_gate' if gate else 'rmsnorm':12s} {dtype:8s} M={M:3d} N={N:6d} {layout:10s} "
                  f"{cfg.kernel} block={cfg.block}" + (" nan-row" if nan_row is not None else "")
-                 + (" side-stream" if stream is not None else ""))
+                 + (" side-stream" if stream is not None else "")
+                 + (f" offset={offset:g} cast={cast}" if offset or cast != "fp32" else ""))
         check(label, y, ref, tolerance(dtype), nan_rows=(nan_row,) if nan_row is not None else ())
 
     def forward_new(M, N, dtype, op, layout="contiguous", wdt=None, offset=0.0, cast="fp32"):
@@ -168,6 +175,10 @@ def main() -> int:
                     3, 768, dtype, variant="block", block=block, ept=8, gate=gate))
             forward(3, 768, dtype, gate, config=ops.forced_config(
                 3, 768, dtype, variant="block", block=96, ept=8, vec=vec16, gate=gate))
+            for offset, cast in ((1.0, "fp32"), (0.5, "llama")):  # the _x build in a hand-made block
+                forward(3, 768, dtype, gate, config=ops.forced_config(
+                    3, 768, dtype, variant="block", block=96, ept=8, vec=vec16, gate=gate, weight_offset=offset,
+                    cast=cast), offset=offset, cast=cast)
             forward(2, 5000, dtype, gate, config=ops.forced_config(
                 2, 5000, dtype, variant="wide", block=100, gate=gate))
             forward(4, 768, dtype, gate, nan_row=1)

@@ -9,13 +9,22 @@ rmsnorm_block_f16_v8_e8 has the 360 instructions of b208404 (552 with the three 
 candidates are the three copies (register allocation / scheduling around the uniform branch) or
 the two extra kernel arguments and their branches; or run-to-run drift.
 
+The kernel file now builds the output kind at compile time (kernels/rmsnorm_fused.cu,
+RMSNORM_OUT_EXT): its plain kernels, the ones these calls launch, hold only the plain output
+loop, and the three copies live in the extended-output build (names ending in _x) that the host
+launches for a weight_offset or the llama cast.  So "now" is the plain loop, and the three-copy
+loop of the first run's "now" is the _x twin launched with the same plain arguments.
+
 Variants, timed in the same process, interleaved, same inputs, same grid and block:
   pre    pre_b208404_rmsnorm_fused.cu.txt (10 arguments, no offset / llama / add / canonical tree)
-  now    kernels/rmsnorm_fused.cu as it is
-  plain  kernels/rmsnorm_fused.cu with with_out_kind() calling only the plain output loop
+  now    kernels/rmsnorm_fused.cu as it is: the plain kernel the op launches
+  x      its _x twin (-DRMSNORM_OUT_EXT=1: the three output-loop copies behind the uniform branch),
+         launched with weight_offset 0 and the fp32 cast, as run1's "now" was
 Each kernel runs in a CUDA graph of 64 launches over one in-L2 buffer set, 40 replays per round,
-7 rounds; reported: the median per launch and the ratio to "pre".  The outputs are compared bit
-for bit first (one vector per thread at these shapes: the same sum order in all three).
+7 rounds; reported: the median per launch and the ratio to "pre" (pre vs now: what the op costs
+against b208404; now vs x: what the compile-time output kind saves).  The outputs are compared
+bit for bit first (one vector per thread at these shapes: the same sum order in all three).
+(run1/ was made before the split: its "now" is today's "x", its "plain" today's "now".)
 
     python benchmarks/explore/2026-12-02-in-l2-ab/ab.py [out.json]     # GPU, ~30-60 s
     python benchmarks/explore/2026-12-02-in-l2-ab/ab.py --dry-run      # CPU: the plan
@@ -32,18 +41,18 @@ sys.path.insert(0, str(ROOT))
 SHAPES = ((1, 2048), (128, 4096), (512, 4096), (1024, 768), (1024, 4096), (1024, 8192), (16384, 4096))
 DTYPES = ("float16", "bfloat16")
 ROUNDS, REPLAYS, LAUNCHES = 7, 40, 64
-PLAIN_FROM = """    if (llama) body(OutTag<OUT_LLAMA>{});
-    else if (w_offset != 0.0f) body(OutTag<OUT_OFFSET>{});
-    else body(OutTag<OUT_PLAIN>{});"""
-PLAIN_TO = "    body(OutTag<OUT_PLAIN>{});"
 
 
-def sources():
+def variants(dt):
+    """``{variant: (source, NVRTC options, kernel-name suffix)}`` for dtype ``dt``: one module per
+    (dtype, variant), as the launcher builds one per dtype and output build."""
+    from gpu_viz.rmsnorm import fused
+
+    base = ("-std=c++17", f"-I{ROOT / 'kernels'}")
     now = (ROOT / "kernels" / "rmsnorm_fused.cu").read_text()
-    if PLAIN_FROM not in now:
-        raise SystemExit("with_out_kind() changed: update PLAIN_FROM")
-    return {"pre": (HERE / "pre_b208404_rmsnorm_fused.cu.txt").read_text(), "now": now,
-            "plain": now.replace(PLAIN_FROM, PLAIN_TO)}
+    return {"pre": ((HERE / "pre_b208404_rmsnorm_fused.cu.txt").read_text(), base + fused.compile_options(dt), ""),
+            "now": (now, base + fused.compile_options(dt), ""),
+            "x": (now, base + fused.compile_options(dt, out_ext=True), fused.OUT_EXT_SUFFIX)}
 
 
 def main(argv):
@@ -58,18 +67,21 @@ def main(argv):
     if "--dry-run" in argv:
         for M, N, dt, fits, cfg in plan:
             print(f"{M}x{N} {dt}: {cfg.kernel} grid {cfg.grid} block {cfg.block} fits_l2 {fits}")
-        print(f"{len(plan)} shapes x 3 variants x {ROUNDS} rounds x {REPLAYS} replays of {LAUNCHES} launches")
+        first = plan[0][4].kernel
+        names = {k: first + sfx for k, (_, _, sfx) in variants(plan[0][2]).items()}
+        print(f"the kernels of each variant, e.g. {names}")
+        print(f"{len(plan)} shapes x {len(names)} variants x {ROUNDS} rounds x {REPLAYS} replays "
+              f"of {LAUNCHES} launches")
         return
     import cupy as cp
     import numpy as np
 
     from gpu_viz import kernels
 
-    srcs = sources()
-    mods_of = {}  # one module per (dtype, variant), as the launcher builds one per dtype
+    mods_of = {}  # one module per (dtype, variant) and the suffix of its kernel names
     for dt in DTYPES:
-        opts = ("-std=c++17", f"-I{ROOT / 'kernels'}") + fused.compile_options(dt)
-        mods_of[dt] = {k: cp.RawModule(code=src, options=opts) for k, src in srcs.items()}
+        mods_of[dt] = {k: (cp.RawModule(code=src, options=opts), sfx)
+                       for k, (src, opts, sfx) in variants(dt).items()}
     dev = cp.cuda.Device()
     out = {"date": time.strftime("%Y-%m-%d"), "gpu": cp.cuda.runtime.getDeviceProperties(dev.id)["name"].decode(),
            "driver": cp.cuda.runtime.driverGetVersion(), "cupy": cp.__version__, "rows": []}
@@ -91,8 +103,8 @@ def main(argv):
         ys = {k: cp.full(x.shape, nan, dtype=cp.uint16) for k in mods}
         flags = fused.FLAG_FITS_L2 if fits else 0
         fns = {}
-        for k, mod in mods.items():
-            f = mod.get_function(cfg.kernel)
+        for k, (mod, sfx) in mods.items():
+            f = mod.get_function(cfg.kernel + sfx)
             if k == "pre":
                 args = (ys[k], x, np.uint64(0), w, np.int64(M), np.int32(N), np.int64(N), np.int64(0), np.float32(1e-6),
                         np.int32(1 if fits else 0))
