@@ -92,12 +92,15 @@ PERSISTENT_MODES = (PERSIST, PERSIST_1)
 #: modes).  Each entry is the shape with the least median time (fp16 and bf16 summed for the
 #: 16-bit entries) of CANDIDATES and NEW_CANDIDATES in one H200 run
 #: (benchmarks/explore/2026-12-02-wide-persistent/run1/persist-record.json, its
-#: "proposed_policy"; tests/test_rmsnorm_wide.py checks the two agree).
+#: "proposed_policy"), where a second run that timed bigger CTAs on smaller clusters beside
+#: those entries found faster ones (explore/2026-12-03-wide-bigger-ctas/run1: rmsnorm 16-bit at
+#: 131072, fp32 at 32768 and 65536); tests/test_rmsnorm_wide.py checks the table is the two
+#: proposals, the second over the first.
 POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
     "rmsnorm": {
-        2: {32768: (4, 256, 32, MBAR), 65536: (4, 256, 64, MBAR), 131072: (8, 512, 32, MBAR),
+        2: {32768: (4, 256, 32, MBAR), 65536: (4, 256, 64, MBAR), 131072: (4, 1024, 32, MBAR),
             262144: (16, 512, 32, PERSIST_1)},
-        4: {32768: (8, 256, 16, SMEM), 65536: (8, 512, 16, MBAR), 131072: (16, 512, 16, PERSIST_1),
+        4: {32768: (4, 512, 16, MBAR), 65536: (4, 1024, 16, MBAR), 131072: (16, 512, 16, PERSIST_1),
             262144: (16, 512, 32, PERSIST)}},
     "rmsnorm_gate": {
         2: {32768: (4, 256, 32, MBAR), 65536: (8, 256, 32, SMEM), 131072: (8, 512, 32, SMEM),
@@ -106,7 +109,8 @@ POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
             262144: (16, 512, 32, PERSIST_1)}},
 }
 #: The shapes of modes 0-2 measured first (one cluster per row; the CTA sums through a cluster
-#: barrier); NEW_CANDIDATES adds modes 3-5 around POLICY's shapes and QuACK's.
+#: barrier); NEW_CANDIDATES adds modes 3-5 around POLICY's shapes and QuACK's; the bigger-CTA
+#: shapes are the exploration's own (benchmarks/explore/2026-12-03-wide-bigger-ctas).
 CANDIDATES: Dict[int, Dict[int, Tuple[Tuple[int, int, int, int], ...]]] = {
     2: {32768: ((4, 256, 32, SMEM), (2, 512, 32, SMEM), (2, 256, 64, SMEM), (4, 256, 32, SMEM_W),
                 (2, 512, 32, REGISTERS)),
