@@ -2,6 +2,7 @@
 gpu_viz.rmsnorm.report (tables, charts, the performance checks): the plumbing on CPU (bytes, rows,
 the float64 check with the one tolerance table, errors, gating), GPU smoke tests."""
 import argparse
+import json
 import importlib
 import sys
 import time
@@ -858,3 +859,44 @@ def test_bench_reps_must_be_a_whole_number_at_least_one(bad, capsys):
     assert exc.value.code == 2
     assert "--reps" in capsys.readouterr().err
     assert parser.parse_args(["bench", "--reps", "1"]).reps == 1
+
+
+def test_full_record_saves_one_file_however_often_it_saves(tmp_path, monkeypatch):
+    """Bug class: a run that saves after every shape must rewrite its own file, never add one
+    per save (records.save_record never replaces another run's file).  full_record on the CPU
+    with the GPU parts stubbed: several shapes, one record file, complete, with every row."""
+    from gpu_viz.rmsnorm import fused
+
+    monkeypatch.setattr(backend, "require_gpu", lambda what: None)
+    monkeypatch.setattr(backend, "live_label", lambda: "measured on a stub just now")
+    monkeypatch.setattr(bm, "record_batches", lambda quick=False: [
+        ("rmsnorm", [(8, 64), (16, 64), (32, 64)], ("float16",), ("fused",), ("kernel",), 1)])
+    fake = types.SimpleNamespace(median_us=1.0, p10_us=1.0, p90_us=1.0)
+    monkeypatch.setattr(bm.bench, "copy_bandwidth", lambda: {"GBps": 4000.0, "timing": fake})
+    monkeypatch.setattr(bm.bench, "launch_floor", lambda: {"kernel": fake, "call": fake})
+    monkeypatch.setattr(bm.bench, "copy_kernel_floor", lambda nbytes, l2: fake)
+    monkeypatch.setattr(gpu_device, "current", lambda: types.SimpleNamespace(l2_bytes=60 << 20))
+    monkeypatch.setattr(fused, "ensure_launcher", lambda: "stub")
+    monkeypatch.setattr(bm, "_kernel_section", lambda plan: {})
+    monkeypatch.setattr(bm, "batch_invariance", lambda **kw: {"ok": True, "checked": []})
+    monkeypatch.setattr(bm, "_available", lambda op, providers, drop_optional=True: tuple(providers))
+
+    def fake_run(op, shapes, dtypes, providers, **kw):
+        (M, N), = shapes
+        return bm.Rows([dict(op=op, impl="fused", M=M, N=N, dtype="float16", timing="kernel", median_us=1.0,
+                             p10_us=1.0, p90_us=1.0, GBps=1.0)])
+    monkeypatch.setattr(bm, "run", fake_run)
+    monkeypatch.setattr(records, "environment", lambda: {"gpu": "NVIDIA H200", "date": "2026-12-01"})
+    # an earlier record of the same GPU, day and tag stays as it was
+    older = records.save_record({"date": "2026-12-01", "gpu": "NVIDIA H200", "rows": [], "run": "older"},
+                                tag="fused", directory=tmp_path)
+    saves = []
+    real = records.save_record
+    monkeypatch.setattr(records, "save_record", lambda *a, **kw: saves.append(1) or real(*a, **kw))
+    rec = bm.full_record(out=tmp_path, previous=None, verbose=False)
+    assert len(saves) >= 4  # after each of the three shapes, and at the end
+    files = sorted(p.name for p in tmp_path.glob("*.json"))
+    assert files == [older.name, "nvidia-h200-2026-12-01.2-fused.json"], files
+    assert json.loads(older.read_text())["run"] == "older"
+    saved = json.loads((tmp_path / files[1]).read_text())
+    assert saved["complete"] is True and len(saved["rows"]) == 3 and rec["_path"].endswith(files[1])

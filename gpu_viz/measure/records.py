@@ -77,14 +77,21 @@ def new_record(rows: List[Dict], **extra) -> Dict:
     return rec
 
 
-def save_record(record: Dict, tag: str = "", directory: Optional[Path] = None) -> Path:
+def save_record(record: Dict, tag: str = "", directory: Optional[Path] = None,
+                replace: Optional[Path] = None) -> Path:
     """Write ``record`` to ``<directory>/<gpu-slug>-<date>[-tag].json`` and return the path.
 
     ``directory``: default the current folder (never the installed package); the course's
     committed records live in ``benchmarks/results/`` (pass it to add one there).  A record never
     replaces another: a second one of the same GPU, date and tag is ``<gpu-slug>-<date>.2[-tag].json``
-    (then ``.3``, ...), and :func:`load_records` orders it after the first.
+    (then ``.3``, ...), and :func:`load_records` orders it after the first.  ``replace``: the path
+    an earlier save of this same record returned (a run that saves as it goes, e.g.
+    :func:`gpu_viz.rmsnorm.bench.full_record` after every shape): rewritten in place.
     """
+    if replace is not None:
+        replace = Path(replace)
+        replace.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
+        return replace
     directory = Path(directory) if directory else Path.cwd()
     directory.mkdir(parents=True, exist_ok=True)
     for seq in range(1, 10_000):

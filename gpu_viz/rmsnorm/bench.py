@@ -1260,7 +1260,7 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
         record["wall_s"] = round(time.perf_counter() - t0, 1)
         record["rows"] = rows
         if save:
-            path = records.save_record(record, tag=name_tag, directory=out)
+            path = records.save_record(record, tag=name_tag, directory=out, replace=path)  # one file a run
 
     say(f"plan: {est['steps']} steps, {est['compiles']} compiles, estimated {est['total_s']:.0f} s (an estimate)")
     say("batch invariance (bit for bit at M = 1, 3, 64, 1000 against 4096) ...")
