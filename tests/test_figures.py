@@ -510,6 +510,8 @@ def test_bar_chart_legend_covers_no_bar(op):
     rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES and r["dtype"] == "float16"]
     fig = _notebook10_pair(rows, label, op, fit=True)
     assert [p for p in style.check(fig) if "legend" in p] == []
+    for ax in fig.axes:
+        assert style.legend_covers(ax, clearance_px=report.LEGEND_CLEARANCE_PX) == []
     plt.close(fig)
     for tm in ("kernel", "call"):
         fig = report.bar_chart(rows, provenance=label, timing=tm, op=op)

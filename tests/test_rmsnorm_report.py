@@ -58,8 +58,8 @@ def test_wide_share_says_a_missing_liger_is_not_installed():
     skipped = [{"op": "rmsnorm", "impl": "liger", "M": 1024, "N": 262144, "dtype": "float16",
                 "reason": "liger_kernel is not importable (ModuleNotFoundError: No module named 'liger_kernel')"}]
     table, said = R.wide_share(rows, 4000.0, "measured on X", skipped, shapes=((1024, 262144),))
-    assert table.body == [["RMSNorm", "1024 x 262144", "88"]]
-    assert "Liger is not installed here: no time at 1024 x 262144 fp16." in said
+    assert table.body == [["RMSNorm", "1024x262144", "88"]]
+    assert "Liger is not installed here: no time at 1024x262144 (fp16)." in said
     assert any("Not measured" in s and "F.rms_norm" in s and "eager" in s for s in said)
     # a live run times one wide shape: the table shows that shape only
     assert R.wide_share(rows, 4000.0, "measured on X", skipped)[0].body == table.body
@@ -76,8 +76,9 @@ def test_per_call_rows_keep_one_row_per_key_the_first(record):
 
 def test_per_call_summary_and_chart(record):
     said = R.per_call_summary(record["rows"])
-    assert len(said) == 2 and said[0].startswith("No grad:") and said[1].startswith("Weight requires grad:")
-    assert all(re.search(r"at \d+ of 11 sizes", s) for s in said)
+    assert len(said) in (2, 3) and said[0].startswith("No grad:") and said[1].startswith("Weight requires grad:")
+    assert all(re.search(r"at \d+ of 11 sizes", s) for s in said[:2])
+    assert len(said) == 2 or said[2].startswith("Noisy: ")
     assert R.kernel_vs_call(record["rows"]).startswith("At 128 x 4096, kernel only: ours ")
     from gpu_viz.figures import style
 
@@ -193,3 +194,36 @@ def test_nb10_slides_name_what_they_show():
     assert "launches through ctypes" not in text and "C++ launcher has not been timed on a GPU yet" in text
     assert "about 1 GiB of x per call" not in text and "0.5 GiB at 2048 x 131072" in text
     assert "warp-per-row for small N" not in text
+
+
+def test_wide_share_says_one_refusal_once_for_every_shape_and_dtype():
+    """Bug class: one sentence per refused (shape, dtype) made the slide taller than the screen;
+    a provider's one message (its row length read as N) is said once, with the shapes and dtypes."""
+    rows, skipped = [], []
+    for M, N in ((2048, 131072), (1024, 262144)):
+        for dt in ("float16", "bfloat16", "float32"):
+            rows.append({"op": "rmsnorm", "impl": "fused", "M": M, "N": N, "dtype": dt, "timing": "kernel",
+                         "median_us": 300.0, "GBps": 3500.0})
+            skipped.append({"op": "rmsnorm", "impl": "liger", "M": M, "N": N, "dtype": dt,
+                            "reason": f"raised RuntimeError: Cannot launch Triton kernel since n = {N} exceeds "
+                                      f"the recommended Triton blocksize = 65536."})
+    table, said = R.wide_share(rows, 4000.0, "measured on X", skipped, shapes=((2048, 131072), (1024, 262144)))
+    assert said[1:] == ["Liger refused 2048x131072 (fp16/bf16/fp32), 1024x262144 (fp16/bf16/fp32): \u201cCannot launch "
+                    "Triton kernel since n = N exceeds the recommended Triton blocksize = 65536.\u201d (N: the row "
+                    "length)."], said
+    assert [line[1] for line in table.body] == ["2048x131072", "1024x262144"]
+
+
+def test_per_call_summary_says_when_the_host_was_noisy():
+    """Both providers jumping by 1.4x or more across sizes whose kernels differ by a few µs is the
+    host's state, said beside the counts; a steady run says nothing of it."""
+    def rows(ours, native):
+        return [dict(op="rmsnorm", impl=i, M=M, N=4096, dtype="float16", timing="call", median_us=v)
+                for i, vals in (("fused", ours), ("native", native)) for M, v in zip((1, 32, 1024), vals)]
+    steady = R.per_call_summary(rows((14.0, 15.0, 15.5), (19.0, 19.5, 20.0)))
+    assert len(steady) == 2 and steady[0].startswith("No grad: ours no slower than F.rms_norm at 3 of 3")
+    noisy = R.per_call_summary(rows((14.0, 23.2, 15.0), (19.0, 18.9, 36.0)))
+    assert noisy[0].startswith("No grad: ours no slower than F.rms_norm at 2 of 3")
+    assert noisy[2] == ("Noisy: 14.0-23.2 µs (ours), 18.9-36.0 µs (F.rms_norm) over these sizes: the host varied "
+                        "between timing windows; compare where both are low.")
+    assert len(R.per_call_summary(rows((14.0, 23.2, 15.0), (19.0, 19.5, 20.0)))) == 2  # only ours: not the host

@@ -262,9 +262,10 @@ def check(fig) -> List[str]:
     return problems
 
 
-def legend_covers(ax, renderer=None) -> List[str]:
-    """The bars (visible rectangles of ``ax.patches`` with a finite, non-zero height) whose drawn box the legend of
-    ``ax`` overlaps by more than :data:`OVERLAP_TOLERANCE_PX` CSS px both ways, each as
+def legend_covers(ax, renderer=None, clearance_px: float = 0.0) -> List[str]:
+    """The bars (visible rectangles of ``ax.patches`` with a finite, non-zero height) whose drawn
+    box the legend of ``ax`` overlaps by more than :data:`OVERLAP_TOLERANCE_PX` CSS px both ways
+    (with ``clearance_px``: or comes within that many CSS px of from above), each as
     ``"x=..., top=..."`` in data units; ``[]`` without a legend."""
     leg = ax.get_legend()
     if leg is None or not leg.get_visible():
@@ -279,7 +280,7 @@ def legend_covers(ax, renderer=None) -> List[str]:
             continue
         b = p.get_window_extent(renderer)
         dx = (min(lb.x1, b.x1) - max(lb.x0, b.x0)) * css
-        dy = (min(lb.y1, b.y1) - max(lb.y0, b.y0)) * css
+        dy = (min(lb.y1, b.y1) - max(lb.y0, b.y0)) * css + clearance_px
         if dx > OVERLAP_TOLERANCE_PX and dy > OVERLAP_TOLERANCE_PX:
             out.append(f"x={p.get_x() + p.get_width() / 2:.2f}, top={p.get_y() + p.get_height():.3g}")
     return out
