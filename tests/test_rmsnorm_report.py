@@ -191,7 +191,7 @@ def test_nb10_slides_name_what_they_show():
     text = "\n".join(c.source for c in nb.cells)
     assert "measured here" not in "\n".join(c.source for c in nb.cells if c.source.startswith("###"))
     assert "cannot beat a copy --" in text and "the measurement wins" in text
-    assert "launches through ctypes" not in text and "C++ launcher has not been timed on a GPU yet" in text
+    assert "launches through ctypes" not in text and "reads the record's launcher field" in text
     assert "about 1 GiB of x per call" not in text and "0.5 GiB at 2048 x 131072" in text
     assert "warp-per-row for small N" not in text
 
@@ -212,6 +212,12 @@ def test_wide_share_says_one_refusal_once_for_every_shape_and_dtype():
                     "Triton kernel since n = N exceeds the recommended Triton blocksize = 65536.\u201d (N: the row "
                     "length)."], said
     assert [line[1] for line in table.body] == ["2048x131072", "1024x262144"]
+    # with a Liger column (measured at a shorter row), its refused shapes read "refused", not "not measured"
+    liger = [dict(r, impl="liger", M=8192, N=65536) for r in rows[:1]] + [dict(r, M=8192, N=65536) for r in rows[:1]]
+    table, _ = R.wide_share(rows + liger, 4000.0, "measured on X", skipped,
+                            shapes=((8192, 65536), (2048, 131072), (1024, 262144)))
+    assert table.header[-1] == "Liger" and [line[-1] for line in table.body] == ["88/—/—", "refused", "refused"]
+    assert "refused: the baseline raised" in table.caption
 
 
 def test_per_call_summary_says_when_the_host_was_noisy():

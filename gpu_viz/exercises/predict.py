@@ -944,10 +944,12 @@ register(Exercise(
 
 register(Exercise(
     "10.floor", "10_fused_rmsnorm_gate", PREDICT, "The fused kernel at copy speed",
-    "**Exercise: predict, then run.** If the fused kernel moved its bytes at the copy kernel's bandwidth, "
-    "`g['copy_GBps']` GB/s (from `g['copy_source']`), how many microseconds would it take at this shape? "
+    "**Exercise: predict, then run.** If the fused kernel moved its bytes at the copy kernel's bandwidth "
+    "(`copy_GBps` in the exercise's given values, with the record or run it comes from), how many "
+    "microseconds would it take at this shape? "
     "That is a reference time, not a hard floor: the checker then shows the kernel's measured time.\n\n"
-    "*Beside it: in the H200 record the fused gate ran about 1 % faster than this reference. A copy reads "
+    "*Beside it: in the H200 record the fused gate ran slightly faster than this reference (the checker "
+    "says by how much). A copy reads "
     "one byte per byte it writes; the gate reads two (x and gate) per byte of y, and a read-heavy stream "
     "turns the DRAM bus around between reads and writes less often, so it can move slightly more bytes "
     "per second than the copy that sets the reference.*",

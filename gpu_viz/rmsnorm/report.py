@@ -385,7 +385,7 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
 
     One line per (op, shape) where ours was measured: ours in each dtype, then one column per baseline of
     :data:`WIDE_BASELINES` measured at any of these rows, its shares in fp16 / bf16 / fp32
-    ("—" where not measured; the gate has no F.rms_norm or Liger: "n/a").  ``sentences`` say in
+    ("—" where not measured, "refused" where it raised; the gate has no F.rms_norm or Liger: "n/a").  ``sentences`` say in
     words which baselines were not measured at all, which refused a shape (with the reason the
     run gave) and, when there are no wide rows (an older record), that the table is missing.
     ``table`` is None when nothing is shown.  ``timing``: the rows' timing ("kernel")."""
@@ -401,6 +401,12 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
     pct = lambda r: "—" if r is None else f"{100 * r['GBps'] / copy_GBps:.0f}"  # noqa: E731
     header = ["op", "M x N"] + [f"ours {DTYPE_WORDS[d]}" for d in dts] + [PROVIDER_WORDS[p] for p in shown]
     body = []
+    skipped = list(skipped or ())
+
+    def refused(p, M, N):
+        return any(s["impl"] == p and (s["M"], s["N"]) == (M, N) and "not importable" not in s["reason"]
+                   for s in skipped)
+
     for op in ops:
         for (M, N) in shapes:
             if not any(by.get((op, "fused", M, N, d, timing)) for d in dts):
@@ -412,11 +418,15 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
                     line.append("n/a")
                     continue
                 cells = [pct(by.get((op, p, M, N, d, timing))) for d in dts]
-                line.append("—" if all(c == "—" for c in cells) else "/".join(cells))
+                if all(c == "—" for c in cells) and refused(p, M, N):
+                    line.append("refused")  # said in words below the table
+                else:
+                    line.append("—" if all(c == "—" for c in cells) else "/".join(cells))
             body.append(line)
     dt_words = "/".join(DTYPE_WORDS[d] for d in dts)
     caption = (f"% of the copy bandwidth ({copy_GBps:,.0f} GB/s), {timing} time; baseline columns: "
-               f"{dt_words}; — not measured; n/a: no such baseline for the gate. Data: {provenance}")
+               f"{dt_words}; — not measured; refused: the baseline raised there; n/a: no such baseline for the "
+               f"gate. Data: {provenance}")
     said = []
     missing = [PROVIDER_WORDS[p] for p in WIDE_BASELINES if p not in shown and p != "liger"]
     if missing:
