@@ -368,9 +368,10 @@ def test_policy_is_the_recorded_runs_proposal():
                     proposed.setdefault(op, {}).setdefault(int(size), {})[int(n)] = tuple(sh)
         timed |= {(r["op"], r["dtype"], r["N"], r["impl"]) for r in rec["rows"]}
     assert proposed == wide.POLICY
+    impl_name = _explore_script().impl_name  # the runs' row names
     for cfg in wide.configs_in_use(dtypes=DTS):
         if cfg.weight_dtype == cfg.dtype:
-            impl = "wide_" + "_".join(cfg.kernel.split("_")[-4:])
+            impl = impl_name((cfg.cluster, cfg.threads, cfg.ept, cfg.mode))
             assert (cfg.op, cfg.dtype, cfg.capacity, impl) in timed, cfg
     modes = {sh[3] for op in wide.OPS for t in wide.POLICY[op].values() for sh in t.values()}
     assert modes - {wide.REGISTERS, wide.SMEM, wide.SMEM_W}, "the policy uses modes 3-5 where they won"

@@ -88,21 +88,21 @@ def save_record(record: Dict, tag: str = "", directory: Optional[Path] = None,
     an earlier save of this same record returned (a run that saves as it goes, e.g.
     :func:`gpu_viz.rmsnorm.bench.full_record` after every shape): rewritten in place.
     """
-    if replace is not None:
-        replace = Path(replace)
-        replace.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
-        return replace
+    path = Path(replace) if replace is not None else _new_path(record, tag, directory)
+    path.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
+    return path
+
+
+def _new_path(record: Dict, tag: str, directory: Optional[Path]) -> Path:
+    """The first free ``<gpu-slug>-<date>[.N][-tag].json`` in ``directory`` (made if missing)."""
     directory = Path(directory) if directory else Path.cwd()
     directory.mkdir(parents=True, exist_ok=True)
     for seq in range(1, 10_000):
         day = record["date"] if seq == 1 else f"{record['date']}.{seq}"
         path = directory / f"{gpu_slug(record['gpu'])}-{day}{'-' + tag if tag else ''}.json"
         if not path.exists():
-            break
-    else:
-        raise FileExistsError(f"9999 records of {record['gpu']} on {record['date']} tagged {tag!r} in {directory}")
-    path.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
-    return path
+            return path
+    raise FileExistsError(f"9999 records of {record['gpu']} on {record['date']} tagged {tag!r} in {directory}")
 
 
 _SEQ = re.compile(r"-\d{4}-\d{2}-\d{2}\.(\d+)(?:-|\.json$)")

@@ -400,13 +400,18 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
     shown = [p for p in WIDE_BASELINES if any(r["impl"] == p for r in sel)]
     pct = lambda r: "—" if r is None else f"{100 * r['GBps'] / copy_GBps:.0f}"  # noqa: E731
     header = ["op", "M x N"] + [f"ours {DTYPE_WORDS[d]}" for d in dts] + [PROVIDER_WORDS[p] for p in shown]
+    # the baselines' refusals at these shapes, one entry per provider and message: the row
+    # length in the message read as "N", the shapes listed once with the dtypes refused there
+    refusals: Dict[Tuple[str, str], Dict[Tuple[int, int], List[str]]] = {}
+    for s in skipped:
+        if (s["M"], s["N"]) in shapes and s["impl"] in WIDE_BASELINES:
+            reason = s["reason"].split(": ", 1)[-1].strip() if s["reason"].startswith("raised ") else s["reason"]
+            reason = re.sub(rf"\b{s['N']}\b", "N", reason[:160])
+            refusals.setdefault((s["impl"], reason), {}).setdefault((s["M"], s["N"]), []).append(
+                DTYPE_WORDS.get(s["dtype"], s["dtype"]))
+    refused = {(p, mn) for (p, reason), by_shape in refusals.items() if "not importable" not in reason
+               for mn in by_shape}
     body = []
-    skipped = list(skipped or ())
-
-    def refused(p, M, N):
-        return any(s["impl"] == p and (s["M"], s["N"]) == (M, N) and "not importable" not in s["reason"]
-                   for s in skipped)
-
     for op in ops:
         for (M, N) in shapes:
             if not any(by.get((op, "fused", M, N, d, timing)) for d in dts):
@@ -418,7 +423,7 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
                     line.append("n/a")
                     continue
                 cells = [pct(by.get((op, p, M, N, d, timing))) for d in dts]
-                if all(c == "—" for c in cells) and refused(p, M, N):
+                if all(c == "—" for c in cells) and (p, (M, N)) in refused:
                     line.append("refused")  # said in words below the table
                 else:
                     line.append("—" if all(c == "—" for c in cells) else "/".join(cells))
@@ -431,17 +436,8 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
     missing = [PROVIDER_WORDS[p] for p in WIDE_BASELINES if p not in shown and p != "liger"]
     if missing:
         said.append(f"Not measured at these shapes in this run: {', '.join(missing)}.")
-    # one sentence per provider and message: the row length in the message read as "N", the
-    # shapes listed once with the dtypes they were refused in
-    refusals: Dict[Tuple[str, str], Dict[str, List[str]]] = {}
-    for s in skipped:
-        if (s["M"], s["N"]) in shapes and s["impl"] in WIDE_BASELINES:
-            reason = s["reason"].split(": ", 1)[-1].strip() if s["reason"].startswith("raised ") else s["reason"]
-            reason = re.sub(rf"\b{s['N']}\b", "N", reason[:160])
-            refusals.setdefault((s["impl"], reason), {}).setdefault(f"{s['M']}x{s['N']}", []).append(
-                DTYPE_WORDS.get(s["dtype"], s["dtype"]))
     for (p, reason), by_shape in refusals.items():
-        where = ", ".join(f"{shape} ({'/'.join(d)})" for shape, d in by_shape.items())
+        where = ", ".join(f"{M}x{N} ({'/'.join(d)})" for (M, N), d in by_shape.items())
         if "not importable" in reason:
             said.append(f"{PROVIDER_WORDS[p]} is not installed here: no time at {where}.")
         else:
