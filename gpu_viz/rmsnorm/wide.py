@@ -27,8 +27,9 @@ Six modes (where a CTA keeps its slice, how the CTA sums meet, one cluster per r
 persistent grid of clusters looping over rows, :func:`launch_grid`); :data:`POLICY` takes, per
 op, element size and row-length bucket, the fastest of :data:`CANDIDATES` and
 :data:`NEW_CANDIDATES` and of bigger CTAs on smaller clusters, on the H200 (benchmarks/NOTES.md,
-"wide rows on a cluster" and "fifth session"; :data:`POLICY` says which runs).  Every mode adds a row's squares in the same order at a given
-(cluster, threads, ept), so the policy's choice of mode never changes a bit.
+"wide rows on a cluster" and "fifth session"; :data:`POLICY` says which runs).  Every mode
+adds a row's squares in the same order at a given (cluster, threads, ept), so the policy's
+choice of mode never changes a bit.
 """
 from __future__ import annotations
 
