@@ -111,7 +111,11 @@
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define WIDE_HAS_CLUSTERS 1
+#if WIDE_MODE == 6
+#define WIDE_CLUSTER_DIMS  // split_row: independent CTAs, no cluster
+#else
 #define WIDE_CLUSTER_DIMS __cluster_dims__(WIDE_CLUSTER, 1, 1)
+#endif
 #else
 #define WIDE_HAS_CLUSTERS 0
 #define WIDE_CLUSTER_DIMS
@@ -741,6 +745,119 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 // [end cluster_row_mbar]
 
 // ---------------------------------------------------------------------------------------
+// a row split over independent CTAs, the CTA sums through global memory (WIDE_MODE 6)
+
+// The workspace slot of one CTA sum: the float's bits in the low word, 1 in the high word once
+// written (the launcher zeroes the workspace before every launch).  64-bit accesses are single-copy
+// atomic, so a reader that sees the flag sees the value with it.
+__device__ __forceinline__ void publish_sum(unsigned long long* slot, float v) {
+#if WIDE_HAS_CLUSTERS
+    const unsigned long long word = (1ull << 32) | __float_as_uint(v);
+    asm volatile("st.release.gpu.global.b64 [%0], %1;" :: "l"(slot), "l"(word) : "memory");
+#endif
+}
+__device__ __forceinline__ unsigned long long read_slot(const unsigned long long* slot) {
+    unsigned long long word = 0;
+#if WIDE_HAS_CLUSTERS
+    asm volatile("ld.acquire.gpu.global.b64 %0, [%1];" : "=l"(word) : "l"(slot) : "memory");
+#endif
+    return word;
+}
+__device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long t = 0;
+#if WIDE_HAS_CLUSTERS
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+#endif
+    return t;
+}
+// A CTA waits at most this long for the other CTA sums of its row before it traps (a bug, not
+// a schedule: every CTA that holds a ticket runs to completion, see split_row).
+#define SPLIT_WAIT_LIMIT_NS 20000000000ull
+
+// [region split_row]
+// The row's slices as in cluster_row_smem (slice `rank` = vectors rank * THREADS * CHUNKS + t +
+// c * THREADS), but each slice is a CTA of its own -- no cluster, so no GPC has to find a row's
+// CTA slots free at once, and a row may have up to 64 slices.  S = ceil(N / (THREADS * EPT))
+// slices per row (from N alone; WIDE_CLUSTER is the most, the kernel's capacity); grid = M * S
+// blocks; ws = 1 ticket + M * S slots (8 bytes each), zeroed before the launch.
+//   0. tile = a ticket (atomicAdd on ws[0]) taken when the CTA starts: row = tile / S,
+//      rank = tile % S.  Tickets go out in the order CTAs start, so the peers of a CTA that
+//      holds one are running or are the next to start: the wait in step 3 ends whatever order
+//      the hardware starts blocks in, provided the GPU holds S CTAs at once (the launcher checks).
+//   1. the slice into shared memory (cp.async), 2. the CTA sum (cta_sumsq_smem, as modes 1-5),
+//   3. thread 0 publishes it into slot [row * S + rank] (st.release); threads i < S each wait
+//      for slot [row * S + i] (ld.acquire) and put its value in shared memory,
+//   4. every thread adds the S sums in rank order: the bits of modes 1-5 at the same
+//      (CLUSTER, THREADS, EPT) (their CTAs past S hold no vector and add +0.0f, which changes
+//      no sum of squares), in every CTA of the row,
+//   5. y from shared memory, the weight from global memory (store_row_smem).
+template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT>
+__device__ __forceinline__ void split_row(T* __restrict__ out, float* __restrict__ rstd,
+                                          const T* __restrict__ x, const T* __restrict__ gate,
+                                          const WT* __restrict__ w, int N, float eps, float w_offset,
+                                          unsigned long long* __restrict__ ws) {
+#if WIDE_HAS_CLUSTERS
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int CHUNKS = EPT / VEC;
+    constexpr int NWARPS = THREADS / 32;
+    constexpr int SLICE = THREADS * CHUNKS;
+    static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024, "launch shape");
+    static_assert(CLUSTER >= 1 && CLUSTER <= THREADS && CLUSTER <= 64, "slices per row");
+    __shared__ float warp_sums[NWARPS];
+    __shared__ float cta_sums[CLUSTER];
+    __shared__ unsigned long long tile_s;
+    extern __shared__ uint4 wide_smem[];
+    Pack<T, VEC>* sx = reinterpret_cast<Pack<T, VEC>*>(wide_smem);
+    Pack<T, VEC>* sg = sx + SLICE;
+
+    const int t = threadIdx.x;
+    if (t == 0) tile_s = atomicAdd(ws, 1ull);  // step 0
+    __syncthreads();
+    const int nvec = N / VEC;
+    const int S = (nvec + SLICE - 1) / SLICE;  // <= CLUSTER: the launcher checks N's capacity
+    const unsigned long long tile = tile_s;
+    const long long row = (long long)(tile / (unsigned)S);
+    const int rank = (int)(tile % (unsigned)S);
+    const int first = rank * SLICE + t;
+    const T* xr = x + row * (long long)N;
+    const T* gr = GATE ? gate + row * (long long)N : nullptr;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {  // step 1
+        const int j = first + c * THREADS, s = c * THREADS + t;
+        if (j < nvec) {
+            cp_async16(&sx[s], xr + (long long)j * VEC);
+            if (GATE) cp_async16(&sg[s], gr + (long long)j * VEC);
+        }
+    }
+    cp_async_wait_all();
+    const float cta = cta_sumsq_smem<T, VEC, CHUNKS, THREADS>(sx, first, nvec, t, warp_sums);  // step 2
+    unsigned long long* slots = ws + 1 + row * S;
+    if (t == 0) publish_sum(&slots[rank], cta);  // step 3
+    if (t < S) {
+        unsigned long long word = read_slot(&slots[t]);
+        if (!(word >> 32)) {
+            const unsigned long long start = global_ns();
+            while (!((word = read_slot(&slots[t])) >> 32)) {
+                __nanosleep(64);
+                if (global_ns() - start > SPLIT_WAIT_LIMIT_NS) __trap();
+            }
+        }
+        cta_sums[t] = __uint_as_float((unsigned)word);
+    }
+    __syncthreads();
+    float total = 0.0f;  // step 4
+    for (int i = 0; i < S; ++i) total += cta_sums[i];
+    const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+    if (rank == 0 && t == 0) rstd[row] = r;
+    store_row_smem<T, WT, GATE, CHUNKS, THREADS, false>(out + row * (long long)N, sx, sg, nullptr, w, first, nvec, t,
+                                                         w_offset, r);  // step 5
+#else
+    __trap();
+#endif
+}
+// [end split_row]
+
+// ---------------------------------------------------------------------------------------
 // the extern "C" kernel: one per module, named after its -D configuration
 
 #define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE)
@@ -752,14 +869,17 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
         WIDE_NAME(OP, DT, WDT)(T* __restrict__ out, float* __restrict__ rstd,                      \
                                const T* __restrict__ x, const T* __restrict__ gate,                \
                                const WT* __restrict__ w, int N, float eps, float w_offset,         \
-                               long long M) {                                                      \
-        if (WIDE_MODE == 0)                                                                        \
+                               long long M, unsigned long long* __restrict__ ws) {                 \
+        if constexpr (WIDE_MODE == 0)                                                              \
             cluster_row<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, N,   \
                                                                            eps, w_offset);         \
-        else if (WIDE_MODE == 3 || WIDE_MODE == 4)                                                 \
+        else if constexpr (WIDE_MODE == 3 || WIDE_MODE == 4)                                                 \
             cluster_rows_persistent<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT,             \
                                     WIDE_MODE == 3 ? 2 : 1>(out, rstd, x, gate, w, N, M, eps, w_offset); \
-        else if (WIDE_MODE == 5)                                                                   \
+        else if constexpr (WIDE_MODE == 6)                                                                   \
+            split_row<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, N, eps,   \
+                                                                         w_offset, ws);            \
+        else if constexpr (WIDE_MODE == 5)                                                                   \
             cluster_row_mbar<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, \
                                                                                 N, eps, w_offset); \
         else                                                                                       \

@@ -426,6 +426,41 @@ def test_call_timing_alone_needs_no_graph(monkeypatch):
     assert all(r["timing"] == "call" and "calls_per_graph" not in r for r in rows)
 
 
+def test_per_call_times_come_from_one_interleaved_run_per_shape(monkeypatch):
+    """With interleaving timers, each shape's providers are timed per call together (one call of
+    ``timers.calls`` naming all of them); a provider whose calls raise is skipped with the
+    reason and the others are timed without it; kernel-only times are unchanged."""
+    state = {"raise": False}
+
+    def setup_stand_in(provider, weight, eps, sample=None, compile_backend=None):
+        def f(inp):
+            if provider == "native" and state["raise"]:
+                raise RuntimeError("native broke")
+            return _ref(inp["x"], weight, None, eps).float()
+        return f
+
+    monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_stand_in)
+    timers, calls = _stand_in_timers(fixed_us=2.0)
+    together = []
+
+    def interleaved(fns, reps):
+        together.append(sorted(fns))
+        state["raise"] = True  # the providers were checked; now native raises while timed
+        return {p: measure.Timing.from_samples([2.0] * reps, "call") for p in fns if (fns[p](0) is not None)}
+
+    timers.calls = interleaved
+    rows = bm._run("rmsnorm", [(4, 32), (2, 64)], ("float32",), ("eager", "native", "fused"), ("kernel", "call"),
+                   5, 1e-6, "cpu", timers, l2_bytes=1024, verbose=False, seed=3)
+    assert together[0] == ["eager", "fused", "native"]  # shape 1: all three at once, then native raises
+    assert together[1] == ["eager", "fused"]  # after it, without native
+    assert all(kind == "kernel" for kind, _ in calls)  # per call only through the interleaved timer
+    by = {(r["impl"], r["N"], r["timing"]) for r in rows}
+    assert ("eager", 32, "call") in by and ("fused", 32, "call") in by and ("fused", 64, "call") in by
+    assert not any(impl == "native" and t == "call" for impl, _, t in by)
+    reasons = [s["reason"] for s in rows.skipped if s["impl"] == "native"]
+    assert reasons and all("native broke" in r for r in reasons)
+
+
 @pytest.mark.parametrize("buffers, pilot_us", [(0, 3.0), (-1, 3.0), (2, float("nan")), (2, float("inf")), (2, -1.0)])
 def test_calls_per_graph_rejects_bad_arguments(buffers, pilot_us):
     with pytest.raises(ValueError, match="buffers must be|pilot_us must be"):

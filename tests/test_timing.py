@@ -35,6 +35,47 @@ def test_timing_in_cpu_mode_says_why(monkeypatch):
         records.environment()
 
 
+class _DriftingHost:
+    """A stand-in framework whose clock advances by a call's cost times the host's speed, and the
+    host slows 1.6x halfway through (the two bands seen on the H200 machines' hosts)."""
+
+    def __init__(self, switch_us):
+        self.now, self.switch_us = 0.0, switch_us
+
+    def event(self):
+        return {}
+
+    def record(self, ev):
+        ev["t"] = self.now
+
+    def sync(self):
+        pass
+
+    def elapsed_ms(self, a, b):
+        return (b["t"] - a["t"]) / 1e3
+
+    def cost(self, us):
+        return lambda i: setattr(self, "now", self.now + us * (1.0 if self.now < self.switch_us else 1.6))
+
+
+def test_interleaved_calls_see_the_same_host(monkeypatch):
+    """One provider after another can land in different host states (a 1.2x pair measured as
+    1.9x); interleaved rounds give both the same mix, so their ratio is the true one."""
+    host = _DriftingHost(switch_us=800)  # a: 80 x 10 µs fast, then b slow
+    monkeypatch.setattr(bench, "_framework", lambda name: host)
+    seq = {name: bench.time_calls(host.cost(us), reps=80, warmup=0) for name, us in (("a", 10.0), ("b", 12.0))}
+    assert seq["b"].median_us / seq["a"].median_us > 1.8
+    host.now = 0.0
+    host.switch_us = 4 * (12 * 10 + 12 * 12)  # halfway: four rounds of 2 + 10 calls each
+    both = bench.time_calls_interleaved({"a": host.cost(10.0), "b": host.cost(12.0)}, reps=80, rounds=8, warmup=0)
+    assert both["a"].n == both["b"].n == 80 and both["a"].timing == "call"
+    assert both["b"].median_us / both["a"].median_us == pytest.approx(1.2, rel=0.02)
+    with pytest.raises(ValueError, match="at least one"):
+        bench.time_calls_interleaved({})
+    with pytest.raises(ValueError, match="rounds must be >= 1"):
+        bench.time_calls_interleaved({"a": host.cost(1.0)}, rounds=0)
+
+
 @pytest.mark.gpu
 @pytest.mark.timing
 def test_cupy_timings_are_sane():

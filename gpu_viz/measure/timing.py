@@ -181,6 +181,46 @@ def time_calls(fn: Callable[[int], object], *, reps: int = 200, warmup: int = 20
     return Timing.from_samples([1e3 * fw.elapsed_ms(a, b) for a, b in zip(starts, ends)], CALL)
 
 
+def time_calls_interleaved(fns: Dict[str, Callable[[int], object]], *, reps: int = 200, rounds: int = 10,
+                           warmup: int = 20, framework: str = "torch") -> Dict[str, Timing]:
+    """As-called-from-Python times of several callables, side by side: ``rounds`` rounds, each
+    timing ``ceil(reps / rounds)`` back-to-back calls of every ``fns[name](i)`` (events around
+    each call, as :func:`time_calls`), the order of the callables rotated every round and two
+    untimed calls before each one's window.  A host whose speed drifts between windows of calls
+    (seen on the H200 machines: two bands ~1.6x apart) then shifts every callable alike, where
+    timing them one after another can put one in a fast window and the next in a slow one.
+
+    Returns ``{name: Timing}`` ("call"), each from ``rounds * ceil(reps / rounds)`` samples.
+    Raises ``GPUUnavailable`` in CPU mode and ``ValueError`` for no callables, ``reps < 1`` or
+    ``rounds < 1``.
+    """
+    if not fns:
+        raise ValueError("fns must name at least one callable")
+    if reps < 1 or rounds < 1:
+        raise ValueError(f"reps and rounds must be >= 1, got {reps}, {rounds}")
+    fw = _framework(framework)
+    names = list(fns)
+    per = -(-reps // rounds)
+    for name in names:
+        for i in range(warmup):
+            fns[name](i)
+    fw.sync()
+    events = {name: [(fw.event(), fw.event()) for _ in range(rounds * per)] for name in names}
+    for r in range(rounds):
+        for k in range(len(names)):
+            name = names[(r + k) % len(names)]
+            fn, pairs = fns[name], events[name]
+            fn(0)
+            fn(1)
+            for i in range(r * per, (r + 1) * per):
+                fw.record(pairs[i][0])
+                fn(i)
+                fw.record(pairs[i][1])
+        fw.sync()
+    return {name: Timing.from_samples([1e3 * fw.elapsed_ms(a, b) for a, b in pairs], CALL)
+            for name, pairs in events.items()}
+
+
 def time_graph(fn: Callable[[int], object], *, reps: int = 100, warmup: int = 3,
                calls_per_graph: int = 20, framework: str = "torch") -> Timing:
     """Kernel-only time: capture ``calls_per_graph`` calls ``fn(0..k-1)`` in a CUDA graph and

@@ -609,6 +609,9 @@ class _Timers:
     kernel: Callable  # (fn(i), reps, calls_per_graph) -> Timing
     call: Callable  # (fn(i), reps) -> Timing
     sync: Callable[[], None]
+    #: ({provider: fn(i)}, reps) -> {provider: Timing}, the providers' calls in interleaved
+    #: rounds; None: ``call`` for one provider after another
+    calls: Optional[Callable] = None
 
 
 def _gpu_timers() -> _Timers:
@@ -617,7 +620,8 @@ def _gpu_timers() -> _Timers:
     return _Timers(
         kernel=lambda fn, reps, k: bench.time_graph(fn, reps=reps, warmup=3, calls_per_graph=k),
         call=lambda fn, reps: bench.time_calls(fn, reps=reps, warmup=10),
-        sync=torch.cuda.synchronize)
+        sync=torch.cuda.synchronize,
+        calls=lambda fns, reps: bench.time_calls_interleaved(fns, reps=reps, warmup=10))
 
 
 def _calls_per_graph(buffers: int, pilot_us: float, target_us: float = 1000.0, most: int = 64) -> int:
@@ -703,33 +707,41 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
                     continue
                 ok_fns.append((p, fn))
             release()
-            # 2. time the ones that were right, rotating over `buffers` input sets
+            # 2. time the ones that were right, rotating over `buffers` input sets: kernel-only
+            # times one provider after another; per-call times of all of them in interleaved
+            # rounds (the host's speed drifts between windows of calls: each provider sees the same)
+            def caller(fn):
+                return lambda i: fn(sets[i % buffers])
+
+            timed: Dict[str, List[Dict]] = {}
+            failed: Dict[str, str] = {}
             for p, fn in ok_fns:
-                def call(i, fn=fn):
-                    return fn(sets[i % buffers])
+                if bench.KERNEL not in timings:
+                    continue
                 t0 = time.perf_counter()
                 try:
-                    new_rows = []
-                    for timing in timings:
-                        if timing == bench.KERNEL:
-                            pilot = timers.kernel(call, 3, buffers)  # one pass over the sets
-                            k = _calls_per_graph(buffers, pilot.median_us)
-                            t = timers.kernel(call, reps, k)
-                            extra = {"buffers": buffers, "calls_per_graph": k}
-                        else:
-                            t = timers.call(call, reps)
-                            extra = {"buffers": buffers}
-                        new_rows.append(make_row(op, p, M, N, dt, t, **extra))
+                    pilot = timers.kernel(caller(fn), 3, buffers)  # one pass over the sets
+                    k = _calls_per_graph(buffers, pilot.median_us)
+                    t = timers.kernel(caller(fn), reps, k)
+                    timed.setdefault(p, []).append(
+                        make_row(op, p, M, N, dt, t, buffers=buffers, calls_per_graph=k))
                 except Exception as exc:  # e.g. a launch CUDA-graph capture refuses: say so, go on
-                    out.skipped.append(dict(key, impl=p, reason=f"timing failed: {type(exc).__name__}: {exc}"))
+                    failed[p] = f"timing failed: {type(exc).__name__}: {exc}"
+                    _sync_quietly(timers)
+                if verbose:
+                    print(f"  {op:12s} {p:10s} {M:>6d}x{N:<6d} {dt:8s} "
+                          f"{time.perf_counter() - t0:5.1f} s ({buffers} buffer sets)")
+            if bench.CALL in timings:
+                live = [(p, fn) for p, fn in ok_fns if p not in failed]
+                for p, t in _time_calls_together(timers, live, caller, reps, failed).items():
+                    timed.setdefault(p, []).append(make_row(op, p, M, N, dt, t, buffers=buffers))
+            for p, fn in ok_fns:
+                if p in failed:
+                    out.skipped.append(dict(key, impl=p, reason=failed[p]))
                     if verbose:
-                        print(f"  skip {op} {p} {M}x{N} {dt}: timing failed: {exc}")
-                    try:
-                        timers.sync()
-                    except Exception:
-                        pass
+                        print(f"  skip {op} {p} {M}x{N} {dt}: {failed[p]}")
                     continue
-                out.extend(new_rows)
+                out.extend(timed.get(p, []))
                 if not post_check(p, op, M, N, dt):
                     release()  # a torch baseline at a wide shape: checked in full before timing
                     ok = True
@@ -743,14 +755,49 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
                     out[:] = [r for r in out if not (r["impl"] == p and r["M"] == M and r["N"] == N
                                                      and r["dtype"] == dt)]
                     out.skipped.append(dict(key, impl=p, reason="wrong after timing: " + detail))
-                if verbose:
-                    print(f"  {op:12s} {p:10s} {M:>6d}x{N:<6d} {dt:8s} "
-                          f"{time.perf_counter() - t0:5.1f} s ({buffers} buffer sets)")
             sets = ok_fns = None  # this shape's buffers go before the next shape's are made
             if str(device) != "cpu":
                 torch.cuda.empty_cache()
     add_speedups(out)
     return out
+
+
+def _sync_quietly(timers: _Timers) -> None:
+    try:
+        timers.sync()
+    except Exception:
+        pass
+
+
+def _time_calls_together(timers: _Timers, live, caller, reps: int, failed: Dict[str, str]) -> Dict:
+    """Per-call :class:`Timing` of every ``(provider, fn)`` in ``live``: in interleaved rounds
+    (``timers.calls``) where the timers have them, else one provider after another.  A provider
+    whose calls raise is named in ``failed`` and the others are timed again without it."""
+    while live:
+        fns = {p: caller(fn) for p, fn in live}
+        try:
+            if timers.calls is not None:
+                return timers.calls(fns, reps)
+            return {p: timers.call(f, reps) for p, f in fns.items()}
+        except Exception as exc:
+            _sync_quietly(timers)
+            # find who raised: each alone, once
+            bad = None
+            for p, f in fns.items():
+                try:
+                    f(0)
+                    timers.sync()
+                except Exception as exc2:
+                    bad = p
+                    failed[p] = f"timing failed: {type(exc2).__name__}: {exc2}"
+                    _sync_quietly(timers)
+                    break
+            if bad is None:  # nobody raises alone: the rounds themselves failed
+                for p in fns:
+                    failed[p] = f"timing failed: {type(exc).__name__}: {exc}"
+                return {}
+            live = [(p, fn) for p, fn in live if p != bad]
+    return {}
 
 
 def post_check(provider: str, op: str, M: int, N: int, dtype) -> bool:

@@ -23,8 +23,9 @@ Contract for the dispatcher (fused.py):
   tells); returns rstd.
 * :func:`kernel_report` -- ptxas registers / spills of every configuration the policy uses.
 
-Six modes (where a CTA keeps its slice, how the CTA sums meet, one cluster per row or a
-persistent grid of clusters looping over rows, :func:`launch_grid`); :data:`POLICY` takes, per
+Seven modes (where a CTA keeps its slice, how the CTA sums meet, one cluster per row, a
+persistent grid of clusters looping over rows (:func:`launch_grid`), or -- SPLIT -- no cluster,
+the row's slices independent CTAs whose sums meet in global memory); :data:`POLICY` takes, per
 op, element size and row-length bucket, the fastest of :data:`CANDIDATES` and
 :data:`NEW_CANDIDATES` and of bigger CTAs on smaller clusters, on the H200 (benchmarks/NOTES.md,
 "wide rows on a cluster" and "fifth session"; :data:`POLICY` says which runs).  Every mode
@@ -85,8 +86,15 @@ REGISTERS, SMEM, SMEM_W = 0, 1, 2
 #: SMEM with QuACK's exchange of the CTA sums (st.async completing bytes on each CTA's mbarrier,
 #: no second cluster barrier).  PERSIST and PERSIST_1 exchange the sums the same way.
 PERSIST, PERSIST_1, MBAR = 3, 4, 5
-MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR)
+#: SPLIT -- no cluster: the row's ``cluster`` slices are independent CTAs of the grid (each takes
+#: its slice from a ticket, so no CTA waits on one that cannot start), SMEM's shared-memory slice,
+#: the CTA sums meeting through global memory (a zeroed workspace of one 8-byte slot per slice).
+#: No GPC has to hold a whole row's CTAs at once, and a row may have up to MAX_SPLIT slices.
+SPLIT = 6
+MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR, SPLIT)
 PERSISTENT_MODES = (PERSIST, PERSIST_1)
+#: Most slices of a SPLIT row (the kernel's limit: one waiting thread per slice, a static array).
+MAX_SPLIT = 64
 #: The row-length buckets and their launch shape (cluster, threads, elements per thread, mode)
 #: by op and element size: the smallest bucket >= N is used (vectors past N idle).  16-byte
 #: vectors everywhere; EPT = elements of x each thread holds (copies, in the shared-memory
@@ -185,6 +193,7 @@ def smem_bytes_of(op: str, itemsize: int, weight_itemsize: int, shape: Tuple[int
     _, t, e, mode = shape
     if mode == REGISTERS:
         return 0
+    # SPLIT keeps what SMEM keeps: x (and the gate), the weight read in the last step
     rows = itemsize * (2 if op == "rmsnorm_gate" else 1) * (2 if mode == PERSIST else 1)
     weight = weight_itemsize if mode in (SMEM_W, PERSIST, PERSIST_1) else 0
     return t * e * (rows + weight)
@@ -240,9 +249,25 @@ class WideConfig:
         over the rows (:func:`launch_grid`)."""
         return self.mode in PERSISTENT_MODES
 
+    @property
+    def clustered(self) -> bool:
+        """Whether the kernel runs on thread-block clusters of ``cluster`` CTAs (every mode but
+        SPLIT, whose ``cluster`` slices of a row are independent CTAs)."""
+        return self.mode != SPLIT
+
+    def row_ctas(self, n: int) -> int:
+        """CTAs a row of ``n`` elements takes: the cluster, or for SPLIT ceil(n / (threads *
+        ept)) slices (at most ``cluster``, the kernel's capacity; a function of n alone)."""
+        return -(-n // (self.threads * self.ept)) if self.mode == SPLIT else self.cluster
+
+    def workspace_slots(self, M: int, n: int) -> int:
+        """8-byte words of the zeroed workspace a launch for M rows of n elements needs: SPLIT's
+        ticket and one slot per slice (1 + M * row_ctas(n)); 0 for the cluster modes."""
+        return 1 + M * self.row_ctas(n) if self.mode == SPLIT else 0
+
     def as_dict(self) -> Dict:
         return dict(dataclasses.asdict(self), capacity=self.capacity, kernel=self.kernel, smem_bytes=self.smem_bytes,
-                    persistent=self.persistent)
+                    persistent=self.persistent, clustered=self.clustered)
 
 
 def reduction_order(cfg: WideConfig, n: int) -> Tuple:
@@ -250,7 +275,8 @@ def reduction_order(cfg: WideConfig, n: int) -> Tuple:
     (kernels/rmsnorm_wide.cu, steps 2 and 4; vectors past n are skipped): each thread's fmaf chain over its vectors c = 0 .. EPT/VEC - 1 and their elements,
     a warp butterfly, the warps' totals in one butterfly, the CTA sums added in rank order 0 ..
     CLUSTER-1 -- so (N, vec, cluster, threads, ept).  Not the mode: every mode, the persistent
-    ones included, adds a row in this order (only where the operands wait differs), and not M,
+    ones and SPLIT (whose ``cluster`` slices are CTAs that meet in global memory) included, adds
+    a row in this order (only where the operands wait differs), and not M,
     the grid or the row's position: a persistent cluster runs the same per-row code for each of
     its rows.  (The output's rounding, x * w * r, is one expression in every mode too.)"""
     n = check_int("n", n)
@@ -260,8 +286,9 @@ def reduction_order(cfg: WideConfig, n: int) -> Tuple:
 
 
 def launch_grid(cfg: WideConfig, M: int, active_clusters: Optional[int] = None,
-                clusters: Optional[int] = None) -> int:
-    """Blocks of ``cfg``'s launch for M rows: ``M * cluster``, or for a persistent mode
+                clusters: Optional[int] = None, n: Optional[int] = None) -> int:
+    """Blocks of ``cfg``'s launch for M rows: ``M * cluster`` (SPLIT: ``M * row_ctas(n)``, so
+    ``n``, the row length, is required there), or for a persistent mode
     ``G * cluster`` with G = ``clusters`` (tests, explorations: any G >= 1, exactly, even above
     M: the clusters without a row pass their first barrier and exit) or else
     min(M, ``active_clusters``) -- what the GPU holds at once (cuOccupancyMaxActiveClusters),
@@ -270,12 +297,18 @@ def launch_grid(cfg: WideConfig, M: int, active_clusters: Optional[int] = None,
 
     Raises:
         ValueError: M < 0; a persistent mode without ``active_clusters`` or ``clusters``, or with
-            either below 1; ``clusters`` for a mode that is not persistent; a grid beyond
-            gridDim.x.
+            either below 1; ``clusters`` for a mode that is not persistent; SPLIT without
+            ``n`` or with n beyond the capacity; a grid beyond gridDim.x.
     """
     M = check_int("M", M)
     if M < 0:
         raise ValueError(f"M must be >= 0, got {M}")
+    per_row = cfg.cluster
+    if cfg.mode == SPLIT:
+        if n is None:
+            raise ValueError("SPLIT needs n, the row length: its CTAs per row follow from it")
+        reduction_order(cfg, n)  # raises for n beyond the capacity
+        per_row = cfg.row_ctas(n)
     if not cfg.persistent:
         if clusters is not None:
             raise ValueError(f"clusters={clusters} is for the persistent modes ({PERSISTENT_MODES}); "
@@ -294,9 +327,9 @@ def launch_grid(cfg: WideConfig, M: int, active_clusters: Optional[int] = None,
             raise ValueError(f"active_clusters must be >= 1 (the GPU holds no cluster of {cfg.kernel}?), "
                              f"got {active_clusters}")
         g = min(M, active_clusters)
-    if g * cfg.cluster > MAX_GRID_X:
-        raise ValueError(f"M={M} rows x {cfg.cluster} CTAs per row exceeds gridDim.x={MAX_GRID_X}")
-    return g * cfg.cluster
+    if g * per_row > MAX_GRID_X:
+        raise ValueError(f"M={M} rows x {per_row} CTAs per row exceeds gridDim.x={MAX_GRID_X}")
+    return g * per_row
 
 
 def rows_of_cluster(k: int, M: int, clusters: int) -> range:
@@ -377,11 +410,13 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     op = "rmsnorm_gate" if gate else "rmsnorm"
     c, t, e, mode = POLICY[op][size][_bucket(n)] if shape is None else shape
     vec = DTYPES[dt][2]
-    if (c * t * e < n or not 1 <= c <= MAX_CLUSTER or t % 32 or not 32 <= t <= 1024 or e % vec
+    most = min(MAX_SPLIT, t) if mode == SPLIT else MAX_CLUSTER
+    if (c * t * e < n or not 1 <= c <= most or t % 32 or not 32 <= t <= 1024 or e % vec
             or mode not in MODES):
         raise ValueError(f"shape (cluster={c}, threads={t}, ept={e}, mode={mode}) does not fit n={n} {dt} "
-                         f"(needs cluster*threads*ept >= n, cluster <= {MAX_CLUSTER}, threads a multiple "
-                         f"of 32 up to 1024, ept a multiple of {vec}, mode one of {MODES})")
+                         f"(needs cluster*threads*ept >= n, cluster <= {MAX_CLUSTER} (SPLIT: <= {MAX_SPLIT} "
+                         f"and <= threads), threads a multiple of 32 up to 1024, ept a multiple of {vec}, "
+                         f"mode one of {MODES})")
     cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode)
     if cfg.smem_bytes > MAX_CTA_SHARED:
         raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
@@ -476,7 +511,7 @@ def _kernel(cfg: WideConfig, device: int):
     k = kernels.function(FILE, cfg.kernel, cfg.options, device=device)
     if cfg.smem_bytes:  # above 48 KiB a kernel must opt in to its dynamic shared memory
         k.max_dynamic_shared_size_bytes = cfg.smem_bytes
-    if cfg.cluster > PORTABLE_CLUSTER:
+    if cfg.clustered and cfg.cluster > PORTABLE_CLUSTER:
         lib = ctypes.CDLL("libcuda.so.1")
         rc = lib.cuFuncSetAttribute(ctypes.c_void_p(int(k.kernel.ptr)),
                                     _CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, ctypes.c_int(1))
@@ -563,24 +598,57 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     cc = _cc(device)
     cfg = config(N, dt, cc, gate=gate is not None, weight_dtype=wdt, shape=shape)
     active = _active_clusters(cfg, device) if cfg.persistent and clusters is None else None
-    grid = launch_grid(cfg, M, active, clusters)
+    grid = launch_grid(cfg, M, active, clusters, n=N)
+    if cfg.mode == SPLIT:
+        check_split_fits(cfg, N, _resident_ctas(cfg, device))
     rstd = _new_rstd(x2d, xf, M, device)
     rp = int(rstd.data_ptr()) if xf == "torch" else int(rstd.data.ptr)
     gp = ops[3][6] if gate is not None else 0
-    args = (np.uint64(ops[2][6]), np.uint64(rp), np.uint64(xp), np.uint64(gp), np.uint64(ops[1][6]),
-            np.int32(N), np.float32(eps), np.float32(weight_offset), np.int64(M))
     k = _kernel(cfg, device)
-    if stream is None:
+
+    def go():
+        # SPLIT's workspace, zeroed on the stream of the launch (a memset node under graph
+        # capture): every launch starts from ticket 0 and empty slots
+        ws = _zeros_u64(xf, cfg.workspace_slots(M, N), device) if cfg.mode == SPLIT else None
+        wp = 0 if ws is None else (int(ws.data_ptr()) if xf == "torch" else int(ws.data.ptr))
+        args = (np.uint64(ops[2][6]), np.uint64(rp), np.uint64(xp), np.uint64(gp), np.uint64(ops[1][6]),
+                np.int32(N), np.float32(eps), np.float32(weight_offset), np.int64(M), np.uint64(wp))
         _launch(k, grid, cfg, args, xf, device)
+        # ws goes back to the framework's stream-ordered pool here: a later allocation on this
+        # stream runs after the kernel
+    if stream is None:
+        go()
     elif xf == "torch":
         import torch
 
         with torch.cuda.stream(stream):
-            _launch(k, grid, cfg, args, xf, device)
+            go()
     else:
         with stream:
-            _launch(k, grid, cfg, args, xf, device)
+            go()
     return rstd
+
+
+def check_split_fits(cfg: WideConfig, n: int, resident: int) -> None:
+    """SPLIT's CTAs of a row wait for one another, so the GPU must hold a whole row's slices
+    at once: ``resident`` (CTAs of the kernel the GPU holds at once) >= ``cfg.row_ctas(n)``.
+
+    Raises:
+        ValueError: it does not (e.g. a MIG slice of few SMs), naming both numbers.
+    """
+    if cfg.mode == SPLIT and resident < cfg.row_ctas(n):
+        raise ValueError(f"{cfg.kernel} splits a row of {n} over {cfg.row_ctas(n)} CTAs that wait for one another, "
+                         f"but this GPU holds only {resident} of its CTAs at once")
+
+
+def _zeros_u64(fw: str, n: int, device: int):
+    if fw == "torch":
+        import torch
+
+        return torch.zeros(n, dtype=torch.int64, device=f"cuda:{device}")
+    cupy = backend.require_cupy("the cluster RMSNorm path")
+    with cupy.cuda.Device(device):
+        return cupy.zeros(n, dtype=cupy.uint64)
 
 
 def _launch(k, grid: int, cfg: WideConfig, args, fw: str, device: int) -> None:
@@ -596,6 +664,22 @@ def _launch(k, grid: int, cfg: WideConfig, args, fw: str, device: int) -> None:
                      stream=_StreamPtr(_torch_stream_ptr(device)))
         else:
             k((grid,), (cfg.threads,), args, shared_mem=cfg.smem_bytes)
+
+
+@functools.lru_cache(maxsize=None)
+def _resident_ctas(cfg: WideConfig, device: int) -> int:
+    """CTAs of ``cfg``'s kernel the GPU holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor
+    times the SMs), asked once per kernel and device."""
+    backend.require_gpu("_resident_ctas")
+    cupy = backend.require_cupy("the cluster RMSNorm path")
+    k = _kernel(cfg, device)
+    n = ctypes.c_int(0)
+    rc = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        ctypes.byref(n), ctypes.c_void_p(int(k.kernel.ptr)), ctypes.c_int(cfg.threads), ctypes.c_size_t(cfg.smem_bytes))
+    if rc != 0:
+        raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed with CUresult {rc} for {cfg.kernel}")
+    sms = int(cupy.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"])
+    return int(n.value) * sms
 
 
 @functools.lru_cache(maxsize=None)
@@ -663,12 +747,15 @@ class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig (cuda.h), no attributes
 
 def max_active_clusters(cfg: WideConfig, device: int = 0) -> int:
     """How many clusters of ``cfg`` the GPU holds at once (``cuOccupancyMaxActiveClusters``):
-    times ``cfg.cluster`` CTAs, the resident CTAs the cluster shape allows (a diagnostic).
+    times ``cfg.cluster`` CTAs, the resident CTAs the cluster shape allows (a diagnostic).  For
+    SPLIT (no clusters), how many rows' slices it holds at once.
 
     Raises:
         GPUUnavailable: in CPU mode.  RuntimeError: the driver's error code.
     """
     backend.require_gpu("max_active_clusters")
+    if not cfg.clustered:  # SPLIT: the rows whose slices the GPU holds at once
+        return _resident_ctas(cfg, device) // cfg.cluster
     k = _kernel(cfg, device)
     lc = _LaunchConfig(cfg.cluster * 1024, 1, 1, cfg.threads, 1, 1, cfg.smem_bytes, None, None, 0)
     n = ctypes.c_int(0)
