@@ -377,27 +377,60 @@ __device__ __forceinline__ Pack<T, VEC> y_pack(const Pack<T, VEC>& px, const Pac
     return py;
 }
 
-// The last step of a one-row-per-cluster mode with the slice in shared memory (modes 1, 2, 5):
+// The last step of a one-row-per-cluster mode with the slice in shared memory (modes 1, 2, 5, 6):
 // each thread writes y of its own vectors of row `yr`, the weight from shared memory (SMEM_W,
-// `sw`) or from global memory, the stores marked evict-first (y is not read again here).
-template <typename T, typename WT, bool GATE, int CHUNKS, int THREADS, bool SMEM_W>
+// `sw`) or from global memory, the stores marked evict-first (y is not read again here).  The
+// weight's loads go out WIDE_WBATCH chunks at a time before any of their stores: a store's
+// "memory" clobber keeps a later load behind it, so one load a chunk would put one L2 round trip
+// per chunk into every CTA's lifetime (sm_90 SASS: LDG, STG, LDG, STG, ...).
+// WIDE_WEARLY: the whole slice of the weight loaded into registers with x's copies (before the
+// reductions and the exchange, whose waits then hide its latency); store_row_smem takes it as
+// `wpre` (PRE) instead of loading.
+#ifndef WIDE_WBATCH
+#define WIDE_WBATCH 64  // all of a thread's chunks (clamped to CHUNKS below)
+#endif
+#ifndef WIDE_WEARLY
+#define WIDE_WEARLY 0
+#endif
+// This thread's weight packs of the slice (vectors first + c * THREADS), into registers.
+template <typename WT, int VEC, int CHUNKS, int THREADS>
+__device__ __forceinline__ void load_weight_slice(Pack<WT, VEC> (&pw)[CHUNKS], const WT* __restrict__ w,
+                                                  int first, int nvec) {
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS;
+        if (j < nvec) pw[c] = load_pack<true, WT, VEC>(w + (long long)j * VEC);
+    }
+}
+template <typename T, typename WT, bool GATE, int CHUNKS, int THREADS, bool SMEM_W, bool PRE = false>
 __device__ __forceinline__ void store_row_smem(T* __restrict__ yr, const Pack<T, 16 / sizeof(T)>* sx,
                                                const Pack<T, 16 / sizeof(T)>* sg,
                                                const Pack<WT, 16 / sizeof(T)>* sw, const WT* __restrict__ w,
-                                               int first, int nvec, int t, float w_offset, float r) {
+                                               int first, int nvec, int t, float w_offset, float r,
+                                               const Pack<WT, 16 / sizeof(T)>* wpre = nullptr) {
     constexpr int VEC = 16 / sizeof(T);
+    constexpr int WB = WIDE_WBATCH < CHUNKS ? WIDE_WBATCH : CHUNKS;
+    static_assert(WB >= 1 && CHUNKS % WB == 0, "WIDE_WBATCH divides the chunks");
     unsigned long long pol;
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
     #pragma unroll
-    for (int c = 0; c < CHUNKS; ++c) {
-        const int j = first + c * THREADS, s = c * THREADS + t;
-        if (j < nvec) {
-            const Pack<WT, VEC> pw = SMEM_W ? sw[s] : load_pack<true, WT, VEC>(w + (long long)j * VEC);
-            const Pack<T, VEC> px = sx[s];
-            Pack<T, VEC> pg;
-            if (GATE) pg = sg[s];
-            const Pack<T, VEC> py = y_pack<GATE>(px, pg, pw, w_offset, r);
-            st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
+    for (int c0 = 0; c0 < CHUNKS; c0 += WB) {
+        Pack<WT, VEC> pw[WB];
+        #pragma unroll
+        for (int k = 0; k < WB; ++k) {
+            const int j = first + (c0 + k) * THREADS, s = (c0 + k) * THREADS + t;
+            if (j < nvec) pw[k] = PRE ? wpre[c0 + k] : SMEM_W ? sw[s] : load_pack<true, WT, VEC>(w + (long long)j * VEC);
+        }
+        #pragma unroll
+        for (int k = 0; k < WB; ++k) {
+            const int j = first + (c0 + k) * THREADS, s = (c0 + k) * THREADS + t;
+            if (j < nvec) {
+                const Pack<T, VEC> px = sx[s];
+                Pack<T, VEC> pg;
+                if (GATE) pg = sg[s];
+                const Pack<T, VEC> py = y_pack<GATE>(px, pg, pw[k], w_offset, r);
+                st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
+            }
         }
     }
 }
@@ -450,6 +483,9 @@ __device__ __forceinline__ void cluster_row_smem(T* __restrict__ out, float* __r
             }
         }
     }
+    constexpr bool PRE = WIDE_WEARLY && !SMEM_W;
+    Pack<WT, VEC> wpre[PRE ? CHUNKS : 1];
+    if constexpr (PRE) load_weight_slice<WT, VEC, CHUNKS, THREADS>(wpre, w, first, nvec);
     cp_async_wait_all();
     // step 2: sum of squares of this thread's own vectors
     const float cta = cta_sumsq_smem<T, VEC, CHUNKS, THREADS>(sx, first, nvec, t, warp_sums);
@@ -464,8 +500,8 @@ __device__ __forceinline__ void cluster_row_smem(T* __restrict__ out, float* __r
     const float r = rsqrtf(__fdividef(total, (float)N) + eps);
     if (rank == 0 && t == 0) rstd[row] = r;
     // step 5: y from shared memory (and the weight from shared or global memory)
-    store_row_smem<T, WT, GATE, CHUNKS, THREADS, SMEM_W>(out + row * (long long)N, sx, sg, sw, w, first, nvec, t,
-                                                          w_offset, r);
+    store_row_smem<T, WT, GATE, CHUNKS, THREADS, SMEM_W, PRE>(out + row * (long long)N, sx, sg, sw, w, first, nvec,
+                                                               t, w_offset, r, wpre);
 #else
     __trap();
 #endif
@@ -725,6 +761,9 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
             if (GATE) cp_async16(&sg[s], gr + (long long)j * VEC);
         }
     }
+    constexpr bool PRE = WIDE_WEARLY;
+    Pack<WT, VEC> wpre[PRE ? CHUNKS : 1];
+    if constexpr (PRE) load_weight_slice<WT, VEC, CHUNKS, THREADS>(wpre, w, first, nvec);
     cp_async_wait_all();
     const float cta = cta_sumsq_smem<T, VEC, CHUNKS, THREADS>(sx, first, nvec, t, warp_sums);
     if (t == 0) mbar_arrive_expect_tx(&bar, CLUSTER * 4);
@@ -736,8 +775,8 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
     for (int i = 0; i < CLUSTER; ++i) total += cta_sums[i];
     const float r = rsqrtf(__fdividef(total, (float)N) + eps);
     if (rank == 0 && t == 0) rstd[row] = r;
-    store_row_smem<T, WT, GATE, CHUNKS, THREADS, false>(out + row * (long long)N, sx, sg, nullptr, w, first, nvec, t,
-                                                         w_offset, r);
+    store_row_smem<T, WT, GATE, CHUNKS, THREADS, false, PRE>(out + row * (long long)N, sx, sg, nullptr, w, first, nvec,
+                                                              t, w_offset, r, wpre);
 #else
     __trap();
 #endif
@@ -860,9 +899,13 @@ __device__ __forceinline__ void split_row(T* __restrict__ out, float* __restrict
 // ---------------------------------------------------------------------------------------
 // the extern "C" kernel: one per module, named after its -D configuration
 
-#define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE)
-#define WIDE_NAME2(OP, DT, WDT, C, T, E, M) WIDE_NAME3(OP, DT, WDT, C, T, E, M)
-#define WIDE_NAME3(OP, DT, WDT, C, T, E, M) OP##_cluster_##DT##_w##WDT##_c##C##_t##T##_e##E##_m##M
+// WIDE_SUFFIX: appended to the name (empty; explorations name their variants with it)
+#ifndef WIDE_SUFFIX
+#define WIDE_SUFFIX
+#endif
+#define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE, WIDE_SUFFIX)
+#define WIDE_NAME2(OP, DT, WDT, C, T, E, M, S) WIDE_NAME3(OP, DT, WDT, C, T, E, M, S)
+#define WIDE_NAME3(OP, DT, WDT, C, T, E, M, S) OP##_cluster_##DT##_w##WDT##_c##C##_t##T##_e##E##_m##M##S
 
 #define DEF_WIDE(OP, GATE, DT, T, WDT, WT)                                                          \
     extern "C" __global__ void WIDE_CLUSTER_DIMS __launch_bounds__(WIDE_THREADS, WIDE_MIN_BLOCKS)  \
