@@ -59,8 +59,9 @@
 // NaN/Inf in a row make that row NaN/0 as the float64 formula, and never touch other rows.
 //
 // Kernels (extern "C"; names parsed by gpu_viz/rmsnorm/wide.py):
-//   rmsnorm[_gate]_cluster_<dt>_w<wdt>_c<CLUSTER>_t<THREADS>_e<EPT>_m<MODE>
-//   dt = f32 | f16 | bf16 (x, gate, y); wdt = the weight's: dt, or f32 for a 16-bit x.
+//   rmsnorm[_gate]_cluster_<dt>_w<wdt>_c<CLUSTER>_t<THREADS>_e<EPT>_m<MODE>[_wb|_we]
+//   dt = f32 | f16 | bf16 (x, gate, y); wdt = the weight's: dt, or f32 for a 16-bit x;
+//   _wb / _we: WIDE_WLOAD 1 / 2.
 // -D options (the launcher passes all of them; the defaults below are one configuration of its
 // policy): one kernel per module, i.e. per (op, dtype, weight dtype, configuration):
 //   WIDE_DTYPE       x's: 1 f32, 2 f16, 4 bf16
@@ -78,6 +79,8 @@
 //                    exchange.  Modes 3 and 4 take gridDim.x / CLUSTER clusters for M rows
 //                    (the launcher: at most what the GPU holds at once, at most M); the others
 //                    M * CLUSTER blocks.
+//   WIDE_WLOAD       modes 1 and 5: when the last step's weight is loaded -- 0 a chunk at a
+//                    time, 1 all chunks together, 2 with x's copies (see store_row_smem)
 // Kernel arguments: (out, rstd, x, gate, w, N, eps, w_offset, M); only modes 3 and 4 read M.
 // Before sm_90 (no clusters) the kernels compile to a trap: wide.supported() is False there.
 #include "convert.cuh"  // to_f32 / from_f32<T>
@@ -111,11 +114,7 @@
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define WIDE_HAS_CLUSTERS 1
-#if WIDE_MODE == 6
-#define WIDE_CLUSTER_DIMS  // split_row: independent CTAs, no cluster
-#else
 #define WIDE_CLUSTER_DIMS __cluster_dims__(WIDE_CLUSTER, 1, 1)
-#endif
 #else
 #define WIDE_HAS_CLUSTERS 0
 #define WIDE_CLUSTER_DIMS
@@ -377,20 +376,17 @@ __device__ __forceinline__ Pack<T, VEC> y_pack(const Pack<T, VEC>& px, const Pac
     return py;
 }
 
-// The last step of a one-row-per-cluster mode with the slice in shared memory (modes 1, 2, 5, 6):
-// each thread writes y of its own vectors of row `yr`, the weight from shared memory (SMEM_W,
-// `sw`) or from global memory, the stores marked evict-first (y is not read again here).  The
-// weight's loads go out WIDE_WBATCH chunks at a time before any of their stores: a store's
-// "memory" clobber keeps a later load behind it, so one load a chunk would put one L2 round trip
-// per chunk into every CTA's lifetime (sm_90 SASS: LDG, STG, LDG, STG, ...).
-// WIDE_WEARLY: the whole slice of the weight loaded into registers with x's copies (before the
-// reductions and the exchange, whose waits then hide its latency); store_row_smem takes it as
-// `wpre` (PRE) instead of loading.
-#ifndef WIDE_WBATCH
-#define WIDE_WBATCH 64  // all of a thread's chunks (clamped to CHUNKS below)
-#endif
-#ifndef WIDE_WEARLY
-#define WIDE_WEARLY 0
+// Where the shared-memory modes (1, 5) load the weight for the last step (WIDE_WLOAD):
+//   0  one chunk at a time, in the store loop: each store's "memory" clobber keeps the next
+//      chunk's load behind it, so a thread waits one L2 round trip per chunk (sm_90 SASS: LDG,
+//      STG, LDG, STG, ...) -- cheapest in registers;
+//   1  all of the thread's chunks, then their stores: one round trip;
+//   2  with x's copies (step 1), into registers: the latency hides behind the loads, the
+//      reductions and the exchange; the registers are held throughout.
+// Which is fastest depends on the shape and on how many CTAs the registers let an SM hold
+// (benchmarks/NOTES.md, "the weight's loads"); the launcher's policy names one per shape.
+#ifndef WIDE_WLOAD
+#define WIDE_WLOAD 0
 #endif
 // This thread's weight packs of the slice (vectors first + c * THREADS), into registers.
 template <typename WT, int VEC, int CHUNKS, int THREADS>
@@ -402,6 +398,11 @@ __device__ __forceinline__ void load_weight_slice(Pack<WT, VEC> (&pw)[CHUNKS], c
         if (j < nvec) pw[c] = load_pack<true, WT, VEC>(w + (long long)j * VEC);
     }
 }
+
+// The last step of a one-row-per-cluster mode with the slice in shared memory (modes 1, 2, 5):
+// each thread writes y of its own vectors of row `yr`, the weight from shared memory (SMEM_W,
+// `sw`), from registers loaded with x (PRE, `wpre`: WIDE_WLOAD 2) or from global memory (WIDE_WLOAD
+// 0 or 1), the stores marked evict-first (y is not read again here).
 template <typename T, typename WT, bool GATE, int CHUNKS, int THREADS, bool SMEM_W, bool PRE = false>
 __device__ __forceinline__ void store_row_smem(T* __restrict__ yr, const Pack<T, 16 / sizeof(T)>* sx,
                                                const Pack<T, 16 / sizeof(T)>* sg,
@@ -409,8 +410,7 @@ __device__ __forceinline__ void store_row_smem(T* __restrict__ yr, const Pack<T,
                                                int first, int nvec, int t, float w_offset, float r,
                                                const Pack<WT, 16 / sizeof(T)>* wpre = nullptr) {
     constexpr int VEC = 16 / sizeof(T);
-    constexpr int WB = WIDE_WBATCH < CHUNKS ? WIDE_WBATCH : CHUNKS;
-    static_assert(WB >= 1 && CHUNKS % WB == 0, "WIDE_WBATCH divides the chunks");
+    constexpr int WB = WIDE_WLOAD == 0 ? 1 : CHUNKS;  // chunks whose weight loads go out together
     unsigned long long pol;
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
     #pragma unroll
@@ -483,7 +483,7 @@ __device__ __forceinline__ void cluster_row_smem(T* __restrict__ out, float* __r
             }
         }
     }
-    constexpr bool PRE = WIDE_WEARLY && !SMEM_W;
+    constexpr bool PRE = WIDE_WLOAD == 2 && !SMEM_W;  // the weight into registers now (see WIDE_WLOAD)
     Pack<WT, VEC> wpre[PRE ? CHUNKS : 1];
     if constexpr (PRE) load_weight_slice<WT, VEC, CHUNKS, THREADS>(wpre, w, first, nvec);
     cp_async_wait_all();
@@ -761,7 +761,7 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
             if (GATE) cp_async16(&sg[s], gr + (long long)j * VEC);
         }
     }
-    constexpr bool PRE = WIDE_WEARLY;
+    constexpr bool PRE = WIDE_WLOAD == 2;  // the weight into registers now (see WIDE_WLOAD)
     Pack<WT, VEC> wpre[PRE ? CHUNKS : 1];
     if constexpr (PRE) load_weight_slice<WT, VEC, CHUNKS, THREADS>(wpre, w, first, nvec);
     cp_async_wait_all();
@@ -784,126 +784,16 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 // [end cluster_row_mbar]
 
 // ---------------------------------------------------------------------------------------
-// a row split over independent CTAs, the CTA sums through global memory (WIDE_MODE 6)
-
-// The workspace slot of one CTA sum: the float's bits in the low word, 1 in the high word once
-// written (the launcher zeroes the workspace before every launch).  64-bit accesses are single-copy
-// atomic, so a reader that sees the flag sees the value with it.
-__device__ __forceinline__ void publish_sum(unsigned long long* slot, float v) {
-#if WIDE_HAS_CLUSTERS
-    const unsigned long long word = (1ull << 32) | __float_as_uint(v);
-    asm volatile("st.release.gpu.global.b64 [%0], %1;" :: "l"(slot), "l"(word) : "memory");
-#endif
-}
-__device__ __forceinline__ unsigned long long read_slot(const unsigned long long* slot) {
-    unsigned long long word = 0;
-#if WIDE_HAS_CLUSTERS
-    asm volatile("ld.acquire.gpu.global.b64 %0, [%1];" : "=l"(word) : "l"(slot) : "memory");
-#endif
-    return word;
-}
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t = 0;
-#if WIDE_HAS_CLUSTERS
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-#endif
-    return t;
-}
-// A CTA waits at most this long for the other CTA sums of its row before it traps (a bug, not
-// a schedule: every CTA that holds a ticket runs to completion, see split_row).
-#define SPLIT_WAIT_LIMIT_NS 20000000000ull
-
-// [region split_row]
-// The row's slices as in cluster_row_smem (slice `rank` = vectors rank * THREADS * CHUNKS + t +
-// c * THREADS), but each slice is a CTA of its own -- no cluster, so no GPC has to find a row's
-// CTA slots free at once, and a row may have up to 64 slices.  S = ceil(N / (THREADS * EPT))
-// slices per row (from N alone; WIDE_CLUSTER is the most, the kernel's capacity); grid = M * S
-// blocks; ws = 1 ticket + M * S slots (8 bytes each), zeroed before the launch.
-//   0. tile = a ticket (atomicAdd on ws[0]) taken when the CTA starts: row = tile / S,
-//      rank = tile % S.  Tickets go out in the order CTAs start, so the peers of a CTA that
-//      holds one are running or are the next to start: the wait in step 3 ends whatever order
-//      the hardware starts blocks in, provided the GPU holds S CTAs at once (the launcher checks).
-//   1. the slice into shared memory (cp.async), 2. the CTA sum (cta_sumsq_smem, as modes 1-5),
-//   3. thread 0 publishes it into slot [row * S + rank] (st.release); threads i < S each wait
-//      for slot [row * S + i] (ld.acquire) and put its value in shared memory,
-//   4. every thread adds the S sums in rank order: the bits of modes 1-5 at the same
-//      (CLUSTER, THREADS, EPT) (their CTAs past S hold no vector and add +0.0f, which changes
-//      no sum of squares), in every CTA of the row,
-//   5. y from shared memory, the weight from global memory (store_row_smem).
-template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT>
-__device__ __forceinline__ void split_row(T* __restrict__ out, float* __restrict__ rstd,
-                                          const T* __restrict__ x, const T* __restrict__ gate,
-                                          const WT* __restrict__ w, int N, float eps, float w_offset,
-                                          unsigned long long* __restrict__ ws) {
-#if WIDE_HAS_CLUSTERS
-    constexpr int VEC = 16 / sizeof(T);
-    constexpr int CHUNKS = EPT / VEC;
-    constexpr int NWARPS = THREADS / 32;
-    constexpr int SLICE = THREADS * CHUNKS;
-    static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024, "launch shape");
-    static_assert(CLUSTER >= 1 && CLUSTER <= THREADS && CLUSTER <= 64, "slices per row");
-    __shared__ float warp_sums[NWARPS];
-    __shared__ float cta_sums[CLUSTER];
-    __shared__ unsigned long long tile_s;
-    extern __shared__ uint4 wide_smem[];
-    Pack<T, VEC>* sx = reinterpret_cast<Pack<T, VEC>*>(wide_smem);
-    Pack<T, VEC>* sg = sx + SLICE;
-
-    const int t = threadIdx.x;
-    if (t == 0) tile_s = atomicAdd(ws, 1ull);  // step 0
-    __syncthreads();
-    const int nvec = N / VEC;
-    const int S = (nvec + SLICE - 1) / SLICE;  // <= CLUSTER: the launcher checks N's capacity
-    const unsigned long long tile = tile_s;
-    const long long row = (long long)(tile / (unsigned)S);
-    const int rank = (int)(tile % (unsigned)S);
-    const int first = rank * SLICE + t;
-    const T* xr = x + row * (long long)N;
-    const T* gr = GATE ? gate + row * (long long)N : nullptr;
-    #pragma unroll
-    for (int c = 0; c < CHUNKS; ++c) {  // step 1
-        const int j = first + c * THREADS, s = c * THREADS + t;
-        if (j < nvec) {
-            cp_async16(&sx[s], xr + (long long)j * VEC);
-            if (GATE) cp_async16(&sg[s], gr + (long long)j * VEC);
-        }
-    }
-    cp_async_wait_all();
-    const float cta = cta_sumsq_smem<T, VEC, CHUNKS, THREADS>(sx, first, nvec, t, warp_sums);  // step 2
-    unsigned long long* slots = ws + 1 + row * S;
-    if (t == 0) publish_sum(&slots[rank], cta);  // step 3
-    if (t < S) {
-        unsigned long long word = read_slot(&slots[t]);
-        if (!(word >> 32)) {
-            const unsigned long long start = global_ns();
-            while (!((word = read_slot(&slots[t])) >> 32)) {
-                __nanosleep(64);
-                if (global_ns() - start > SPLIT_WAIT_LIMIT_NS) __trap();
-            }
-        }
-        cta_sums[t] = __uint_as_float((unsigned)word);
-    }
-    __syncthreads();
-    float total = 0.0f;  // step 4
-    for (int i = 0; i < S; ++i) total += cta_sums[i];
-    const float r = rsqrtf(__fdividef(total, (float)N) + eps);
-    if (rank == 0 && t == 0) rstd[row] = r;
-    store_row_smem<T, WT, GATE, CHUNKS, THREADS, false>(out + row * (long long)N, sx, sg, nullptr, w, first, nvec, t,
-                                                         w_offset, r);  // step 5
-#else
-    __trap();
-#endif
-}
-// [end split_row]
-
-// ---------------------------------------------------------------------------------------
 // the extern "C" kernel: one per module, named after its -D configuration
 
-// WIDE_SUFFIX: appended to the name (empty; explorations name their variants with it)
-#ifndef WIDE_SUFFIX
-#define WIDE_SUFFIX
+#if WIDE_WLOAD == 1
+#define WIDE_WLOAD_SUFFIX _wb
+#elif WIDE_WLOAD == 2
+#define WIDE_WLOAD_SUFFIX _we
+#else
+#define WIDE_WLOAD_SUFFIX
 #endif
-#define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE, WIDE_SUFFIX)
+#define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE, WIDE_WLOAD_SUFFIX)
 #define WIDE_NAME2(OP, DT, WDT, C, T, E, M, S) WIDE_NAME3(OP, DT, WDT, C, T, E, M, S)
 #define WIDE_NAME3(OP, DT, WDT, C, T, E, M, S) OP##_cluster_##DT##_w##WDT##_c##C##_t##T##_e##E##_m##M##S
 
@@ -912,17 +802,14 @@ __device__ __forceinline__ void split_row(T* __restrict__ out, float* __restrict
         WIDE_NAME(OP, DT, WDT)(T* __restrict__ out, float* __restrict__ rstd,                      \
                                const T* __restrict__ x, const T* __restrict__ gate,                \
                                const WT* __restrict__ w, int N, float eps, float w_offset,         \
-                               long long M, unsigned long long* __restrict__ ws) {                 \
-        if constexpr (WIDE_MODE == 0)                                                              \
+                               long long M) {                                                      \
+        if (WIDE_MODE == 0)                                                                        \
             cluster_row<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, N,   \
                                                                            eps, w_offset);         \
-        else if constexpr (WIDE_MODE == 3 || WIDE_MODE == 4)                                                 \
+        else if (WIDE_MODE == 3 || WIDE_MODE == 4)                                                 \
             cluster_rows_persistent<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT,             \
                                     WIDE_MODE == 3 ? 2 : 1>(out, rstd, x, gate, w, N, M, eps, w_offset); \
-        else if constexpr (WIDE_MODE == 6)                                                                   \
-            split_row<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, N, eps,   \
-                                                                         w_offset, ws);            \
-        else if constexpr (WIDE_MODE == 5)                                                                   \
+        else if (WIDE_MODE == 5)                                                                   \
             cluster_row_mbar<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, \
                                                                                 N, eps, w_offset); \
         else                                                                                       \

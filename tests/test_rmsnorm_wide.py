@@ -14,6 +14,8 @@ at m in 1, 3, 64, 1000, persistent grids of 1 .. M + 27 clusters.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -452,8 +454,8 @@ def test_launch_grid_refuses_what_it_cannot_launch():
         wide.launch_grid(m1, 2.5)
     with pytest.raises(ValueError, match=r"exceeds gridDim.x"):
         wide.launch_grid(m1, 2**28)
-    with pytest.raises(ValueError, match=r"mode one of \(0, 1, 2, 3, 4, 5, 6\)"):
-        wide.config(65536, "float16", H100, shape=(8, 256, 32, 7))
+    with pytest.raises(ValueError, match=r"mode one of \(0, 1, 2, 3, 4, 5\)"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, 6))
 
 
 def test_persistent_rows_each_once():
@@ -683,8 +685,7 @@ def test_explore_plan_covers_every_mode_within_one_device_call(capsys):
     for M, N, dt, op, shapes in p:
         modes = {sh[3] for sh in shapes}
         policy_mode = wide.POLICY[op][DTYPES[dt][1]][65536][3]  # 40000: the policy's shape, then 3-5
-        # that run predates SPLIT (explore/2026-12-04-wide-split times it)
-        want = set(wide.MODES) - {wide.SPLIT} if N != 40000 else {policy_mode, wide.PERSIST, wide.PERSIST_1, wide.MBAR}
+        want = set(wide.MODES) if N != 40000 else {policy_mode, wide.PERSIST, wide.PERSIST_1, wide.MBAR}
         if (op, dt, N) == ("rmsnorm_gate", "float32", 262144):
             want -= {wide.PERSIST}
         assert modes == want, (op, dt, N, modes)
@@ -715,176 +716,131 @@ def test_explore_policy_proposal_takes_the_least_summed_median():
 
 
 # ---------------------------------------------------------------------------------------
-# SPLIT (mode 6): a row's slices as independent CTAs, their sums meeting in global memory.
-# CPU: launch arithmetic, refusals, a model of the ticket protocol (no deadlock in any start
-# order; the blockIdx mapping it replaces can deadlock), the build.  GPU: float64, mode 1's bits,
-# invariance, partly filled rows, CUDA-graph replays (the workspace zeroed in the graph).
+# The weight's loads in the store step (WIDE_WLOAD) and the launch bound the policy names with
+# them (POLICY_LOADS).  CPU: the table is the recorded run's choice, configuration and refusals,
+# the SASS order of the loads.  GPU: every such policy kernel gives the chunked kernel's bits.
 
-def _split_shapes(n, size):
-    """SPLIT shapes of slices of 8-32 KiB of x for a row of n (as the exploration's)."""
-    out = []
-    for t, e in ((256, 32), (128, 32), (512, 32)) if size == 2 else ((256, 16), (128, 16), (512, 16)):
-        c = -(-n // (t * e))
-        if c <= min(wide.MAX_SPLIT, t):
-            out.append((c, t, e, wide.SPLIT))
-    return out
+def _weight_run():
+    import json
+    from pathlib import Path
+
+    path = (Path(__file__).resolve().parents[1] / "benchmarks" / "explore" / "2026-12-02-wide-weight" / "run1"
+            / "weight-record.json")
+    return json.loads(path.read_text())
 
 
-def test_split_launch_arithmetic():
-    S = wide.SPLIT
-    cfg = wide.config(65536, "float16", H100, shape=(8, 256, 32, S))
-    assert not cfg.clustered and not cfg.persistent and cfg.smem_bytes == 256 * 32 * 2
-    assert cfg.row_ctas(65536) == 8 and cfg.row_ctas(40000) == 5 and cfg.row_ctas(16392) == 3
-    assert cfg.workspace_slots(1000, 40000) == 1 + 5000
-    assert wide.launch_grid(cfg, 1000, n=40000) == 5000 and wide.launch_grid(cfg, 0, n=65536) == 0
-    assert wide.reduction_order(cfg, 40000) == wide.reduction_order(
-        wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.SMEM)), 40000)
-    gate = wide.config(262144, "float32", H100, gate=True, shape=(64, 256, 16, S))
-    assert gate.smem_bytes == 256 * 16 * 4 * 2 and gate.min_blocks >= 4  # 32 KiB: several CTAs an SM
-    with pytest.raises(ValueError, match=r"SPLIT needs n"):
-        wide.launch_grid(cfg, 10)
-    with pytest.raises(ValueError, match=r"n=70000 does not fit"):
-        wide.launch_grid(cfg, 10, n=70000)
-    with pytest.raises(ValueError, match=r"SPLIT: <= 64 and <= threads"):
-        wide.config(262144, "float16", H100, shape=(128, 128, 16, S))
-    with pytest.raises(ValueError, match=r"cluster <= 16"):  # the cluster modes keep their limit
-        wide.config(262144, "float16", H100, shape=(32, 256, 32, wide.MBAR))
-    with pytest.raises(ValueError, match=r"splits a row of 40000 over 5 CTAs .* holds only 4"):
-        wide.check_split_fits(cfg, 40000, 4)
-    wide.check_split_fits(cfg, 40000, 5)
-    assert wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.MBAR)).workspace_slots(10, 65536) == 0
+def test_policy_loads_are_the_recorded_runs_choice():
+    """For every POLICY entry of mode SMEM or MBAR: the variant of its shape with the least summed
+    median over the dtypes of its element size (a = a chunk at a time, b = batched, c = with x,
+    c2 = c at the threads' launch bound) in explore/2026-12-02-wide-weight/run1, as POLICY_LOADS
+    has it; every variant there was checked (no failures) before it was timed."""
+    rec = _weight_run()
+    assert not rec["failures"] and not rec["skipped"]
+    want = {}
+    for op in wide.OPS:
+        for size, table in wide.POLICY[op].items():
+            for n, shape in table.items():
+                if shape[3] not in wide.WLOAD_MODES:
+                    continue
+                dts = [d for d in DTS if DTYPES[d][1] == size]
+                tag_shape = f"{shape[0]}x{shape[1]}x{shape[2]}m{shape[3]}"
+                sums = {}
+                for r in rec["rows"]:
+                    tag, _, sh = r["impl"].partition(":")
+                    if r["op"] == op and r["N"] == n and r["dtype"] in dts and sh == tag_shape and tag != "policy":
+                        sums.setdefault(tag, []).append(r["median_us"])
+                sums = {t: sum(v) for t, v in sums.items() if len(v) == len(dts)}
+                assert set(sums) >= {"a", "b", "c"}, (op, size, n, sums)
+                best = min(sums, key=sums.get)
+                most = min(wide.SM_THREADS // shape[1], wide.SM_SHARED // (
+                    wide.smem_bytes_of(op, size, size, shape) + wide.CTA_RESERVED_SHARED))
+                choice = {"a": None, "b": (wide.WLOAD_BATCH, None), "c": (wide.WLOAD_EARLY, None),
+                          "c2": (wide.WLOAD_EARLY, most)}[best]
+                if choice is not None:
+                    want.setdefault(op, {}).setdefault(size, {})[n] = choice
+    assert wide.POLICY_LOADS == want
 
 
-def _ticket_model(M, S, resident, order, use_ticket, steps=100000):
-    """Start M * S CTAs of one launch in ``order`` (the hardware's choice of which block starts
-    next) on a GPU that holds ``resident`` at once; a CTA's slice is its ticket (the count of CTAs
-    started before it) or its block index.  A CTA finishes once every slice of its row has
-    started.  Returns True if all finish, False on a deadlock (every resident CTA waits)."""
-    pending = list(order)
-    running, started_slices, done, tickets = [], set(), 0, 0
-    while done < M * S:
-        while pending and len(running) < resident:
-            b = pending.pop(0)
-            tile = tickets if use_ticket else b
-            tickets += 1
-            running.append(tile)
-            started_slices.add(tile)
-        finished = [t for t in running if all(r in started_slices for r in range(t // S * S, t // S * S + S))]
-        if not finished:
-            return False
-        running = [t for t in running if t not in finished]
-        done += len(finished)
-    return True
+def test_weight_loads_configuration():
+    pol = wide.config(131072, "float16", H100)
+    assert (pol.wload, pol.min_blocks) == (wide.WLOAD_EARLY, 2)
+    assert pol.kernel.endswith("_m5_we") and "-DWIDE_WLOAD=2" in pol.options and "-DWIDE_MIN_BLOCKS=2" in pol.options
+    # an fp32 weight of a 16-bit x would hold 128 bytes a thread: a chunk at a time, the same bound
+    w32 = wide.config(131072, "float16", H100, weight_dtype="float32")
+    assert (w32.wload, w32.min_blocks) == (wide.WLOAD_CHUNK, 2) and w32.kernel.endswith("_m5")
+    assert wide.config(262144, "bfloat16", H100, gate=True).kernel.endswith("_m1_wb")
+    # an explicit shape: a chunk at a time and the computed bound unless asked
+    shp = wide.POLICY["rmsnorm"][2][131072]
+    assert wide.config(131072, "float16", H100, shape=shp).wload == wide.WLOAD_CHUNK
+    assert wide.config(131072, "float16", H100, shape=shp, wload=1, blocks=2).kernel.endswith("_wb")
+    with pytest.raises(ValueError, match=r"wload=2 with mode 3"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.PERSIST), wload=2)
+    with pytest.raises(ValueError, match=r"wload=7"):
+        wide.config(65536, "float16", H100, wload=7)
+    with pytest.raises(ValueError, match=r"blocks=3 .* an SM holds 1 to 2 of its CTAs"):
+        wide.config(131072, "float16", H100, blocks=3)
+    with pytest.raises(TypeError, match=r"blocks"):
+        wide.config(131072, "float16", H100, blocks=1.5)
 
 
-def test_split_ticket_protocol_never_deadlocks():
-    """The ticket makes the wait safe whatever order blocks start in, when the GPU holds at least
-    a row's slices; mapping the slice from blockIdx (what the ticket replaces) deadlocks when the
-    hardware starts blocks out of order -- the model finds it, so the check can fail."""
-    import random
+def _sass(cfg):
+    import subprocess
+    import tempfile
+    from pathlib import Path
 
-    rng = random.Random(7)
-    for M, S, resident in ((5, 4, 4), (7, 8, 9), (13, 3, 5), (4, 64, 64), (9, 5, 12)):
-        for _ in range(50):
-            order = list(range(M * S))
-            rng.shuffle(order)
-            assert _ticket_model(M, S, resident, order, use_ticket=True), (M, S, resident)
-    bad = list(range(4 * 4))
-    bad = bad[::4] + [b for b in bad if b % 4]  # slice 0 of every row first
-    assert not _ticket_model(4, 4, 4, bad, use_ticket=False)
-    assert _ticket_model(4, 4, 4, bad, use_ticket=True)
-    assert not _ticket_model(2, 4, 3, list(range(8)), use_ticket=True)  # fewer slots than slices
+    nvcc, cuobjdump = kernels.find_tool("nvcc"), kernels.find_tool("cuobjdump")
+    if nvcc is None or cuobjdump is None or kernels.find_tool("nvdisasm") is None:
+        if __import__("os").environ.get("CI"):
+            pytest.fail("CI needs nvcc, cuobjdump and nvdisasm (make setup installs them)")
+        pytest.skip("needs nvcc, cuobjdump and nvdisasm")
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "k.cubin"
+        subprocess.run([nvcc, "-arch=sm_90", "-cubin", "-std=c++17", f"-I{kernels.KERNEL_DIR}", *cfg.options,
+                        "-o", str(cubin), str(kernels.kernel_path(wide.FILE))], check=True, capture_output=True)
+        env = dict(__import__("os").environ)
+        env["PATH"] = str(Path(kernels.find_tool("nvdisasm")).parent) + ":" + env.get("PATH", "")
+        out = subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True, text=True, env=env)
+    return [ln.split("*/", 1)[-1].strip() for ln in out.stdout.splitlines() if "/*" in ln and "*/" in ln]
 
 
-def test_split_builds_on_every_arch():
-    """sm_90: no spills, no stack, registers within the cap, static shared memory only the warp
-    totals, 64 slots and the ticket; before sm_90 the trap."""
-    _need_nvcc()
-    cfgs = [wide.config(262144, "float32", H100, gate=True, shape=(64, 256, 16, wide.SPLIT)),
-            wide.config(131072, "bfloat16", H100, weight_dtype="float32", shape=(16, 256, 32, wide.SPLIT)),
-            wide.config(262144, "float16", H100, shape=(64, 128, 32, wide.SPLIT))]
-    for cfg in cfgs:
-        (u,) = kernels.nvcc_compile(wide.FILE, "sm_90", cfg.options)
-        assert u.kernel == cfg.kernel and u.spill_stores_bytes == 0 and u.spill_loads_bytes == 0, u
-        assert u.stack_frame_bytes == 0 and u.registers <= wide.SM_REGISTERS // (cfg.threads * cfg.min_blocks), u
-        assert u.shared_bytes <= 4 * (cfg.threads // 32 + cfg.cluster) + 16, u
-        for arch in ("sm_75", "sm_80", "sm_89"):
-            (u,) = kernels.nvcc_compile(wide.FILE, arch, cfg.options)
-            assert u.kernel == cfg.kernel and u.spill_stores_bytes == 0
+def test_weight_loads_in_the_sass():
+    """sm_90 SASS of the policy's MBAR kernel at 131072 (fp16): with WLOAD_EARLY every weight
+    load (LDG.E.128.CONSTANT) is issued before the exchange's mbarrier wait; a chunk at a time,
+    the loads alternate with the stores of y (STG.E.128) after it."""
+    pol = wide.config(131072, "float16", H100)
+    early = _sass(pol)
+    chunk = _sass(dataclasses.replace(pol, wload=wide.WLOAD_CHUNK))
+    batch = _sass(dataclasses.replace(pol, wload=wide.WLOAD_BATCH))
+
+    def order(code):
+        return [("L" if "LDG.E.128.CONSTANT" in i else "S" if "STG.E.128" in i else "W")
+                for i in code if "LDG.E.128.CONSTANT" in i or "STG.E.128" in i or "SYNCS.PHASECHK" in i]
+    chunks = pol.ept // pol.vec
+    e, c, b = "".join(order(early)), "".join(order(chunk)), "".join(order(batch))
+    assert e.index("W") > e.rindex("L") and e.count("L") == chunks, e  # all loads before the wait
+    first_store = c.index("S")
+    assert c[first_store:].count("L") >= chunks - 2, c  # a chunk at a time: loads between the stores
+    assert b.index("S") > b.rindex("L"), b  # batched: every load before the first store
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("N", WIDE_NS + (40000, 16392))
-@pytest.mark.parametrize("gate", (False, True), ids=("rmsnorm", "gate"))
 @pytest.mark.parametrize("dt", DTS)
-def test_split_against_float64_and_batch_invariant(dt, gate, N, seed):
-    """Every SPLIT shape of _split_shapes: float64 on fresh data with NaN-poisoned output; mode
-    1's bits at the same (cluster, threads, ept) where that is a cluster (<= 16); rows of
-    op(x[:m]) bit-identical to op(x)'s at m in 1, 3, 64; a row's bits the same at the end."""
+def test_policy_weight_loads_give_the_chunked_bits(dt, seed):
+    """Every policy kernel with POLICY_LOADS' weight loads or launch bound, both ops, against
+    float64 and bit for bit against the same shape loading a chunk at a time at the computed
+    bound (the weight's timing and the register cap change no arithmetic)."""
     _needs_clusters()
     gen = torch.Generator(device="cuda").manual_seed(seed)
     size = DTYPES[dt][1]
-    M = 300 if N <= 65536 else 100
-    x, g, w = _inputs(M, N, dt, gen, gate)
-    bucket = min(b for b in WIDE_NS if b >= N)
-    for shape in _split_shapes(bucket, size):
-        out, rstd = _run(x, w, g, shape=shape)
-        torch.cuda.synchronize()
-        _check(out, rstd, x, w, g, 1e-6, 0.0, seed)
-        if shape[0] <= wide.MAX_CLUSTER:
-            ref, ref_rstd = _run(x, w, g, shape=shape[:3] + (wide.SMEM,))
-            assert _same_bits(out, ref) and torch.equal(rstd, ref_rstd), f"{shape} differs from mode 1's bits"
-        for m in (1, 3, 64):
-            part, prstd = _run(x[:m].contiguous(), w, g[:m].contiguous() if gate else None, shape=shape)
-            assert _same_bits(part, out[:m]), f"rows of forward(x[:{m}]) differ from forward(x)'s ({shape})"
-            assert torch.equal(prstd, rstd[:m])
-        perm = torch.roll(torch.arange(M, device="cuda"), -1)
-        moved, _ = _run(x[perm].contiguous(), w, g[perm].contiguous() if gate else None, shape=shape)
-        assert _same_bits(moved[-1], out[0])
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dt", ("float16", "float32"))
-def test_split_in_a_cuda_graph_and_on_a_side_stream(dt, seed):
-    """Captured in a CUDA graph, SPLIT's workspace is zeroed by a node of the graph: each replay
-    starts from ticket 0 and empty slots (replays with new inputs match a fresh call bit for
-    bit; a stale workspace would hand the second replay the first one's sums).  On a side stream
-    the launch waits for that stream's writes.  An fp32 weight with an offset too."""
-    _needs_clusters()
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    N = 131072
-    size = DTYPES[dt][1]
-    shape = _split_shapes(N, size)[0]
-    x, g, w = _inputs(40, N, dt, gen, True)
-    out = torch.full_like(x, float("nan"))
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        wide.forward(x, w, 1e-6, out, gate=g, shape=shape)  # warm-up: compile, occupancy
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        wide.forward(x, w, 1e-6, out, gate=g, shape=shape)
-    for _ in range(3):
-        x.copy_(torch.randn(x.shape, device="cuda", generator=gen).to(x.dtype))
-        graph.replay()
-        torch.cuda.synchronize()
-        want, _ = _run(x, w, g, shape=shape)
-        torch.cuda.synchronize()
-        assert _same_bits(out, want), "a graph replay of SPLIT differs from a fresh call"
-        _check(out, torch.rsqrt(x.double().pow(2).mean(-1) + 1e-6).float(), x, w, g, 1e-6, 0.0, seed)
-    src = x.clone()
-    x.fill_(float("nan"))
-    torch.cuda.synchronize()
-    o2 = torch.full_like(x, float("nan"))
-    with torch.cuda.stream(s):
-        torch.cuda._sleep(5_000_000)
-        x.copy_(src)
-    r2 = wide.forward(x, w, 1e-6, o2, gate=g, stream=s, shape=shape)
-    s.synchronize()
-    _check(o2, r2, src, w, g, 1e-6, 0.0, seed)
-    if dt != "float32":
-        w32 = w.float()
-        o3, r3 = _run(src, w32, g, offset=1.0, shape=shape)
-        torch.cuda.synchronize()
-        _check(o3, r3, src, w32, g, 1e-6, 1.0, seed)
+    for op, table in wide.POLICY_LOADS.items():
+        for n in table.get(size, {}):
+            gate = op == "rmsnorm_gate"
+            for wdt in dict.fromkeys((dt, "float32")):
+                x, g, w = _inputs(7, n, dt, gen, gate, wdt=wdt)
+                out, rstd = _run(x, w, g)
+                torch.cuda.synchronize()
+                _check(out, rstd, x, w, g, 1e-6, 0.0, seed)
+                ref = torch.full_like(x, float("nan"))
+                r2 = wide.forward(x, w, 1e-6, ref, gate=g, shape=wide.POLICY[op][size][n], wload=wide.WLOAD_CHUNK)
+                torch.cuda.synchronize()
+                assert _same_bits(out, ref) and torch.equal(rstd, r2), (op, n, dt, wdt)

@@ -23,9 +23,8 @@ Contract for the dispatcher (fused.py):
   tells); returns rstd.
 * :func:`kernel_report` -- ptxas registers / spills of every configuration the policy uses.
 
-Seven modes (where a CTA keeps its slice, how the CTA sums meet, one cluster per row, a
-persistent grid of clusters looping over rows (:func:`launch_grid`), or -- SPLIT -- no cluster,
-the row's slices independent CTAs whose sums meet in global memory); :data:`POLICY` takes, per
+Six modes (where a CTA keeps its slice, how the CTA sums meet, one cluster per row or a
+persistent grid of clusters looping over rows, :func:`launch_grid`); :data:`POLICY` takes, per
 op, element size and row-length bucket, the fastest of :data:`CANDIDATES` and
 :data:`NEW_CANDIDATES` and of bigger CTAs on smaller clusters, on the H200 (benchmarks/NOTES.md,
 "wide rows on a cluster" and "fifth session"; :data:`POLICY` says which runs).  Every mode
@@ -86,15 +85,19 @@ REGISTERS, SMEM, SMEM_W = 0, 1, 2
 #: SMEM with QuACK's exchange of the CTA sums (st.async completing bytes on each CTA's mbarrier,
 #: no second cluster barrier).  PERSIST and PERSIST_1 exchange the sums the same way.
 PERSIST, PERSIST_1, MBAR = 3, 4, 5
-#: SPLIT -- no cluster: the row's ``cluster`` slices are independent CTAs of the grid (each takes
-#: its slice from a ticket, so no CTA waits on one that cannot start), SMEM's shared-memory slice,
-#: the CTA sums meeting through global memory (a zeroed workspace of one 8-byte slot per slice).
-#: No GPC has to hold a whole row's CTAs at once, and a row may have up to MAX_SPLIT slices.
-SPLIT = 6
-MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR, SPLIT)
+MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR)
 PERSISTENT_MODES = (PERSIST, PERSIST_1)
-#: Most slices of a SPLIT row (the kernel's limit: one waiting thread per slice, a static array).
-MAX_SPLIT = 64
+#: When SMEM and MBAR load the weight for the last step (the kernel's WIDE_WLOAD): a chunk at a
+#: time in the store loop (each load waits behind the previous chunk's store: one L2 round trip
+#: a chunk), all of a thread's chunks together, or into registers with x's copies (its latency
+#: behind the loads, the reductions and the exchange; the registers held throughout).
+WLOAD_CHUNK, WLOAD_BATCH, WLOAD_EARLY = 0, 1, 2
+WLOADS = (WLOAD_CHUNK, WLOAD_BATCH, WLOAD_EARLY)
+WLOAD_MODES = (SMEM, MBAR)
+#: The most weight bytes a thread holds at once for WLOAD_BATCH / WLOAD_EARLY in the policy
+#: (ptxas, sm_90: 64 bytes -- 16 registers -- fit every policy shape without spills; an fp32 weight
+#: of a 16-bit x, or 64 elements a thread, would spill: those keep WLOAD_CHUNK).
+WLOAD_MAX_BYTES = 64
 #: The row-length buckets and their launch shape (cluster, threads, elements per thread, mode)
 #: by op and element size: the smallest bucket >= N is used (vectors past N idle).  16-byte
 #: vectors everywhere; EPT = elements of x each thread holds (copies, in the shared-memory
@@ -116,6 +119,19 @@ POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
             262144: (16, 512, 32, SMEM)},
         4: {32768: (4, 512, 16, REGISTERS), 65536: (8, 512, 16, SMEM), 131072: (16, 512, 16, SMEM),
             262144: (16, 512, 32, PERSIST_1)}},
+}
+#: Per POLICY entry of mode SMEM or MBAR, (weight loads, __launch_bounds__' minimum blocks or None
+#: for :func:`min_blocks`'s) where one H200 run measured them faster than one chunk at a time
+#: (explore/2026-12-02-wide-weight/run1, fp16 and bf16 summed, every variant bit-identical to the
+#: chunked one): a minimum of 2 blocks of 1024 threads caps the registers at 32, so an SM holds two
+#: CTAs (with the launcher's minimum of 1, ptxas took 40-56 registers and the SM held one).  An
+#: entry absent here: (WLOAD_CHUNK, None).  Weights whose bytes a thread would hold exceed
+#: WLOAD_MAX_BYTES keep WLOAD_CHUNK (:func:`config`).
+POLICY_LOADS: Dict[str, Dict[int, Dict[int, Tuple[int, Optional[int]]]]] = {
+    "rmsnorm": {2: {32768: (WLOAD_EARLY, None), 131072: (WLOAD_EARLY, 2)},
+                4: {32768: (WLOAD_BATCH, None), 65536: (WLOAD_EARLY, 2)}},
+    "rmsnorm_gate": {2: {32768: (WLOAD_EARLY, None), 262144: (WLOAD_BATCH, None)},
+                     4: {65536: (WLOAD_BATCH, None), 131072: (WLOAD_BATCH, None)}},
 }
 #: The shapes of modes 0-2 measured first (one cluster per row; the CTA sums through a cluster
 #: barrier); NEW_CANDIDATES adds modes 3-5 around POLICY's shapes and QuACK's; the bigger-CTA
@@ -193,7 +209,6 @@ def smem_bytes_of(op: str, itemsize: int, weight_itemsize: int, shape: Tuple[int
     _, t, e, mode = shape
     if mode == REGISTERS:
         return 0
-    # SPLIT keeps what SMEM keeps: x (and the gate), the weight read in the last step
     rows = itemsize * (2 if op == "rmsnorm_gate" else 1) * (2 if mode == PERSIST else 1)
     weight = weight_itemsize if mode in (SMEM_W, PERSIST, PERSIST_1) else 0
     return t * e * (rows + weight)
@@ -206,7 +221,8 @@ class WideConfig:
     ``capacity = cluster * threads * ept`` is the longest row it holds; ``vec`` elements per
     16-byte load; ``min_blocks`` the ``__launch_bounds__`` minimum (register cap
     ``SM_REGISTERS / (threads * min_blocks)``); ``mode`` where the slice is kept (REGISTERS,
-    SMEM, SMEM_W), ``smem_bytes`` the dynamic shared memory that takes.
+    SMEM, SMEM_W), ``smem_bytes`` the dynamic shared memory that takes; ``wload`` when SMEM and
+    MBAR load the weight for the last step (WLOAD_CHUNK / _BATCH / _EARLY).
     """
 
     op: str
@@ -218,6 +234,7 @@ class WideConfig:
     vec: int
     min_blocks: int
     mode: int = REGISTERS
+    wload: int = WLOAD_CHUNK
 
     @property
     def capacity(self) -> int:
@@ -227,7 +244,7 @@ class WideConfig:
     def kernel(self) -> str:
         suf = DTYPES[self.dtype][0]
         return (f"{self.op}_cluster_{suf}_w{DTYPES[self.weight_dtype][0]}_c{self.cluster}"
-                f"_t{self.threads}_e{self.ept}_m{self.mode}")
+                f"_t{self.threads}_e{self.ept}_m{self.mode}" + ("", "_wb", "_we")[self.wload])
 
     @property
     def options(self) -> Tuple[str, ...]:
@@ -235,7 +252,7 @@ class WideConfig:
         return (f"-DWIDE_DTYPE={DTYPES[self.dtype][3]}", f"-DWIDE_WEIGHT={DTYPES[self.weight_dtype][3]}",
                 f"-DWIDE_GATE={int(self.op == 'rmsnorm_gate')}", f"-DWIDE_CLUSTER={self.cluster}",
                 f"-DWIDE_THREADS={self.threads}", f"-DWIDE_EPT={self.ept}",
-                f"-DWIDE_MIN_BLOCKS={self.min_blocks}", f"-DWIDE_MODE={self.mode}")
+                f"-DWIDE_MIN_BLOCKS={self.min_blocks}", f"-DWIDE_MODE={self.mode}", f"-DWIDE_WLOAD={self.wload}")
 
     @property
     def smem_bytes(self) -> int:
@@ -249,25 +266,9 @@ class WideConfig:
         over the rows (:func:`launch_grid`)."""
         return self.mode in PERSISTENT_MODES
 
-    @property
-    def clustered(self) -> bool:
-        """Whether the kernel runs on thread-block clusters of ``cluster`` CTAs (every mode but
-        SPLIT, whose ``cluster`` slices of a row are independent CTAs)."""
-        return self.mode != SPLIT
-
-    def row_ctas(self, n: int) -> int:
-        """CTAs a row of ``n`` elements takes: the cluster, or for SPLIT ceil(n / (threads *
-        ept)) slices (at most ``cluster``, the kernel's capacity; a function of n alone)."""
-        return -(-n // (self.threads * self.ept)) if self.mode == SPLIT else self.cluster
-
-    def workspace_slots(self, M: int, n: int) -> int:
-        """8-byte words of the zeroed workspace a launch for M rows of n elements needs: SPLIT's
-        ticket and one slot per slice (1 + M * row_ctas(n)); 0 for the cluster modes."""
-        return 1 + M * self.row_ctas(n) if self.mode == SPLIT else 0
-
     def as_dict(self) -> Dict:
         return dict(dataclasses.asdict(self), capacity=self.capacity, kernel=self.kernel, smem_bytes=self.smem_bytes,
-                    persistent=self.persistent, clustered=self.clustered)
+                    persistent=self.persistent)
 
 
 def reduction_order(cfg: WideConfig, n: int) -> Tuple:
@@ -275,8 +276,7 @@ def reduction_order(cfg: WideConfig, n: int) -> Tuple:
     (kernels/rmsnorm_wide.cu, steps 2 and 4; vectors past n are skipped): each thread's fmaf chain over its vectors c = 0 .. EPT/VEC - 1 and their elements,
     a warp butterfly, the warps' totals in one butterfly, the CTA sums added in rank order 0 ..
     CLUSTER-1 -- so (N, vec, cluster, threads, ept).  Not the mode: every mode, the persistent
-    ones and SPLIT (whose ``cluster`` slices are CTAs that meet in global memory) included, adds
-    a row in this order (only where the operands wait differs), and not M,
+    ones included, adds a row in this order (only where the operands wait differs), and not M,
     the grid or the row's position: a persistent cluster runs the same per-row code for each of
     its rows.  (The output's rounding, x * w * r, is one expression in every mode too.)"""
     n = check_int("n", n)
@@ -286,9 +286,8 @@ def reduction_order(cfg: WideConfig, n: int) -> Tuple:
 
 
 def launch_grid(cfg: WideConfig, M: int, active_clusters: Optional[int] = None,
-                clusters: Optional[int] = None, n: Optional[int] = None) -> int:
-    """Blocks of ``cfg``'s launch for M rows: ``M * cluster`` (SPLIT: ``M * row_ctas(n)``, so
-    ``n``, the row length, is required there), or for a persistent mode
+                clusters: Optional[int] = None) -> int:
+    """Blocks of ``cfg``'s launch for M rows: ``M * cluster``, or for a persistent mode
     ``G * cluster`` with G = ``clusters`` (tests, explorations: any G >= 1, exactly, even above
     M: the clusters without a row pass their first barrier and exit) or else
     min(M, ``active_clusters``) -- what the GPU holds at once (cuOccupancyMaxActiveClusters),
@@ -297,18 +296,12 @@ def launch_grid(cfg: WideConfig, M: int, active_clusters: Optional[int] = None,
 
     Raises:
         ValueError: M < 0; a persistent mode without ``active_clusters`` or ``clusters``, or with
-            either below 1; ``clusters`` for a mode that is not persistent; SPLIT without
-            ``n`` or with n beyond the capacity; a grid beyond gridDim.x.
+            either below 1; ``clusters`` for a mode that is not persistent; a grid beyond
+            gridDim.x.
     """
     M = check_int("M", M)
     if M < 0:
         raise ValueError(f"M must be >= 0, got {M}")
-    per_row = cfg.cluster
-    if cfg.mode == SPLIT:
-        if n is None:
-            raise ValueError("SPLIT needs n, the row length: its CTAs per row follow from it")
-        reduction_order(cfg, n)  # raises for n beyond the capacity
-        per_row = cfg.row_ctas(n)
     if not cfg.persistent:
         if clusters is not None:
             raise ValueError(f"clusters={clusters} is for the persistent modes ({PERSISTENT_MODES}); "
@@ -327,9 +320,9 @@ def launch_grid(cfg: WideConfig, M: int, active_clusters: Optional[int] = None,
             raise ValueError(f"active_clusters must be >= 1 (the GPU holds no cluster of {cfg.kernel}?), "
                              f"got {active_clusters}")
         g = min(M, active_clusters)
-    if g * per_row > MAX_GRID_X:
-        raise ValueError(f"M={M} rows x {per_row} CTAs per row exceeds gridDim.x={MAX_GRID_X}")
-    return g * per_row
+    if g * cfg.cluster > MAX_GRID_X:
+        raise ValueError(f"M={M} rows x {cfg.cluster} CTAs per row exceeds gridDim.x={MAX_GRID_X}")
+    return g * cfg.cluster
 
 
 def rows_of_cluster(k: int, M: int, clusters: int) -> range:
@@ -391,14 +384,19 @@ def supported(n: int, dtype, cc) -> bool:
 
 
 def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
-           shape: Optional[Tuple[int, int, int, int]] = None) -> WideConfig:
+           shape: Optional[Tuple[int, int, int, int]] = None, wload: Optional[int] = None,
+           blocks: Optional[int] = None) -> WideConfig:
     """The :class:`WideConfig` for rows of ``n`` elements: :data:`POLICY`'s bucket for n and the
-    element size (``shape`` = (cluster, threads, ept, mode) overrides it: the measurement's
-    candidates).  ``weight_dtype``: x's dtype (None) or float32.
+    element size, with :data:`POLICY_LOADS`' weight loads and launch bound (``shape`` =
+    (cluster, threads, ept, mode) overrides the shape, ``wload`` the weight loads and ``blocks``
+    the minimum blocks per SM: the measurements' candidates).  ``weight_dtype``: x's dtype (None)
+    or float32.
 
     Raises:
         ValueError: ``not supported(n, dtype, cc)`` (naming why), a weight dtype other than x's
-            or float32, a ``shape`` whose capacity is below n or whose cluster exceeds 16.
+            or float32, a ``shape`` whose capacity is below n or whose cluster exceeds 16, a
+            ``wload`` not in WLOADS or other than WLOAD_CHUNK for a mode not in WLOAD_MODES,
+            ``blocks`` beyond what the threads or shared memory allow an SM.
     """
     dt = dtype_name(dtype)
     wdt = dt if weight_dtype is None else dtype_name(weight_dtype)
@@ -409,19 +407,35 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     size = DTYPES[dt][1]
     op = "rmsnorm_gate" if gate else "rmsnorm"
     c, t, e, mode = POLICY[op][size][_bucket(n)] if shape is None else shape
+    if shape is None:  # the policy's weight loads and launch bound; WLOAD_CHUNK where they would spill
+        pol_wload, pol_blocks = POLICY_LOADS[op][size].get(_bucket(n), (WLOAD_CHUNK, None))
+        if e * DTYPES[wdt][1] > WLOAD_MAX_BYTES:
+            pol_wload = WLOAD_CHUNK
+        wload = pol_wload if wload is None else wload
+        blocks = pol_blocks if blocks is None else blocks
+    wload = WLOAD_CHUNK if wload is None else wload
+    if wload not in WLOADS or (wload != WLOAD_CHUNK and mode not in WLOAD_MODES):
+        raise ValueError(f"wload={wload} with mode {mode}: the weight loads are one of {WLOADS}, and other than "
+                         f"{WLOAD_CHUNK} (a chunk at a time) only for the modes {WLOAD_MODES}")
     vec = DTYPES[dt][2]
-    most = min(MAX_SPLIT, t) if mode == SPLIT else MAX_CLUSTER
-    if (c * t * e < n or not 1 <= c <= most or t % 32 or not 32 <= t <= 1024 or e % vec
+    if (c * t * e < n or not 1 <= c <= MAX_CLUSTER or t % 32 or not 32 <= t <= 1024 or e % vec
             or mode not in MODES):
         raise ValueError(f"shape (cluster={c}, threads={t}, ept={e}, mode={mode}) does not fit n={n} {dt} "
-                         f"(needs cluster*threads*ept >= n, cluster <= {MAX_CLUSTER} (SPLIT: <= {MAX_SPLIT} "
-                         f"and <= threads), threads a multiple of 32 up to 1024, ept a multiple of {vec}, "
-                         f"mode one of {MODES})")
+                         f"(needs cluster*threads*ept >= n, cluster <= {MAX_CLUSTER}, threads a multiple "
+                         f"of 32 up to 1024, ept a multiple of {vec}, mode one of {MODES})")
     cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode)
     if cfg.smem_bytes > MAX_CTA_SHARED:
         raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
                          f"(weight {wdt}); at most {MAX_CTA_SHARED}")
-    return dataclasses.replace(cfg, min_blocks=min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes))
+    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes)
+    if blocks is not None:
+        most = min(SM_THREADS // t, SM_SHARED // (cfg.smem_bytes + CTA_RESERVED_SHARED)) if cfg.smem_bytes else SM_THREADS // t
+        blocks = check_int("blocks", blocks)
+        if not 1 <= blocks <= most:
+            raise ValueError(f"blocks={blocks} for {cfg.kernel}: an SM holds 1 to {most} of its CTAs "
+                             f"({t} threads, {cfg.smem_bytes} bytes of shared memory each)")
+        mb = blocks
+    return dataclasses.replace(cfg, min_blocks=mb, wload=wload)
 
 
 def _unsupported_reason(n: int, dt: str, cc) -> str:
@@ -450,8 +464,8 @@ def configs_in_use(dtypes: Sequence[str] = tuple(DTYPES), cc=(9, 0), candidates:
                 op = "rmsnorm_gate" if gate else "rmsnorm"
                 if new:
                     shapes = NEW_CANDIDATES[op][size][n]
-                else:
-                    shapes = CANDIDATES[size][n] if candidates else (POLICY[op][size][n],)
+                else:  # the policy: shape None, so its weight loads and launch bound come with it
+                    shapes = CANDIDATES[size][n] if candidates else (None,)
                 for shape in shapes:
                     for wdt in dict.fromkeys((dt, "float32")):
                         out.append(config(n, dt, cc, gate=gate, weight_dtype=wdt, shape=shape))
@@ -511,7 +525,7 @@ def _kernel(cfg: WideConfig, device: int):
     k = kernels.function(FILE, cfg.kernel, cfg.options, device=device)
     if cfg.smem_bytes:  # above 48 KiB a kernel must opt in to its dynamic shared memory
         k.max_dynamic_shared_size_bytes = cfg.smem_bytes
-    if cfg.clustered and cfg.cluster > PORTABLE_CLUSTER:
+    if cfg.cluster > PORTABLE_CLUSTER:
         lib = ctypes.CDLL("libcuda.so.1")
         rc = lib.cuFuncSetAttribute(ctypes.c_void_p(int(k.kernel.ptr)),
                                     _CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, ctypes.c_int(1))
@@ -522,7 +536,8 @@ def _kernel(cfg: WideConfig, device: int):
 
 
 def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offset: float = 0.0,
-            shape: Optional[Tuple[int, int, int, int]] = None, clusters: Optional[int] = None):
+            shape: Optional[Tuple[int, int, int, int]] = None, clusters: Optional[int] = None,
+            wload: Optional[int] = None, blocks: Optional[int] = None):
     """RMSNorm (or, with ``gate``, RMSNorm + SiLU gate) of the rows of ``x2d`` into ``out``, on a
     thread-block cluster per row (sm_90).
 
@@ -541,6 +556,8 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
             any of CANDIDATES or NEW_CANDIDATES, or another shape that holds the row).
         clusters: a persistent mode's cluster count (tests: any >= 1; None: what the GPU holds
             at once, see :func:`launch_grid`).  The result does not depend on it.
+        wload, blocks: the weight loads and the launch bound instead of the policy's (see
+            :func:`config`); the result does not depend on them either.
 
     Returns:
         rstd: ``(M,)`` float32 of x's library: ``rsqrt(mean(x^2) + eps)`` per row.  ``out``
@@ -596,59 +613,26 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
         return _new_rstd(x2d, xf, 0, device)
     backend.require_gpu("the cluster RMSNorm path")
     cc = _cc(device)
-    cfg = config(N, dt, cc, gate=gate is not None, weight_dtype=wdt, shape=shape)
+    cfg = config(N, dt, cc, gate=gate is not None, weight_dtype=wdt, shape=shape, wload=wload, blocks=blocks)
     active = _active_clusters(cfg, device) if cfg.persistent and clusters is None else None
-    grid = launch_grid(cfg, M, active, clusters, n=N)
-    if cfg.mode == SPLIT:
-        check_split_fits(cfg, N, _resident_ctas(cfg, device))
+    grid = launch_grid(cfg, M, active, clusters)
     rstd = _new_rstd(x2d, xf, M, device)
     rp = int(rstd.data_ptr()) if xf == "torch" else int(rstd.data.ptr)
     gp = ops[3][6] if gate is not None else 0
+    args = (np.uint64(ops[2][6]), np.uint64(rp), np.uint64(xp), np.uint64(gp), np.uint64(ops[1][6]),
+            np.int32(N), np.float32(eps), np.float32(weight_offset), np.int64(M))
     k = _kernel(cfg, device)
-
-    def go():
-        # SPLIT's workspace, zeroed on the stream of the launch (a memset node under graph
-        # capture): every launch starts from ticket 0 and empty slots
-        ws = _zeros_u64(xf, cfg.workspace_slots(M, N), device) if cfg.mode == SPLIT else None
-        wp = 0 if ws is None else (int(ws.data_ptr()) if xf == "torch" else int(ws.data.ptr))
-        args = (np.uint64(ops[2][6]), np.uint64(rp), np.uint64(xp), np.uint64(gp), np.uint64(ops[1][6]),
-                np.int32(N), np.float32(eps), np.float32(weight_offset), np.int64(M), np.uint64(wp))
-        _launch(k, grid, cfg, args, xf, device)
-        # ws goes back to the framework's stream-ordered pool here: a later allocation on this
-        # stream runs after the kernel
     if stream is None:
-        go()
+        _launch(k, grid, cfg, args, xf, device)
     elif xf == "torch":
         import torch
 
         with torch.cuda.stream(stream):
-            go()
+            _launch(k, grid, cfg, args, xf, device)
     else:
         with stream:
-            go()
+            _launch(k, grid, cfg, args, xf, device)
     return rstd
-
-
-def check_split_fits(cfg: WideConfig, n: int, resident: int) -> None:
-    """SPLIT's CTAs of a row wait for one another, so the GPU must hold a whole row's slices
-    at once: ``resident`` (CTAs of the kernel the GPU holds at once) >= ``cfg.row_ctas(n)``.
-
-    Raises:
-        ValueError: it does not (e.g. a MIG slice of few SMs), naming both numbers.
-    """
-    if cfg.mode == SPLIT and resident < cfg.row_ctas(n):
-        raise ValueError(f"{cfg.kernel} splits a row of {n} over {cfg.row_ctas(n)} CTAs that wait for one another, "
-                         f"but this GPU holds only {resident} of its CTAs at once")
-
-
-def _zeros_u64(fw: str, n: int, device: int):
-    if fw == "torch":
-        import torch
-
-        return torch.zeros(n, dtype=torch.int64, device=f"cuda:{device}")
-    cupy = backend.require_cupy("the cluster RMSNorm path")
-    with cupy.cuda.Device(device):
-        return cupy.zeros(n, dtype=cupy.uint64)
 
 
 def _launch(k, grid: int, cfg: WideConfig, args, fw: str, device: int) -> None:
@@ -664,22 +648,6 @@ def _launch(k, grid: int, cfg: WideConfig, args, fw: str, device: int) -> None:
                      stream=_StreamPtr(_torch_stream_ptr(device)))
         else:
             k((grid,), (cfg.threads,), args, shared_mem=cfg.smem_bytes)
-
-
-@functools.lru_cache(maxsize=None)
-def _resident_ctas(cfg: WideConfig, device: int) -> int:
-    """CTAs of ``cfg``'s kernel the GPU holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor
-    times the SMs), asked once per kernel and device."""
-    backend.require_gpu("_resident_ctas")
-    cupy = backend.require_cupy("the cluster RMSNorm path")
-    k = _kernel(cfg, device)
-    n = ctypes.c_int(0)
-    rc = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        ctypes.byref(n), ctypes.c_void_p(int(k.kernel.ptr)), ctypes.c_int(cfg.threads), ctypes.c_size_t(cfg.smem_bytes))
-    if rc != 0:
-        raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed with CUresult {rc} for {cfg.kernel}")
-    sms = int(cupy.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"])
-    return int(n.value) * sms
 
 
 @functools.lru_cache(maxsize=None)
@@ -747,15 +715,12 @@ class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig (cuda.h), no attributes
 
 def max_active_clusters(cfg: WideConfig, device: int = 0) -> int:
     """How many clusters of ``cfg`` the GPU holds at once (``cuOccupancyMaxActiveClusters``):
-    times ``cfg.cluster`` CTAs, the resident CTAs the cluster shape allows (a diagnostic).  For
-    SPLIT (no clusters), how many rows' slices it holds at once.
+    times ``cfg.cluster`` CTAs, the resident CTAs the cluster shape allows (a diagnostic).
 
     Raises:
         GPUUnavailable: in CPU mode.  RuntimeError: the driver's error code.
     """
     backend.require_gpu("max_active_clusters")
-    if not cfg.clustered:  # SPLIT: the rows whose slices the GPU holds at once
-        return _resident_ctas(cfg, device) // cfg.cluster
     k = _kernel(cfg, device)
     lc = _LaunchConfig(cfg.cluster * 1024, 1, 1, cfg.threads, 1, 1, cfg.smem_bytes, None, None, 0)
     n = ctypes.c_int(0)

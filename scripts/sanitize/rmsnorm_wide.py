@@ -4,9 +4,7 @@ row-length bucket (2- to 16-CTA clusters) in fp16 and fp32, the policy of both o
 bucket (fp16, fp32), bf16 with an fp32 weight, a partly filled configuration (N = 40000), and
 one small case per mode 3-5 (PERSIST, PERSIST_1, MBAR), the persistent ones with fewer clusters
 than rows (each cluster loops, reusing both slot sets and flipping the mbarrier phases) and with
-more (idle clusters), and SPLIT (mode 6: a row's slices as independent CTAs meeting in global
-memory) from 3 to 64 slices a row, a partly filled last slice and a partly used capacity.
-``--new``: only the cases of modes 3-5; ``--split``: only SPLIT's.
+more (idle clusters).  ``--new``: only those last cases.
 
 Run under compute-sanitizer, one tool at a time, e.g.
     compute-sanitizer --tool memcheck  python scripts/sanitize/rmsnorm_wide.py
@@ -38,7 +36,7 @@ def cases(wide):
             out.append((dt, dt, N, M, None))
     out += [("bfloat16", "float32", 65536, 2, None), ("bfloat16", "float32", 262144, 1, None),
             ("bfloat16", "bfloat16", 40000, 3, None)]
-    return [c + (None,) for c in out] + new_cases(wide) + split_cases(wide)
+    return [c + (None,) for c in out] + new_cases(wide)
 
 
 def new_cases(wide):
@@ -50,17 +48,6 @@ def new_cases(wide):
             ("float16", "float16", 40000, 3, (8, 256, 32, wide.PERSIST_1), None),
             ("float16", "float16", 65536, 2, (8, 256, 32, wide.MBAR), None),
             ("float32", "float32", 65536, 2, (8, 512, 16, wide.MBAR), None)]
-
-
-def split_cases(wide):
-    """(dtype, weight dtype, N, M, shape, None) of SPLIT: 8, 64 and 32 of 64 slices a row, 5 of
-    8 (N = 40000), 3 slices with a last one of one vector (N = 16392)."""
-    S = wide.SPLIT
-    return [("float16", "float16", 65536, 3, (8, 256, 32, S), None),
-            ("float32", "float32", 262144, 2, (64, 256, 16, S), None),
-            ("float16", "float16", 131072, 2, (64, 128, 32, S), None),
-            ("bfloat16", "float32", 40000, 3, (8, 256, 32, S), None),
-            ("float16", "float16", 16392, 4, (4, 256, 32, S), None)]
 
 
 def main() -> int:
@@ -79,9 +66,7 @@ def main() -> int:
         return 2
     gen = torch.Generator(device="cuda").manual_seed(1234)
     failures = 0
-    argv = sys.argv[1:]
-    todo = new_cases(wide) if "--new" in argv else split_cases(wide) if "--split" in argv else cases(wide)
-    for dt, wdt, N, M, shape, clusters in todo:
+    for dt, wdt, N, M, shape, clusters in (new_cases(wide) if "--new" in sys.argv[1:] else cases(wide)):
         for gate in (False, True):
             x = torch.randn(M, N, device="cuda", generator=gen).to(torch_dtype(dt))
             g = (2 * torch.randn(M, N, device="cuda", generator=gen)).to(x.dtype) if gate else None

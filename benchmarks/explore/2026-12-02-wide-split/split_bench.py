@@ -14,6 +14,10 @@ atomic) before the loads and the sums' round trip through L2.
 
     python benchmarks/explore/2026-12-02-wide-split/split_bench.py OUT_DIR [--reps 25] [--budget-s 200]
     python benchmarks/explore/2026-12-02-wide-split/split_bench.py --dry-run
+
+Ran once (run1/, H200, 2026-12-02) at commit bf42429, which holds SPLIT; SPLIT measured slower
+than POLICY at every point (52-82 % of copy) and was removed after the run, so this script needs
+that commit (git checkout bf42429) to run again.
 """
 from __future__ import annotations
 

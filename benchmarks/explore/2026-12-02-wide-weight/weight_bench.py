@@ -18,6 +18,12 @@ rows of op(x[:3]) bit-identical, every variant bit-identical to ``a`` at the sam
 replay, 25 replays, median; the copy bandwidth first, in the same process.
 
     python benchmarks/explore/2026-12-02-wide-weight/weight_bench.py OUT_DIR [--budget-s 200]
+
+Ran once (run1/, H200, 2026-12-02) at commit f466748, whose kernel took -DWIDE_WBATCH=1 (a),
+its default (b), -DWIDE_WEARLY=1 (c) and -DWIDE_SUFFIX; the kernel now takes WIDE_WLOAD 0 / 1 / 2
+for a / b / c, and gpu_viz.rmsnorm.wide.POLICY_LOADS holds the variant this run chose per shape
+(tests/test_rmsnorm_wide.py::test_policy_loads_are_the_recorded_runs_choice), so this script needs
+that commit to run again.
 """
 from __future__ import annotations
 
