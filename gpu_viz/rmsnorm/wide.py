@@ -29,7 +29,9 @@ op, element size and row-length bucket, the fastest of :data:`CANDIDATES` and
 :data:`NEW_CANDIDATES` and of bigger CTAs on smaller clusters, on the H200 (benchmarks/NOTES.md,
 "wide rows on a cluster" and "fifth session"; :data:`POLICY` says which runs).  Every mode
 adds a row's squares in the same order at a given (cluster, threads, ept), so the policy's
-choice of mode never changes a bit.
+choice of mode never changes a bit.  :data:`POLICY_LOADS` adds, per shape, when the shared-memory
+modes load the weight for the last step and the launch bound that sets their registers (another
+run on the H200, "sixth session"); neither changes a bit either.
 """
 from __future__ import annotations
 
