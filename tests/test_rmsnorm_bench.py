@@ -459,6 +459,14 @@ def test_per_call_times_come_from_one_interleaved_run_per_shape(monkeypatch):
     assert not any(impl == "native" and t == "call" for impl, _, t in by)
     reasons = [s["reason"] for s in rows.skipped if s["impl"] == "native"]
     assert reasons and all("native broke" in r for r in reasons)
+    calls_rows = [r for r in rows if r["timing"] == "call"]
+    assert calls_rows and all(r["rounds"] == bm.CALL_ROUNDS for r in calls_rows)
+    assert not any("rounds" in r for r in rows if r["timing"] == "kernel")
+    # one provider alone: nothing to interleave with, no rounds claimed
+    together.clear()
+    alone = bm._run("rmsnorm", [(4, 32)], ("float32",), ("fused",), ("call",), 5, 1e-6, "cpu", timers,
+                    l2_bytes=1024, verbose=False, seed=4)
+    assert not together and len(alone) == 1 and "rounds" not in alone[0]
 
 
 @pytest.mark.parametrize("buffers, pilot_us", [(0, 3.0), (-1, 3.0), (2, float("nan")), (2, float("inf")), (2, -1.0)])

@@ -233,3 +233,8 @@ def test_per_call_summary_says_when_the_host_was_noisy():
     assert noisy[2] == ("Noisy: 14.0-23.2 µs (ours), 18.9-36.0 µs (F.rms_norm) over these sizes: the host varied "
                         "between timing windows; compare where both are low.")
     assert len(R.per_call_summary(rows((14.0, 23.2, 15.0), (19.0, 19.5, 20.0)))) == 2  # only ours: not the host
+    # rows timed in shared interleaved rounds: each size's ratio holds, and the sentence says so
+    together = [dict(r, rounds=10) for r in rows((14.0, 23.2, 15.0), (19.0, 28.9, 36.0))]
+    assert R.per_call_summary(together)[2].endswith(
+        "the host's speed varied from size to size; at each size both were timed in the same interleaved "
+        "rounds, so their ratio holds.")

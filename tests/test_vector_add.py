@@ -72,6 +72,13 @@ def test_sass_roles_name_the_six_steps():
     assert roles["/*0020*/  NOP"].startswith("setup")
 
 
+def test_sass_roles_fit_beside_a_sass_line():
+    """Notebook 03 prints each role beside its SASS line on one slide row: no role longer than
+    SASS_ROLE_CHARS (a longer one wrapped, or was cut mid-word, on the projected slide)."""
+    long = [r for _, r in frames.SASS_ROLES if len(r) > frames.SASS_ROLE_CHARS]
+    assert not long, long
+
+
 # -- GPU: model == silicon ---------------------------------------------------------------------
 
 DETERMINISTIC_VA = ("block", "thread", "index", "warp", "lane", "a", "b", "c", "A", "B")

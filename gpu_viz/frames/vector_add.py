@@ -130,13 +130,15 @@ def animation(trace: Trace, source: str) -> Animation:
                                    f"6 warp-instructions each", provenance=trace.provenance, source=source)
 
 
-#: What each SASS mnemonic of vector_add does, in the deck's six steps' terms.
+#: What each SASS mnemonic of vector_add does, in the deck's six steps' terms; each at most
+#: SASS_ROLE_CHARS characters, what notebook 03 prints beside a SASS line on one slide row.
+SASS_ROLE_CHARS = 44
 SASS_ROLES = (
     ("S2R", "1 index: read blockIdx.x / threadIdx.x"),
     ("CS2R", "1 index: read a special register"),
-    ("S2UR", "1 index: read blockIdx.x (uniform register: same for the whole warp)"),
+    ("S2UR", "1 index: read blockIdx.x (warp-uniform)"),
     ("IMAD.WIDE", "address: base + 4 * i (64-bit)"),
-    ("IMAD", "1 index: i = blockIdx.x * blockDim.x + threadIdx.x"),
+    ("IMAD", "1 index: i = blockIdx*blockDim + threadIdx"),
     ("ISETP", "2 bounds check: predicate P0 = (i >= n)"),
     ("@P0 EXIT", "2 bounds check: lanes with i >= n leave"),
     ("LDG", "3/4 load: one instruction, 32 lanes' floats"),

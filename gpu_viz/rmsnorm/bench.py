@@ -85,6 +85,9 @@ DTYPES = ("float16", "bfloat16", "float32")
 
 EPS = 1e-6
 DEFAULT_REPS = 100
+#: Per-call rows: a shape's providers share this many interleaved rounds of reps / CALL_ROUNDS
+#: calls each (gpu_viz.measure.timing.time_calls_interleaved); their rows carry ``"rounds"``.
+CALL_ROUNDS = 10
 
 #: The seed's four shapes (M, N) and its recorded H100 table (write-up 000, README at commit
 #: d801038): fp16 rmsnorm_gate, "call"-like timing (events around a Python loop that
@@ -621,7 +624,7 @@ def _gpu_timers() -> _Timers:
         kernel=lambda fn, reps, k: bench.time_graph(fn, reps=reps, warmup=3, calls_per_graph=k),
         call=lambda fn, reps: bench.time_calls(fn, reps=reps, warmup=10),
         sync=torch.cuda.synchronize,
-        calls=lambda fns, reps: bench.time_calls_interleaved(fns, reps=reps, warmup=10))
+        calls=lambda fns, reps: bench.time_calls_interleaved(fns, reps=reps, rounds=CALL_ROUNDS, warmup=10))
 
 
 def _calls_per_graph(buffers: int, pilot_us: float, target_us: float = 1000.0, most: int = 64) -> int:
@@ -733,8 +736,12 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
                           f"{time.perf_counter() - t0:5.1f} s ({buffers} buffer sets)")
             if bench.CALL in timings:
                 live = [(p, fn) for p, fn in ok_fns if p not in failed]
-                for p, t in _time_calls_together(timers, live, caller, reps, failed).items():
-                    timed.setdefault(p, []).append(make_row(op, p, M, N, dt, t, buffers=buffers))
+                together, rounds = _time_calls_together(timers, live, caller, reps, failed)
+                for p, t in together.items():
+                    extra = {"buffers": buffers}
+                    if rounds:  # timed in the same interleaved rounds as the shape's other providers
+                        extra["rounds"] = rounds
+                    timed.setdefault(p, []).append(make_row(op, p, M, N, dt, t, **extra))
             for p, fn in ok_fns:
                 if p in failed:
                     out.skipped.append(dict(key, impl=p, reason=failed[p]))
@@ -769,16 +776,17 @@ def _sync_quietly(timers: _Timers) -> None:
         pass
 
 
-def _time_calls_together(timers: _Timers, live, caller, reps: int, failed: Dict[str, str]) -> Dict:
-    """Per-call :class:`Timing` of every ``(provider, fn)`` in ``live``: in interleaved rounds
-    (``timers.calls``) where the timers have them, else one provider after another.  A provider
-    whose calls raise is named in ``failed`` and the others are timed again without it."""
+def _time_calls_together(timers: _Timers, live, caller, reps: int, failed: Dict[str, str]) -> Tuple[Dict, int]:
+    """Per-call :class:`Timing` of every ``(provider, fn)`` in ``live``, and the rounds they shared
+    (0: one provider after another): in interleaved rounds (``timers.calls``, CALL_ROUNDS) where
+    the timers have them and there are two or more providers.  A provider whose calls raise is
+    named in ``failed`` and the others are timed again without it."""
     while live:
         fns = {p: caller(fn) for p, fn in live}
         try:
-            if timers.calls is not None:
-                return timers.calls(fns, reps)
-            return {p: timers.call(f, reps) for p, f in fns.items()}
+            if timers.calls is not None and len(fns) > 1:
+                return timers.calls(fns, reps), CALL_ROUNDS
+            return {p: timers.call(f, reps) for p, f in fns.items()}, 0
         except Exception as exc:
             _sync_quietly(timers)
             # find who raised: each alone, once
@@ -795,9 +803,9 @@ def _time_calls_together(timers: _Timers, live, caller, reps: int, failed: Dict[
             if bad is None:  # nobody raises alone: the rounds themselves failed
                 for p in fns:
                     failed[p] = f"timing failed: {type(exc).__name__}: {exc}"
-                return {}
+                return {}, 0
             live = [(p, fn) for p, fn in live if p != bad]
-    return {}
+    return {}, 0
 
 
 def post_check(provider: str, op: str, M: int, N: int, dtype) -> bool:

@@ -518,9 +518,12 @@ def per_call_summary(rows: Sequence[Dict], dtype: str = "float16",
                    f"({min(ratios):.2f}x to {max(ratios):.2f}x its time).")
     spans = {i: [v for (j, _), v in by.items() if j == i] for i in ("fused", "native")}
     if all(len(v) > 1 and max(v) >= NOISY_CALL_SPREAD * min(v) for v in spans.values()):
+        together = all(r.get("rounds") for r in sel if r["impl"] in ("fused", "native"))
         out.append(f"Noisy: {min(spans['fused']):.1f}-{max(spans['fused']):.1f} µs (ours), "
                    f"{min(spans['native']):.1f}-{max(spans['native']):.1f} µs (F.rms_norm) over these sizes: "
-                   f"the host varied between timing windows; compare where both are low.")
+                   + ("the host's speed varied from size to size; at each size both were timed in the same "
+                      "interleaved rounds, so their ratio holds." if together else
+                      "the host varied between timing windows; compare where both are low."))
     return out
 
 
