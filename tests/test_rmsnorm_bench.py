@@ -469,6 +469,28 @@ def test_per_call_times_come_from_one_interleaved_run_per_shape(monkeypatch):
     assert not together and len(alone) == 1 and "rounds" not in alone[0]
 
 
+def test_a_failure_only_the_rounds_hit_times_each_provider_alone(monkeypatch):
+    """When the interleaved rounds raise but no provider raises on a call of its own (a fault
+    only some calls hit), every provider is timed alone instead -- no row is lost to another
+    provider's fault, and no row claims shared rounds."""
+    def setup_stand_in(provider, weight, eps, sample=None, compile_backend=None):
+        return lambda inp: _ref(inp["x"], weight, None, eps).float()
+
+    monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_stand_in)
+    timers, calls = _stand_in_timers(fixed_us=2.0)
+
+    def rounds_fail(fns, reps):
+        raise RuntimeError("the 7th call of native raised")
+
+    timers.calls = rounds_fail
+    rows = bm._run("rmsnorm", [(4, 32)], ("float32",), ("eager", "native", "fused"), ("kernel", "call"),
+                   5, 1e-6, "cpu", timers, l2_bytes=1024, verbose=False, seed=5)
+    got = {(r["impl"], r["timing"]) for r in rows}
+    assert got == {(p, t) for p in ("eager", "native", "fused") for t in ("kernel", "call")}, got
+    assert not rows.skipped and not any("rounds" in r for r in rows)
+    assert [k for k, _ in calls].count("call") == 3  # each provider alone
+
+
 @pytest.mark.parametrize("buffers, pilot_us", [(0, 3.0), (-1, 3.0), (2, float("nan")), (2, float("inf")), (2, -1.0)])
 def test_calls_per_graph_rejects_bad_arguments(buffers, pilot_us):
     with pytest.raises(ValueError, match="buffers must be|pilot_us must be"):

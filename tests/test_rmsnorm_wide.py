@@ -773,10 +773,18 @@ def test_weight_loads_configuration():
     shp = wide.POLICY["rmsnorm"][2][131072]
     assert wide.config(131072, "float16", H100, shape=shp).wload == wide.WLOAD_CHUNK
     assert wide.config(131072, "float16", H100, shape=shp, wload=1, blocks=2).kernel.endswith("_wb")
-    with pytest.raises(ValueError, match=r"wload=2 with mode 3"):
+    with pytest.raises(ValueError, match=r"wload=2 with mode 3: .* SMEM \(1\) and MBAR \(5\) only"):
         wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.PERSIST), wload=2)
-    with pytest.raises(ValueError, match=r"wload=7"):
+    with pytest.raises(ValueError, match=r"wload=7: the weight loads are WLOAD_CHUNK \(0"):
         wide.config(65536, "float16", H100, wload=7)
+    for bad in (True, 1.0, "1"):  # an int, not a bool / float / string (-DWIDE_WLOAD=True would not build)
+        with pytest.raises(TypeError, match=r"wload must be an int"):
+            wide.config(65536, "float16", H100, wload=bad)
+    with pytest.raises(ValueError, match=r"shape must be \(cluster, threads, ept, mode\), 4 ints"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32))
+    with pytest.raises(ValueError, match=r"blocks=2 .* an SM holds only 1 of its CTAs"):
+        wide.config(262144, "float32", H100, shape=(16, 512, 32, wide.PERSIST), blocks=2)
+
     with pytest.raises(ValueError, match=r"blocks=3 .* an SM holds 1 to 2 of its CTAs"):
         wide.config(131072, "float16", H100, blocks=3)
     with pytest.raises(TypeError, match=r"blocks"):

@@ -70,6 +70,11 @@ def test_interleaved_calls_see_the_same_host(monkeypatch):
     both = bench.time_calls_interleaved({"a": host.cost(10.0), "b": host.cost(12.0)}, reps=80, rounds=8, warmup=0)
     assert both["a"].n == both["b"].n == 80 and both["a"].timing == "call"
     assert both["b"].median_us / both["a"].median_us == pytest.approx(1.2, rel=0.02)
+    for reps, rounds in ((5, 10), (101, 10), (1, 3)):  # exactly reps samples, whatever the split
+        t = bench.time_calls_interleaved({"a": host.cost(1.0), "b": host.cost(2.0)}, reps=reps, rounds=rounds, warmup=0)
+        assert t["a"].n == t["b"].n == reps
+    with pytest.raises(TypeError, match="reps must be an int"):
+        bench.time_calls_interleaved({"a": host.cost(1.0)}, reps=2.5)
     with pytest.raises(ValueError, match="at least one"):
         bench.time_calls_interleaved({})
     with pytest.raises(ValueError, match="rounds must be >= 1"):

@@ -134,7 +134,7 @@ def animation(trace: Trace, source: str) -> Animation:
 #: SASS_ROLE_CHARS characters, what notebook 03 prints beside a SASS line on one slide row.
 SASS_ROLE_CHARS = 44
 SASS_ROLES = (
-    ("S2R", "1 index: read blockIdx.x / threadIdx.x"),
+    ("S2R", "1 index: read threadIdx.x (or blockIdx.x)"),
     ("CS2R", "1 index: read a special register"),
     ("S2UR", "1 index: read blockIdx.x (warp-uniform)"),
     ("IMAD.WIDE", "address: base + 4 * i (64-bit)"),
@@ -149,7 +149,8 @@ SASS_ROLES = (
 
 
 def classify_sass(text: str) -> list:
-    """[(sass line, role)] for :func:`sass` output; role "setup (stack pointer, constants)" otherwise."""
+    """[(sass line, role)] for :func:`sass` output; role "setup: stack pointer, constants, addresses"
+    for a line no SASS_ROLES entry names."""
     out = []
     for line in (text or "").splitlines():
         instr = line.split("*/", 1)[-1].strip()

@@ -25,6 +25,7 @@ from typing import Callable, Dict, Sequence
 import numpy as np
 
 from .. import backend
+from ..check import check_int
 
 KERNEL = "kernel"
 CALL = "call"
@@ -183,36 +184,39 @@ def time_calls(fn: Callable[[int], object], *, reps: int = 200, warmup: int = 20
 
 def time_calls_interleaved(fns: Dict[str, Callable[[int], object]], *, reps: int = 200, rounds: int = 10,
                            warmup: int = 20, framework: str = "torch") -> Dict[str, Timing]:
-    """As-called-from-Python times of several callables, side by side: ``rounds`` rounds, each
-    timing ``ceil(reps / rounds)`` back-to-back calls of every ``fns[name](i)`` (events around
-    each call, as :func:`time_calls`), the order of the callables rotated every round and two
-    untimed calls before each one's window.  A host whose speed drifts between windows of calls
+    """As-called-from-Python times of several callables, side by side: ``min(rounds, reps)``
+    rounds, each timing a window of back-to-back calls of every ``fns[name](i)`` (events around
+    each call, as :func:`time_calls`; the ``reps`` calls split over the rounds, the first
+    ``reps % rounds`` rounds one call longer), the order of the callables rotated every round and
+    two untimed calls before each one's window.  A host whose speed drifts between windows of calls
     (seen on the H200 machines: two bands ~1.6x apart) then shifts every callable alike, where
     timing them one after another can put one in a fast window and the next in a slow one.
 
-    Returns ``{name: Timing}`` ("call"), each from ``rounds * ceil(reps / rounds)`` samples.
-    Raises ``GPUUnavailable`` in CPU mode and ``ValueError`` for no callables, ``reps < 1`` or
-    ``rounds < 1``.
+    Returns ``{name: Timing}`` ("call"), each from exactly ``reps`` samples.
+    Raises ``GPUUnavailable`` in CPU mode, ``TypeError`` for a non-integer ``reps`` / ``rounds``
+    and ``ValueError`` for no callables, ``reps < 1`` or ``rounds < 1``.
     """
     if not fns:
         raise ValueError("fns must name at least one callable")
+    reps, rounds = check_int("reps", reps), check_int("rounds", rounds)
     if reps < 1 or rounds < 1:
         raise ValueError(f"reps and rounds must be >= 1, got {reps}, {rounds}")
     fw = _framework(framework)
     names = list(fns)
-    per = -(-reps // rounds)
+    rounds = min(rounds, reps)
+    bounds = [r * (reps // rounds) + min(r, reps % rounds) for r in range(rounds + 1)]  # round r: [b_r, b_r+1)
     for name in names:
         for i in range(warmup):
             fns[name](i)
     fw.sync()
-    events = {name: [(fw.event(), fw.event()) for _ in range(rounds * per)] for name in names}
+    events = {name: [(fw.event(), fw.event()) for _ in range(reps)] for name in names}
     for r in range(rounds):
         for k in range(len(names)):
             name = names[(r + k) % len(names)]
             fn, pairs = fns[name], events[name]
             fn(0)
             fn(1)
-            for i in range(r * per, (r + 1) * per):
+            for i in range(bounds[r], bounds[r + 1]):
                 fw.record(pairs[i][0])
                 fn(i)
                 fw.record(pairs[i][1])

@@ -779,19 +779,18 @@ def _sync_quietly(timers: _Timers) -> None:
 def _time_calls_together(timers: _Timers, live, caller, reps: int, failed: Dict[str, str]) -> Tuple[Dict, int]:
     """Per-call :class:`Timing` of every ``(provider, fn)`` in ``live``, and the rounds they shared
     (0: one provider after another): in interleaved rounds (``timers.calls``, CALL_ROUNDS) where
-    the timers have them and there are two or more providers.  A provider whose calls raise is
-    named in ``failed`` and the others are timed again without it."""
-    while live:
+    the timers have them and there are two or more providers.  If the rounds raise, the provider
+    that raises on a call of its own is named in ``failed`` and the rounds run again without it;
+    if none does (a failure only some calls hit), each provider is timed alone, and only one
+    whose own timing raises is named in ``failed``."""
+    while len(live) > 1 and timers.calls is not None:
         fns = {p: caller(fn) for p, fn in live}
         try:
-            if timers.calls is not None and len(fns) > 1:
-                return timers.calls(fns, reps), CALL_ROUNDS
-            return {p: timers.call(f, reps) for p, f in fns.items()}, 0
-        except Exception as exc:
+            return timers.calls(fns, reps), CALL_ROUNDS
+        except Exception:
             _sync_quietly(timers)
-            # find who raised: each alone, once
             bad = None
-            for p, f in fns.items():
+            for p, f in fns.items():  # who raises on a call of its own
                 try:
                     f(0)
                     timers.sync()
@@ -800,12 +799,17 @@ def _time_calls_together(timers: _Timers, live, caller, reps: int, failed: Dict[
                     failed[p] = f"timing failed: {type(exc2).__name__}: {exc2}"
                     _sync_quietly(timers)
                     break
-            if bad is None:  # nobody raises alone: the rounds themselves failed
-                for p in fns:
-                    failed[p] = f"timing failed: {type(exc).__name__}: {exc}"
-                return {}, 0
+            if bad is None:
+                break  # a failure only some calls hit: each provider alone, below
             live = [(p, fn) for p, fn in live if p != bad]
-    return {}, 0
+    out = {}
+    for p, fn in live:
+        try:
+            out[p] = timers.call(caller(fn), reps)
+        except Exception as exc:
+            failed[p] = f"timing failed: {type(exc).__name__}: {exc}"
+            _sync_quietly(timers)
+    return out, 0
 
 
 def post_check(provider: str, op: str, M: int, N: int, dtype) -> bool:

@@ -128,7 +128,8 @@ POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
 #: chunked one): a minimum of 2 blocks of 1024 threads caps the registers at 32, so an SM holds two
 #: CTAs (with the launcher's minimum of 1, ptxas took 40-56 registers and the SM held one).  An
 #: entry absent here: (WLOAD_CHUNK, None).  Weights whose bytes a thread would hold exceed
-#: WLOAD_MAX_BYTES keep WLOAD_CHUNK (:func:`config`).
+#: WLOAD_MAX_BYTES keep WLOAD_CHUNK (:func:`config`) and the entry's launch bound (an fp32 weight
+#: of a 16-bit x at 131072: 32 registers, no spills in ptxas; that pairing was not timed).
 POLICY_LOADS: Dict[str, Dict[int, Dict[int, Tuple[int, Optional[int]]]]] = {
     "rmsnorm": {2: {32768: (WLOAD_EARLY, None), 131072: (WLOAD_EARLY, 2)},
                 4: {32768: (WLOAD_BATCH, None), 65536: (WLOAD_EARLY, 2)}},
@@ -391,14 +392,16 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     """The :class:`WideConfig` for rows of ``n`` elements: :data:`POLICY`'s bucket for n and the
     element size, with :data:`POLICY_LOADS`' weight loads and launch bound (``shape`` =
     (cluster, threads, ept, mode) overrides the shape, ``wload`` the weight loads and ``blocks``
-    the minimum blocks per SM: the measurements' candidates).  ``weight_dtype``: x's dtype (None)
-    or float32.
+    the minimum blocks per SM: the measurements' candidates; taken as given, so a combination the
+    policy never uses may spill -- :func:`kernel_report` tells).  ``weight_dtype``: x's dtype
+    (None) or float32.
 
     Raises:
         ValueError: ``not supported(n, dtype, cc)`` (naming why), a weight dtype other than x's
-            or float32, a ``shape`` whose capacity is below n or whose cluster exceeds 16, a
-            ``wload`` not in WLOADS or other than WLOAD_CHUNK for a mode not in WLOAD_MODES,
-            ``blocks`` beyond what the threads or shared memory allow an SM.
+            or float32, a ``shape`` that is not 4 ints or whose capacity is below n or whose
+            cluster exceeds 16, a ``wload`` not in WLOADS or other than WLOAD_CHUNK for a mode not
+            in WLOAD_MODES, ``blocks`` beyond what the threads or shared memory allow an SM.
+        TypeError: ``wload`` or ``blocks`` not an int.
     """
     dt = dtype_name(dtype)
     wdt = dt if weight_dtype is None else dtype_name(weight_dtype)
@@ -408,6 +411,8 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
         raise ValueError(f"weight dtype {wdt} with x {dt}: the weight must be x's dtype or float32")
     size = DTYPES[dt][1]
     op = "rmsnorm_gate" if gate else "rmsnorm"
+    if shape is not None and (not isinstance(shape, (tuple, list)) or len(shape) != 4):
+        raise ValueError(f"shape must be (cluster, threads, ept, mode), 4 ints, got {shape!r}")
     c, t, e, mode = POLICY[op][size][_bucket(n)] if shape is None else shape
     if shape is None:  # the policy's weight loads and launch bound; WLOAD_CHUNK where they would spill
         pol_wload, pol_blocks = POLICY_LOADS[op][size].get(_bucket(n), (WLOAD_CHUNK, None))
@@ -415,10 +420,11 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
             pol_wload = WLOAD_CHUNK
         wload = pol_wload if wload is None else wload
         blocks = pol_blocks if blocks is None else blocks
-    wload = WLOAD_CHUNK if wload is None else wload
-    if wload not in WLOADS or (wload != WLOAD_CHUNK and mode not in WLOAD_MODES):
-        raise ValueError(f"wload={wload} with mode {mode}: the weight loads are one of {WLOADS}, and other than "
-                         f"{WLOAD_CHUNK} (a chunk at a time) only for the modes {WLOAD_MODES}")
+    wload = _check_wload(wload)
+    if wload != WLOAD_CHUNK and mode not in WLOAD_MODES:
+        raise ValueError(f"wload={wload!r} with mode {mode}: loading the weight other than a chunk at a time "
+                         f"(WLOAD_CHUNK = {WLOAD_CHUNK}) is for the shared-memory modes SMEM ({SMEM}) and MBAR "
+                         f"({MBAR}) only")
     vec = DTYPES[dt][2]
     if (c * t * e < n or not 1 <= c <= MAX_CLUSTER or t % 32 or not 32 <= t <= 1024 or e % vec
             or mode not in MODES):
@@ -434,10 +440,23 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
         most = min(SM_THREADS // t, SM_SHARED // (cfg.smem_bytes + CTA_RESERVED_SHARED)) if cfg.smem_bytes else SM_THREADS // t
         blocks = check_int("blocks", blocks)
         if not 1 <= blocks <= most:
-            raise ValueError(f"blocks={blocks} for {cfg.kernel}: an SM holds 1 to {most} of its CTAs "
+            holds = f"1 to {most}" if most > 1 else "only 1"
+            raise ValueError(f"blocks={blocks} for {cfg.kernel}: an SM holds {holds} of its CTAs "
                              f"({t} threads, {cfg.smem_bytes} bytes of shared memory each)")
         mb = blocks
     return dataclasses.replace(cfg, min_blocks=mb, wload=wload)
+
+
+def _check_wload(wload) -> int:
+    """``wload`` (None: WLOAD_CHUNK) as one of WLOADS, else TypeError / ValueError naming it."""
+    if wload is None:
+        return WLOAD_CHUNK
+    wload = check_int("wload", wload)
+    if wload not in WLOADS:
+        raise ValueError(f"wload={wload!r}: the weight loads are WLOAD_CHUNK ({WLOAD_CHUNK}, a chunk at a time), "
+                         f"WLOAD_BATCH ({WLOAD_BATCH}, all chunks together) or WLOAD_EARLY ({WLOAD_EARLY}, "
+                         f"with x's copies)")
+    return wload
 
 
 def _unsupported_reason(n: int, dt: str, cc) -> str:
@@ -568,11 +587,13 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
 
     Raises:
         TypeError: an operand that is not a torch CUDA tensor / CuPy array, mixed libraries,
-            unsupported or mismatched dtypes, a non-number eps / weight_offset.
+            unsupported or mismatched dtypes, a non-number eps / weight_offset, a non-int
+            ``wload`` / ``blocks``.
         ValueError: shapes (x not 2-D, weight not (N,), gate / out not x's shape), a
             non-contiguous or misaligned operand, operands on different devices, eps < 0,
             N not supported on this GPU (naming why), M * cluster beyond gridDim.x, ``clusters``
-            below 1 or with a mode that is not persistent.
+            below 1 or with a mode that is not persistent, ``shape`` / ``wload`` / ``blocks`` that
+            :func:`config` refuses.
         GPUUnavailable: in CPU mode.
     """
     xf, dt, xs, xst, xp = _info("x2d", x2d)
@@ -610,6 +631,9 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
         raise ValueError(f"all operands must be on one device, got devices {sorted(devs)}")
     eps = check_eps(eps)
     weight_offset = check_f32_arg("weight_offset", weight_offset)
+    _check_wload(wload)  # refused before M == 0 returns too (the rest needs the GPU's cc: config)
+    if blocks is not None:
+        check_int("blocks", blocks, minimum=1)
     device = devs.pop()
     if M == 0:
         return _new_rstd(x2d, xf, 0, device)
