@@ -521,8 +521,7 @@ def per_call_summary(rows: Sequence[Dict], dtype: str = "float16",
         together = all(r.get("rounds") for r in sel if r["impl"] in ("fused", "native"))
         out.append(f"Noisy: {min(spans['fused']):.1f}-{max(spans['fused']):.1f} µs (ours), "
                    f"{min(spans['native']):.1f}-{max(spans['native']):.1f} µs (F.rms_norm) over these sizes: "
-                   + ("the host's speed varied from size to size; at each size both were timed in the same "
-                      "interleaved rounds, so their ratio holds." if together else
+                   + ("the host varied between sizes; at each size both shared their timing rounds." if together else
                       "the host varied between timing windows; compare where both are low."))
     return out
 
