@@ -103,15 +103,11 @@ def sass(file: str, kernel: str) -> Tuple[Optional[str], str]:
     Only instruction lines are kept (address, instruction), the padding after EXIT is dropped.
     """
     arch, where = _target_arch()
-    cuobjdump = find_tool("cuobjdump")
-    if cuobjdump is None:
-        return None, ("SASS not shown: cuobjdump not found on this machine "
-                      "(pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
-    env = dict(os.environ)
-    env["PATH"] = os.path.dirname(cuobjdump) + os.pathsep + env.get("PATH", "")
+    if find_tool("cuobjdump") is None:
+        return None, NO_CUOBJDUMP
+
     def disassemble(cubin):
-        return subprocess.run([cuobjdump, "-sass", "-fun", kernel, str(cubin)], capture_output=True,
-                              text=True, env=env)
+        return _cuobjdump(cubin, kernel)
 
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
@@ -138,8 +134,32 @@ def sass(file: str, kernel: str) -> Tuple[Optional[str], str]:
             proc = disassemble(cubin)
     if proc.returncode != 0:
         return None, _with_why(f"SASS not shown: cuobjdump failed: {_first_line(proc.stderr)}", why)
+    rows = _instruction_rows(proc.stdout)
+    if not rows:
+        return None, f"SASS not shown: cuobjdump printed no instructions for {kernel}"
+    label = f"SASS {where}: an {origin} cubin, disassembled by cuobjdump"
+    return "\n".join(rows), _with_why(label, why)
+
+
+#: :func:`sass`'s label where no cuobjdump is found.
+NO_CUOBJDUMP = ("SASS not shown: cuobjdump not found on this machine "
+                "(pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+
+
+def _cuobjdump(cubin, kernel: str) -> subprocess.CompletedProcess:
+    """``cuobjdump -sass -fun kernel cubin``, its nvdisasm found beside it (pip wheels) or on PATH."""
+    cuobjdump = find_tool("cuobjdump")
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join(os.path.dirname(t) for t in (cuobjdump, find_tool("nvdisasm")) if t) \
+        + os.pathsep + env.get("PATH", "")
+    return subprocess.run([cuobjdump, "-sass", "-fun", kernel, str(cubin)], capture_output=True, text=True, env=env)
+
+
+def _instruction_rows(listing: str) -> list:
+    """``/*addr*/  instruction`` of each instruction line of cuobjdump's listing, up to the first
+    unpredicated EXIT (the padding after it dropped)."""
     rows = []
-    for line in proc.stdout.splitlines():
+    for line in listing.splitlines():
         s = line.strip()
         if s.startswith("/*") and "*/" in s:
             addr, rest = s[2:s.index("*/")], s[s.index("*/") + 2:]
@@ -149,10 +169,20 @@ def sass(file: str, kernel: str) -> Tuple[Optional[str], str]:
             rows.append(f"/*{addr}*/  {instr}")
             if instr == "EXIT":
                 break
-    if not rows:
-        return None, f"SASS not shown: cuobjdump printed no instructions for {kernel}"
-    label = f"SASS {where}: an {origin} cubin, disassembled by cuobjdump"
-    return "\n".join(rows), _with_why(label, why)
+    return rows
+
+
+def sass_of_cubin(cubin, kernel: str) -> Tuple[Optional[str], str]:
+    """SASS of ``kernel`` in an existing ``cubin`` (e.g. one :func:`gpu_viz.kernels.nvcc_compile`
+    kept), as :func:`sass` returns it: (text, label), text None when cuobjdump is missing or fails."""
+    if find_tool("cuobjdump") is None:
+        return None, NO_CUOBJDUMP
+    proc = _cuobjdump(cubin, kernel)
+    if proc.returncode != 0:
+        return None, f"SASS not shown: cuobjdump failed: {_first_line(proc.stderr)}"
+    rows = _instruction_rows(proc.stdout)
+    return ("\n".join(rows), "SASS of the given cubin") if rows else (
+        None, f"SASS not shown: cuobjdump printed no instructions for {kernel}")
 
 
 #: The longest label :func:`sass` returns: it is printed above the listing on a slide, so a tool's

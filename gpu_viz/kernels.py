@@ -376,9 +376,11 @@ def parse_ptxas(log: str) -> List[PtxasUsage]:
     return rows
 
 
-def nvcc_compile(name: str, arch: str, options: Sequence[str] = (), traced: bool = False) -> List[PtxasUsage]:
+def nvcc_compile(name: str, arch: str, options: Sequence[str] = (), traced: bool = False,
+                 cubin: Optional[Path] = None) -> List[PtxasUsage]:
     """Compile ``kernels/<name>`` with the local ``nvcc`` to a cubin for ``arch``; no GPU needed.
-    ``traced``: the traced build (:data:`TRACED_OPTIONS`).
+    ``traced``: the traced build (:data:`TRACED_OPTIONS`); ``cubin``: where to keep the cubin
+    (default: a temporary file, removed).
 
     Returns:
         one :class:`PtxasUsage` per kernel.
@@ -393,8 +395,9 @@ def nvcc_compile(name: str, arch: str, options: Sequence[str] = (), traced: bool
                                 "or pip install nvidia-cuda-nvcc)")
     src = kernel_path(name)
     with tempfile.TemporaryDirectory() as tmp:
+        out = Path(cubin) if cubin is not None else Path(tmp) / "out.cubin"
         cmd = [nvcc, f"-arch={arch}", "-cubin", "-std=c++17", "-Xptxas", "-v", f"-I{KERNEL_DIR}",
-               *(TRACED_OPTIONS if traced else ()), *options, "-o", str(Path(tmp) / "out.cubin"), str(src)]
+               *(TRACED_OPTIONS if traced else ()), *options, "-o", str(out), str(src)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:

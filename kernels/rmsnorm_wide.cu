@@ -223,6 +223,17 @@ __device__ __forceinline__ float warp_allreduce_sum(float v) {
     return v;
 }
 
+// This thread's weight packs of the slice (vectors first + c * THREADS), into registers.
+template <typename WT, int VEC, int CHUNKS, int THREADS>
+__device__ __forceinline__ void load_weight_slice(Pack<WT, VEC> (&pw)[CHUNKS], const WT* __restrict__ w,
+                                                  int first, int nvec) {
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS;
+        if (j < nvec) pw[c] = load_pack<true, WT, VEC>(w + (long long)j * VEC);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // one row per cluster
 
@@ -276,11 +287,7 @@ __device__ __forceinline__ void cluster_row(T* __restrict__ out, float* __restri
     }
     // the weight (L2-resident: every row reads it) once x's registers are folded: its latency
     // hides behind the block and cluster reductions, and the gate op's x and g are dead by now
-    #pragma unroll
-    for (int c = 0; c < CHUNKS; ++c) {
-        const int j = first + c * THREADS;
-        if (j < nvec) pw[c] = load_pack<true, WT, VEC>(w + (long long)j * VEC);
-    }
+    load_weight_slice<WT, VEC, CHUNKS, THREADS>(pw, w, first, nvec);
     sumsq = warp_allreduce_sum(sumsq);
     if ((t & 31) == 0) warp_sums[t >> 5] = sumsq;
     __syncthreads();
@@ -388,17 +395,6 @@ __device__ __forceinline__ Pack<T, VEC> y_pack(const Pack<T, VEC>& px, const Pac
 #ifndef WIDE_WLOAD
 #define WIDE_WLOAD 0
 #endif
-// This thread's weight packs of the slice (vectors first + c * THREADS), into registers.
-template <typename WT, int VEC, int CHUNKS, int THREADS>
-__device__ __forceinline__ void load_weight_slice(Pack<WT, VEC> (&pw)[CHUNKS], const WT* __restrict__ w,
-                                                  int first, int nvec) {
-    #pragma unroll
-    for (int c = 0; c < CHUNKS; ++c) {
-        const int j = first + c * THREADS;
-        if (j < nvec) pw[c] = load_pack<true, WT, VEC>(w + (long long)j * VEC);
-    }
-}
-
 // The last step of a one-row-per-cluster mode with the slice in shared memory (modes 1, 2, 5):
 // each thread writes y of its own vectors of row `yr`, the weight from shared memory (SMEM_W,
 // `sw`), from registers loaded with x (PRE, `wpre`: WIDE_WLOAD 2) or from global memory (WIDE_WLOAD

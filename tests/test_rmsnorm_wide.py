@@ -752,8 +752,7 @@ def test_policy_loads_are_the_recorded_runs_choice():
                 sums = {t: sum(v) for t, v in sums.items() if len(v) == len(dts)}
                 assert set(sums) >= {"a", "b", "c"}, (op, size, n, sums)
                 best = min(sums, key=sums.get)
-                most = min(wide.SM_THREADS // shape[1], wide.SM_SHARED // (
-                    wide.smem_bytes_of(op, size, size, shape) + wide.CTA_RESERVED_SHARED))
+                most = wide.sm_holds(shape[1], wide.smem_bytes_of(op, size, size, shape))
                 choice = {"a": None, "b": (wide.WLOAD_BATCH, None), "c": (wide.WLOAD_EARLY, None),
                           "c2": (wide.WLOAD_EARLY, most)}[best]
                 if choice is not None:
@@ -792,23 +791,22 @@ def test_weight_loads_configuration():
 
 
 def _sass(cfg):
-    import subprocess
+    """sm_90 SASS instructions of ``cfg``'s kernel, built by the local nvcc."""
     import tempfile
     from pathlib import Path
 
-    nvcc, cuobjdump = kernels.find_tool("nvcc"), kernels.find_tool("cuobjdump")
-    if nvcc is None or cuobjdump is None or kernels.find_tool("nvdisasm") is None:
+    from gpu_viz import disasm
+
+    if None in (kernels.find_tool("nvcc"), kernels.find_tool("cuobjdump"), kernels.find_tool("nvdisasm")):
         if __import__("os").environ.get("CI"):
             pytest.fail("CI needs nvcc, cuobjdump and nvdisasm (make setup installs them)")
         pytest.skip("needs nvcc, cuobjdump and nvdisasm")
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
-        subprocess.run([nvcc, "-arch=sm_90", "-cubin", "-std=c++17", f"-I{kernels.KERNEL_DIR}", *cfg.options,
-                        "-o", str(cubin), str(kernels.kernel_path(wide.FILE))], check=True, capture_output=True)
-        env = dict(__import__("os").environ)
-        env["PATH"] = str(Path(kernels.find_tool("nvdisasm")).parent) + ":" + env.get("PATH", "")
-        out = subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True, text=True, env=env)
-    return [ln.split("*/", 1)[-1].strip() for ln in out.stdout.splitlines() if "/*" in ln and "*/" in ln]
+        kernels.nvcc_compile(wide.FILE, "sm_90", cfg.options, cubin=cubin)
+        text, label = disasm.sass_of_cubin(cubin, cfg.kernel)
+    assert text, label
+    return [row.split("*/", 1)[-1].strip() for row in text.splitlines()]
 
 
 def test_weight_loads_in_the_sass():

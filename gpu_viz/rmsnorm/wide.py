@@ -351,9 +351,15 @@ def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: 
         data = (ept * itemsize // 4 if op == "rmsnorm" else ept) + ept * weight_itemsize // 4
         fit = SM_REGISTERS // (threads * (data + OVERHEAD_REGISTERS))
     else:
-        fit = min(SM_SHARED // (smem_bytes + CTA_RESERVED_SHARED),
-                  SM_REGISTERS // (threads * SMEM_MODE_REGISTERS))
-    return max(1, min(SM_THREADS // threads, fit))
+        fit = SM_REGISTERS // (threads * SMEM_MODE_REGISTERS)
+    return max(1, min(sm_holds(threads, smem_bytes), fit))
+
+
+def sm_holds(threads: int, smem_bytes: int) -> int:
+    """CTAs of ``threads`` threads and ``smem_bytes`` of dynamic shared memory one SM can hold by
+    its threads and shared memory alone (registers aside: the launch bound sets those)."""
+    by_smem = SM_SHARED // (smem_bytes + CTA_RESERVED_SHARED) if smem_bytes else SM_THREADS
+    return min(SM_THREADS // threads, by_smem)
 
 
 NEW_CANDIDATES = _new_candidates()
@@ -437,7 +443,7 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
                          f"(weight {wdt}); at most {MAX_CTA_SHARED}")
     mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes)
     if blocks is not None:
-        most = min(SM_THREADS // t, SM_SHARED // (cfg.smem_bytes + CTA_RESERVED_SHARED)) if cfg.smem_bytes else SM_THREADS // t
+        most = sm_holds(t, cfg.smem_bytes)
         blocks = check_int("blocks", blocks)
         if not 1 <= blocks <= most:
             holds = f"1 to {most}" if most > 1 else "only 1"

@@ -17,7 +17,8 @@ atomic) before the loads and the sums' round trip through L2.
 
 Ran once (run1/, H200, 2026-12-02) at commit bf42429, which holds SPLIT; SPLIT measured slower
 than POLICY at every point (52-82 % of copy) and was removed after the run, so this script needs
-that commit (git checkout bf42429) to run again.
+that commit (git checkout bf42429, whose persist_bench.py also checks SPLIT against mode 1's bits) to
+run again.
 """
 from __future__ import annotations
 
