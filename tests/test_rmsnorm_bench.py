@@ -735,6 +735,26 @@ def test_kernel_resources_from_a_given_report():
     assert rows[1]["registers"] is None and rows[1]["occupancy"] is None
 
 
+def test_kernel_resources_name_the_cluster_kernel_a_wide_row_launches():
+    """Where the fused op sends a row to the cluster path (N = 65536 on an H200), the registers and
+    occupancy are the cluster kernel's -- the one the launch list names -- not the one-block-per-row
+    kernel the GPU never runs for it; on a GPU without clusters (L4), that kernel's."""
+    from gpu_viz import device, kernels
+    from gpu_viz.rmsnorm import wide
+
+    h200 = device.spec_sheet("H200")
+    cfg = wide.config(65536, "float16", tuple(h200.compute_capability), gate=True)
+    (row,) = bm.kernel_resources([("rmsnorm_gate", 2, 65536)], "float16", info=h200, report=[])
+    assert (row["variant"], row["kernel"], row["block"]) == ("cluster", cfg.kernel, cfg.threads)
+    assert row["grid"] == 2 * cfg.cluster and row["rows_per_block"] is None
+    if kernels.find_tool("nvcc"):
+        assert row["registers"] and row["spill_stores_bytes"] == 0
+        # its dynamic shared memory counts: no more blocks than shared memory holds
+        assert row["blocks_per_sm"] <= wide.sm_holds(cfg.threads, cfg.smem_bytes)
+    (l4,) = bm.kernel_resources([("rmsnorm_gate", 2, 65536)], "float16", info=device.spec_sheet("L4"), report=[])
+    assert l4["variant"] != "cluster"
+
+
 def test_run_loop_end_to_end_with_real_cpu_providers():
     timers, _ = _stand_in_timers()
     for op, provs in (("rmsnorm", ("eager", "native", "compile")), ("rmsnorm_gate", ("eager", "compile"))):

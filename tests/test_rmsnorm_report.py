@@ -58,11 +58,23 @@ def test_wide_share_says_a_missing_liger_is_not_installed():
     skipped = [{"op": "rmsnorm", "impl": "liger", "M": 1024, "N": 262144, "dtype": "float16",
                 "reason": "liger_kernel is not importable (ModuleNotFoundError: No module named 'liger_kernel')"}]
     table, said = R.wide_share(rows, 4000.0, "measured on X", skipped, shapes=((1024, 262144),))
-    assert table.body == [["RMSNorm", "1024x262144", "88"]]
+    assert table.body == [["RMSNorm", "1024x262144", "87.5"]]
     assert "Liger is not installed here: no time at 1024x262144 (fp16)." in said
     assert any("Not measured" in s and "F.rms_norm" in s and "eager" in s for s in said)
     # a live run times one wide shape: the table shows that shape only
     assert R.wide_share(rows, 4000.0, "measured on X", skipped)[0].body == table.body
+
+
+def test_wide_share_never_rounds_a_miss_up_to_the_target():
+    """Ours' share is shown to a tenth and cut down: 89.96 % reads 89.9 (not 90.0 or 90, which
+    read as the 90 % target met), 89.6 % reads 89.6, 100.04 % reads 100.0; baselines stay whole."""
+    def row(impl, gbps):
+        return {"op": "rmsnorm", "impl": impl, "M": 1024, "N": 262144, "dtype": "float16", "timing": "kernel",
+                "median_us": 300.0, "GBps": gbps}
+    for gbps, want in ((3598.4, "89.9"), (3584.0, "89.6"), (4001.6, "100.0")):
+        table, _ = R.wide_share([row("fused", gbps), row("native", 2398.0)], 4000.0, "measured on X",
+                                shapes=((1024, 262144),))
+        assert table.body[0][2] == want and table.body[0][3] == "60", (gbps, table.body)
 
 
 def test_per_call_rows_keep_one_row_per_key_the_first(record):

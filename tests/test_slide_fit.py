@@ -115,6 +115,28 @@ def test_every_slide_fits(browser, built_slides, name, viewport):
 
 
 @pytest.mark.slow
+def test_navigation_arrows_wear_no_code_box(browser, built_slides):
+    """reveal.js marks its live navigation arrows with the class ``highlight``, which code blocks
+    carry too: the theme's code box (grey background, accent bar) must stay inside the slides,
+    or a grey box with a bar sits behind the arrow and over the slide number."""
+    name = COURSE_NOTEBOOKS[0]
+    dp, server = _deck_page(browser, built_slides, name, {"width": 1280, "height": 720})
+    try:
+        page = dp.page
+        page.evaluate("Reveal.slide(0, 0)")
+        page.wait_for_timeout(100)
+        arrows = page.evaluate("""[...document.querySelectorAll('.reveal .controls button')].map(b => {
+            const cs = getComputedStyle(b);
+            return [b.className, cs.backgroundColor, cs.borderLeftWidth]; })""")
+        assert any("highlight" in c for c, *_ in arrows), arrows  # reveal.js marked one: the case under test
+        box = [a for a in arrows if a[1] not in ("rgba(0, 0, 0, 0)", "transparent") or a[2] not in ("0px", "")]
+        assert not box, f"{name}: navigation arrows styled as code boxes: {box}"
+    finally:
+        dp.close()
+        server.shutdown()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", COURSE_NOTEBOOKS)
 def test_title_slide_first_takeaways_last(browser, built_slides, name):
     dp, server = _deck_page(browser, built_slides, name, {"width": 1280, "height": 720})

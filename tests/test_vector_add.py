@@ -65,6 +65,15 @@ def test_frames_render():
     assert an.source == VECTOR_ADD.source().text
 
 
+def test_captions_say_each_thing_once():
+    """A frame's caption is the model's step label as it is: no phrase added on top of a label
+    that already says it (a player once read "..., one instruction: one instruction, all 32 lanes")."""
+    an = VECTOR_ADD.animation(VECTOR_ADD.trace(seed=3))
+    for f in an.frames:
+        for phrase in ("one instruction", "32 lanes", "issues"):
+            assert f.caption.count(phrase) <= 1, f.caption
+
+
 def test_sass_roles_name_the_six_steps():
     roles = dict(frames.classify_sass("/*0000*/  FADD R0, R2, R3\n/*0010*/  STG.E [R4], R0\n/*0020*/  NOP"))
     assert roles["/*0000*/  FADD R0, R2, R3"].startswith("5 add")

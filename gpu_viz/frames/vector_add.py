@@ -120,9 +120,7 @@ def animation(trace: Trace, source: str) -> Animation:
     frames = []
     for j, i in enumerate(shown):
         st = trace.steps[i]
-        cap = st.label
-        if st.data["step"] >= 0:
-            cap += ": one instruction, all 32 lanes at once"
+        cap = st.label  # the model's label says what the warp issued (and, for LDG / FADD / STG, that it is one instruction)
         if j == len(shown) - 1 and warps > MAX_WARPS_DRAWN:
             cap += f" (warps {MAX_WARPS_DRAWN}..{warps - 1} issue the same six instructions; not drawn)"
         frames.append(Frame(drawing(trace, i, lanes), cap, st.line))

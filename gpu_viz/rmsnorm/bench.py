@@ -25,12 +25,13 @@ rmsnorm ``2*M*N*size + N*size``; rmsnorm_gate adds ``M*N*size`` for the gate.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import math
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .. import backend, check
+from .. import backend, check, kernels
 from ..measure import records, timing as bench
 from .dtypes import OPS, bytes_moved, check_op as _check_op, dtype_name as _dtype_name, torch_dtype
 from .reference import rmsnorm as reference_f64
@@ -1166,13 +1167,17 @@ def kernel_report_any(arch: Optional[str] = None) -> Tuple[List[Dict], str]:
 
 def kernel_resources(cases: Sequence[Tuple[str, int, int]], dtype="float16", info=None,
                      report: Optional[List[Dict]] = None) -> List[Dict]:
-    """For each (op, M, N): the kernel ``fused.launch_config`` picks, its registers and spills
-    (``report`` rows, default :func:`kernel_report_any` for ``info``'s arch) and its occupancy on
-    ``info`` (default ``device.current()``) from :func:`gpu_viz.occupancy.calculate`.
+    """For each (op, M, N): the kernel the fused op launches for it on ``info`` (default
+    ``device.current()``) -- ``fused.launch_config``'s, or, where ``fused.uses_wide`` sends the row
+    to :mod:`gpu_viz.rmsnorm.wide`, its cluster kernel (variant "cluster") --, its registers and
+    spills (``report`` rows, default :func:`kernel_report_any` for ``info``'s arch; a cluster
+    kernel's from the local nvcc, none without one) and its occupancy from
+    :func:`gpu_viz.occupancy.calculate` (a cluster kernel's with its dynamic shared memory; the
+    cluster's own placement rules aside).
 
-    Returns one dict per case: op, M, N, variant, kernel, block, rows_per_block, grid,
-    registers, spill_stores_bytes, spill_loads_bytes, local_bytes, shared_bytes,
-    blocks_per_sm, occupancy (0..1), limiter.
+    Returns one dict per case: op, M, N, variant, kernel, block, rows_per_block (None for a
+    cluster: a row spans ``cluster`` blocks), grid, registers, spill_stores_bytes,
+    spill_loads_bytes, local_bytes, shared_bytes, blocks_per_sm, occupancy (0..1), limiter.
     """
     from . import fused  # torch-importing modules: loaded when used
     from .. import device as _device, occupancy
@@ -1183,8 +1188,18 @@ def kernel_resources(cases: Sequence[Tuple[str, int, int]], dtype="float16", inf
     by_name = {r["kernel"]: r for r in report if r.get("arch", info.sm) == info.sm}
     out = []
     for op, M, N in cases:
-        cfg = fused.launch_config(M, N, dtype, gate=(_check_op(op) == RMSNORM_GATE))
-        r = by_name.get(cfg["kernel"], {})
+        gate = _check_op(op) == RMSNORM_GATE
+        dynamic = 0
+        if fused.uses_wide(op, N, dtype, tuple(info.compute_capability)):
+            from . import wide
+
+            wcfg = wide.config(N, dtype, tuple(info.compute_capability), gate=gate)
+            cfg = {"variant": "cluster", "kernel": wcfg.kernel, "block": wcfg.threads, "rows_per_block": None,
+                   "grid": None if wcfg.persistent else wide.launch_grid(wcfg, M)}
+            r, dynamic = _wide_usage(wcfg, info.sm), wcfg.smem_bytes
+        else:
+            cfg = fused.launch_config(M, N, dtype, gate=gate)
+            r = by_name.get(cfg["kernel"], {})
         row = {"op": op, "M": M, "N": N, "variant": cfg["variant"], "kernel": cfg["kernel"],
                "block": cfg["block"], "rows_per_block": cfg["rows_per_block"], "grid": cfg["grid"],
                "registers": r.get("registers"), "spill_stores_bytes": r.get("spill_stores_bytes"),
@@ -1192,12 +1207,32 @@ def kernel_resources(cases: Sequence[Tuple[str, int, int]], dtype="float16", inf
                "shared_bytes": r.get("shared_bytes")}
         if r.get("registers") is not None:
             occ = occupancy.calculate(info, cfg["block"], occupancy.KernelResources(
-                cfg["kernel"], int(r["registers"]), int(r.get("shared_bytes") or 0)))
+                cfg["kernel"], int(r["registers"]), int(r.get("shared_bytes") or 0)), dynamic)
             row.update(blocks_per_sm=occ.blocks_per_sm, occupancy=round(occ.occupancy, 3), limiter=occ.limiter)
         else:
             row.update(blocks_per_sm=None, occupancy=None, limiter="no report for this kernel")
         out.append(row)
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _wide_usage(cfg, arch: str) -> Dict:
+    """ptxas's registers, spills and static shared memory of one cluster kernel for ``arch``
+    (the local nvcc, once per configuration); without nvcc, on a GPU of that arch, the loaded
+    kernel's registers and memory (no spill count), as :func:`kernel_report_any`; else {}."""
+    from . import wide
+    from .. import device as _device
+
+    try:
+        (u,) = kernels.nvcc_compile(wide.FILE, arch, cfg.options)
+    except FileNotFoundError:
+        if not (backend.has_gpu() and _device.current().sm == arch):
+            return {}
+        k = wide._kernel(cfg, backend.require_cupy("a kernel's attributes").cuda.runtime.getDevice())
+        return {"registers": int(k.num_regs), "local_bytes": int(k.local_size_bytes),
+                "shared_bytes": int(k.shared_size_bytes)}
+    return {"registers": u.registers, "spill_stores_bytes": u.spill_stores_bytes,
+            "spill_loads_bytes": u.spill_loads_bytes, "local_bytes": u.stack_frame_bytes, "shared_bytes": u.shared_bytes}
 
 
 def _kernel_section(plan) -> Dict:
