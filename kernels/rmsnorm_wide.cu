@@ -711,6 +711,312 @@ __device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, flo
 // [end cluster_rows_persistent]
 
 // ---------------------------------------------------------------------------------------
+// persistent clusters, the row in registers, a ring of copies in flight (WIDE_MODE 7 and 8)
+
+// [region cluster_rows_ring]
+// A persistent grid as cluster_rows_persistent (cluster k normalises rows k, k + G, ... < M),
+// but a CTA keeps its slice of the row in registers -- x packed for rmsnorm, a = x * silu(g) in
+// fp32 for the gate, as cluster_row (mode 0) -- and its shared memory holds a ring of RING
+// chunk slots (a chunk: one 16-byte vector of x, and one of the gate, per thread) that the next
+// chunks' copies fly into.  Each thread runs its own software pipeline over the sequence of
+// (row, chunk) it owns: chunk q = it * CHUNKS + c of the cluster's it-th row lives in slot
+// q % RING.  Before consuming chunk q the thread waits until at most RING - 1 of its cp.async
+// groups are pending (every group is one chunk, empty past the row's end or M, so the count is
+// the same at every step); it reads the slot into registers, adds the squares, and at once
+// reissues the slot with chunk q + RING -- the next row's first chunks while it finishes this
+// one.  So RING chunks are in flight through the reductions, the sum exchange and the stores,
+// and no slot waits for a store to free it (the register slice does).  The weight: mode 7
+// copies the CTA's slice into shared memory once (with the first chunk's group) and reads it
+// there; mode 8 reads it from global memory (L2: every row reads it) one chunk ahead of the
+// stores.  Each thread copies and reads only its own vectors: no block barrier for the ring.
+// The arithmetic per row is cluster_row_smem's (the same per-thread fmaf order, butterflies and
+// rank-order slot sum; y = T(x [* silu(g)] * (w + w_offset) * r)): mode 1's bits at the same
+// (CLUSTER, THREADS, EPT), whatever M, G, RING or the row's position.  The CTA sums travel as
+// cluster_rows_persistent's (two slot sets and mbarriers, st.async).  A cluster's last copies
+// are empty groups (past M), so no copy into shared memory is in flight when a CTA exits.
+// Dynamic shared memory: RING * THREADS * 16 * (1 + GATE) bytes, plus THREADS * EPT * sizeof(WT)
+// for mode 7's weight.
+#ifndef WIDE_RING
+#define WIDE_RING 4
+#endif
+template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT, int RING, bool WSMEM>
+__device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __restrict__ rstd,
+                                                  const T* __restrict__ x, const T* __restrict__ gate,
+                                                  const WT* __restrict__ w, int N, long long M,
+                                                  float eps, float w_offset) {
+#if WIDE_HAS_CLUSTERS
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int CHUNKS = EPT / VEC;
+    constexpr int NWARPS = THREADS / 32;
+    constexpr int SLICE = THREADS * CHUNKS;
+    constexpr int WQ = sizeof(Pack<WT, VEC>) / 16;
+    constexpr int XG = GATE ? 2 : 1;  // vectors per thread per slot: x (and the gate)
+    static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024, "launch shape");
+    static_assert(RING >= 1 && RING <= 16, "ring depth");
+    __shared__ float warp_sums[2][NWARPS];
+    __shared__ float cta_sums[2][CLUSTER];
+    __shared__ unsigned long long bars[2];
+    extern __shared__ uint4 wide_smem[];
+    Pack<T, VEC>* ring = reinterpret_cast<Pack<T, VEC>*>(wide_smem);  // slot s: x at s * XG * THREADS, gate after
+    Pack<WT, VEC>* sw = reinterpret_cast<Pack<WT, VEC>*>(ring + RING * XG * THREADS);  // mode 7's weight slice
+
+    const int t = threadIdx.x;
+    if (t == 0) {
+        mbar_init(&bars[0], 1);
+        mbar_init(&bars[1], 1);
+    }
+    cluster_arrive_relaxed();  // its wait, below, proves every CTA runs and has its mbarriers
+    const unsigned rank = cluster_rank();
+    const int nvec = N / VEC;
+    const int first = (int)rank * SLICE + t;
+    const long long nclusters = gridDim.x / CLUSTER;
+    long long row = blockIdx.x / CLUSTER;
+
+    // chunk c of row r into slot s (nothing past the row's end or past M), then one commit
+    auto issue = [&](long long r, int c, int s) {
+        const int j = first + c * THREADS;
+        if (r < M && j < nvec) {
+            cp_async16(&ring[s * XG * THREADS + t], x + r * (long long)N + (long long)j * VEC);
+            if (GATE) cp_async16(&ring[(s * XG + 1) * THREADS + t], gate + r * (long long)N + (long long)j * VEC);
+        }
+        cp_async_commit();
+    };
+    // prologue: mode 7's weight slice (in the first group), then chunks 0 .. RING-1
+    if (WSMEM && row < M) {
+        #pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            const int j = first + c * THREADS;
+            if (j < nvec) {
+                #pragma unroll
+                for (int q = 0; q < WQ; ++q)
+                    cp_async16(reinterpret_cast<uint4*>(&sw[c * THREADS + t]) + q,
+                               reinterpret_cast<const uint4*>(w + (long long)j * VEC) + q);
+            }
+        }
+    }
+    #pragma unroll
+    for (int q = 0; q < RING; ++q) issue(row + (q / CHUNKS) * nclusters, q % CHUNKS, q);
+    cluster_wait_acquire();  // the first barrier's wait, its latency behind the copies in flight
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+
+    int slot = 0;  // the slot of the next chunk to consume
+    for (int it = 0; row < M; ++it, row += nclusters) {
+        const int p = it & 1;
+        Pack<T, VEC> px[GATE ? 1 : CHUNKS];
+        float a[GATE ? EPT : 1];
+        float sumsq = 0.0f;
+        #pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            cp_async_wait_group<RING - 1>();  // chunk c of this row has landed
+            if (first + c * THREADS < nvec) {
+                const Pack<T, VEC> v = ring[slot * XG * THREADS + t];
+                Pack<T, VEC> g;
+                if (GATE) g = ring[(slot * XG + 1) * THREADS + t];
+                #pragma unroll
+                for (int k = 0; k < VEC; ++k) {
+                    const float xf = elem(v, k);
+                    sumsq = fmaf(xf, xf, sumsq);
+                    if (GATE) a[c * VEC + k] = xf * silu(elem(g, k));
+                }
+                if (!GATE) px[c] = v;
+            }
+            // the slot's value is in registers (read by this thread): refill it RING chunks ahead
+            issue(row + ((c + RING) / CHUNKS) * nclusters, (c + RING) % CHUNKS, slot);
+            slot = slot + 1 == RING ? 0 : slot + 1;
+        }
+        // the CTA's sum, as cta_sumsq_smem (two sets of warp totals, as cluster_rows_persistent)
+        sumsq = warp_allreduce_sum(sumsq);
+        if ((t & 31) == 0) warp_sums[p][t >> 5] = sumsq;
+        __syncthreads();
+        const float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[p][t & 31] : 0.0f);
+        if (t == 0) mbar_arrive_expect_tx(&bars[p], CLUSTER * 4);
+        if (t < CLUSTER) st_async_remote_f32(&cta_sums[p][rank], &bars[p], (unsigned)t, cta);
+        mbar_wait_parity(&bars[p], (unsigned)(it >> 1) & 1u);
+        float total = 0.0f;
+        #pragma unroll
+        for (int i = 0; i < CLUSTER; ++i) total += cta_sums[p][i];
+        const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+        if (rank == 0 && t == 0) rstd[row] = r;
+        // y from the registers; mode 8 loads the weight one chunk ahead of each store
+        T* yr = out + row * (long long)N;
+        Pack<WT, VEC> wn;
+        if (!WSMEM && first < nvec) wn = load_pack<true, WT, VEC>(w + (long long)first * VEC);
+        #pragma unroll
+        for (int c = 0; c < CHUNKS; ++c) {
+            const int j = first + c * THREADS;
+            Pack<WT, VEC> pw;
+            if (WSMEM) {
+                if (j < nvec) pw = sw[c * THREADS + t];
+            } else {
+                pw = wn;
+                if (c + 1 < CHUNKS && j + THREADS < nvec) wn = load_pack<true, WT, VEC>(w + (long long)(j + THREADS) * VEC);
+            }
+            if (j < nvec) {
+                Pack<T, VEC> py;
+                #pragma unroll
+                for (int k = 0; k < VEC; ++k) {
+                    const float v = GATE ? a[c * VEC + k] : elem(px[c], k);
+                    py.v[k] = from_f32<T>((v * (elem(pw, k) + w_offset)) * r);
+                }
+                st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
+            }
+        }
+    }
+#else
+    __trap();
+#endif
+}
+// [end cluster_rows_ring]
+
+// ---------------------------------------------------------------------------------------
+// one row per cluster, half the slice in registers, half in shared memory (WIDE_MODE 9)
+
+// [region cluster_row_hybrid]
+// cluster_row_mbar (mode 5: one row per cluster, the CTA sums by st.async onto each CTA's
+// mbarrier) with the slice split in two: a thread's first CHUNKS / 2 chunks are loaded into
+// registers (x packed for rmsnorm; for the gate x and g, kept as a = x * silu(g) in fp32 once
+// summed), the rest copied into shared memory with cp.async -- so a CTA holds twice what either
+// alone would give it at the same CTAs per SM, and slices of 128 KiB fit two CTAs an SM on a
+// 4-CTA cluster (262144 16-bit elements a row).  The copies are issued first, then the register
+// loads; the squares are added in chunk order c = 0 .. CHUNKS-1 (the register chunks are the
+// first ones), so a row's bits are mode 1's at the same (CLUSTER, THREADS, EPT).  The weight is
+// read from global memory (L2) WIDE_WDIST chunks ahead of the stores.
+// WIDE_HREG: chunks in registers (0: CHUNKS / 2); WIDE_WDIST: how many chunks ahead of the stores
+// the weight's loads run (1: one).
+// Dynamic shared memory: THREADS * (CHUNKS - RC) * 16 * (1 + GATE) bytes.
+#ifndef WIDE_HREG
+#define WIDE_HREG 0
+#endif
+#ifndef WIDE_WDIST
+#define WIDE_WDIST 1
+#endif
+template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT>
+__device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* __restrict__ rstd,
+                                                   const T* __restrict__ x, const T* __restrict__ gate,
+                                                   const WT* __restrict__ w, int N, float eps, float w_offset) {
+#if WIDE_HAS_CLUSTERS
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int CHUNKS = EPT / VEC;
+    constexpr int RC = WIDE_HREG <= 0 ? CHUNKS / 2 : WIDE_HREG;  // chunks in registers: c < RC
+    constexpr int SC = CHUNKS - RC;     // chunks in shared memory: c >= RC, at slot c - RC
+    constexpr int NWARPS = THREADS / 32;
+    constexpr int SLICE = THREADS * CHUNKS;
+    constexpr int WD = WIDE_WDIST;      // the weight's loads run WD chunks ahead of the stores
+    static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024 && CHUNKS >= 2, "launch shape");
+    static_assert(RC >= 1 && RC < CHUNKS && WD >= 1, "register chunks, weight distance");
+    __shared__ float warp_sums[NWARPS];
+    __shared__ float cta_sums[CLUSTER];
+    __shared__ unsigned long long bar;
+    extern __shared__ uint4 wide_smem[];
+    Pack<T, VEC>* sx = reinterpret_cast<Pack<T, VEC>*>(wide_smem);
+    Pack<T, VEC>* sg = sx + SC * THREADS;  // GATE only
+
+    const int t = threadIdx.x;
+    if (t == 0) mbar_init(&bar, 1);
+    cluster_arrive_relaxed();
+    const unsigned rank = cluster_rank();
+    const long long row = blockIdx.x / CLUSTER;
+    const int nvec = N / VEC;
+    const int first = (int)rank * SLICE + t;
+    const T* xr = x + row * (long long)N;
+    const T* gr = GATE ? gate + row * (long long)N : nullptr;
+    // step 1: the shared-memory half's copies, then the register half's loads
+    #pragma unroll
+    for (int c = RC; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS, s = (c - RC) * THREADS + t;
+        if (j < nvec) {
+            cp_async16(&sx[s], xr + (long long)j * VEC);
+            if (GATE) cp_async16(&sg[s], gr + (long long)j * VEC);
+        }
+    }
+    Pack<T, VEC> px[RC], pg[GATE ? RC : 1];
+    #pragma unroll
+    for (int c = 0; c < RC; ++c) {
+        const int j = first + c * THREADS;
+        if (j < nvec) {
+            px[c] = load_pack<false, T, VEC>(xr + (long long)j * VEC);
+            if (GATE) pg[c] = load_pack<false, T, VEC>(gr + (long long)j * VEC);
+        }
+    }
+    // step 2: the squares in chunk order, the register chunks first
+    float a[GATE ? RC * VEC : 1];
+    float sumsq = 0.0f;
+    #pragma unroll
+    for (int c = 0; c < RC; ++c) {
+        if (first + c * THREADS < nvec) {
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float xf = elem(px[c], k);
+                sumsq = fmaf(xf, xf, sumsq);
+                if (GATE) a[c * VEC + k] = xf * silu(elem(pg[c], k));
+            }
+        }
+    }
+    cp_async_wait_all();
+    #pragma unroll
+    for (int c = RC; c < CHUNKS; ++c) {
+        if (first + c * THREADS < nvec) {
+            const Pack<T, VEC> v = sx[(c - RC) * THREADS + t];
+            #pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float xf = elem(v, k);
+                sumsq = fmaf(xf, xf, sumsq);
+            }
+        }
+    }
+    sumsq = warp_allreduce_sum(sumsq);
+    if ((t & 31) == 0) warp_sums[t >> 5] = sumsq;
+    __syncthreads();
+    const float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
+    // steps 3 and 4: as cluster_row_mbar
+    if (t == 0) mbar_arrive_expect_tx(&bar, CLUSTER * 4);
+    cluster_wait_acquire();
+    if (t < CLUSTER) st_async_remote_f32(&cta_sums[rank], &bar, (unsigned)t, cta);
+    mbar_wait_parity(&bar, 0);
+    float total = 0.0f;
+    #pragma unroll
+    for (int i = 0; i < CLUSTER; ++i) total += cta_sums[i];
+    const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+    if (rank == 0 && t == 0) rstd[row] = r;
+    // step 5: y, the weight one chunk ahead of each store
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    T* yr = out + row * (long long)N;
+    Pack<WT, VEC> wq[WD];  // wq[c % WD]: chunk c's weight
+    #pragma unroll
+    for (int d = 0; d < WD; ++d)
+        if (d < CHUNKS && first + d * THREADS < nvec) wq[d] = load_pack<true, WT, VEC>(w + (long long)(first + d * THREADS) * VEC);
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS;
+        const Pack<WT, VEC> pw = wq[c % WD];
+        if (c + WD < CHUNKS && j + WD * THREADS < nvec)
+            wq[c % WD] = load_pack<true, WT, VEC>(w + (long long)(j + WD * THREADS) * VEC);
+        if (j < nvec) {
+            Pack<T, VEC> py;
+            if (c < RC) {
+                #pragma unroll
+                for (int k = 0; k < VEC; ++k) {
+                    const float v = GATE ? a[c * VEC + k] : elem(px[c], k);
+                    py.v[k] = from_f32<T>((v * (elem(pw, k) + w_offset)) * r);
+                }
+            } else {
+                const int s = (c - RC) * THREADS + t;
+                Pack<T, VEC> g;
+                if (GATE) g = sg[s];
+                py = y_pack<GATE>(sx[s], g, pw, w_offset, r);
+            }
+            st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
+        }
+    }
+#else
+    __trap();
+#endif
+}
+// [end cluster_row_hybrid]
+
+// ---------------------------------------------------------------------------------------
 // one row per cluster, the CTA sums through an mbarrier (WIDE_MODE 5: QuACK's exchange)
 
 // [region cluster_row_mbar]
@@ -789,7 +1095,18 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 #else
 #define WIDE_WLOAD_SUFFIX
 #endif
-#define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE, WIDE_WLOAD_SUFFIX)
+#if WIDE_MODE == 7 || WIDE_MODE == 8
+#define WIDE_SUFFIX WIDE_RING_SUFFIX(WIDE_RING)
+#define WIDE_RING_SUFFIX(K) WIDE_RING_SUFFIX2(K)
+#define WIDE_RING_SUFFIX2(K) _r##K
+#elif WIDE_MODE == 9
+#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST)
+#define WIDE_HYBRID_SUFFIX(H, D) WIDE_HYBRID_SUFFIX2(H, D)
+#define WIDE_HYBRID_SUFFIX2(H, D) _h##H##_d##D
+#else
+#define WIDE_SUFFIX WIDE_WLOAD_SUFFIX
+#endif
+#define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE, WIDE_SUFFIX)
 #define WIDE_NAME2(OP, DT, WDT, C, T, E, M, S) WIDE_NAME3(OP, DT, WDT, C, T, E, M, S)
 #define WIDE_NAME3(OP, DT, WDT, C, T, E, M, S) OP##_cluster_##DT##_w##WDT##_c##C##_t##T##_e##E##_m##M##S
 
@@ -805,6 +1122,12 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
         else if (WIDE_MODE == 3 || WIDE_MODE == 4)                                                 \
             cluster_rows_persistent<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT,             \
                                     WIDE_MODE == 3 ? 2 : 1>(out, rstd, x, gate, w, N, M, eps, w_offset); \
+        else if (WIDE_MODE == 7 || WIDE_MODE == 8)                                                 \
+            cluster_rows_ring<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_RING,         \
+                              WIDE_MODE == 7>(out, rstd, x, gate, w, N, M, eps, w_offset);         \
+        else if (WIDE_MODE == 9)                                                                   \
+            cluster_row_hybrid<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, \
+                                                                                  N, eps, w_offset); \
         else if (WIDE_MODE == 5)                                                                   \
             cluster_row_mbar<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, \
                                                                                 N, eps, w_offset); \

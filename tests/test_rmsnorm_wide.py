@@ -133,8 +133,9 @@ def test_sm90_builds_every_configuration_without_spills():
         assert r["spill_stores_bytes"] == 0 and r["spill_loads_bytes"] == 0 and r["local_bytes"] == 0, r
         assert r["registers"] <= wide.SM_REGISTERS // (r["threads"] * r["min_blocks"]), r
         # static shared memory: the warp and CTA sums (two sets and two mbarriers in the
-        # persistent modes, one mbarrier in MBAR), 8-byte aligned
-        sets, bars = {wide.PERSIST: (2, 2), wide.PERSIST_1: (2, 2), wide.MBAR: (1, 1)}.get(r["mode"], (1, 0))
+        # persistent modes, one mbarrier in MBAR and HYBRID), 8-byte aligned
+        sets, bars = {wide.PERSIST: (2, 2), wide.PERSIST_1: (2, 2), wide.MBAR: (1, 1), wide.RING: (2, 2),
+                      wide.RING_L2: (2, 2), wide.HYBRID: (1, 1)}.get(r["mode"], (1, 0))
         sums = 4 * sets * (r["threads"] // 32 + r["cluster"])
         assert r["shared_bytes"] <= sums + 16 * bars, r  # an 8-byte mbarrier, aligned
 
@@ -157,6 +158,9 @@ def test_bare_build_is_a_policy_configuration():
     src = kernels.read_source(wide.FILE)
     defaults = dict(re.findall(r"#ifndef (WIDE_\w+)\n#define \1 (\S+)", src))
     want = dict(o[2:].split("=") for o in wide.config(65536, "float16", H100).options)
+    # the RING / HYBRID options (their modes' only) keep a default of their own
+    assert {k: defaults.pop(k) for k in ("WIDE_RING", "WIDE_HREG", "WIDE_WDIST")} == {
+        "WIDE_RING": "4", "WIDE_HREG": "0", "WIDE_WDIST": "1"}
     assert defaults == want
     assert "tests/test_rmsnorm_wide.py" in src and "gpu_viz/rmsnorm/wide.py" in src
 
@@ -214,9 +218,9 @@ def _inputs(M, N, dt, gen, gate, wdt=None):
     return x, g, w
 
 
-def _run(x, w, g, eps=1e-6, offset=0.0, shape=None):
+def _run(x, w, g, eps=1e-6, offset=0.0, shape=None, **kw):
     out = torch.full_like(x, float("nan"))  # poisoned: every element must be written
-    rstd = wide.forward(x, w, eps, out, gate=g, weight_offset=offset, shape=shape)
+    rstd = wide.forward(x, w, eps, out, gate=g, weight_offset=offset, shape=shape, **kw)
     return out, rstd
 
 
@@ -369,16 +373,83 @@ def test_policy_is_the_recorded_runs_proposal():
                 for n, sh in t.items():
                     proposed.setdefault(op, {}).setdefault(int(size), {})[int(n)] = tuple(sh)
         timed |= {(r["op"], r["dtype"], r["N"], r["impl"]) for r in rec["rows"]}
+    ring_prop, ring_timed = _ring_proposals()
+    params = {"ring": {}, "hybrid": {}}
+    for (op, size, n), (shape, param) in ring_prop.items():
+        proposed[op][size][n] = shape
+        if shape[3] in wide.RING_MODES:
+            params["ring"].setdefault(op, {}).setdefault(size, {})[n] = param
+        elif shape[3] == wide.HYBRID:
+            params["hybrid"].setdefault(op, {}).setdefault(size, {})[n] = param
     assert proposed == wide.POLICY
+    for name, table in (("ring", wide.POLICY_RING), ("hybrid", wide.POLICY_HYBRID)):
+        assert {op: {sz: t for sz, t in by.items() if t} for op, by in table.items() if any(by.values())} == params[name]
     impl_name = _explore_script().impl_name  # the runs' row names
     for cfg in wide.configs_in_use(dtypes=DTS):
         if cfg.weight_dtype == cfg.dtype:
+            if cfg.mode in wide.RING_MODES + (wide.HYBRID,):
+                assert (cfg.op, cfg.dtype, cfg.capacity, _ring_impl(cfg)) in ring_timed, cfg
+                continue
             impl = impl_name((cfg.cluster, cfg.threads, cfg.ept, cfg.mode))
             assert (cfg.op, cfg.dtype, cfg.capacity, impl) in timed, cfg
     modes = {sh[3] for op in wide.OPS for t in wide.POLICY[op].values() for sh in t.values()}
     assert modes - {wide.REGISTERS, wide.SMEM, wide.SMEM_W}, "the policy uses modes 3-5 where they won"
     src = inspect.getsource(fused._launch_wide)
     assert "forward(" in src and "shape" not in src and "clusters" not in src
+
+
+RING_RUNS = tuple(("benchmarks", "explore", "2026-12-02-wide-ring", f"run{i}", "ring-record.json") for i in (1, 2, 3))
+
+
+def _ring_impl(cfg):
+    """A ring run's row name of ``cfg`` (ring_bench.py's ``name_of``, tag "ring")."""
+    return f"ring:{cfg.cluster}x{cfg.threads}x{cfg.ept}m{cfg.mode}" + (
+        f"r{cfg.ring}" if cfg.mode in wide.RING_MODES else f"h{cfg.hreg}d{cfg.wdist}")
+
+
+def _parse_ring_impl(impl, size):
+    """(shape, ring depth or (hreg, wdist)) of a ring run's row name; run2's HYBRID rows predate
+    hreg / wdist in the name: half the chunks in registers, the weight one chunk ahead."""
+    import re
+
+    m = re.fullmatch(r"ring:(\d+)x(\d+)x(\d+)m(\d+)(?:r(\d+)|h(\d+)d(\d+))?", impl)
+    c, t, e, mode = (int(v) for v in m.group(1, 2, 3, 4))
+    if mode in wide.RING_MODES:
+        return (c, t, e, mode), int(m.group(5))
+    chunks = e // (16 // size)
+    return (c, t, e, mode), ((int(m.group(6)), int(m.group(7))) if m.group(6) else (chunks // 2, 1))
+
+
+def _ring_proposals():
+    """What the ring runs (explore/2026-12-02-wide-ring run1-3, in order) propose: per (op,
+    element size, N), the candidate with the least median summed over the dtypes of that size
+    (timed in every one of them) where it beat the policy's kernel timed in the same run; a later
+    run's proposal replaces an earlier one's.  Also every (op, dtype, N, impl) timed."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    prop, timed = {}, set()
+    for path in RING_RUNS:
+        rec = json.loads(root.joinpath(*path).read_text())
+        assert rec["gpu"].startswith("NVIDIA H") and rec["sm"] == "sm_90" and not rec["failures"]
+        assert not rec["skipped"]
+        sums = {}
+        for r in rec["rows"]:
+            timed.add((r["op"], r["dtype"], r["N"], r["impl"]))
+            size = DTYPES[r["dtype"]][1]
+            sums.setdefault((r["op"], size, r["N"]), {}).setdefault(r["impl"], []).append(r["median_us"])
+        for (op, size, n), by in sums.items():
+            ndt = len([d for d in DTS if DTYPES[d][1] == size])
+            full = {impl: sum(v) for impl, v in by.items() if len(v) == ndt}
+            cands = {impl: v for impl, v in full.items() if impl.startswith("ring:")}
+            if not cands:
+                continue
+            best = min(cands, key=cands.get)
+            policy = next(v for impl, v in full.items() if impl.startswith("policy:"))
+            if cands[best] < policy:
+                prop[(op, size, n)] = _parse_ring_impl(best, size)
+    return prop, timed
 
 
 def test_new_candidates_fit_one_cta():
@@ -454,7 +525,7 @@ def test_launch_grid_refuses_what_it_cannot_launch():
         wide.launch_grid(m1, 2.5)
     with pytest.raises(ValueError, match=r"exceeds gridDim.x"):
         wide.launch_grid(m1, 2**28)
-    with pytest.raises(ValueError, match=r"mode one of \(0, 1, 2, 3, 4, 5\)"):
+    with pytest.raises(ValueError, match=r"mode one of \(0, 1, 2, 3, 4, 5, 7, 8, 9\)"):
         wide.config(65536, "float16", H100, shape=(8, 256, 32, 6))
 
 
@@ -648,14 +719,15 @@ def test_sanitizer_cases_are_launchable():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     new = mod.new_cases(wide)
-    assert {sh[3] for *_, sh, _ in new} == set(NEW_MODES)
-    assert any(cl is not None and cl < M for _, _, _, M, _, cl in new)  # clusters loop over rows
-    assert any(cl is not None and cl > M for _, _, _, M, _, cl in new)  # idle clusters
+    assert {sh[3] for *_, sh, _, _ in new} == set(NEW_MODES + RING_AND_HYBRID)
+    assert any(cl is not None and cl < M for _, _, _, M, _, cl, _ in new)  # clusters loop over rows
+    assert any(cl is not None and cl > M for _, _, _, M, _, cl, _ in new)  # idle clusters
+    assert {kw.get("ring") for *_, kw in new} >= {1, 3, 8}  # ring depths around a row's chunks
     assert all(c in mod.cases(wide) for c in new)
     seen = set()
-    for dt, wdt, N, M, shape, clusters in mod.cases(wide):
+    for dt, wdt, N, M, shape, clusters, kw in mod.cases(wide):
         for gate in (False, True):
-            cfg = wide.config(N, dt, H100, gate=gate, weight_dtype=wdt, shape=shape)
+            cfg = wide.config(N, dt, H100, gate=gate, weight_dtype=wdt, shape=shape, **kw)
             seen.add(cfg.kernel)
             if cfg.persistent:
                 assert wide.launch_grid(cfg, M, wide.estimate_active_clusters(cfg), clusters) >= cfg.cluster
@@ -685,7 +757,7 @@ def test_explore_plan_covers_every_mode_within_one_device_call(capsys):
     for M, N, dt, op, shapes in p:
         modes = {sh[3] for sh in shapes}
         policy_mode = wide.POLICY[op][DTYPES[dt][1]][65536][3]  # 40000: the policy's shape, then 3-5
-        want = set(wide.MODES) if N != 40000 else {policy_mode, wide.PERSIST, wide.PERSIST_1, wide.MBAR}
+        want = set(wide.MODES[:6]) if N != 40000 else {policy_mode, wide.PERSIST, wide.PERSIST_1, wide.MBAR}
         if (op, dt, N) == ("rmsnorm_gate", "float32", 262144):
             want -= {wide.PERSIST}
         assert modes == want, (op, dt, N, modes)
@@ -713,6 +785,127 @@ def test_explore_policy_proposal_takes_the_least_summed_median():
     assert pb.propose_policy(rows) == {"rmsnorm": {2: {65536: [8, 256, 32, 3]}}}
     failed = [dict(op="rmsnorm", impl="wide_c8_t256_e32_m3", N=65536, dtype="bfloat16", reason="x")]
     assert pb.propose_policy(rows, failed) == {"rmsnorm": {2: {65536: [8, 256, 32, 1]}}}
+
+
+# ---------------------------------------------------------------------------------------
+# RING / RING_L2 (modes 7, 8: persistent, the row in registers, a ring of copies in flight) and
+# HYBRID (mode 9: half the chunks in registers, half in shared memory).  CPU: configuration,
+# shared memory, names, refusals, the build.  GPU: float64, mode 1's (or 0's) bits at the same
+# shape, batch invariance, persistent grids, rows shorter than the configuration.
+
+RING_AND_HYBRID = (wide.RING, wide.RING_L2, wide.HYBRID)
+
+
+def test_ring_and_hybrid_configuration():
+    R, RL, H = RING_AND_HYBRID
+    c = wide.config(262144, "float32", H100, gate=True, shape=(8, 1024, 32, R), ring=3)
+    assert c.persistent and c.kernel == "rmsnorm_gate_cluster_f32_wf32_c8_t1024_e32_m7_r3"
+    assert c.smem_bytes == 3 * 1024 * 16 * 2 + 1024 * 32 * 4 == 229376 and c.min_blocks == 1
+    assert "-DWIDE_RING=3" in c.options
+    c = wide.config(65536, "bfloat16", H100, weight_dtype="float32", shape=(4, 512, 32, RL), ring=5)
+    assert c.smem_bytes == 5 * 512 * 16 and c.kernel.endswith("_wf32_c4_t512_e32_m8_r5") and c.min_blocks == 2
+    h = wide.config(262144, "float16", H100, shape=(4, 512, 128, H))
+    assert (h.hreg, h.wdist) == (8, 1) and not h.persistent  # half of 16 chunks
+    assert h.smem_bytes == 512 * 64 * 2 and h.min_blocks == 2 and h.kernel.endswith("_m9_h8_d1")
+    h = wide.config(131072, "float32", H100, gate=True, shape=(4, 512, 64, H), hreg=4, wdist=4)
+    assert h.smem_bytes == 512 * (64 - 16) * 4 * 2 and ("-DWIDE_HREG=4", "-DWIDE_WDIST=4") == h.options[-2:]
+    # the policy's entries carry their depth / split
+    assert wide.config(262144, "float32", H100, gate=True).ring == wide.POLICY_RING["rmsnorm_gate"][4][262144]
+    assert (wide.config(131072, "float32", H100).hreg, wide.config(131072, "float32", H100).wdist) == \
+        wide.POLICY_HYBRID["rmsnorm"][4][131072]
+    with pytest.raises(ValueError, match=r"mode 7 \(RING / RING_L2\) needs ring"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, R))
+    with pytest.raises(ValueError, match=r"ring=17: the ring takes 1 to 16"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, R), ring=17)
+    with pytest.raises(ValueError, match=r"ring=2 with mode 5"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.MBAR), ring=2)
+    with pytest.raises(TypeError, match=r"ring must be an int"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, R), ring=2.0)
+    with pytest.raises(ValueError, match=r"hreg=4: a HYBRID thread keeps 1 to 3 of its 4 chunks"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, H), hreg=4)
+    with pytest.raises(ValueError, match=r"wdist=5: the weight's loads run 1 to 4 chunks ahead"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, H), wdist=5)
+    with pytest.raises(ValueError, match=r"hreg / wdist with mode 1"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.SMEM), hreg=1)
+    with pytest.raises(ValueError, match=r"HYBRID needs at least 2 chunks"):
+        wide.config(32768, "float16", H100, shape=(4, 1024, 8, H))
+    with pytest.raises(ValueError, match=r"bytes of shared memory per CTA"):
+        wide.config(262144, "float32", H100, gate=True, shape=(8, 1024, 32, R), ring=4)
+    assert wide.reduction_order(c, 65536) == wide.reduction_order(
+        wide.config(65536, "bfloat16", H100, shape=(4, 512, 32, wide.SMEM)), 65536)
+
+
+def test_ring_and_hybrid_build_on_every_arch():
+    """The policy's RING / HYBRID kernels and a spread of depths: sm_90 without spills and within
+    the launch bound's registers; before sm_90 the trap."""
+    _need_nvcc()
+    cfgs = [c for c in wide.configs_in_use() if c.mode in RING_AND_HYBRID]
+    assert {c.mode for c in cfgs} >= {wide.RING, wide.HYBRID}
+    cfgs += [wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.RING_L2), ring=8),
+             wide.config(131072, "bfloat16", H100, gate=True, shape=(4, 512, 64, wide.HYBRID), hreg=2, wdist=4)]
+    for cfg in cfgs:
+        (u,) = kernels.nvcc_compile(wide.FILE, "sm_90", cfg.options)
+        assert u.kernel == cfg.kernel and u.spill_stores_bytes == 0 and u.spill_loads_bytes == 0, u
+        assert u.registers <= wide.SM_REGISTERS // (cfg.threads * cfg.min_blocks), u
+    for arch in ("sm_75", "sm_80", "sm_89"):
+        (u,) = kernels.nvcc_compile(wide.FILE, arch, cfgs[-1].options)
+        assert u.kernel == cfgs[-1].kernel
+
+
+def test_ring_runs_propose_what_the_policy_took():
+    """The three ring runs timed every candidate after checking it (no failures); their proposals
+    are the points the policy moved to RING / HYBRID, and no other."""
+    prop, _ = _ring_proposals()
+    assert set(prop) == {("rmsnorm", 2, 262144), ("rmsnorm", 4, 131072), ("rmsnorm", 4, 262144),
+                         ("rmsnorm_gate", 4, 262144)}
+    assert prop[("rmsnorm_gate", 4, 262144)] == ((8, 1024, 32, wide.RING), 3)
+
+
+_RING_CASES = (("float16", False, 262144, None, None), ("bfloat16", False, 200000, None, None),
+               ("float32", False, 131072, None, None), ("float32", True, 262144, None, None),
+               ("float32", True, 200000, None, None), ("float16", True, 65536, (8, 256, 32, wide.RING), dict(ring=3)),
+               ("bfloat16", False, 40000, (8, 256, 32, wide.RING_L2), dict(ring=8)),
+               ("float16", True, 131072, (4, 512, 64, wide.HYBRID), dict(hreg=2, wdist=3)),
+               ("bfloat16", True, 131072, (4, 512, 64, wide.HYBRID), dict(hreg=3, wdist=1)))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", _RING_CASES, ids=lambda c: f"{c[0]}-{'gate' if c[1] else 'rms'}-{c[2]}"
+                         f"-{'policy' if c[3] is None else c[3][3]}")
+def test_ring_and_hybrid_against_float64_and_batch_invariant(case, seed):
+    """float64 on fresh data with NaN-poisoned output (N below the bucket included: vectors past
+    N idle), mode 1's bits (mode 0's where mode 1's shared memory does not fit) at the same
+    (cluster, threads, ept), rows of op(x[:m]) bit-identical to op(x)'s, and for the persistent
+    RING every cluster count (1, 5, M, M + 9) the same bits."""
+    _needs_clusters()
+    dt, gate, N, shape, kw = case
+    kw = kw or {}
+    cfg = wide.config(N, dt, H100, gate=gate, shape=shape, **kw)
+    assert cfg.mode in RING_AND_HYBRID
+    shape = (cfg.cluster, cfg.threads, cfg.ept, cfg.mode)
+    kw = dict(ring=cfg.ring) if cfg.mode in wide.RING_MODES else dict(hreg=cfg.hreg, wdist=cfg.wdist)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    M = 41
+    x, g, w = _inputs(M, N, dt, gen, gate)
+    out, rstd = _run(x, w, g, shape=shape, **kw)
+    torch.cuda.synchronize()
+    _check(out, rstd, x, w, g, 1e-6, 0.0, seed)
+    try:
+        ref_shape = shape[:3] + (wide.SMEM,)
+        wide.config(N, dt, H100, gate=gate, shape=ref_shape)
+    except ValueError:
+        ref_shape = shape[:3] + (wide.REGISTERS,)
+    ref, ref_rstd = _run(x, w, g, shape=ref_shape)
+    assert _same_bits(out, ref) and torch.equal(rstd, ref_rstd), f"{cfg.kernel} differs from {ref_shape}'s bits"
+    for m in (1, 3, 40):
+        part, prstd = _run(x[:m].contiguous(), w, g[:m].contiguous() if gate else None, shape=shape, **kw)
+        assert _same_bits(part, out[:m]) and torch.equal(prstd, rstd[:m]), f"op(x[:{m}]) differs ({cfg.kernel})"
+    if cfg.persistent:
+        for G in (1, 5, M, M + 9):
+            o = torch.full_like(x, float("nan"))
+            r = wide.forward(x, w, 1e-6, o, gate=g, shape=shape, clusters=G, **kw)
+            torch.cuda.synchronize()
+            assert _same_bits(o, out) and torch.equal(r, rstd), f"{cfg.kernel} with {G} clusters differs"
 
 
 # ---------------------------------------------------------------------------------------

@@ -417,3 +417,23 @@ def test_the_duplicate_check_finds_a_shadowed_test(tmp_path):
     f.write_text("def test_a():\n    assert False\n\n\nclass K:\n    def m(self): ...\n    def m(self): ...\n\n\n"
                  "def test_a():\n    pass\n")
     assert _defined_twice(f) == [("m", 6, 7), ("test_a", 1, 10)]
+
+
+def test_gpu_check_scripts_import_the_package_whatever_pythonpath(tmp_path):
+    """The scripts gpu-check runs by path (scripts/sanitize/*.py) import gpu_viz from the checkout
+    even when the caller's PYTHONPATH points elsewhere (the device's wheel install sets it: on
+    2026-12-02 every sanitizer job died on `import gpu_viz` before its first launch, the package
+    not being installed there): the script puts the checkout first on PYTHONPATH and keeps the
+    caller's entries after it."""
+    script = (ROOT / "scripts" / "gpu-check").read_text()
+    head = script[:script.index("phases=(")]
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os\nprint(os.environ['PYTHONPATH'])\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(tmp_path / "elsewhere")
+    # the script's own prologue (cd, ROOT, the export), then a file run by path from another folder
+    out = subprocess.run(["bash", "-c", head.replace('cd "$(dirname "$0")/.."', f'cd "{ROOT}"')
+                          + f'\ncd "{tmp_path}" && "{sys.executable}" "{probe}"'],
+                         env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().split(":") == [str(ROOT), str(tmp_path / "elsewhere")], out.stdout

@@ -73,6 +73,9 @@ SM_THREADS = 2048
 #: Registers a thread needs beside its row data (indices, pointers, the reduction), from ptxas
 #: on sm_90: with it, every configuration below compiles without spills (tests check).
 OVERHEAD_REGISTERS = 24
+#: The same for RING / RING_L2 (the ring's pointers and the next row's addresses besides; ptxas on
+#: sm_90: 48 registers with 16 of row data, 62-64 with 32).
+RING_OVERHEAD_REGISTERS = 32
 #: gridDim.x limit: M * cluster blocks.
 MAX_GRID_X = 2**31 - 1
 
@@ -87,8 +90,24 @@ REGISTERS, SMEM, SMEM_W = 0, 1, 2
 #: SMEM with QuACK's exchange of the CTA sums (st.async completing bytes on each CTA's mbarrier,
 #: no second cluster barrier).  PERSIST and PERSIST_1 exchange the sums the same way.
 PERSIST, PERSIST_1, MBAR = 3, 4, 5
-MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR)
-PERSISTENT_MODES = (PERSIST, PERSIST_1)
+#: RING -- a persistent grid whose CTAs keep their slice of the row in registers (x packed, or
+#: x * silu(g) in fp32, as REGISTERS) while a ring of ``ring`` chunk slots in shared memory takes
+#: the copies of the chunks that follow, the next row's first ones among them: each thread's own
+#: cp.async pipeline, ``ring`` chunks in flight through the reductions, the exchange and the stores
+#: (the exchange as PERSIST's); the weight's slice in shared memory, copied once.  RING_L2 -- the
+#: same with the weight read from global memory (L2) one chunk ahead of each store.  (Mode 6 was a
+#: row split without a cluster, tried and removed: benchmarks/NOTES.md, "sixth session".)
+RING, RING_L2 = 7, 8
+RING_MODES = (RING, RING_L2)
+#: HYBRID -- one row per cluster as MBAR, a thread's first half of its chunks loaded into registers
+#: (x packed, or x * silu(g) in fp32), the second half copied into shared memory: a CTA holds twice
+#: what either alone gives it at the same CTAs per SM (slices of 128 KiB on two CTAs an SM); the
+#: weight read from global memory one chunk ahead of each store.
+HYBRID = 9
+MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR, RING, RING_L2, HYBRID)
+PERSISTENT_MODES = (PERSIST, PERSIST_1, RING, RING_L2)
+#: Ring depths (chunk slots) the kernel takes.
+MAX_RING = 16
 #: When SMEM and MBAR load the weight for the last step (the kernel's WIDE_WLOAD): a chunk at a
 #: time in the store loop (each load waits behind the previous chunk's store: one L2 round trip
 #: a chunk), all of a thread's chunks together, or into registers with x's copies (its latency
@@ -113,14 +132,14 @@ WLOAD_MAX_BYTES = 64
 POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
     "rmsnorm": {
         2: {32768: (4, 256, 32, MBAR), 65536: (4, 256, 64, MBAR), 131072: (4, 1024, 32, MBAR),
-            262144: (16, 512, 32, PERSIST_1)},
-        4: {32768: (4, 512, 16, MBAR), 65536: (4, 1024, 16, MBAR), 131072: (16, 512, 16, PERSIST_1),
-            262144: (16, 512, 32, PERSIST)}},
+            262144: (4, 512, 128, HYBRID)},
+        4: {32768: (4, 512, 16, MBAR), 65536: (4, 1024, 16, MBAR), 131072: (4, 512, 64, HYBRID),
+            262144: (8, 512, 64, HYBRID)}},
     "rmsnorm_gate": {
         2: {32768: (4, 256, 32, MBAR), 65536: (8, 256, 32, SMEM), 131072: (8, 512, 32, SMEM),
             262144: (16, 512, 32, SMEM)},
         4: {32768: (4, 512, 16, REGISTERS), 65536: (8, 512, 16, SMEM), 131072: (16, 512, 16, SMEM),
-            262144: (16, 512, 32, PERSIST_1)}},
+            262144: (8, 1024, 32, RING)}},
 }
 #: Per POLICY entry of mode SMEM or MBAR, (weight loads, __launch_bounds__' minimum blocks or None
 #: for :func:`min_blocks`'s) where one H200 run measured them faster than one chunk at a time
@@ -136,6 +155,12 @@ POLICY_LOADS: Dict[str, Dict[int, Dict[int, Tuple[int, Optional[int]]]]] = {
     "rmsnorm_gate": {2: {32768: (WLOAD_EARLY, None), 262144: (WLOAD_BATCH, None)},
                      4: {65536: (WLOAD_BATCH, None), 131072: (WLOAD_BATCH, None)}},
 }
+#: Per POLICY entry of mode RING or RING_L2, its ring depth (chunk slots).
+POLICY_RING: Dict[str, Dict[int, Dict[int, int]]] = {"rmsnorm": {2: {}, 4: {}},
+                                                     "rmsnorm_gate": {2: {}, 4: {262144: 3}}}
+#: Per POLICY entry of mode HYBRID, (chunks in registers, the weight's distance in chunks).
+POLICY_HYBRID: Dict[str, Dict[int, Dict[int, Tuple[int, int]]]] = {
+    "rmsnorm": {2: {262144: (8, 1)}, 4: {131072: (4, 4), 262144: (4, 4)}}, "rmsnorm_gate": {2: {}, 4: {}}}
 #: The shapes of modes 0-2 measured first (one cluster per row; the CTA sums through a cluster
 #: barrier); NEW_CANDIDATES adds modes 3-5 around POLICY's shapes and QuACK's; the bigger-CTA
 #: shapes are the exploration's own (benchmarks/explore/2026-12-03-wide-bigger-ctas).
@@ -168,9 +193,20 @@ def _quack_cluster(n: int, size: int) -> int:
     return next(c for lim, c in zip(limits, ladder) if n <= lim)
 
 
+#: The (cluster, threads, ept) NEW_CANDIDATES are built around: POLICY's before the ring runs
+#: (2026-12-02) moved some of its entries to RING / HYBRID shapes -- kept, so the candidates of
+#: the persistent explorations stay what those runs timed.
+_PERSIST_RUN_SHAPES = {
+    "rmsnorm": {2: {32768: (4, 256, 32), 65536: (4, 256, 64), 131072: (4, 1024, 32), 262144: (16, 512, 32)},
+                4: {32768: (4, 512, 16), 65536: (4, 1024, 16), 131072: (16, 512, 16), 262144: (16, 512, 32)}},
+    "rmsnorm_gate": {2: {32768: (4, 256, 32), 65536: (8, 256, 32), 131072: (8, 512, 32), 262144: (16, 512, 32)},
+                     4: {32768: (4, 512, 16), 65536: (8, 512, 16), 131072: (16, 512, 16), 262144: (16, 512, 32)}},
+}
+
+
 def _new_candidates() -> Dict[str, Dict[int, Dict[int, Tuple[Tuple[int, int, int, int], ...]]]]:
     """NEW_CANDIDATES: per op, element size and bucket, the shapes of modes 3-5 an exploration
-    times (benchmarks/explore/2026-12-02-wide-persistent): POLICY's (cluster, threads, ept) in PERSIST, PERSIST_1 and
+    times (benchmarks/explore/2026-12-02-wide-persistent): _PERSIST_RUN_SHAPES in PERSIST, PERSIST_1 and
     MBAR (a direct comparison with the measured mode at the same reduction order), and
     QuACK's shape (256 threads, its cluster size) in MBAR and PERSIST -- each only where its
     shared memory fits one CTA (PERSIST doubles the row buffers: the fp32 gate at 262144
@@ -180,8 +216,8 @@ def _new_candidates() -> Dict[str, Dict[int, Dict[int, Tuple[Tuple[int, int, int
         out[op] = {}
         for size in (2, 4):
             out[op][size] = {}
-            for n in sorted(POLICY[op][size]):
-                c, t, e, _ = POLICY[op][size][n]
+            for n in sorted(_PERSIST_RUN_SHAPES[op][size]):
+                c, t, e = _PERSIST_RUN_SHAPES[op][size][n]
                 qc = _quack_cluster(n, size)
                 shapes = [(c, t, e, PERSIST), (c, t, e, PERSIST_1), (c, t, e, MBAR),
                           (qc, 256, n // (qc * 256), MBAR), (qc, 256, n // (qc * 256), PERSIST)]
@@ -206,15 +242,30 @@ OPS = ("rmsnorm", "rmsnorm_gate")
 H100_SMS = 132
 
 
-def smem_bytes_of(op: str, itemsize: int, weight_itemsize: int, shape: Tuple[int, int, int, int]) -> int:
+def smem_bytes_of(op: str, itemsize: int, weight_itemsize: int, shape: Tuple[int, int, int, int],
+                  ring: int = 0) -> int:
     """Dynamic shared memory per CTA of ``shape`` = (cluster, threads, ept, mode): the slice of x
-    (and the gate) -- twice in PERSIST -- and, in SMEM_W, PERSIST and PERSIST_1, the weight's."""
+    (and the gate) -- twice in PERSIST -- and, in SMEM_W, PERSIST, PERSIST_1 and RING, the weight's;
+    RING and RING_L2 hold ``ring`` chunk slots of 16 bytes a thread (of x, and of the gate)
+    instead of the slice; HYBRID the chunks past the ``ring`` (its hreg: 0 for half) a thread
+    keeps in registers."""
     _, t, e, mode = shape
     if mode == REGISTERS:
         return 0
+    if mode in RING_MODES:
+        return t * 16 * ring * (2 if op == "rmsnorm_gate" else 1) + (t * e * weight_itemsize if mode == RING else 0)
+    if mode == HYBRID:
+        return t * (e - _hybrid_register_elements(itemsize, e, ring)) * itemsize * (2 if op == "rmsnorm_gate" else 1)
     rows = itemsize * (2 if op == "rmsnorm_gate" else 1) * (2 if mode == PERSIST else 1)
     weight = weight_itemsize if mode in (SMEM_W, PERSIST, PERSIST_1) else 0
     return t * e * (rows + weight)
+
+
+def _hybrid_register_elements(itemsize: int, ept: int, hreg: int = 0) -> int:
+    """Elements a thread of HYBRID holds in registers: its first ``hreg`` 16-byte chunks (0: half
+    of them)."""
+    vec = 16 // itemsize
+    return (hreg or (ept // vec) // 2) * vec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,7 +276,9 @@ class WideConfig:
     16-byte load; ``min_blocks`` the ``__launch_bounds__`` minimum (register cap
     ``SM_REGISTERS / (threads * min_blocks)``); ``mode`` where the slice is kept (REGISTERS,
     SMEM, SMEM_W), ``smem_bytes`` the dynamic shared memory that takes; ``wload`` when SMEM and
-    MBAR load the weight for the last step (WLOAD_CHUNK / _BATCH / _EARLY).
+    MBAR load the weight for the last step (WLOAD_CHUNK / _BATCH / _EARLY); ``ring`` the chunk
+    slots of RING and RING_L2 (0 for the other modes); ``hreg`` the chunks a HYBRID thread keeps
+    in registers (0: half) and ``wdist`` how many chunks ahead of its stores it loads the weight.
     """
 
     op: str
@@ -238,6 +291,9 @@ class WideConfig:
     min_blocks: int
     mode: int = REGISTERS
     wload: int = WLOAD_CHUNK
+    ring: int = 0
+    hreg: int = 0
+    wdist: int = 1
 
     @property
     def capacity(self) -> int:
@@ -247,7 +303,9 @@ class WideConfig:
     def kernel(self) -> str:
         suf = DTYPES[self.dtype][0]
         return (f"{self.op}_cluster_{suf}_w{DTYPES[self.weight_dtype][0]}_c{self.cluster}"
-                f"_t{self.threads}_e{self.ept}_m{self.mode}" + ("", "_wb", "_we")[self.wload])
+                f"_t{self.threads}_e{self.ept}_m{self.mode}"
+                + (f"_r{self.ring}" if self.mode in RING_MODES else f"_h{self.hreg}_d{self.wdist}"
+                   if self.mode == HYBRID else ("", "_wb", "_we")[self.wload]))
 
     @property
     def options(self) -> Tuple[str, ...]:
@@ -255,17 +313,20 @@ class WideConfig:
         return (f"-DWIDE_DTYPE={DTYPES[self.dtype][3]}", f"-DWIDE_WEIGHT={DTYPES[self.weight_dtype][3]}",
                 f"-DWIDE_GATE={int(self.op == 'rmsnorm_gate')}", f"-DWIDE_CLUSTER={self.cluster}",
                 f"-DWIDE_THREADS={self.threads}", f"-DWIDE_EPT={self.ept}",
-                f"-DWIDE_MIN_BLOCKS={self.min_blocks}", f"-DWIDE_MODE={self.mode}", f"-DWIDE_WLOAD={self.wload}")
+                f"-DWIDE_MIN_BLOCKS={self.min_blocks}", f"-DWIDE_MODE={self.mode}", f"-DWIDE_WLOAD={self.wload}") + (
+                    (f"-DWIDE_RING={self.ring}",) if self.mode in RING_MODES else
+                    (f"-DWIDE_HREG={self.hreg}", f"-DWIDE_WDIST={self.wdist}") if self.mode == HYBRID else ())
 
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory per CTA (:func:`smem_bytes_of`)."""
         return smem_bytes_of(self.op, DTYPES[self.dtype][1], DTYPES[self.weight_dtype][1],
-                             (self.cluster, self.threads, self.ept, self.mode))
+                             (self.cluster, self.threads, self.ept, self.mode),
+                             self.hreg if self.mode == HYBRID else self.ring)
 
     @property
     def persistent(self) -> bool:
-        """Whether the grid is persistent (PERSIST, PERSIST_1): a fixed number of clusters loops
+        """Whether the grid is persistent (PERSIST, PERSIST_1, RING, RING_L2): a fixed number of clusters loops
         over the rows (:func:`launch_grid`)."""
         return self.mode in PERSISTENT_MODES
 
@@ -342,14 +403,19 @@ def estimate_active_clusters(cfg: WideConfig, sms: int = H100_SMS) -> int:
 
 
 def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: int, mode: int = REGISTERS,
-               smem_bytes: int = 0) -> int:
+               smem_bytes: int = 0, hreg: int = 0) -> int:
     """``__launch_bounds__``' minimum blocks per SM.  REGISTERS: as many as the registers of the
     row data allow (x packed -- or, for the gate, x * silu(g) as fp32 -- and the weight's pack,
-    plus OVERHEAD_REGISTERS).  Shared-memory modes: as many as shared memory holds, while each
-    thread keeps SMEM_MODE_REGISTERS.  At least 1, at most SM_THREADS / threads."""
+    plus OVERHEAD_REGISTERS); RING and RING_L2 the same for the row data alone (no weight pack)
+    plus RING_OVERHEAD_REGISTERS, HYBRID for its register half.  Other shared-memory modes: as many as shared memory holds, while
+    each thread keeps SMEM_MODE_REGISTERS.  At least 1, at most SM_THREADS / threads."""
     if mode == REGISTERS:
         data = (ept * itemsize // 4 if op == "rmsnorm" else ept) + ept * weight_itemsize // 4
         fit = SM_REGISTERS // (threads * (data + OVERHEAD_REGISTERS))
+    elif mode in RING_MODES or mode == HYBRID:
+        e = _hybrid_register_elements(itemsize, ept, hreg) if mode == HYBRID else ept
+        data = e * itemsize // 4 if op == "rmsnorm" else e
+        fit = SM_REGISTERS // (threads * (data + RING_OVERHEAD_REGISTERS))
     else:
         fit = SM_REGISTERS // (threads * SMEM_MODE_REGISTERS)
     return max(1, min(sm_holds(threads, smem_bytes), fit))
@@ -394,20 +460,24 @@ def supported(n: int, dtype, cc) -> bool:
 
 def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
            shape: Optional[Tuple[int, int, int, int]] = None, wload: Optional[int] = None,
-           blocks: Optional[int] = None) -> WideConfig:
+           blocks: Optional[int] = None, ring: Optional[int] = None, hreg: Optional[int] = None,
+           wdist: Optional[int] = None) -> WideConfig:
     """The :class:`WideConfig` for rows of ``n`` elements: :data:`POLICY`'s bucket for n and the
     element size, with :data:`POLICY_LOADS`' weight loads and launch bound (``shape`` =
     (cluster, threads, ept, mode) overrides the shape, ``wload`` the weight loads and ``blocks``
     the minimum blocks per SM: the measurements' candidates; taken as given, so a combination the
-    policy never uses may spill -- :func:`kernel_report` tells).  ``weight_dtype``: x's dtype
-    (None) or float32.
+    policy never uses may spill -- :func:`kernel_report` tells).  ``ring``: the chunk slots of
+    RING / RING_L2 (the policy's :data:`POLICY_RING` where the shape is the policy's; required with
+    a ``shape`` in those modes).  ``weight_dtype``: x's dtype (None) or float32.
 
     Raises:
         ValueError: ``not supported(n, dtype, cc)`` (naming why), a weight dtype other than x's
             or float32, a ``shape`` that is not 4 ints or whose capacity is below n or whose
             cluster exceeds 16, a ``wload`` not in WLOADS or other than WLOAD_CHUNK for a mode not
-            in WLOAD_MODES, ``blocks`` beyond what the threads or shared memory allow an SM.
-        TypeError: ``wload`` or ``blocks`` not an int.
+            in WLOAD_MODES, ``blocks`` beyond what the threads or shared memory allow an SM, a
+            ``ring`` outside 1 .. MAX_RING for RING / RING_L2, missing there, or given for another
+            mode, shared memory beyond MAX_CTA_SHARED.
+        TypeError: ``wload``, ``blocks`` or ``ring`` not an int.
     """
     dt = dtype_name(dtype)
     wdt = dt if weight_dtype is None else dtype_name(weight_dtype)
@@ -426,6 +496,11 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
             pol_wload = WLOAD_CHUNK
         wload = pol_wload if wload is None else wload
         blocks = pol_blocks if blocks is None else blocks
+        if ring is None:
+            ring = POLICY_RING[op][size].get(_bucket(n))
+        pol_h, pol_d = POLICY_HYBRID[op][size].get(_bucket(n), (None, None))
+        hreg = pol_h if hreg is None else hreg
+        wdist = pol_d if wdist is None else wdist
     wload = _check_wload(wload)
     if wload != WLOAD_CHUNK and mode not in WLOAD_MODES:
         raise ValueError(f"wload={wload!r} with mode {mode}: loading the weight other than a chunk at a time "
@@ -437,11 +512,36 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
         raise ValueError(f"shape (cluster={c}, threads={t}, ept={e}, mode={mode}) does not fit n={n} {dt} "
                          f"(needs cluster*threads*ept >= n, cluster <= {MAX_CLUSTER}, threads a multiple "
                          f"of 32 up to 1024, ept a multiple of {vec}, mode one of {MODES})")
-    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode)
+    if mode in RING_MODES:
+        if ring is None:
+            raise ValueError(f"mode {mode} (RING / RING_L2) needs ring, its chunk slots (1 to {MAX_RING})")
+        ring = check_int("ring", ring)
+        if not 1 <= ring <= MAX_RING:
+            raise ValueError(f"ring={ring}: the ring takes 1 to {MAX_RING} chunk slots")
+    elif ring is not None:
+        check_int("ring", ring)
+        raise ValueError(f"ring={ring} with mode {mode}: the chunk ring is RING ({RING}) and RING_L2 ({RING_L2})'s only")
+    h, d = 0, 1
+    if mode == HYBRID:
+        chunks = e // vec
+        if hreg is not None:
+            h = check_int("hreg", hreg)
+            if not 1 <= h < chunks:
+                raise ValueError(f"hreg={h}: a HYBRID thread keeps 1 to {chunks - 1} of its {chunks} chunks in registers")
+        if wdist is not None:
+            d = check_int("wdist", wdist)
+            if not 1 <= d <= chunks:
+                raise ValueError(f"wdist={d}: the weight's loads run 1 to {chunks} chunks ahead of the stores")
+        if chunks < 2:
+            raise ValueError(f"HYBRID needs at least 2 chunks a thread, got ept={e} ({chunks} of {vec} elements)")
+        h = h or chunks // 2
+    elif hreg is not None or wdist is not None:
+        raise ValueError(f"hreg / wdist with mode {mode}: they are HYBRID ({HYBRID})'s only")
+    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d)
     if cfg.smem_bytes > MAX_CTA_SHARED:
         raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
                          f"(weight {wdt}); at most {MAX_CTA_SHARED}")
-    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes)
+    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes, h)
     if blocks is not None:
         most = sm_holds(t, cfg.smem_bytes)
         blocks = check_int("blocks", blocks)
@@ -564,7 +664,8 @@ def _kernel(cfg: WideConfig, device: int):
 
 def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offset: float = 0.0,
             shape: Optional[Tuple[int, int, int, int]] = None, clusters: Optional[int] = None,
-            wload: Optional[int] = None, blocks: Optional[int] = None):
+            wload: Optional[int] = None, blocks: Optional[int] = None, ring: Optional[int] = None,
+            hreg: Optional[int] = None, wdist: Optional[int] = None):
     """RMSNorm (or, with ``gate``, RMSNorm + SiLU gate) of the rows of ``x2d`` into ``out``, on a
     thread-block cluster per row (sm_90).
 
@@ -583,7 +684,8 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
             any of CANDIDATES or NEW_CANDIDATES, or another shape that holds the row).
         clusters: a persistent mode's cluster count (tests: any >= 1; None: what the GPU holds
             at once, see :func:`launch_grid`).  The result does not depend on it.
-        wload, blocks: the weight loads and the launch bound instead of the policy's (see
+        wload, blocks, ring, hreg, wdist: the weight loads, the launch bound, the ring depth,
+            HYBRID's register chunks and weight distance instead of the policy's (see
             :func:`config`); the result does not depend on them either.
 
     Returns:
@@ -598,8 +700,8 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
         ValueError: shapes (x not 2-D, weight not (N,), gate / out not x's shape), a
             non-contiguous or misaligned operand, operands on different devices, eps < 0,
             N not supported on this GPU (naming why), M * cluster beyond gridDim.x, ``clusters``
-            below 1 or with a mode that is not persistent, ``shape`` / ``wload`` / ``blocks`` that
-            :func:`config` refuses.
+            below 1 or with a mode that is not persistent, ``shape`` / ``wload`` / ``blocks`` /
+            ``ring`` that :func:`config` refuses.
         GPUUnavailable: in CPU mode.
     """
     xf, dt, xs, xst, xp = _info("x2d", x2d)
@@ -640,12 +742,16 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     _check_wload(wload)  # refused before M == 0 returns too (the rest needs the GPU's cc: config)
     if blocks is not None:
         check_int("blocks", blocks, minimum=1)
+    for name, v in (("ring", ring), ("hreg", hreg), ("wdist", wdist)):
+        if v is not None:
+            check_int(name, v, minimum=1)
     device = devs.pop()
     if M == 0:
         return _new_rstd(x2d, xf, 0, device)
     backend.require_gpu("the cluster RMSNorm path")
     cc = _cc(device)
-    cfg = config(N, dt, cc, gate=gate is not None, weight_dtype=wdt, shape=shape, wload=wload, blocks=blocks)
+    cfg = config(N, dt, cc, gate=gate is not None, weight_dtype=wdt, shape=shape, wload=wload, blocks=blocks,
+                 ring=ring, hreg=hreg, wdist=wdist)
     active = _active_clusters(cfg, device) if cfg.persistent and clusters is None else None
     grid = launch_grid(cfg, M, active, clusters)
     rstd = _new_rstd(x2d, xf, M, device)

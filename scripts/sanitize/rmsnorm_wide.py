@@ -2,9 +2,10 @@
 both ops, every slice mode (registers, shared memory, shared memory with the weight) at every
 row-length bucket (2- to 16-CTA clusters) in fp16 and fp32, the policy of both ops at every
 bucket (fp16, fp32), bf16 with an fp32 weight, a partly filled configuration (N = 40000), and
-one small case per mode 3-5 (PERSIST, PERSIST_1, MBAR), the persistent ones with fewer clusters
-than rows (each cluster loops, reusing both slot sets and flipping the mbarrier phases) and with
-more (idle clusters).  ``--new``: only those last cases.
+one small case per mode 3-5 (PERSIST, PERSIST_1, MBAR) and 7-9 (RING, RING_L2: the ring depths
+1 to 8, HYBRID: its register chunks and weight distance), the persistent ones with fewer clusters
+than rows (each cluster loops, reusing both slot sets and flipping the mbarrier phases; the ring
+runs on into the next row) and with more (idle clusters).  ``--new``: only those last cases.
 
 Run under compute-sanitizer, one tool at a time, e.g.
     compute-sanitizer --tool memcheck  python scripts/sanitize/rmsnorm_wide.py
@@ -22,7 +23,7 @@ import sys
 os.environ.setdefault("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
 
 def cases(wide):
-    """(dtype, weight dtype, N, M, shape, clusters): the first candidate of every mode 0-2 at every
+    """(dtype, weight dtype, N, M, shape, clusters, options): the first candidate of every mode 0-2 at every
     bucket (fp16, fp32), the policy (shape None) at every bucket (fp16, fp32) and with an fp32
     weight (bf16), a partly filled configuration, then :func:`new_cases`."""
     out = []
@@ -36,18 +37,25 @@ def cases(wide):
             out.append((dt, dt, N, M, None))
     out += [("bfloat16", "float32", 65536, 2, None), ("bfloat16", "float32", 262144, 1, None),
             ("bfloat16", "bfloat16", 40000, 3, None)]
-    return [c + (None,) for c in out] + new_cases(wide)
+    return [c + (None, {}) for c in out] + new_cases(wide)
 
 
 def new_cases(wide):
-    """(dtype, weight dtype, N, M, shape, clusters) of modes 3-5: small rows, the
-    persistent grid smaller than M (7 rows on 2 clusters: 3-4 rows each) and larger (idle)."""
-    return [("float16", "float16", 65536, 7, (8, 256, 32, wide.PERSIST), 2),
-            ("bfloat16", "float32", 32768, 2, (4, 256, 32, wide.PERSIST), 3),
-            ("float32", "float32", 32768, 5, (8, 256, 16, wide.PERSIST_1), 2),
-            ("float16", "float16", 40000, 3, (8, 256, 32, wide.PERSIST_1), None),
-            ("float16", "float16", 65536, 2, (8, 256, 32, wide.MBAR), None),
-            ("float32", "float32", 65536, 2, (8, 512, 16, wide.MBAR), None)]
+    """(dtype, weight dtype, N, M, shape, clusters, options) of modes 3-5 and 7-9: small rows, the
+    persistent grid smaller than M (7 rows on 2 clusters: 3-4 rows each) and larger (idle);
+    ``options`` the ring depth or HYBRID's register chunks and weight distance."""
+    R, RL, H = wide.RING, wide.RING_L2, wide.HYBRID
+    return [("float16", "float16", 65536, 7, (8, 256, 32, wide.PERSIST), 2, {}),
+            ("bfloat16", "float32", 32768, 2, (4, 256, 32, wide.PERSIST), 3, {}),
+            ("float32", "float32", 32768, 5, (8, 256, 16, wide.PERSIST_1), 2, {}),
+            ("float16", "float16", 40000, 3, (8, 256, 32, wide.PERSIST_1), None, {}),
+            ("float16", "float16", 65536, 2, (8, 256, 32, wide.MBAR), None, {}),
+            ("float32", "float32", 65536, 2, (8, 512, 16, wide.MBAR), None, {}),
+            ("float16", "float16", 65536, 7, (8, 256, 32, R), 2, dict(ring=3)),
+            ("float32", "float32", 40000, 5, (8, 256, 32, R), 2, dict(ring=8)),
+            ("bfloat16", "float32", 65536, 3, (4, 512, 32, RL), 5, dict(ring=1)),
+            ("float16", "float16", 131072, 2, (4, 512, 64, H), None, dict(hreg=2, wdist=3)),
+            ("float32", "float32", 40000, 2, (4, 256, 64, H), None, dict(hreg=12, wdist=16))]
 
 
 def main() -> int:
@@ -66,19 +74,19 @@ def main() -> int:
         return 2
     gen = torch.Generator(device="cuda").manual_seed(1234)
     failures = 0
-    for dt, wdt, N, M, shape, clusters in (new_cases(wide) if "--new" in sys.argv[1:] else cases(wide)):
+    for dt, wdt, N, M, shape, clusters, kw in (new_cases(wide) if "--new" in sys.argv[1:] else cases(wide)):
         for gate in (False, True):
             x = torch.randn(M, N, device="cuda", generator=gen).to(torch_dtype(dt))
             g = (2 * torch.randn(M, N, device="cuda", generator=gen)).to(x.dtype) if gate else None
             w = (1 + 0.5 * torch.randn(N, device="cuda", generator=gen)).to(torch_dtype(wdt))
             out = torch.full_like(x, float("nan"))
-            rstd = wide.forward(x, w, 1e-6, out, gate=g, shape=shape, clusters=clusters)
+            rstd = wide.forward(x, w, 1e-6, out, gate=g, shape=shape, clusters=clusters, **kw)
             torch.cuda.synchronize()
             # the float64 reference on the CPU: only our kernels run on the GPU under the tool
             ok, msg = check_rows("rmsnorm_gate" if gate else "rmsnorm", out.cpu(), x.cpu(), w.float().cpu(),
                                  g.cpu() if gate else None, 1e-6, dt)
             ok = ok and bool(torch.isfinite(rstd.cpu()).all())
-            cfg = wide.config(N, dt, torch.cuda.get_device_capability(), gate=gate, weight_dtype=wdt, shape=shape)
+            cfg = wide.config(N, dt, torch.cuda.get_device_capability(), gate=gate, weight_dtype=wdt, shape=shape, **kw)
             grid = f" clusters={clusters}" if clusters else ""
             print(f"{'ok  ' if ok else 'FAIL'} {cfg.kernel} M={M} N={N}{grid}: {msg[:200]}", flush=True)
             failures += not ok
