@@ -52,6 +52,11 @@
 // exchange, st.async into every CTA's slot completing bytes on that CTA's mbarrier, in place
 // of steps 3's cluster barrier.  Modes 3-5 add the slots in rank order as step 4: the same
 // bits as mode 1 at the same (CLUSTER, THREADS, EPT).
+// WIDE_MODE 7 / 8 (cluster_rows_ring): persistent, the slice in registers, a per-thread cp.async
+// ring of chunk slots in shared memory streaming the chunks that follow (the next row's among
+// them); 7 keeps the weight's slice in shared memory, 8 reads it from L2.  WIDE_MODE 9
+// (cluster_row_hybrid): mode 5 with a thread's first WIDE_HREG chunks in registers and the rest in
+// shared memory (slices of 128 KiB at two CTAs an SM), the weight WIDE_WDIST chunks ahead.
 // Batch invariance: the summation order depends only on the compile-time configuration, which
 // the launcher picks from N, the dtype and the GPU alone -- never from M or the row's position.
 // Numerics: silu(g) = __fdividef(g, 1 + __expf(-g)) and r = rsqrtf(__fdividef(sum, N) + eps),

@@ -23,11 +23,13 @@ Contract for the dispatcher (fused.py):
   tells); returns rstd.
 * :func:`kernel_report` -- ptxas registers / spills of every configuration the policy uses.
 
-Six modes (where a CTA keeps its slice, how the CTA sums meet, one cluster per row or a
+Nine modes (where a CTA keeps its slice, how the CTA sums meet, one cluster per row or a
 persistent grid of clusters looping over rows, :func:`launch_grid`); :data:`POLICY` takes, per
 op, element size and row-length bucket, the fastest of :data:`CANDIDATES` and
 :data:`NEW_CANDIDATES` and of bigger CTAs on smaller clusters, on the H200 (benchmarks/NOTES.md,
-"wide rows on a cluster" and "fifth session"; :data:`POLICY` says which runs).  Every mode
+"wide rows on a cluster" and "fifth session"; :data:`POLICY` says which runs), and RING /
+HYBRID where three later runs measured them faster ("seventh session": a 16-CTA cluster leaves
+15 % of the H200's CTA slots empty, so the 262144 rows moved to 4- and 8-CTA clusters).  Every mode
 adds a row's squares in the same order at a given (cluster, threads, ept), so the policy's
 choice of mode never changes a bit.  :data:`POLICY_LOADS` adds, per shape, when the shared-memory
 modes load the weight for the last step and the launch bound that sets their registers (another
@@ -127,8 +129,10 @@ WLOAD_MAX_BYTES = 64
 #: (benchmarks/explore/2026-12-02-wide-persistent/run1/persist-record.json, its
 #: "proposed_policy"), where a second run that timed bigger CTAs on smaller clusters beside
 #: those entries found faster ones (explore/2026-12-03-wide-bigger-ctas/run1: rmsnorm 16-bit at
-#: 131072, fp32 at 32768 and 65536); tests/test_rmsnorm_wide.py checks the table is the two
-#: proposals, the second over the first.
+#: 131072, fp32 at 32768 and 65536), and where the ring runs (explore/2026-12-02-wide-ring
+#: run1-3) measured a RING or HYBRID kernel faster than the policy's in the same run (rmsnorm
+#: 16-bit 262144, fp32 131072 and 262144, the fp32 gate at 262144); tests/test_rmsnorm_wide.py
+#: checks the table is those proposals, each later one over the earlier.
 POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
     "rmsnorm": {
         2: {32768: (4, 256, 32, MBAR), 65536: (4, 256, 64, MBAR), 131072: (4, 1024, 32, MBAR),
