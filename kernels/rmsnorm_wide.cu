@@ -16,7 +16,7 @@
 //              -DWIDE_MODE=1 kernels/rmsnorm_wide.cu
 //              (gpu_viz.rmsnorm.wide.kernel_report runs it for every configuration and arch)
 //
-// Layout (modes 0-2, 5).  grid = M * CLUSTER blocks of THREADS threads; cluster k (blocks k*CLUSTER ..
+// Layout (modes 0-2, 5, 9).  grid = M * CLUSTER blocks of THREADS threads; cluster k (blocks k*CLUSTER ..
 // k*CLUSTER + CLUSTER-1, __cluster_dims__) normalises row k.  The row is N / VEC 16-byte
 // vectors; CTA `rank` of the cluster holds the contiguous slice of THREADS * CHUNKS vectors
 // starting at rank * THREADS * CHUNKS, thread t its vectors t, t + THREADS, ... of that slice
@@ -64,9 +64,10 @@
 // NaN/Inf in a row make that row NaN/0 as the float64 formula, and never touch other rows.
 //
 // Kernels (extern "C"; names parsed by gpu_viz/rmsnorm/wide.py):
-//   rmsnorm[_gate]_cluster_<dt>_w<wdt>_c<CLUSTER>_t<THREADS>_e<EPT>_m<MODE>[_wb|_we]
+//   rmsnorm[_gate]_cluster_<dt>_w<wdt>_c<CLUSTER>_t<THREADS>_e<EPT>_m<MODE>[_wb|_we|_r<R>|_h<H>_d<D>]
 //   dt = f32 | f16 | bf16 (x, gate, y); wdt = the weight's: dt, or f32 for a 16-bit x;
-//   _wb / _we: WIDE_WLOAD 1 / 2.
+//   _wb / _we: WIDE_WLOAD 1 / 2 (modes 1, 5); _r<R>: WIDE_RING (modes 7, 8); _h<H>_d<D>: WIDE_HREG,
+//   WIDE_WDIST (mode 9).
 // -D options (the launcher passes all of them; the defaults below are one configuration of its
 // policy): one kernel per module, i.e. per (op, dtype, weight dtype, configuration):
 //   WIDE_DTYPE       x's: 1 f32, 2 f16, 4 bf16
@@ -81,12 +82,17 @@
 //                    2 shared memory (x, gate and the weight); see step 1.  3 persistent,
 //                    x (gate) double-buffered, 4 persistent, one buffer refilled in place
 //                    (both: the weight's slice in shared memory), 5 mode 1 with the mbarrier
-//                    exchange.  Modes 3 and 4 take gridDim.x / CLUSTER clusters for M rows
-//                    (the launcher: at most what the GPU holds at once, at most M); the others
-//                    M * CLUSTER blocks.
+//                    exchange; 7 / 8 persistent, the slice in registers, a cp.async ring (the
+//                    weight in shared memory / from L2); 9 mode 5 with the slice split between
+//                    registers and shared memory.  Modes 3, 4, 7 and 8 take gridDim.x / CLUSTER
+//                    clusters for M rows (the launcher: at most what the GPU holds at once, at
+//                    most M); the others M * CLUSTER blocks.
+//   WIDE_RING        modes 7, 8: the ring's chunk slots (1..16)
+//   WIDE_HREG        mode 9: chunks a thread keeps in registers (0: half of them)
+//   WIDE_WDIST       mode 9: how many chunks ahead of the stores the weight is loaded
 //   WIDE_WLOAD       modes 1 and 5: when the last step's weight is loaded -- 0 a chunk at a
 //                    time, 1 all chunks together, 2 with x's copies (see store_row_smem)
-// Kernel arguments: (out, rstd, x, gate, w, N, eps, w_offset, M); only modes 3 and 4 read M.
+// Kernel arguments: (out, rstd, x, gate, w, N, eps, w_offset, M); only modes 3, 4, 7 and 8 read M.
 // Before sm_90 (no clusters) the kernels compile to a trap: wide.supported() is False there.
 #include "convert.cuh"  // to_f32 / from_f32<T>
 
@@ -826,7 +832,11 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
                 }
                 if (!GATE) px[c] = v;
             }
-            // the slot's value is in registers (read by this thread): refill it RING chunks ahead
+            // the slot's value is in registers (read by this thread): refill it RING chunks ahead.  The
+            // copy is issued after the thread's own ld.shared of the slot, in program order; its
+            // write lands only after a round trip to global memory (cp.async.cg: L2 at least), so
+            // the read has long completed.  (Mode 4 refills after a store consumed the value; here
+            // the value feeds the sum right away, and racecheck runs these kernels clean.)
             issue(row + ((c + RING) / CHUNKS) * nclusters, (c + RING) % CHUNKS, slot);
             slot = slot + 1 == RING ? 0 : slot + 1;
         }
@@ -875,13 +885,13 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
 // [end cluster_rows_ring]
 
 // ---------------------------------------------------------------------------------------
-// one row per cluster, half the slice in registers, half in shared memory (WIDE_MODE 9)
+// one row per cluster, the slice split between registers and shared memory (WIDE_MODE 9)
 
 // [region cluster_row_hybrid]
 // cluster_row_mbar (mode 5: one row per cluster, the CTA sums by st.async onto each CTA's
-// mbarrier) with the slice split in two: a thread's first CHUNKS / 2 chunks are loaded into
+// mbarrier) with the slice split in two: a thread's first RC = WIDE_HREG chunks are loaded into
 // registers (x packed for rmsnorm; for the gate x and g, kept as a = x * silu(g) in fp32 once
-// summed), the rest copied into shared memory with cp.async -- so a CTA holds twice what either
+// summed), the rest copied into shared memory with cp.async -- so a CTA holds more than either
 // alone would give it at the same CTAs per SM, and slices of 128 KiB fit two CTAs an SM on a
 // 4-CTA cluster (262144 16-bit elements a row).  The copies are issued first, then the register
 // loads; the squares are added in chunk order c = 0 .. CHUNKS-1 (the register chunks are the

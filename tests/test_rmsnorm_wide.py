@@ -638,13 +638,14 @@ def test_new_modes_build_on_every_arch():
 @pytest.mark.parametrize("gate", (False, True), ids=("rmsnorm", "gate"))
 @pytest.mark.parametrize("dt", DTS)
 def test_new_modes_against_float64_and_batch_invariant(dt, gate, N, mode, seed):
-    """At POLICY's (cluster, threads, ept) in the new mode: float64 on fresh data with
-    NaN-poisoned output, mode 1's bits at the same shape, rows of op(x[:m]) bit-identical to
-    op(x)'s at m in 1, 3, 64, 1000 (M = 1003: not a multiple of any cluster count the GPU holds)."""
+    """At the (cluster, threads, ept) NEW_CANDIDATES are built around (the policy's before the ring
+    runs) in the new mode: float64 on fresh data with NaN-poisoned output, mode 1's bits at the
+    same shape, rows of op(x[:m]) bit-identical to op(x)'s at m in 1, 3, 64, 1000 (M = 1003: not a
+    multiple of any cluster count the GPU holds)."""
     _needs_clusters()
-    pol = wide.config(N, dt, H100, gate=gate)
-    cfgs = [c for c in _new_configs(N, dt, gate, modes=(mode,))
-            if (c.cluster, c.threads, c.ept) == (pol.cluster, pol.threads, pol.ept)]
+    op, size = ("rmsnorm_gate" if gate else "rmsnorm"), DTYPES[dt][1]
+    base = wide._PERSIST_RUN_SHAPES[op][size][min(b for b in wide._PERSIST_RUN_SHAPES[op][size] if b >= N)]
+    cfgs = [c for c in _new_configs(N, dt, gate, modes=(mode,)) if (c.cluster, c.threads, c.ept) == base]
     if not cfgs:
         pytest.skip(f"no {mode} candidate for {dt} {'gate' if gate else 'rmsnorm'} N={N} (shared memory)")
     cfg = cfgs[0]
@@ -722,7 +723,8 @@ def test_sanitizer_cases_are_launchable():
     assert {sh[3] for *_, sh, _, _ in new} == set(NEW_MODES + RING_AND_HYBRID)
     assert any(cl is not None and cl < M for _, _, _, M, _, cl, _ in new)  # clusters loop over rows
     assert any(cl is not None and cl > M for _, _, _, M, _, cl, _ in new)  # idle clusters
-    assert {kw.get("ring") for *_, kw in new} >= {1, 3, 8}  # ring depths around a row's chunks
+    assert {kw.get("ring") for *_, kw in new} >= {1, 3, 4, 8}  # ring depths around a row's chunks
+    assert any(sh[3] == wide.RING and wdt != dt for dt, wdt, _, _, sh, _, _ in new)  # mode 7, an fp32 weight
     assert all(c in mod.cases(wide) for c in new)
     seen = set()
     for dt, wdt, N, M, shape, clusters, kw in mod.cases(wide):
@@ -825,10 +827,23 @@ def test_ring_and_hybrid_configuration():
         wide.config(65536, "float16", H100, shape=(8, 256, 32, H), hreg=4)
     with pytest.raises(ValueError, match=r"wdist=5: the weight's loads run 1 to 4 chunks ahead"):
         wide.config(65536, "float16", H100, shape=(8, 256, 32, H), wdist=5)
-    with pytest.raises(ValueError, match=r"hreg / wdist with mode 1"):
-        wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.SMEM), hreg=1)
+    with pytest.raises(ValueError, match=r"wdist=2 with mode 1: hreg and wdist are HYBRID \(9\)'s only"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.SMEM), wdist=2)
+    with pytest.raises(TypeError, match=r"hreg must be an int"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, H), hreg=2.0)
+    with pytest.raises(TypeError, match=r"wdist must be an int"):
+        wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.SMEM), wdist="2")
     with pytest.raises(ValueError, match=r"HYBRID needs at least 2 chunks"):
-        wide.config(32768, "float16", H100, shape=(4, 1024, 8, H))
+        wide.config(32768, "float16", H100, shape=(4, 1024, 8, H), hreg=1)
+    with pytest.raises(ValueError, match=r"needs ring >= 1 chunk slots, got 0"):
+        wide.smem_bytes_of("rmsnorm", 2, 2, (8, 256, 32, R))
+    # registers: the launch bound the estimate gives (ptxas checks the real count: the build test)
+    assert wide.min_blocks("rmsnorm", 2, 2, 512, 128, H, 65536, hreg=8, wdist=1) == 2  # 32 + 32 a thread
+    assert wide.min_blocks("rmsnorm", 4, 4, 512, 64, H, 98304, hreg=4, wdist=4) == 2  # 16 + 12 + 32
+    assert wide.min_blocks("rmsnorm", 2, 2, 512, 128, H, 65536, hreg=8, wdist=2) == 1  # a second weight pack
+    assert wide.min_blocks("rmsnorm_gate", 4, 4, 256, 64, H, 16384, hreg=12, wdist=16) == 1  # x, g packs: 96
+    assert wide.min_blocks("rmsnorm_gate", 4, 4, 1024, 32, R, 229376) == 1
+    assert wide.min_blocks("rmsnorm", 2, 2, 256, 32, R, 28672) == 5  # 16 + 32 a thread, 256 threads
     with pytest.raises(ValueError, match=r"bytes of shared memory per CTA"):
         wide.config(262144, "float32", H100, gate=True, shape=(8, 1024, 32, R), ring=4)
     assert wide.reduction_order(c, 65536) == wide.reduction_order(
@@ -861,7 +876,9 @@ def test_ring_runs_propose_what_the_policy_took():
     assert prop[("rmsnorm_gate", 4, 262144)] == ((8, 1024, 32, wide.RING), 3)
 
 
-_RING_CASES = (("float16", False, 262144, None, None), ("bfloat16", False, 200000, None, None),
+_RING_CASES = (("bfloat16", False, 65536, (8, 256, 32, wide.RING), dict(ring=4, wdt="float32", offset=1.0)),
+               ("float16", True, 65536, (4, 512, 32, wide.RING_L2), dict(ring=2, wdt="float32", offset=1.0)),
+               ("float16", False, 262144, None, None), ("bfloat16", False, 200000, None, None),
                ("float32", False, 131072, None, None), ("float32", True, 262144, None, None),
                ("float32", True, 200000, None, None), ("float16", True, 65536, (8, 256, 32, wide.RING), dict(ring=3)),
                ("bfloat16", False, 40000, (8, 256, 32, wide.RING_L2), dict(ring=8)),
@@ -879,31 +896,33 @@ def test_ring_and_hybrid_against_float64_and_batch_invariant(case, seed):
     RING every cluster count (1, 5, M, M + 9) the same bits."""
     _needs_clusters()
     dt, gate, N, shape, kw = case
-    kw = kw or {}
-    cfg = wide.config(N, dt, H100, gate=gate, shape=shape, **kw)
+    kw = dict(kw or {})
+    wdt, offset = kw.pop("wdt", None), kw.pop("offset", 0.0)
+    cfg = wide.config(N, dt, H100, gate=gate, shape=shape, weight_dtype=wdt, **kw)
     assert cfg.mode in RING_AND_HYBRID
     shape = (cfg.cluster, cfg.threads, cfg.ept, cfg.mode)
     kw = dict(ring=cfg.ring) if cfg.mode in wide.RING_MODES else dict(hreg=cfg.hreg, wdist=cfg.wdist)
     gen = torch.Generator(device="cuda").manual_seed(seed)
     M = 41
-    x, g, w = _inputs(M, N, dt, gen, gate)
-    out, rstd = _run(x, w, g, shape=shape, **kw)
+    x, g, w = _inputs(M, N, dt, gen, gate, wdt=wdt)
+    out, rstd = _run(x, w, g, offset=offset, shape=shape, **kw)
     torch.cuda.synchronize()
-    _check(out, rstd, x, w, g, 1e-6, 0.0, seed)
+    _check(out, rstd, x, w, g, 1e-6, offset, seed)
     try:
         ref_shape = shape[:3] + (wide.SMEM,)
-        wide.config(N, dt, H100, gate=gate, shape=ref_shape)
+        wide.config(N, dt, H100, gate=gate, shape=ref_shape, weight_dtype=wdt)
     except ValueError:
         ref_shape = shape[:3] + (wide.REGISTERS,)
-    ref, ref_rstd = _run(x, w, g, shape=ref_shape)
+    ref, ref_rstd = _run(x, w, g, offset=offset, shape=ref_shape)
     assert _same_bits(out, ref) and torch.equal(rstd, ref_rstd), f"{cfg.kernel} differs from {ref_shape}'s bits"
     for m in (1, 3, 40):
-        part, prstd = _run(x[:m].contiguous(), w, g[:m].contiguous() if gate else None, shape=shape, **kw)
+        part, prstd = _run(x[:m].contiguous(), w, g[:m].contiguous() if gate else None, offset=offset, shape=shape,
+                           **kw)
         assert _same_bits(part, out[:m]) and torch.equal(prstd, rstd[:m]), f"op(x[:{m}]) differs ({cfg.kernel})"
     if cfg.persistent:
         for G in (1, 5, M, M + 9):
             o = torch.full_like(x, float("nan"))
-            r = wide.forward(x, w, 1e-6, o, gate=g, shape=shape, clusters=G, **kw)
+            r = wide.forward(x, w, 1e-6, o, gate=g, weight_offset=offset, shape=shape, clusters=G, **kw)
             torch.cuda.synchronize()
             assert _same_bits(o, out) and torch.equal(r, rstd), f"{cfg.kernel} with {G} clusters differs"
 

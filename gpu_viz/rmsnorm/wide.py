@@ -29,7 +29,8 @@ op, element size and row-length bucket, the fastest of :data:`CANDIDATES` and
 :data:`NEW_CANDIDATES` and of bigger CTAs on smaller clusters, on the H200 (benchmarks/NOTES.md,
 "wide rows on a cluster" and "fifth session"; :data:`POLICY` says which runs), and RING /
 HYBRID where three later runs measured them faster ("seventh session": a 16-CTA cluster leaves
-15 % of the H200's CTA slots empty, so the 262144 rows moved to 4- and 8-CTA clusters).  Every mode
+15 % of the H200's CTA slots empty, so rmsnorm's 262144 rows and the fp32 gate's moved to 4- and
+8-CTA clusters).  Every mode
 adds a row's squares in the same order at a given (cluster, threads, ept), so the policy's
 choice of mode never changes a bit.  :data:`POLICY_LOADS` adds, per shape, when the shared-memory
 modes load the weight for the last step and the launch bound that sets their registers (another
@@ -101,10 +102,10 @@ PERSIST, PERSIST_1, MBAR = 3, 4, 5
 #: row split without a cluster, tried and removed: benchmarks/NOTES.md, "sixth session".)
 RING, RING_L2 = 7, 8
 RING_MODES = (RING, RING_L2)
-#: HYBRID -- one row per cluster as MBAR, a thread's first half of its chunks loaded into registers
-#: (x packed, or x * silu(g) in fp32), the second half copied into shared memory: a CTA holds twice
-#: what either alone gives it at the same CTAs per SM (slices of 128 KiB on two CTAs an SM); the
-#: weight read from global memory one chunk ahead of each store.
+#: HYBRID -- one row per cluster as MBAR, a thread's first ``hreg`` chunks (default half) loaded into
+#: registers (x packed, or x * silu(g) in fp32), the rest copied into shared memory: a CTA holds
+#: more than either alone gives it at the same CTAs per SM (slices of 128 KiB on two CTAs an SM);
+#: the weight read from global memory ``wdist`` chunks ahead of the stores.
 HYBRID = 9
 MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR, RING, RING_L2, HYBRID)
 PERSISTENT_MODES = (PERSIST, PERSIST_1, RING, RING_L2)
@@ -247,19 +248,24 @@ H100_SMS = 132
 
 
 def smem_bytes_of(op: str, itemsize: int, weight_itemsize: int, shape: Tuple[int, int, int, int],
-                  ring: int = 0) -> int:
+                  ring: int = 0, hreg: int = 0) -> int:
     """Dynamic shared memory per CTA of ``shape`` = (cluster, threads, ept, mode): the slice of x
     (and the gate) -- twice in PERSIST -- and, in SMEM_W, PERSIST, PERSIST_1 and RING, the weight's;
     RING and RING_L2 hold ``ring`` chunk slots of 16 bytes a thread (of x, and of the gate)
-    instead of the slice; HYBRID the chunks past the ``ring`` (its hreg: 0 for half) a thread
-    keeps in registers."""
+    instead of the slice; HYBRID the chunks past the ``hreg`` (0: half) a thread keeps in
+    registers.
+
+    Raises:
+        ValueError: ``ring`` below 1 for RING / RING_L2."""
     _, t, e, mode = shape
     if mode == REGISTERS:
         return 0
     if mode in RING_MODES:
+        if ring < 1:
+            raise ValueError(f"mode {mode} (RING / RING_L2) needs ring >= 1 chunk slots, got {ring}")
         return t * 16 * ring * (2 if op == "rmsnorm_gate" else 1) + (t * e * weight_itemsize if mode == RING else 0)
     if mode == HYBRID:
-        return t * (e - _hybrid_register_elements(itemsize, e, ring)) * itemsize * (2 if op == "rmsnorm_gate" else 1)
+        return t * (e - _hybrid_register_elements(itemsize, e, hreg)) * itemsize * (2 if op == "rmsnorm_gate" else 1)
     rows = itemsize * (2 if op == "rmsnorm_gate" else 1) * (2 if mode == PERSIST else 1)
     weight = weight_itemsize if mode in (SMEM_W, PERSIST, PERSIST_1) else 0
     return t * e * (rows + weight)
@@ -325,8 +331,7 @@ class WideConfig:
     def smem_bytes(self) -> int:
         """Dynamic shared memory per CTA (:func:`smem_bytes_of`)."""
         return smem_bytes_of(self.op, DTYPES[self.dtype][1], DTYPES[self.weight_dtype][1],
-                             (self.cluster, self.threads, self.ept, self.mode),
-                             self.hreg if self.mode == HYBRID else self.ring)
+                             (self.cluster, self.threads, self.ept, self.mode), self.ring, self.hreg)
 
     @property
     def persistent(self) -> bool:
@@ -407,11 +412,13 @@ def estimate_active_clusters(cfg: WideConfig, sms: int = H100_SMS) -> int:
 
 
 def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: int, mode: int = REGISTERS,
-               smem_bytes: int = 0, hreg: int = 0) -> int:
+               smem_bytes: int = 0, hreg: int = 0, wdist: int = 1) -> int:
     """``__launch_bounds__``' minimum blocks per SM.  REGISTERS: as many as the registers of the
     row data allow (x packed -- or, for the gate, x * silu(g) as fp32 -- and the weight's pack,
     plus OVERHEAD_REGISTERS); RING and RING_L2 the same for the row data alone (no weight pack)
-    plus RING_OVERHEAD_REGISTERS, HYBRID for its register half.  Other shared-memory modes: as many as shared memory holds, while
+    plus RING_OVERHEAD_REGISTERS, HYBRID for its ``hreg`` register chunks (the gate's x and g packs
+    while they are summed, or its fp32 x * silu(g), whichever is larger) and the weight packs in
+    flight past the first (``wdist`` - 1).  An estimate: ptxas decides (:func:`kernel_report`).  Other shared-memory modes: as many as shared memory holds, while
     each thread keeps SMEM_MODE_REGISTERS.  At least 1, at most SM_THREADS / threads."""
     if mode == REGISTERS:
         data = (ept * itemsize // 4 if op == "rmsnorm" else ept) + ept * weight_itemsize // 4
@@ -419,6 +426,10 @@ def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: 
     elif mode in RING_MODES or mode == HYBRID:
         e = _hybrid_register_elements(itemsize, ept, hreg) if mode == HYBRID else ept
         data = e * itemsize // 4 if op == "rmsnorm" else e
+        if mode == HYBRID:
+            if op != "rmsnorm":  # x's and g's packs live together until x * silu(g) is formed
+                data = max(data, 2 * e * itemsize // 4)
+            data += (wdist - 1) * (16 // itemsize) * weight_itemsize // 4
         fit = SM_REGISTERS // (threads * (data + RING_OVERHEAD_REGISTERS))
     else:
         fit = SM_REGISTERS // (threads * SMEM_MODE_REGISTERS)
@@ -472,7 +483,9 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     the minimum blocks per SM: the measurements' candidates; taken as given, so a combination the
     policy never uses may spill -- :func:`kernel_report` tells).  ``ring``: the chunk slots of
     RING / RING_L2 (the policy's :data:`POLICY_RING` where the shape is the policy's; required with
-    a ``shape`` in those modes).  ``weight_dtype``: x's dtype (None) or float32.
+    a ``shape`` in those modes).  ``hreg`` / ``wdist``: HYBRID's chunks kept in registers (default
+    half) and how many chunks ahead of its stores it loads the weight (default 1; the policy's
+    :data:`POLICY_HYBRID`).  ``weight_dtype``: x's dtype (None) or float32.
 
     Raises:
         ValueError: ``not supported(n, dtype, cc)`` (naming why), a weight dtype other than x's
@@ -480,8 +493,10 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
             cluster exceeds 16, a ``wload`` not in WLOADS or other than WLOAD_CHUNK for a mode not
             in WLOAD_MODES, ``blocks`` beyond what the threads or shared memory allow an SM, a
             ``ring`` outside 1 .. MAX_RING for RING / RING_L2, missing there, or given for another
-            mode, shared memory beyond MAX_CTA_SHARED.
-        TypeError: ``wload``, ``blocks`` or ``ring`` not an int.
+            mode, ``hreg`` outside 1 .. chunks - 1 or ``wdist`` outside 1 .. chunks for HYBRID (which
+            needs 2 chunks a thread), either given for another mode, shared memory beyond
+            MAX_CTA_SHARED.
+        TypeError: ``wload``, ``blocks``, ``ring``, ``hreg`` or ``wdist`` not an int.
     """
     dt = dtype_name(dtype)
     wdt = dt if weight_dtype is None else dtype_name(weight_dtype)
@@ -526,8 +541,13 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
         check_int("ring", ring)
         raise ValueError(f"ring={ring} with mode {mode}: the chunk ring is RING ({RING}) and RING_L2 ({RING_L2})'s only")
     h, d = 0, 1
+    for name, v in (("hreg", hreg), ("wdist", wdist)):
+        if v is not None:
+            check_int(name, v)
     if mode == HYBRID:
         chunks = e // vec
+        if chunks < 2:
+            raise ValueError(f"HYBRID needs at least 2 chunks a thread, got ept={e} ({chunks} of {vec} elements)")
         if hreg is not None:
             h = check_int("hreg", hreg)
             if not 1 <= h < chunks:
@@ -536,16 +556,15 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
             d = check_int("wdist", wdist)
             if not 1 <= d <= chunks:
                 raise ValueError(f"wdist={d}: the weight's loads run 1 to {chunks} chunks ahead of the stores")
-        if chunks < 2:
-            raise ValueError(f"HYBRID needs at least 2 chunks a thread, got ept={e} ({chunks} of {vec} elements)")
         h = h or chunks // 2
     elif hreg is not None or wdist is not None:
-        raise ValueError(f"hreg / wdist with mode {mode}: they are HYBRID ({HYBRID})'s only")
+        given = ", ".join(f"{k}={v}" for k, v in (("hreg", hreg), ("wdist", wdist)) if v is not None)
+        raise ValueError(f"{given} with mode {mode}: hreg and wdist are HYBRID ({HYBRID})'s only")
     cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d)
     if cfg.smem_bytes > MAX_CTA_SHARED:
         raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
                          f"(weight {wdt}); at most {MAX_CTA_SHARED}")
-    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes, h)
+    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes, h, d)
     if blocks is not None:
         most = sm_holds(t, cfg.smem_bytes)
         blocks = check_int("blocks", blocks)
@@ -705,7 +724,7 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
             non-contiguous or misaligned operand, operands on different devices, eps < 0,
             N not supported on this GPU (naming why), M * cluster beyond gridDim.x, ``clusters``
             below 1 or with a mode that is not persistent, ``shape`` / ``wload`` / ``blocks`` /
-            ``ring`` that :func:`config` refuses.
+            ``ring`` / ``hreg`` / ``wdist`` that :func:`config` refuses.
         GPUUnavailable: in CPU mode.
     """
     xf, dt, xs, xst, xp = _info("x2d", x2d)

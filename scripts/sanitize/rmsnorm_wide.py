@@ -2,8 +2,8 @@
 both ops, every slice mode (registers, shared memory, shared memory with the weight) at every
 row-length bucket (2- to 16-CTA clusters) in fp16 and fp32, the policy of both ops at every
 bucket (fp16, fp32), bf16 with an fp32 weight, a partly filled configuration (N = 40000), and
-one small case per mode 3-5 (PERSIST, PERSIST_1, MBAR) and 7-9 (RING, RING_L2: the ring depths
-1 to 8, HYBRID: its register chunks and weight distance), the persistent ones with fewer clusters
+one small case per mode 3-5 (PERSIST, PERSIST_1, MBAR) and 7-9 (RING, RING_L2: ring depths
+1, 3, 4 and 8, an fp32 weight of a bf16 x, HYBRID: its register chunks and weight distance), the persistent ones with fewer clusters
 than rows (each cluster loops, reusing both slot sets and flipping the mbarrier phases; the ring
 runs on into the next row) and with more (idle clusters).  ``--new``: only those last cases.
 
@@ -54,6 +54,7 @@ def new_cases(wide):
             ("float16", "float16", 65536, 7, (8, 256, 32, R), 2, dict(ring=3)),
             ("float32", "float32", 40000, 5, (8, 256, 32, R), 2, dict(ring=8)),
             ("bfloat16", "float32", 65536, 3, (4, 512, 32, RL), 5, dict(ring=1)),
+            ("bfloat16", "float32", 65536, 3, (8, 256, 32, R), 2, dict(ring=4)),
             ("float16", "float16", 131072, 2, (4, 512, 64, H), None, dict(hreg=2, wdist=3)),
             ("float32", "float32", 40000, 2, (4, 256, 64, H), None, dict(hreg=12, wdist=16))]
 
