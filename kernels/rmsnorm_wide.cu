@@ -234,6 +234,28 @@ __device__ __forceinline__ float warp_allreduce_sum(float v) {
     return v;
 }
 
+// Block reduction: the CTA's total of every thread's `v` -- a warp butterfly, the warps' totals
+// through `warp_sums` (THREADS / 32 floats) in warp order, one butterfly over them -- in every
+// thread.  Every mode sums a CTA this way; the call must be reached by every thread.
+template <int THREADS>
+__device__ __forceinline__ float cta_allreduce_sum(float v, float* warp_sums, int t) {
+    constexpr int NWARPS = THREADS / 32;
+    v = warp_allreduce_sum(v);
+    if ((t & 31) == 0) warp_sums[t >> 5] = v;
+    __syncthreads();
+    return warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
+}
+
+// r = rsqrt(row sum / N + eps) from the CLUSTER CTA sums in `cta_sums`, added in rank order 0 ..
+// CLUSTER-1: every CTA of the cluster gets the bit-identical row sum (step 4).
+template <int CLUSTER>
+__device__ __forceinline__ float rstd_of_cta_sums(const float* cta_sums, int N, float eps) {
+    float total = 0.0f;
+    #pragma unroll
+    for (int i = 0; i < CLUSTER; ++i) total += cta_sums[i];
+    return rsqrtf(__fdividef(total, (float)N) + eps);
+}
+
 // This thread's weight packs of the slice (vectors first + c * THREADS), into registers.
 template <typename WT, int VEC, int CHUNKS, int THREADS>
 __device__ __forceinline__ void load_weight_slice(Pack<WT, VEC> (&pw)[CHUNKS], const WT* __restrict__ w,
@@ -299,20 +321,14 @@ __device__ __forceinline__ void cluster_row(T* __restrict__ out, float* __restri
     // the weight (L2-resident: every row reads it) once x's registers are folded: its latency
     // hides behind the block and cluster reductions, and the gate op's x and g are dead by now
     load_weight_slice<WT, VEC, CHUNKS, THREADS>(pw, w, first, nvec);
-    sumsq = warp_allreduce_sum(sumsq);
-    if ((t & 31) == 0) warp_sums[t >> 5] = sumsq;
-    __syncthreads();
-    float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
+    const float cta = cta_allreduce_sum<THREADS>(sumsq, warp_sums, t);
     // step 3: this CTA's sum into slot [rank] of every CTA of the cluster
     cluster_wait_acquire();  // matches step 0: every CTA of the cluster has started
     if (t < CLUSTER) st_remote_f32(&cta_sums[rank], (unsigned)t, cta);
     cluster_arrive_release();
     cluster_wait_acquire();
     // step 4: the row sum, in rank order (the same bits in every CTA)
-    float total = 0.0f;
-    #pragma unroll
-    for (int i = 0; i < CLUSTER; ++i) total += cta_sums[i];
-    const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+    const float r = rstd_of_cta_sums<CLUSTER>(cta_sums, N, eps);
     if (rank == 0 && t == 0) rstd[row] = r;
     // step 5: y from the registers
     unsigned long long pol;
@@ -353,6 +369,24 @@ __device__ __forceinline__ void cp_async_wait_all() {
     asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
+// One weight pack (16 or 32 bytes: one or two 16-byte copies) global -> shared.
+template <typename WT, int VEC>
+__device__ __forceinline__ void cp_async_pack(Pack<WT, VEC>* dst, const WT* src) {
+    #pragma unroll
+    for (int q = 0; q < (int)(sizeof(Pack<WT, VEC>) / 16); ++q)
+        cp_async16(reinterpret_cast<uint4*>(dst) + q, reinterpret_cast<const uint4*>(src) + q);
+}
+// This thread's weight packs of the CTA's slice into shared memory, slot c * THREADS + t for
+// vector first + c * THREADS (the persistent modes' copy, once per CTA).
+template <typename WT, int VEC, int CHUNKS, int THREADS>
+__device__ __forceinline__ void cp_async_weight_slice(Pack<WT, VEC>* sw, const WT* __restrict__ w, int first,
+                                                      int nvec, int t) {
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS;
+        if (j < nvec) cp_async_pack<WT, VEC>(&sw[c * THREADS + t], w + (long long)j * VEC);
+    }
+}
 
 // The CTA's sum of squares over its slice in shared memory `sx`: each thread fmaf-chains its
 // own vectors (chunk c = vector first + c * THREADS + t of the row), then the warps' butterflies,
@@ -361,7 +395,6 @@ __device__ __forceinline__ void cp_async_wait_all() {
 template <typename T, int VEC, int CHUNKS, int THREADS>
 __device__ __forceinline__ float cta_sumsq_smem(const Pack<T, VEC>* sx, int first, int nvec, int t,
                                                 float* warp_sums) {
-    constexpr int NWARPS = THREADS / 32;
     float sumsq = 0.0f;
     #pragma unroll
     for (int c = 0; c < CHUNKS; ++c) {
@@ -374,10 +407,7 @@ __device__ __forceinline__ float cta_sumsq_smem(const Pack<T, VEC>* sx, int firs
             }
         }
     }
-    sumsq = warp_allreduce_sum(sumsq);
-    if ((t & 31) == 0) warp_sums[t >> 5] = sumsq;
-    __syncthreads();
-    return warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
+    return cta_allreduce_sum<THREADS>(sumsq, warp_sums, t);
 }
 
 // y of one 16-byte vector: T(x [* silu(g)] * (w + w_offset) * r), in fp32 (modes 1-5).
@@ -458,7 +488,6 @@ __device__ __forceinline__ void cluster_row_smem(T* __restrict__ out, float* __r
     constexpr int CHUNKS = EPT / VEC;
     constexpr int NWARPS = THREADS / 32;
     constexpr int SLICE = THREADS * CHUNKS;  // 16-byte vectors of x per CTA
-    constexpr int WQ = sizeof(Pack<WT, VEC>) / 16;  // 16-byte copies per weight pack (1 or 2)
     static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024, "launch shape");
     __shared__ float warp_sums[NWARPS];
     __shared__ float cta_sums[CLUSTER];
@@ -483,11 +512,7 @@ __device__ __forceinline__ void cluster_row_smem(T* __restrict__ out, float* __r
         if (j < nvec) {
             cp_async16(&sx[s], xr + (long long)j * VEC);
             if (GATE) cp_async16(&sg[s], gr + (long long)j * VEC);
-            if (SMEM_W) {
-                #pragma unroll
-                for (int q = 0; q < WQ; ++q)
-                    cp_async16(reinterpret_cast<uint4*>(&sw[s]) + q, reinterpret_cast<const uint4*>(w + (long long)j * VEC) + q);
-            }
+            if (SMEM_W) cp_async_pack<WT, VEC>(&sw[s], w + (long long)j * VEC);
         }
     }
     constexpr bool PRE = WIDE_WLOAD == 2 && !SMEM_W;  // the weight into registers now (see WIDE_WLOAD)
@@ -501,10 +526,7 @@ __device__ __forceinline__ void cluster_row_smem(T* __restrict__ out, float* __r
     if (t < CLUSTER) st_remote_f32(&cta_sums[rank], (unsigned)t, cta);
     cluster_arrive_release();
     cluster_wait_acquire();
-    float total = 0.0f;
-    #pragma unroll
-    for (int i = 0; i < CLUSTER; ++i) total += cta_sums[i];
-    const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+    const float r = rstd_of_cta_sums<CLUSTER>(cta_sums, N, eps);
     if (rank == 0 && t == 0) rstd[row] = r;
     // step 5: y from shared memory (and the weight from shared or global memory)
     store_row_smem<T, WT, GATE, CHUNKS, THREADS, SMEM_W, PRE>(out + row * (long long)N, sx, sg, sw, w, first, nvec,
@@ -553,6 +575,20 @@ __device__ __forceinline__ void st_async_remote_f32(float* local, unsigned long 
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];"
                  :: "r"(ra), "f"(v), "r"(rb) : "memory");
 #endif
+}
+
+// QuACK's exchange of the CTA sums, one row per cluster (modes 5, 9; the persistent modes 3, 4,
+// 7, 8 write the same steps out with their slot set and parity): thread i < CLUSTER sends this CTA's `cta`
+// into slot [rank] of `cta_sums` in CTA i, completing 4 bytes on that CTA's mbarrier `bar`;
+// every thread waits for its own `bar`'s phase `parity` (all CLUSTER sums landed) and returns
+// r from them (rstd_of_cta_sums).  The caller has armed `bar` for CLUSTER * 4 bytes (thread 0)
+// and knows every CTA of the cluster has initialised its mbarriers.
+template <int CLUSTER>
+__device__ __forceinline__ float exchange_rstd_mbar(float cta, float* cta_sums, unsigned long long* bar,
+                                                    unsigned parity, unsigned rank, int t, int N, float eps) {
+    if (t < CLUSTER) st_async_remote_f32(&cta_sums[rank], bar, (unsigned)t, cta);
+    mbar_wait_parity(bar, parity);
+    return rstd_of_cta_sums<CLUSTER>(cta_sums, N, eps);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -615,7 +651,6 @@ __device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, flo
     constexpr int CHUNKS = EPT / VEC;
     constexpr int NWARPS = THREADS / 32;
     constexpr int SLICE = THREADS * CHUNKS;
-    constexpr int WQ = sizeof(Pack<WT, VEC>) / 16;
     constexpr int XG = GATE ? 2 : 1;  // row inputs per buffer: x (and the gate)
     static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024, "launch shape");
     static_assert(STAGES == 1 || STAGES == 2, "one or two row buffers");
@@ -655,16 +690,7 @@ __device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, flo
     // prologue: the weight's slice and the first row, one group (a cluster without a row copies
     // nothing: it must not exit with copies into its shared memory in flight)
     if (row < M) {
-        #pragma unroll
-        for (int c = 0; c < CHUNKS; ++c) {
-            const int j = first + c * THREADS, s = c * THREADS + t;
-            if (j < nvec) {
-                #pragma unroll
-                for (int q = 0; q < WQ; ++q)
-                    cp_async16(reinterpret_cast<uint4*>(&sw[s]) + q,
-                               reinterpret_cast<const uint4*>(w + (long long)j * VEC) + q);
-            }
-        }
+        cp_async_weight_slice<WT, VEC, CHUNKS, THREADS>(sw, w, first, nvec, t);
         issue_row(row, 0);
     }
     cp_async_commit();
@@ -689,10 +715,7 @@ __device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, flo
         if (t == 0) mbar_arrive_expect_tx(&bars[p], CLUSTER * 4);
         if (t < CLUSTER) st_async_remote_f32(&cta_sums[p][rank], &bars[p], (unsigned)t, cta);
         mbar_wait_parity(&bars[p], (unsigned)(it >> 1) & 1u);
-        float total = 0.0f;
-        #pragma unroll
-        for (int i = 0; i < CLUSTER; ++i) total += cta_sums[p][i];
-        const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+        const float r = rstd_of_cta_sums<CLUSTER>(cta_sums[p], N, eps);
         if (rank == 0 && t == 0) rstd[row] = r;
         T* yr = out + row * (long long)N;
         const T* xn = x + next * (long long)N;  // STAGES == 1: the next row, refilled slot by slot
@@ -760,7 +783,6 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
     constexpr int CHUNKS = EPT / VEC;
     constexpr int NWARPS = THREADS / 32;
     constexpr int SLICE = THREADS * CHUNKS;
-    constexpr int WQ = sizeof(Pack<WT, VEC>) / 16;
     constexpr int XG = GATE ? 2 : 1;  // vectors per thread per slot: x (and the gate)
     static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024, "launch shape");
     static_assert(RING >= 1 && RING <= 16, "ring depth");
@@ -793,18 +815,7 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
         cp_async_commit();
     };
     // prologue: mode 7's weight slice (in the first group), then chunks 0 .. RING-1
-    if (WSMEM && row < M) {
-        #pragma unroll
-        for (int c = 0; c < CHUNKS; ++c) {
-            const int j = first + c * THREADS;
-            if (j < nvec) {
-                #pragma unroll
-                for (int q = 0; q < WQ; ++q)
-                    cp_async16(reinterpret_cast<uint4*>(&sw[c * THREADS + t]) + q,
-                               reinterpret_cast<const uint4*>(w + (long long)j * VEC) + q);
-            }
-        }
-    }
+    if (WSMEM && row < M) cp_async_weight_slice<WT, VEC, CHUNKS, THREADS>(sw, w, first, nvec, t);
     #pragma unroll
     for (int q = 0; q < RING; ++q) issue(row + (q / CHUNKS) * nclusters, q % CHUNKS, q);
     cluster_wait_acquire();  // the first barrier's wait, its latency behind the copies in flight
@@ -840,18 +851,12 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
             issue(row + ((c + RING) / CHUNKS) * nclusters, (c + RING) % CHUNKS, slot);
             slot = slot + 1 == RING ? 0 : slot + 1;
         }
-        // the CTA's sum, as cta_sumsq_smem (two sets of warp totals, as cluster_rows_persistent)
-        sumsq = warp_allreduce_sum(sumsq);
-        if ((t & 31) == 0) warp_sums[p][t >> 5] = sumsq;
-        __syncthreads();
-        const float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[p][t & 31] : 0.0f);
+        // the CTA's sum (two sets of warp totals, as cluster_rows_persistent), then the exchange
+        const float cta = cta_allreduce_sum<THREADS>(sumsq, warp_sums[p], t);
         if (t == 0) mbar_arrive_expect_tx(&bars[p], CLUSTER * 4);
         if (t < CLUSTER) st_async_remote_f32(&cta_sums[p][rank], &bars[p], (unsigned)t, cta);
         mbar_wait_parity(&bars[p], (unsigned)(it >> 1) & 1u);
-        float total = 0.0f;
-        #pragma unroll
-        for (int i = 0; i < CLUSTER; ++i) total += cta_sums[p][i];
-        const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+        const float r = rstd_of_cta_sums<CLUSTER>(cta_sums[p], N, eps);
         if (rank == 0 && t == 0) rstd[row] = r;
         // y from the registers; mode 8 loads the weight one chunk ahead of each store
         T* yr = out + row * (long long)N;
@@ -980,19 +985,11 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
             }
         }
     }
-    sumsq = warp_allreduce_sum(sumsq);
-    if ((t & 31) == 0) warp_sums[t >> 5] = sumsq;
-    __syncthreads();
-    const float cta = warp_allreduce_sum((t & 31) < NWARPS ? warp_sums[t & 31] : 0.0f);
+    const float cta = cta_allreduce_sum<THREADS>(sumsq, warp_sums, t);
     // steps 3 and 4: as cluster_row_mbar
     if (t == 0) mbar_arrive_expect_tx(&bar, CLUSTER * 4);
     cluster_wait_acquire();
-    if (t < CLUSTER) st_async_remote_f32(&cta_sums[rank], &bar, (unsigned)t, cta);
-    mbar_wait_parity(&bar, 0);
-    float total = 0.0f;
-    #pragma unroll
-    for (int i = 0; i < CLUSTER; ++i) total += cta_sums[i];
-    const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+    const float r = exchange_rstd_mbar<CLUSTER>(cta, cta_sums, &bar, 0u, rank, t, N, eps);
     if (rank == 0 && t == 0) rstd[row] = r;
     // step 5: y, the weight one chunk ahead of each store
     unsigned long long pol;
@@ -1085,12 +1082,7 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
     const float cta = cta_sumsq_smem<T, VEC, CHUNKS, THREADS>(sx, first, nvec, t, warp_sums);
     if (t == 0) mbar_arrive_expect_tx(&bar, CLUSTER * 4);
     cluster_wait_acquire();  // every CTA of the cluster has started: its mbarrier is initialised
-    if (t < CLUSTER) st_async_remote_f32(&cta_sums[rank], &bar, (unsigned)t, cta);
-    mbar_wait_parity(&bar, 0);
-    float total = 0.0f;
-    #pragma unroll
-    for (int i = 0; i < CLUSTER; ++i) total += cta_sums[i];
-    const float r = rsqrtf(__fdividef(total, (float)N) + eps);
+    const float r = exchange_rstd_mbar<CLUSTER>(cta, cta_sums, &bar, 0u, rank, t, N, eps);
     if (rank == 0 && t == 0) rstd[row] = r;
     store_row_smem<T, WT, GATE, CHUNKS, THREADS, false, PRE>(out + row * (long long)N, sx, sg, nullptr, w, first, nvec,
                                                               t, w_offset, r, wpre);

@@ -374,16 +374,13 @@ def test_policy_is_the_recorded_runs_proposal():
                     proposed.setdefault(op, {}).setdefault(int(size), {})[int(n)] = tuple(sh)
         timed |= {(r["op"], r["dtype"], r["N"], r["impl"]) for r in rec["rows"]}
     ring_prop, ring_timed = _ring_proposals()
-    params = {"ring": {}, "hybrid": {}}
+    ring = {op: {2: {}, 4: {}} for op in wide.OPS}
+    hybrid = {op: {2: {}, 4: {}} for op in wide.OPS}
     for (op, size, n), (shape, param) in ring_prop.items():
         proposed[op][size][n] = shape
-        if shape[3] in wide.RING_MODES:
-            params["ring"].setdefault(op, {}).setdefault(size, {})[n] = param
-        elif shape[3] == wide.HYBRID:
-            params["hybrid"].setdefault(op, {}).setdefault(size, {})[n] = param
+        (ring if shape[3] in wide.RING_MODES else hybrid)[op][size][n] = param
     assert proposed == wide.POLICY
-    for name, table in (("ring", wide.POLICY_RING), ("hybrid", wide.POLICY_HYBRID)):
-        assert {op: {sz: t for sz, t in by.items() if t} for op, by in table.items() if any(by.values())} == params[name]
+    assert ring == wide.POLICY_RING and hybrid == wide.POLICY_HYBRID
     impl_name = _explore_script().impl_name  # the runs' row names
     for cfg in wide.configs_in_use(dtypes=DTS):
         if cfg.weight_dtype == cfg.dtype:
@@ -815,26 +812,23 @@ def test_ring_and_hybrid_configuration():
     assert wide.config(262144, "float32", H100, gate=True).ring == wide.POLICY_RING["rmsnorm_gate"][4][262144]
     assert (wide.config(131072, "float32", H100).hreg, wide.config(131072, "float32", H100).wdist) == \
         wide.POLICY_HYBRID["rmsnorm"][4][131072]
-    with pytest.raises(ValueError, match=r"mode 7 \(RING / RING_L2\) needs ring"):
-        wide.config(65536, "float16", H100, shape=(8, 256, 32, R))
-    with pytest.raises(ValueError, match=r"ring=17: the ring takes 1 to 16"):
-        wide.config(65536, "float16", H100, shape=(8, 256, 32, R), ring=17)
-    with pytest.raises(ValueError, match=r"ring=2 with mode 5"):
-        wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.MBAR), ring=2)
-    with pytest.raises(TypeError, match=r"ring must be an int"):
-        wide.config(65536, "float16", H100, shape=(8, 256, 32, R), ring=2.0)
-    with pytest.raises(ValueError, match=r"hreg=4: a HYBRID thread keeps 1 to 3 of its 4 chunks"):
-        wide.config(65536, "float16", H100, shape=(8, 256, 32, H), hreg=4)
-    with pytest.raises(ValueError, match=r"wdist=5: the weight's loads run 1 to 4 chunks ahead"):
-        wide.config(65536, "float16", H100, shape=(8, 256, 32, H), wdist=5)
-    with pytest.raises(ValueError, match=r"wdist=2 with mode 1: hreg and wdist are HYBRID \(9\)'s only"):
-        wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.SMEM), wdist=2)
-    with pytest.raises(TypeError, match=r"hreg must be an int"):
-        wide.config(65536, "float16", H100, shape=(8, 256, 32, H), hreg=2.0)
-    with pytest.raises(TypeError, match=r"wdist must be an int"):
-        wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.SMEM), wdist="2")
-    with pytest.raises(ValueError, match=r"HYBRID needs at least 2 chunks"):
-        wide.config(32768, "float16", H100, shape=(4, 1024, 8, H), hreg=1)
+    f16, f32 = (65536, "float16", H100), (262144, "float32", H100)
+    for args, kw, exc, msg in (
+            (f16, dict(shape=(8, 256, 32, R)), ValueError, r"mode 7 \(RING / RING_L2\) needs ring"),
+            (f16, dict(shape=(8, 256, 32, R), ring=17), ValueError, r"ring=17: the ring takes 1 to 16"),
+            (f16, dict(shape=(8, 256, 32, wide.MBAR), ring=2), ValueError, r"ring=2 with mode 5"),
+            (f16, dict(shape=(8, 256, 32, R), ring=2.0), TypeError, r"ring must be an int"),
+            (f16, dict(shape=(8, 256, 32, H), hreg=4), ValueError,
+             r"hreg=4: a HYBRID thread keeps 1 to 3 of its 4 chunks"),
+            (f16, dict(shape=(8, 256, 32, H), wdist=5), ValueError, r"wdist=5: the weight's loads run 1 to 4 chunks ahead"),
+            (f16, dict(shape=(8, 256, 32, wide.SMEM), wdist=2), ValueError,
+             r"wdist=2 with mode 1: hreg and wdist are HYBRID \(9\)'s only"),
+            (f16, dict(shape=(8, 256, 32, H), hreg=2.0), TypeError, r"hreg must be an int"),
+            (f16, dict(shape=(8, 256, 32, wide.SMEM), wdist="2"), TypeError, r"wdist must be an int"),
+            ((32768, "float16", H100), dict(shape=(4, 1024, 8, H), hreg=1), ValueError, r"HYBRID needs at least 2 chunks"),
+            (f32, dict(gate=True, shape=(8, 1024, 32, R), ring=4), ValueError, r"bytes of shared memory per CTA")):
+        with pytest.raises(exc, match=msg):
+            wide.config(*args, **kw)
     with pytest.raises(ValueError, match=r"needs ring >= 1 chunk slots, got 0"):
         wide.smem_bytes_of("rmsnorm", 2, 2, (8, 256, 32, R))
     # registers: the launch bound the estimate gives (ptxas checks the real count: the build test)
@@ -844,8 +838,6 @@ def test_ring_and_hybrid_configuration():
     assert wide.min_blocks("rmsnorm_gate", 4, 4, 256, 64, H, 16384, hreg=12, wdist=16) == 1  # x, g packs: 96
     assert wide.min_blocks("rmsnorm_gate", 4, 4, 1024, 32, R, 229376) == 1
     assert wide.min_blocks("rmsnorm", 2, 2, 256, 32, R, 28672) == 5  # 16 + 32 a thread, 256 threads
-    with pytest.raises(ValueError, match=r"bytes of shared memory per CTA"):
-        wide.config(262144, "float32", H100, gate=True, shape=(8, 1024, 32, R), ring=4)
     assert wide.reduction_order(c, 65536) == wide.reduction_order(
         wide.config(65536, "bfloat16", H100, shape=(4, 512, 32, wide.SMEM)), 65536)
 

@@ -531,32 +531,25 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
         raise ValueError(f"shape (cluster={c}, threads={t}, ept={e}, mode={mode}) does not fit n={n} {dt} "
                          f"(needs cluster*threads*ept >= n, cluster <= {MAX_CLUSTER}, threads a multiple "
                          f"of 32 up to 1024, ept a multiple of {vec}, mode one of {MODES})")
+    ring, hreg, wdist = (None if v is None else check_int(name, v)
+                         for name, v in (("ring", ring), ("hreg", hreg), ("wdist", wdist)))
     if mode in RING_MODES:
         if ring is None:
             raise ValueError(f"mode {mode} (RING / RING_L2) needs ring, its chunk slots (1 to {MAX_RING})")
-        ring = check_int("ring", ring)
         if not 1 <= ring <= MAX_RING:
             raise ValueError(f"ring={ring}: the ring takes 1 to {MAX_RING} chunk slots")
     elif ring is not None:
-        check_int("ring", ring)
         raise ValueError(f"ring={ring} with mode {mode}: the chunk ring is RING ({RING}) and RING_L2 ({RING_L2})'s only")
     h, d = 0, 1
-    for name, v in (("hreg", hreg), ("wdist", wdist)):
-        if v is not None:
-            check_int(name, v)
     if mode == HYBRID:
         chunks = e // vec
         if chunks < 2:
             raise ValueError(f"HYBRID needs at least 2 chunks a thread, got ept={e} ({chunks} of {vec} elements)")
-        if hreg is not None:
-            h = check_int("hreg", hreg)
-            if not 1 <= h < chunks:
-                raise ValueError(f"hreg={h}: a HYBRID thread keeps 1 to {chunks - 1} of its {chunks} chunks in registers")
-        if wdist is not None:
-            d = check_int("wdist", wdist)
-            if not 1 <= d <= chunks:
-                raise ValueError(f"wdist={d}: the weight's loads run 1 to {chunks} chunks ahead of the stores")
-        h = h or chunks // 2
+        if hreg is not None and not 1 <= hreg < chunks:
+            raise ValueError(f"hreg={hreg}: a HYBRID thread keeps 1 to {chunks - 1} of its {chunks} chunks in registers")
+        if wdist is not None and not 1 <= wdist <= chunks:
+            raise ValueError(f"wdist={wdist}: the weight's loads run 1 to {chunks} chunks ahead of the stores")
+        h, d = hreg or chunks // 2, wdist or 1
     elif hreg is not None or wdist is not None:
         given = ", ".join(f"{k}={v}" for k, v in (("hreg", hreg), ("wdist", wdist)) if v is not None)
         raise ValueError(f"{given} with mode {mode}: hreg and wdist are HYBRID ({HYBRID})'s only")
