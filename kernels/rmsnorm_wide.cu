@@ -96,7 +96,7 @@
 // Before sm_90 (no clusters) the kernels compile to a trap: wide.supported() is False there.
 #include "convert.cuh"  // to_f32 / from_f32<T>
 
-// A bare build (no -D) is the policy's fp16 rmsnorm at N = 65536 (wide.config(65536, "float16",
+// A bare build (no -D) is the policy's fp16 rmsnorm at N = 131072 (wide.config(131072, "float16",
 // (9, 0)); tests/test_rmsnorm_wide.py checks the two agree).
 #ifndef WIDE_DTYPE
 #define WIDE_DTYPE 2
@@ -111,13 +111,13 @@
 #define WIDE_CLUSTER 4
 #endif
 #ifndef WIDE_THREADS
-#define WIDE_THREADS 256
+#define WIDE_THREADS 1024
 #endif
 #ifndef WIDE_EPT
-#define WIDE_EPT 64
+#define WIDE_EPT 32
 #endif
 #ifndef WIDE_MIN_BLOCKS
-#define WIDE_MIN_BLOCKS 6
+#define WIDE_MIN_BLOCKS 2
 #endif
 #ifndef WIDE_MODE
 #define WIDE_MODE 5
@@ -434,7 +434,7 @@ __device__ __forceinline__ Pack<T, VEC> y_pack(const Pack<T, VEC>& px, const Pac
 // Which is fastest depends on the shape and on how many CTAs the registers let an SM hold
 // (benchmarks/NOTES.md, "the weight's loads"); the launcher's policy names one per shape.
 #ifndef WIDE_WLOAD
-#define WIDE_WLOAD 0
+#define WIDE_WLOAD 2
 #endif
 // The last step of a one-row-per-cluster mode with the slice in shared memory (modes 1, 2, 5):
 // each thread writes y of its own vectors of row `yr`, the weight from shared memory (SMEM_W,

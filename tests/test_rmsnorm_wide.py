@@ -157,7 +157,7 @@ def test_bare_build_is_a_policy_configuration():
 
     src = kernels.read_source(wide.FILE)
     defaults = dict(re.findall(r"#ifndef (WIDE_\w+)\n#define \1 (\S+)", src))
-    want = dict(o[2:].split("=") for o in wide.config(65536, "float16", H100).options)
+    want = dict(o[2:].split("=") for o in wide.config(131072, "float16", H100).options)
     # the RING / HYBRID options (their modes' only) keep a default of their own
     assert {k: defaults.pop(k) for k in ("WIDE_RING", "WIDE_HREG", "WIDE_WDIST")} == {
         "WIDE_RING": "4", "WIDE_HREG": "0", "WIDE_WDIST": "1"}
@@ -385,7 +385,7 @@ def test_policy_is_the_recorded_runs_proposal():
     for cfg in wide.configs_in_use(dtypes=DTS):
         if cfg.weight_dtype == cfg.dtype:
             if cfg.mode in wide.RING_MODES + (wide.HYBRID,):
-                assert (cfg.op, cfg.dtype, cfg.capacity, _ring_impl(cfg)) in ring_timed, cfg
+                assert any((cfg.op, cfg.dtype, cfg.capacity, i) in ring_timed for i in _ring_impls(cfg)), cfg
                 continue
             impl = impl_name((cfg.cluster, cfg.threads, cfg.ept, cfg.mode))
             assert (cfg.op, cfg.dtype, cfg.capacity, impl) in timed, cfg
@@ -395,26 +395,36 @@ def test_policy_is_the_recorded_runs_proposal():
     assert "forward(" in src and "shape" not in src and "clusters" not in src
 
 
-RING_RUNS = tuple(("benchmarks", "explore", "2026-12-02-wide-ring", f"run{i}", "ring-record.json") for i in (1, 2, 3))
+#: The ring runs, then the occupancy runs (their HYBRID rows name the launch bound), in order.
+RING_RUNS = tuple(("benchmarks", "explore", "2026-12-02-wide-ring", f"run{i}", "ring-record.json") for i in (1, 2, 3)) + \
+    tuple(("benchmarks", "explore", "2026-12-02-wide-occupancy", f"run{i}", "ring-record.json") for i in (1, 2))
 
 
-def _ring_impl(cfg):
-    """A ring run's row name of ``cfg`` (ring_bench.py's ``name_of``, tag "ring")."""
-    return f"ring:{cfg.cluster}x{cfg.threads}x{cfg.ept}m{cfg.mode}" + (
+def _ring_impls(cfg):
+    """The names a ring or occupancy run gives ``cfg``'s row (ring_bench.py's ``name_of``, tag
+    "ring"): a HYBRID row's with and without its launch bound."""
+    name = f"ring:{cfg.cluster}x{cfg.threads}x{cfg.ept}m{cfg.mode}" + (
         f"r{cfg.ring}" if cfg.mode in wide.RING_MODES else f"h{cfg.hreg}d{cfg.wdist}")
+    return {name, name + f"b{cfg.min_blocks}"} if cfg.mode == wide.HYBRID else {name}
 
 
-def _parse_ring_impl(impl, size):
-    """(shape, ring depth or (hreg, wdist)) of a ring run's row name; run2's HYBRID rows predate
-    hreg / wdist in the name: half the chunks in registers, the weight one chunk ahead."""
+def _parse_ring_impl(impl, op, size, n):
+    """(shape, ring depth or (hreg, wdist, launch bound)) of a ring run's row name.  run2's HYBRID
+    rows predate hreg / wdist in the name (half the chunks in registers, the weight one chunk
+    ahead), the ring runs' the bound in it (theirs was :func:`wide.min_blocks`', as config computes
+    it)."""
     import re
 
-    m = re.fullmatch(r"ring:(\d+)x(\d+)x(\d+)m(\d+)(?:r(\d+)|h(\d+)d(\d+))?", impl)
+    m = re.fullmatch(r"ring:(\d+)x(\d+)x(\d+)m(\d+)(?:r(\d+)|h(\d+)d(\d+)(?:b(\d+))?)?", impl)
     c, t, e, mode = (int(v) for v in m.group(1, 2, 3, 4))
     if mode in wide.RING_MODES:
         return (c, t, e, mode), int(m.group(5))
     chunks = e // (16 // size)
-    return (c, t, e, mode), ((int(m.group(6)), int(m.group(7))) if m.group(6) else (chunks // 2, 1))
+    h, d = (int(m.group(6)), int(m.group(7))) if m.group(6) else (chunks // 2, 1)
+    dt = next(d for d in DTS if DTYPES[d][1] == size)
+    b = int(m.group(8)) if m.group(8) else wide.config(n, dt, H100, gate=op == "rmsnorm_gate", shape=(c, t, e, mode),
+                                                       hreg=h, wdist=d).min_blocks
+    return (c, t, e, mode), (h, d, b)
 
 
 def _ring_proposals():
@@ -445,7 +455,7 @@ def _ring_proposals():
             best = min(cands, key=cands.get)
             policy = next(v for impl, v in full.items() if impl.startswith("policy:"))
             if cands[best] < policy:
-                prop[(op, size, n)] = _parse_ring_impl(best, size)
+                prop[(op, size, n)] = _parse_ring_impl(best, op, size, n)
     return prop, timed
 
 
@@ -810,8 +820,16 @@ def test_ring_and_hybrid_configuration():
     assert h.smem_bytes == 512 * (64 - 16) * 4 * 2 and ("-DWIDE_HREG=4", "-DWIDE_WDIST=4") == h.options[-2:]
     # the policy's entries carry their depth / split
     assert wide.config(262144, "float32", H100, gate=True).ring == wide.POLICY_RING["rmsnorm_gate"][4][262144]
-    assert (wide.config(131072, "float32", H100).hreg, wide.config(131072, "float32", H100).wdist) == \
-        wide.POLICY_HYBRID["rmsnorm"][4][131072]
+    pol = wide.config(131072, "float32", H100)
+    assert (pol.hreg, pol.wdist, pol.min_blocks) == wide.POLICY_HYBRID["rmsnorm"][4][131072]
+    # a launch bound of the policy's own (two CTAs of 1024 threads an SM: 32 registers a thread),
+    # above min_blocks' estimate; another shape or an explicit bound overrides it
+    g = wide.config(131072, "bfloat16", H100, gate=True)
+    assert (g.cluster, g.threads, g.ept, g.mode, g.hreg, g.min_blocks) == (8, 1024, 16, H, 1, 2)
+    assert "-DWIDE_MIN_BLOCKS=2" in g.options
+    assert wide.min_blocks("rmsnorm_gate", 2, 2, 1024, 16, H, g.smem_bytes, 1, 1) == 1
+    assert wide.config(131072, "bfloat16", H100, gate=True, blocks=1).min_blocks == 1
+    assert wide.config(131072, "bfloat16", H100, gate=True, shape=(8, 1024, 16, H), hreg=1).min_blocks == 1
     f16, f32 = (65536, "float16", H100), (262144, "float32", H100)
     for args, kw, exc, msg in (
             (f16, dict(shape=(8, 256, 32, R)), ValueError, r"mode 7 \(RING / RING_L2\) needs ring"),
@@ -860,12 +878,13 @@ def test_ring_and_hybrid_build_on_every_arch():
 
 
 def test_ring_runs_propose_what_the_policy_took():
-    """The three ring runs timed every candidate after checking it (no failures); their proposals
-    are the points the policy moved to RING / HYBRID, and no other."""
+    """The three ring runs and the two occupancy runs timed every candidate after checking it (no
+    failures); their proposals are the points the policy moved to RING / HYBRID, and no other."""
     prop, _ = _ring_proposals()
-    assert set(prop) == {("rmsnorm", 2, 262144), ("rmsnorm", 4, 131072), ("rmsnorm", 4, 262144),
-                         ("rmsnorm_gate", 4, 262144)}
+    assert set(prop) == {("rmsnorm", 2, 65536), ("rmsnorm", 2, 262144), ("rmsnorm", 4, 131072),
+                         ("rmsnorm", 4, 262144), ("rmsnorm_gate", 2, 131072), ("rmsnorm_gate", 4, 262144)}
     assert prop[("rmsnorm_gate", 4, 262144)] == ((8, 1024, 32, wide.RING), 3)
+    assert prop[("rmsnorm_gate", 2, 131072)] == ((8, 1024, 16, wide.HYBRID), (1, 1, 2))
 
 
 _RING_CASES = (("bfloat16", False, 65536, (8, 256, 32, wide.RING), dict(ring=4, wdt="float32", offset=1.0)),
@@ -875,12 +894,18 @@ _RING_CASES = (("bfloat16", False, 65536, (8, 256, 32, wide.RING), dict(ring=4, 
                ("float32", True, 200000, None, None), ("float16", True, 65536, (8, 256, 32, wide.RING), dict(ring=3)),
                ("bfloat16", False, 40000, (8, 256, 32, wide.RING_L2), dict(ring=8)),
                ("float16", True, 131072, (4, 512, 64, wide.HYBRID), dict(hreg=2, wdist=3)),
-               ("bfloat16", True, 131072, (4, 512, 64, wide.HYBRID), dict(hreg=3, wdist=1)))
+               ("bfloat16", True, 131072, (4, 512, 64, wide.HYBRID), dict(hreg=3, wdist=1)),
+               # the policy's HYBRID kernels at their own launch bound (two CTAs of 1024 threads an
+               # SM), N below the bucket, and with an fp32 weight (min_blocks' bound)
+               ("float16", False, 65536, None, None), ("bfloat16", False, 40000, None, None),
+               ("bfloat16", True, 131072, None, None), ("float16", True, 100000, None, None),
+               ("bfloat16", True, 131072, None, dict(wdt="float32", offset=1.0)),
+               ("float16", False, 65536, None, dict(wdt="float32")))
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", _RING_CASES, ids=lambda c: f"{c[0]}-{'gate' if c[1] else 'rms'}-{c[2]}"
-                         f"-{'policy' if c[3] is None else c[3][3]}")
+                         f"-{'policy' if c[3] is None else c[3][3]}" + ("-wf32" if (c[4] or {}).get("wdt") else ""))
 def test_ring_and_hybrid_against_float64_and_batch_invariant(case, seed):
     """float64 on fresh data with NaN-poisoned output (N below the bucket included: vectors past
     N idle), mode 1's bits (mode 0's where mode 1's shared memory does not fit) at the same
@@ -893,7 +918,8 @@ def test_ring_and_hybrid_against_float64_and_batch_invariant(case, seed):
     cfg = wide.config(N, dt, H100, gate=gate, shape=shape, weight_dtype=wdt, **kw)
     assert cfg.mode in RING_AND_HYBRID
     shape = (cfg.cluster, cfg.threads, cfg.ept, cfg.mode)
-    kw = dict(ring=cfg.ring) if cfg.mode in wide.RING_MODES else dict(hreg=cfg.hreg, wdist=cfg.wdist)
+    kw = dict(blocks=cfg.min_blocks, **(dict(ring=cfg.ring) if cfg.mode in wide.RING_MODES else dict(
+        hreg=cfg.hreg, wdist=cfg.wdist)))
     gen = torch.Generator(device="cuda").manual_seed(seed)
     M = 41
     x, g, w = _inputs(M, N, dt, gen, gate, wdt=wdt)

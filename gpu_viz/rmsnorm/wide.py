@@ -30,7 +30,9 @@ op, element size and row-length bucket, the fastest of :data:`CANDIDATES` and
 "wide rows on a cluster" and "fifth session"; :data:`POLICY` says which runs), and RING /
 HYBRID where three later runs measured them faster ("seventh session": a 16-CTA cluster leaves
 15 % of the H200's CTA slots empty, so rmsnorm's 262144 rows and the fp32 gate's moved to 4- and
-8-CTA clusters).  Every mode
+8-CTA clusters), and HYBRID at two CTAs of 1024 threads an SM where two runs after those measured
+it faster ("eighth session": rmsnorm 16-bit 65536 on 2-CTA clusters, fp32 131072, the 16-bit
+gate at 131072).  Every mode
 adds a row's squares in the same order at a given (cluster, threads, ept), so the policy's
 choice of mode never changes a bit.  :data:`POLICY_LOADS` adds, per shape, when the shared-memory
 modes load the weight for the last step and the launch bound that sets their registers (another
@@ -132,16 +134,18 @@ WLOAD_MAX_BYTES = 64
 #: those entries found faster ones (explore/2026-12-03-wide-bigger-ctas/run1: rmsnorm 16-bit at
 #: 131072, fp32 at 32768 and 65536), and where the ring runs (explore/2026-12-02-wide-ring
 #: run1-3) measured a RING or HYBRID kernel faster than the policy's in the same run (rmsnorm
-#: 16-bit 262144, fp32 131072 and 262144, the fp32 gate at 262144); tests/test_rmsnorm_wide.py
+#: 16-bit 262144, fp32 131072 and 262144, the fp32 gate at 262144), and where the occupancy runs
+#: (explore/2026-12-02-wide-occupancy run1-2: HYBRID at more CTAs an SM) did the same (rmsnorm
+#: 16-bit 65536, fp32 131072 and 262144, the 16-bit gate at 131072); tests/test_rmsnorm_wide.py
 #: checks the table is those proposals, each later one over the earlier.
 POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
     "rmsnorm": {
-        2: {32768: (4, 256, 32, MBAR), 65536: (4, 256, 64, MBAR), 131072: (4, 1024, 32, MBAR),
+        2: {32768: (4, 256, 32, MBAR), 65536: (2, 1024, 32, HYBRID), 131072: (4, 1024, 32, MBAR),
             262144: (4, 512, 128, HYBRID)},
-        4: {32768: (4, 512, 16, MBAR), 65536: (4, 1024, 16, MBAR), 131072: (4, 512, 64, HYBRID),
+        4: {32768: (4, 512, 16, MBAR), 65536: (4, 1024, 16, MBAR), 131072: (4, 1024, 32, HYBRID),
             262144: (8, 512, 64, HYBRID)}},
     "rmsnorm_gate": {
-        2: {32768: (4, 256, 32, MBAR), 65536: (8, 256, 32, SMEM), 131072: (8, 512, 32, SMEM),
+        2: {32768: (4, 256, 32, MBAR), 65536: (8, 256, 32, SMEM), 131072: (8, 1024, 16, HYBRID),
             262144: (16, 512, 32, SMEM)},
         4: {32768: (4, 512, 16, REGISTERS), 65536: (8, 512, 16, SMEM), 131072: (16, 512, 16, SMEM),
             262144: (8, 1024, 32, RING)}},
@@ -163,9 +167,15 @@ POLICY_LOADS: Dict[str, Dict[int, Dict[int, Tuple[int, Optional[int]]]]] = {
 #: Per POLICY entry of mode RING or RING_L2, its ring depth (chunk slots).
 POLICY_RING: Dict[str, Dict[int, Dict[int, int]]] = {"rmsnorm": {2: {}, 4: {}},
                                                      "rmsnorm_gate": {2: {}, 4: {262144: 3}}}
-#: Per POLICY entry of mode HYBRID, (chunks in registers, the weight's distance in chunks).
-POLICY_HYBRID: Dict[str, Dict[int, Dict[int, Tuple[int, int]]]] = {
-    "rmsnorm": {2: {262144: (8, 1)}, 4: {131072: (4, 4), 262144: (4, 4)}}, "rmsnorm_gate": {2: {}, 4: {}}}
+#: Per POLICY entry of mode HYBRID, (chunks in registers, the weight's distance in chunks,
+#: __launch_bounds__' minimum blocks): the bound the run timed it at, given where it is not
+#: :func:`min_blocks`' estimate (two CTAs of 1024 threads an SM at 32 registers a thread: the
+#: occupancy runs, explore/2026-12-02-wide-occupancy).  The bound is for a weight of x's dtype: an
+#: fp32 weight of a 16-bit x (twice the registers for its packs; ptxas spills at 32) takes the
+#: estimate, which counts them (not timed).
+POLICY_HYBRID: Dict[str, Dict[int, Dict[int, Tuple[int, int, int]]]] = {
+    "rmsnorm": {2: {65536: (3, 1, 2), 262144: (8, 1, 2)}, 4: {131072: (2, 1, 2), 262144: (6, 2, 2)}},
+    "rmsnorm_gate": {2: {131072: (1, 1, 2)}, 4: {}}}
 #: The shapes of modes 0-2 measured first (one cluster per row; the CTA sums through a cluster
 #: barrier); NEW_CANDIDATES adds modes 3-5 around POLICY's shapes and QuACK's; the bigger-CTA
 #: shapes are the exploration's own (benchmarks/explore/2026-12-03-wide-bigger-ctas).
@@ -485,7 +495,7 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     RING / RING_L2 (the policy's :data:`POLICY_RING` where the shape is the policy's; required with
     a ``shape`` in those modes).  ``hreg`` / ``wdist``: HYBRID's chunks kept in registers (default
     half) and how many chunks ahead of its stores it loads the weight (default 1; the policy's
-    :data:`POLICY_HYBRID`).  ``weight_dtype``: x's dtype (None) or float32.
+    :data:`POLICY_HYBRID`, with its launch bound).  ``weight_dtype``: x's dtype (None) or float32.
 
     Raises:
         ValueError: ``not supported(n, dtype, cc)`` (naming why), a weight dtype other than x's
@@ -517,9 +527,12 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
         blocks = pol_blocks if blocks is None else blocks
         if ring is None:
             ring = POLICY_RING[op][size].get(_bucket(n))
-        pol_h, pol_d = POLICY_HYBRID[op][size].get(_bucket(n), (None, None))
+        pol_h, pol_d, pol_b = POLICY_HYBRID[op][size].get(_bucket(n), (None, None, None))
+        if DTYPES[wdt][1] > size:  # an fp32 weight of a 16-bit x: its packs take twice the registers
+            pol_b = None
         hreg = pol_h if hreg is None else hreg
         wdist = pol_d if wdist is None else wdist
+        blocks = pol_b if blocks is None and pol_b is not None else blocks
     wload = _check_wload(wload)
     if wload != WLOAD_CHUNK and mode not in WLOAD_MODES:
         raise ValueError(f"wload={wload!r} with mode {mode}: loading the weight other than a chunk at a time "

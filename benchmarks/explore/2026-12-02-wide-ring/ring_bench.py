@@ -23,7 +23,10 @@ replays, median; the copy bandwidth first, in the same process; no kernel that s
     python benchmarks/explore/2026-12-02-wide-ring/ring_bench.py OUT_DIR --hybrid   (run2: HYBRID)
     python benchmarks/explore/2026-12-02-wide-ring/ring_bench.py OUT_DIR --tune     (run3: its hreg, wdist)
 
-("ring" in a row's tag names every candidate of the run, HYBRID's included.)
+("ring" in a row's tag names every candidate of the run, HYBRID's included.)  A candidate's
+parameters are a ring depth or (hreg, wdist[, blocks]): a launch bound of its own where given
+(explore/2026-12-02-wide-occupancy runs this file's main with its own table); every non-policy
+row is launched with its configuration's launch bound (the runs above: the computed one).
 """
 from __future__ import annotations
 
@@ -117,6 +120,8 @@ def plan():
                 rows += list(refs.values())
                 for shape, ring in cands:
                     hw = dict(hreg=ring[0], wdist=ring[1]) if isinstance(ring, tuple) else dict(ring=ring)
+                    if isinstance(ring, tuple) and len(ring) > 2 and ring[2]:  # a launch bound of its own
+                        hw["blocks"] = ring[2]
                     try:
                         rows.append(("ring", wide.config(N, dt, (9, 0), gate=gate, shape=shape, **hw)))
                     except ValueError as exc:  # a shape whose shared memory does not fit: said, not timed
@@ -131,9 +136,14 @@ def spills(cfg) -> int:
     return u.spill_stores_bytes + u.spill_loads_bytes
 
 
+#: Whether a HYBRID row's name ends in its launch bound, b<min blocks> (runs after run3 set it).
+NAME_BLOCKS = False
+
+
 def name_of(tag, cfg):
     return f"{tag}:{cfg.cluster}x{cfg.threads}x{cfg.ept}m{cfg.mode}" + (
-        f"r{cfg.ring}" if cfg.ring else f"h{cfg.hreg}d{cfg.wdist}" if cfg.mode == wide.HYBRID else "")
+        f"r{cfg.ring}" if cfg.ring else f"h{cfg.hreg}d{cfg.wdist}" if cfg.mode == wide.HYBRID else "") + (
+        f"b{cfg.min_blocks}" if NAME_BLOCKS and cfg.mode == wide.HYBRID else "")
 
 
 def main(argv) -> int:
@@ -182,8 +192,9 @@ def main(argv) -> int:
                 rec["configs"][f"{name} {op} {dt} {N}"] = dict(cfg.as_dict(), tag=tag, num_regs=int(k.num_regs),
                                                                max_active_clusters=active)
                 shape = None if tag == "policy" else (cfg.cluster, cfg.threads, cfg.ept, cfg.mode)
-                kw = {} if tag == "policy" else (dict(ring=cfg.ring) if cfg.mode in wide.RING_MODES else dict(
-                    hreg=cfg.hreg, wdist=cfg.wdist) if cfg.mode == wide.HYBRID else {})
+                kw = {} if tag == "policy" else dict(blocks=cfg.min_blocks, **(
+                    dict(ring=cfg.ring) if cfg.mode in wide.RING_MODES else dict(
+                        hreg=cfg.hreg, wdist=cfg.wdist) if cfg.mode == wide.HYBRID else {}))
 
                 def fn(i, shape=shape, kw=kw):
                     s = sets[i % nsets]
