@@ -75,6 +75,7 @@ def test_wide_share_never_rounds_a_miss_up_to_the_target():
         table, _ = R.wide_share([row("fused", gbps), row("native", 2398.0)], 4000.0, "measured on X",
                                 shapes=((1024, 262144),))
         assert table.body[0][2] == want and table.body[0][3] == "60", (gbps, table.body)
+        assert "ours cut to a tenth, not rounded" in table.caption  # the reader is told so
 
 
 def test_per_call_rows_keep_one_row_per_key_the_first(record):

@@ -432,7 +432,8 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
                     line.append("—" if all(c == "—" for c in cells) else "/".join(cells))
             body.append(line)
     dt_words = "/".join(DTYPE_WORDS[d] for d in dts)
-    caption = (f"% of the copy bandwidth ({copy_GBps:,.0f} GB/s), {timing} time; baseline columns: "
+    caption = (f"% of the copy bandwidth ({copy_GBps:,.0f} GB/s), {timing} time; ours cut to a tenth, not "
+               f"rounded; baseline columns: "
                f"{dt_words}; — not measured; refused: the baseline raised there; n/a: no such baseline for the "
                f"gate. Data: {provenance}")
     said = []
