@@ -408,11 +408,11 @@ def _ring_impls(cfg):
     return {name, name + f"b{cfg.min_blocks}"} if cfg.mode == wide.HYBRID else {name}
 
 
-def _parse_ring_impl(impl, op, size, n):
+def _parse_ring_impl(impl, op, size, n, configs):
     """(shape, ring depth or (hreg, wdist, launch bound)) of a ring run's row name.  run2's HYBRID
     rows predate hreg / wdist in the name (half the chunks in registers, the weight one chunk
-    ahead), the ring runs' the bound in it (theirs was :func:`wide.min_blocks`', as config computes
-    it)."""
+    ahead), the ring runs' the bound in it: theirs is the one the record's ``configs`` holds for
+    that row (the same in every dtype of the size)."""
     import re
 
     m = re.fullmatch(r"ring:(\d+)x(\d+)x(\d+)m(\d+)(?:r(\d+)|h(\d+)d(\d+)(?:b(\d+))?)?", impl)
@@ -420,18 +420,20 @@ def _parse_ring_impl(impl, op, size, n):
     if mode in wide.RING_MODES:
         return (c, t, e, mode), int(m.group(5))
     chunks = e // (16 // size)
-    h, d = (int(m.group(6)), int(m.group(7))) if m.group(6) else (chunks // 2, 1)
-    dt = next(d for d in DTS if DTYPES[d][1] == size)
-    b = int(m.group(8)) if m.group(8) else wide.config(n, dt, H100, gate=op == "rmsnorm_gate", shape=(c, t, e, mode),
-                                                       hreg=h, wdist=d).min_blocks
-    return (c, t, e, mode), (h, d, b)
+    hreg, wdist = (int(m.group(6)), int(m.group(7))) if m.group(6) else (chunks // 2, 1)
+    if m.group(8):
+        return (c, t, e, mode), (hreg, wdist, int(m.group(8)))
+    bounds = {configs[f"{impl} {op} {dt} {n}"]["min_blocks"] for dt in DTS if DTYPES[dt][1] == size}
+    assert len(bounds) == 1, (impl, bounds)
+    return (c, t, e, mode), (hreg, wdist, bounds.pop())
 
 
 def _ring_proposals():
-    """What the ring runs (explore/2026-12-02-wide-ring run1-3, in order) propose: per (op,
-    element size, N), the candidate with the least median summed over the dtypes of that size
-    (timed in every one of them) where it beat the policy's kernel timed in the same run; a later
-    run's proposal replaces an earlier one's.  Also every (op, dtype, N, impl) timed."""
+    """What the ring runs (explore/2026-12-02-wide-ring run1-3) and then the occupancy runs
+    (explore/2026-12-02-wide-occupancy run1-2) propose, in that order: per (op, element size, N),
+    the candidate with the least median summed over the dtypes of that size (timed in every one of
+    them) where it beat the policy's kernel timed in the same run; a later run's proposal replaces
+    an earlier one's.  Also every (op, dtype, N, impl) timed."""
     import json
     from pathlib import Path
 
@@ -455,7 +457,7 @@ def _ring_proposals():
             best = min(cands, key=cands.get)
             policy = next(v for impl, v in full.items() if impl.startswith("policy:"))
             if cands[best] < policy:
-                prop[(op, size, n)] = _parse_ring_impl(best, op, size, n)
+                prop[(op, size, n)] = _parse_ring_impl(best, op, size, n, rec["configs"])
     return prop, timed
 
 
@@ -830,6 +832,14 @@ def test_ring_and_hybrid_configuration():
     assert wide.min_blocks("rmsnorm_gate", 2, 2, 1024, 16, H, g.smem_bytes, 1, 1) == 1
     assert wide.config(131072, "bfloat16", H100, gate=True, blocks=1).min_blocks == 1
     assert wide.config(131072, "bfloat16", H100, gate=True, shape=(8, 1024, 16, H), hreg=1).min_blocks == 1
+    # the bound belongs to the entry's own split: another hreg or wdist takes the estimate (at the
+    # policy's 32 registers those spill in ptxas), as does an fp32 weight of a 16-bit x
+    for kw in (dict(hreg=7), dict(wdist=8), dict(hreg=2, wdist=2)):
+        assert wide.config(131072, "float32", H100, **kw).min_blocks == wide.min_blocks(
+            "rmsnorm", 4, 4, 1024, 32, H, wide.config(131072, "float32", H100, **kw).smem_bytes,
+            kw.get("hreg", 2), kw.get("wdist", 1)) == 1, kw
+    assert wide.config(131072, "float32", H100, hreg=2, wdist=1).min_blocks == 2  # the entry's own
+    assert wide.config(65536, "float16", H100, weight_dtype="float32").min_blocks == 1
     f16, f32 = (65536, "float16", H100), (262144, "float32", H100)
     for args, kw, exc, msg in (
             (f16, dict(shape=(8, 256, 32, R)), ValueError, r"mode 7 \(RING / RING_L2\) needs ring"),

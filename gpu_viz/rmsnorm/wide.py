@@ -168,11 +168,12 @@ POLICY_LOADS: Dict[str, Dict[int, Dict[int, Tuple[int, Optional[int]]]]] = {
 POLICY_RING: Dict[str, Dict[int, Dict[int, int]]] = {"rmsnorm": {2: {}, 4: {}},
                                                      "rmsnorm_gate": {2: {}, 4: {262144: 3}}}
 #: Per POLICY entry of mode HYBRID, (chunks in registers, the weight's distance in chunks,
-#: __launch_bounds__' minimum blocks): the bound the run timed it at, given where it is not
-#: :func:`min_blocks`' estimate (two CTAs of 1024 threads an SM at 32 registers a thread: the
-#: occupancy runs, explore/2026-12-02-wide-occupancy).  The bound is for a weight of x's dtype: an
-#: fp32 weight of a 16-bit x (twice the registers for its packs; ptxas spills at 32) takes the
-#: estimate, which counts them (not timed).
+#: __launch_bounds__' minimum blocks): the bound its run timed it at -- :func:`min_blocks`'
+#: estimate for the ring runs' entries, two CTAs of 1024 threads an SM at 32 registers a thread
+#: (above the estimate of one) for the occupancy runs' (explore/2026-12-02-wide-occupancy).  The
+#: bound holds for the entry's own chunks in registers and weight distance and a weight of x's
+#: dtype; :func:`config` gives an override of either, or an fp32 weight of a 16-bit x (ptxas spills
+#: 4-32 bytes at 32 registers with its packs), the estimate (not timed).
 POLICY_HYBRID: Dict[str, Dict[int, Dict[int, Tuple[int, int, int]]]] = {
     "rmsnorm": {2: {65536: (3, 1, 2), 262144: (8, 1, 2)}, 4: {131072: (2, 1, 2), 262144: (6, 2, 2)}},
     "rmsnorm_gate": {2: {131072: (1, 1, 2)}, 4: {}}}
@@ -495,7 +496,7 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     RING / RING_L2 (the policy's :data:`POLICY_RING` where the shape is the policy's; required with
     a ``shape`` in those modes).  ``hreg`` / ``wdist``: HYBRID's chunks kept in registers (default
     half) and how many chunks ahead of its stores it loads the weight (default 1; the policy's
-    :data:`POLICY_HYBRID`, with its launch bound).  ``weight_dtype``: x's dtype (None) or float32.
+    :data:`POLICY_HYBRID`, with its launch bound where neither is overridden).  ``weight_dtype``: x's dtype (None) or float32.
 
     Raises:
         ValueError: ``not supported(n, dtype, cc)`` (naming why), a weight dtype other than x's
@@ -528,7 +529,10 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
         if ring is None:
             ring = POLICY_RING[op][size].get(_bucket(n))
         pol_h, pol_d, pol_b = POLICY_HYBRID[op][size].get(_bucket(n), (None, None, None))
-        if DTYPES[wdt][1] > size:  # an fp32 weight of a 16-bit x: its packs take twice the registers
+        # the bound was timed with the entry's own hreg / wdist and a weight of x's dtype: another
+        # hreg or wdist, or an fp32 weight of a 16-bit x (its packs take twice the registers), gets
+        # min_blocks' estimate instead (ptxas spills at the policy's 32 registers a thread there)
+        if DTYPES[wdt][1] > size or hreg not in (None, pol_h) or wdist not in (None, pol_d):
             pol_b = None
         hreg = pol_h if hreg is None else hreg
         wdist = pol_d if wdist is None else wdist

@@ -1,9 +1,10 @@
 """HYBRID (kernels/rmsnorm_wide.cu, mode 9) at more CTAs an SM, at the wide points still under
 90 % of copy after the seventh session's record, in one H200 run.
 
-Why: the 8-CTA gate kernel at 131072 that runs three CTAs an SM reaches 98.5 % of what its
-occupied CTA slots allow (89.5 % of copy at 90.9 % of the slots), the two-CTA-an-SM HYBRID kernels
-93-96 %: a third or fourth CTA on an SM overlaps one row's loads with another's stores.  HYBRID
+Why: the 8-CTA gate kernel at 131072 that runs three CTAs an SM reaches 98-99 % of what its
+occupied CTA slots allow (89.3-90.0 % of copy at 90.9 % of the slots, the seventh session's runs
+and record), the two-CTA-an-SM HYBRID kernels 93-96 %: more CTAs (or threads) on an SM overlap one
+row's loads with another's stores.  HYBRID
 splits a CTA's slice between registers (``hreg`` chunks a thread) and shared memory, so the launch
 bound (``blocks``: registers a thread = 65536 / (threads * blocks)) and ``hreg`` together set how
 many CTAs an SM holds.  Candidates: every (cluster, threads, ept, hreg, wdist, blocks) at these
@@ -11,9 +12,10 @@ points that ptxas (CUDA 13.0, sm_90) compiles without spills and whose shared me
 hold ``blocks`` CTAs:
 
   rmsnorm fp32 262144     8-CTA clusters at 2 CTAs of 1024 threads an SM (32 registers), 16-CTA
-                          ones at 2-4, 8-CTA ones of 128 / 256 threads with half the slice in registers
-  rmsnorm_gate 16-bit 131072   8-CTA clusters at 4 CTAs an SM (256 or 512 threads), 16-CTA ones
-                          at 4-8
+                          ones at 2-4, 8-CTA ones of 128 / 256 threads with half the slice in
+                          registers, the policy's (8, 512, 64) with other hreg / wdist
+  rmsnorm_gate 16-bit 131072   8-CTA clusters at 4 CTAs an SM (256 or 512 threads), at 3 (512) and
+                          at 2 of 1024 threads, 16-CTA ones at 4-8
   rmsnorm_gate fp32 262144     16-CTA clusters at 1-3 CTAs an SM
 
 Protocol, checks and row names: ../2026-12-02-wide-ring/ring_bench.py's ``main`` (NaN-poisoned
@@ -58,8 +60,9 @@ CANDS = {
 }
 #: run2: two CTAs of 1024 threads an SM at 32 registers (run1's fastest gate kernel at 131072 is
 #: one) at the wide points run1 did not time that measured under 91.5 % in the seventh session's
-#: record (rmsnorm 16-bit 65536 and 262144, fp32 131072; the gate 16-bit 262144, fp32 131072),
-#: run1's winner with the weight two chunks ahead, and rmsnorm fp32 262144 with one chunk in registers
+#: record (rmsnorm 16-bit 65536 and 262144, fp32 131072; the gate 16-bit 262144, fp32 131072);
+#: run1's two winners again (the gate at 131072, also with the weight two chunks ahead; rmsnorm
+#: fp32 262144's (6, 2)) beside the policy, and rmsnorm fp32 262144 with one chunk in registers
 CANDS2 = {
     ("rmsnorm", 2, 65536): [((4, 1024, 16, H), (1, 1, 2)), ((2, 1024, 32, H), (1, 1, 2)),
                             ((2, 1024, 32, H), (2, 1, 2)), ((2, 1024, 32, H), (3, 1, 2))],
