@@ -854,6 +854,8 @@ def test_ring_and_hybrid_configuration():
             (f16, dict(shape=(8, 256, 32, H), hreg=2.0), TypeError, r"hreg must be an int"),
             (f16, dict(shape=(8, 256, 32, wide.SMEM), wdist="2"), TypeError, r"wdist must be an int"),
             ((32768, "float16", H100), dict(shape=(4, 1024, 8, H), hreg=1), ValueError, r"HYBRID needs at least 2 chunks"),
+            ((131072, "float16", H100), dict(gate=True, hreg=2), ValueError,
+             r"hreg=2: a HYBRID thread keeps exactly 1 of its 2 chunks in registers"),
             (f32, dict(gate=True, shape=(8, 1024, 32, R), ring=4), ValueError, r"bytes of shared memory per CTA")):
         with pytest.raises(exc, match=msg):
             wide.config(*args, **kw)

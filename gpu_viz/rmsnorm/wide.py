@@ -492,7 +492,8 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     element size, with :data:`POLICY_LOADS`' weight loads and launch bound (``shape`` =
     (cluster, threads, ept, mode) overrides the shape, ``wload`` the weight loads and ``blocks``
     the minimum blocks per SM: the measurements' candidates; taken as given, so a combination the
-    policy never uses may spill -- :func:`kernel_report` tells).  ``ring``: the chunk slots of
+    policy never uses may spill -- :func:`kernel_report` tells; an explicit ``shape`` gets
+    :func:`min_blocks`' estimate unless ``blocks`` is given, even where it is the policy's own shape).  ``ring``: the chunk slots of
     RING / RING_L2 (the policy's :data:`POLICY_RING` where the shape is the policy's; required with
     a ``shape`` in those modes).  ``hreg`` / ``wdist``: HYBRID's chunks kept in registers (default
     half) and how many chunks ahead of its stores it loads the weight (default 1; the policy's
@@ -563,7 +564,8 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
         if chunks < 2:
             raise ValueError(f"HYBRID needs at least 2 chunks a thread, got ept={e} ({chunks} of {vec} elements)")
         if hreg is not None and not 1 <= hreg < chunks:
-            raise ValueError(f"hreg={hreg}: a HYBRID thread keeps 1 to {chunks - 1} of its {chunks} chunks in registers")
+            keeps = "exactly 1" if chunks == 2 else f"1 to {chunks - 1}"
+            raise ValueError(f"hreg={hreg}: a HYBRID thread keeps {keeps} of its {chunks} chunks in registers")
         if wdist is not None and not 1 <= wdist <= chunks:
             raise ValueError(f"wdist={wdist}: the weight's loads run 1 to {chunks} chunks ahead of the stores")
         h, d = hreg or chunks // 2, wdist or 1
