@@ -706,6 +706,8 @@ def test_seed_comparison_quotes_the_seed_and_labels_ours():
     assert "| 128x4096 | 4.92 | 55.72 | 11.32x | 3.00 | 30.00 | — | 10.0x |" in md
     assert "| 1024x8192 | 25.77 | 294.51 | 11.43x | — |" in md
     assert "not live" in md and "d801038" in md
+    # the two halves' timings are named: the kernel half is no per-call time
+    assert '"call" one Python call after another' in t.caption and '"kernel" CUDA-graph replay' in t.caption
 
 
 def test_bandwidth_chart_draws_copy_line():

@@ -350,7 +350,8 @@ def seed_comparison(rows: Sequence[Dict], provenance: str, dtype: str = "float16
     from ..measure.records import SEED_H100 as heading
 
     cap = (f"write-up columns: {heading}, {SEED_H100['source']}. ours ({dt}): {provenance}. "
-           "µs per call, median; speed-up = eager / fused.")
+           "µs, median: \"call\" one Python call after another (the write-up's way), \"kernel\" "
+           "CUDA-graph replay; speed-up = eager / fused.")
     return Table(header, body, cap)
 
 
