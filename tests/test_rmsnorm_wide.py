@@ -835,9 +835,8 @@ def test_ring_and_hybrid_configuration():
     # the bound belongs to the entry's own split: another hreg or wdist takes the estimate (at the
     # policy's 32 registers those spill in ptxas), as does an fp32 weight of a 16-bit x
     for kw in (dict(hreg=7), dict(wdist=8), dict(hreg=2, wdist=2)):
-        assert wide.config(131072, "float32", H100, **kw).min_blocks == wide.min_blocks(
-            "rmsnorm", 4, 4, 1024, 32, H, wide.config(131072, "float32", H100, **kw).smem_bytes,
-            kw.get("hreg", 2), kw.get("wdist", 1)) == 1, kw
+        o = wide.config(131072, "float32", H100, **kw)
+        assert o.min_blocks == wide.min_blocks("rmsnorm", 4, 4, 1024, 32, H, o.smem_bytes, o.hreg, o.wdist) == 1, kw
     assert wide.config(131072, "float32", H100, hreg=2, wdist=1).min_blocks == 2  # the entry's own
     assert wide.config(65536, "float16", H100, weight_dtype="float32").min_blocks == 1
     f16, f32 = (65536, "float16", H100), (262144, "float32", H100)

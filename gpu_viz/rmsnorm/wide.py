@@ -537,7 +537,7 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
             pol_b = None
         hreg = pol_h if hreg is None else hreg
         wdist = pol_d if wdist is None else wdist
-        blocks = pol_b if blocks is None and pol_b is not None else blocks
+        blocks = pol_b if blocks is None else blocks
     wload = _check_wload(wload)
     if wload != WLOAD_CHUNK and mode not in WLOAD_MODES:
         raise ValueError(f"wload={wload!r} with mode {mode}: loading the weight other than a chunk at a time "

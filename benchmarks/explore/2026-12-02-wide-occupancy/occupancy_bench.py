@@ -85,13 +85,4 @@ ring_bench.CANDS = CANDS
 ring_bench.NAME_BLOCKS = True
 
 if __name__ == "__main__":
-    if "--dry-run" in sys.argv:
-        n = 0
-        for M, N, dt, op, cands in ring_bench.plan():
-            keep = [(t, c) for t, c in cands if t != "ring" or ring_bench.spills(c) == 0]
-            n += len(keep)
-            print(op, M, N, dt, [f"{ring_bench.name_of(t, c)}/{c.smem_bytes // 1024}K" for t, c in keep],
-                  "dropped (spills):", [ring_bench.name_of(t, c) for t, c in cands if (t, c) not in keep])
-        print(n, "configurations")
-        sys.exit(0)
-    sys.exit(ring_bench.main(sys.argv[1:]))
+    sys.exit(ring_bench.dry_run() if "--dry-run" in sys.argv else ring_bench.main(sys.argv[1:]))

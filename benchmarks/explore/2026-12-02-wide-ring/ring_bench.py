@@ -266,14 +266,17 @@ def main(argv) -> int:
     return 0
 
 
+def dry_run() -> int:
+    """Print the plan (what ptxas lets through, what it drops for spills) and time nothing."""
+    n = 0
+    for M, N, dt, op, cands in plan():
+        keep = [(t, c) for t, c in cands if t != "ring" or spills(c) == 0]
+        n += len(keep)
+        print(op, M, N, dt, [f"{name_of(t, c)}/mb{c.min_blocks}/{c.smem_bytes // 1024}K" for t, c in keep],
+              "dropped (spills):", [name_of(t, c) for t, c in cands if (t, c) not in keep])
+    print(n, "configurations")
+    return 0
+
+
 if __name__ == "__main__":
-    if "--dry-run" in sys.argv:
-        n = 0
-        for M, N, dt, op, cands in plan():
-            keep = [(t, c) for t, c in cands if t != "ring" or spills(c) == 0]
-            n += len(keep)
-            print(op, M, N, dt, [f"{name_of(t, c)}/mb{c.min_blocks}/{c.smem_bytes // 1024}K" for t, c in keep],
-                  "dropped (spills):", [name_of(t, c) for t, c in cands if (t, c) not in keep])
-        print(n, "configurations")
-        sys.exit(0)
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(dry_run() if "--dry-run" in sys.argv else main(sys.argv[1:]))
