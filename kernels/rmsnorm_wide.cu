@@ -64,10 +64,10 @@
 // NaN/Inf in a row make that row NaN/0 as the float64 formula, and never touch other rows.
 //
 // Kernels (extern "C"; names parsed by gpu_viz/rmsnorm/wide.py):
-//   rmsnorm[_gate]_cluster_<dt>_w<wdt>_c<CLUSTER>_t<THREADS>_e<EPT>_m<MODE>[_wb|_we|_r<R>|_h<H>_d<D>]
+//   rmsnorm[_gate]_cluster_<dt>_w<wdt>_c<CLUSTER>_t<THREADS>_e<EPT>_m<MODE>[_wb|_we|_r<R>|_h<H>_d<D>[_g]]
 //   dt = f32 | f16 | bf16 (x, gate, y); wdt = the weight's: dt, or f32 for a 16-bit x;
-//   _wb / _we: WIDE_WLOAD 1 / 2 (modes 1, 5); _r<R>: WIDE_RING (modes 7, 8); _h<H>_d<D>: WIDE_HREG,
-//   WIDE_WDIST (mode 9).
+//   _wb / _we: WIDE_WLOAD 1 / 2 (modes 1, 5); _r<R>: WIDE_RING (modes 7, 8); _h<H>_d<D>[_g]: WIDE_HREG,
+//   WIDE_WDIST (mode 9), _g with WIDE_GLATE.
 // -D options (the launcher passes all of them; the defaults below are one configuration of its
 // policy): one kernel per module, i.e. per (op, dtype, weight dtype, configuration):
 //   WIDE_DTYPE       x's: 1 f32, 2 f16, 4 bf16
@@ -90,6 +90,7 @@
 //   WIDE_RING        modes 7, 8: the ring's chunk slots (1..16)
 //   WIDE_HREG        mode 9: chunks a thread keeps in registers (0: half of them)
 //   WIDE_WDIST       mode 9: how many chunks ahead of the stores the weight is loaded
+//   WIDE_GLATE       mode 9, the gate op: 1 reads g in the last step (0: with x in step 1)
 //   WIDE_WLOAD       modes 1 and 5: when the last step's weight is loaded -- 0 a chunk at a
 //                    time, 1 all chunks together, 2 with x's copies (see store_row_smem)
 // Kernel arguments: (out, rstd, x, gate, w, N, eps, w_offset, M); only modes 3, 4, 7 and 8 read M.
@@ -903,13 +904,20 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
 // first ones), so a row's bits are mode 1's at the same (CLUSTER, THREADS, EPT).  The weight is
 // read from global memory (L2) WIDE_WDIST chunks ahead of the stores.
 // WIDE_HREG: chunks in registers (0: CHUNKS / 2); WIDE_WDIST: how many chunks ahead of the stores
-// the weight's loads run (1: one).
-// Dynamic shared memory: THREADS * (CHUNKS - RC) * 16 * (1 + GATE) bytes.
+// the weight's loads run (1: one).  WIDE_GLATE (the gate op only): 1 reads g in step 5 instead of
+// step 1, WIDE_WDIST chunks ahead of the stores with the weight, straight from global memory (the
+// statistic needs x alone): a CTA keeps only x on chip, half the gate op's bytes, and the last
+// step streams g in while y streams out.  y is the same expression of the same values: the same
+// bits.
+// Dynamic shared memory: THREADS * (CHUNKS - RC) * 16 * (1 + GATE * !GLATE) bytes.
 #ifndef WIDE_HREG
 #define WIDE_HREG 0
 #endif
 #ifndef WIDE_WDIST
 #define WIDE_WDIST 1
+#endif
+#ifndef WIDE_GLATE
+#define WIDE_GLATE 0
 #endif
 template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT>
 __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* __restrict__ rstd,
@@ -923,6 +931,8 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     constexpr int NWARPS = THREADS / 32;
     constexpr int SLICE = THREADS * CHUNKS;
     constexpr int WD = WIDE_WDIST;      // the weight's loads run WD chunks ahead of the stores
+    constexpr bool GL = GATE && WIDE_GLATE != 0;  // g read in step 5 (then nothing of g on chip before)
+    constexpr bool GE = GATE && !GL;              // g read in step 1, with x
     static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024 && CHUNKS >= 2, "launch shape");
     static_assert(RC >= 1 && RC < CHUNKS && WD >= 1, "register chunks, weight distance");
     __shared__ float warp_sums[NWARPS];
@@ -930,7 +940,7 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     __shared__ unsigned long long bar;
     extern __shared__ uint4 wide_smem[];
     Pack<T, VEC>* sx = reinterpret_cast<Pack<T, VEC>*>(wide_smem);
-    Pack<T, VEC>* sg = sx + SC * THREADS;  // GATE only
+    Pack<T, VEC>* sg = sx + SC * THREADS;  // GE only
 
     const int t = threadIdx.x;
     if (t == 0) mbar_init(&bar, 1);
@@ -947,20 +957,20 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
         const int j = first + c * THREADS, s = (c - RC) * THREADS + t;
         if (j < nvec) {
             cp_async16(&sx[s], xr + (long long)j * VEC);
-            if (GATE) cp_async16(&sg[s], gr + (long long)j * VEC);
+            if (GE) cp_async16(&sg[s], gr + (long long)j * VEC);
         }
     }
-    Pack<T, VEC> px[RC], pg[GATE ? RC : 1];
+    Pack<T, VEC> px[RC], pg[GE ? RC : 1];
     #pragma unroll
     for (int c = 0; c < RC; ++c) {
         const int j = first + c * THREADS;
         if (j < nvec) {
             px[c] = load_pack<false, T, VEC>(xr + (long long)j * VEC);
-            if (GATE) pg[c] = load_pack<false, T, VEC>(gr + (long long)j * VEC);
+            if (GE) pg[c] = load_pack<false, T, VEC>(gr + (long long)j * VEC);
         }
     }
     // step 2: the squares in chunk order, the register chunks first
-    float a[GATE ? RC * VEC : 1];
+    float a[GE ? RC * VEC : 1];
     float sumsq = 0.0f;
     #pragma unroll
     for (int c = 0; c < RC; ++c) {
@@ -969,7 +979,7 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
             for (int k = 0; k < VEC; ++k) {
                 const float xf = elem(px[c], k);
                 sumsq = fmaf(xf, xf, sumsq);
-                if (GATE) a[c * VEC + k] = xf * silu(elem(pg[c], k));
+                if (GE) a[c * VEC + k] = xf * silu(elem(pg[c], k));
             }
         }
     }
@@ -991,32 +1001,41 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     cluster_wait_acquire();
     const float r = exchange_rstd_mbar<CLUSTER>(cta, cta_sums, &bar, 0u, rank, t, N, eps);
     if (rank == 0 && t == 0) rstd[row] = r;
-    // step 5: y, the weight one chunk ahead of each store
+    // step 5: y, the weight (and with GL the gate) WD chunks ahead of each store
     unsigned long long pol;
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
     T* yr = out + row * (long long)N;
-    Pack<WT, VEC> wq[WD];  // wq[c % WD]: chunk c's weight
+    Pack<WT, VEC> wq[WD];        // wq[c % WD]: chunk c's weight
+    Pack<T, VEC> gq[GL ? WD : 1];  // gq[c % WD]: chunk c's gate (GL)
     #pragma unroll
-    for (int d = 0; d < WD; ++d)
-        if (d < CHUNKS && first + d * THREADS < nvec) wq[d] = load_pack<true, WT, VEC>(w + (long long)(first + d * THREADS) * VEC);
+    for (int d = 0; d < WD; ++d) {
+        if (d < CHUNKS && first + d * THREADS < nvec) {
+            wq[d] = load_pack<true, WT, VEC>(w + (long long)(first + d * THREADS) * VEC);
+            if constexpr (GL) gq[d] = load_pack<false, T, VEC>(gr + (long long)(first + d * THREADS) * VEC);
+        }
+    }
     #pragma unroll
     for (int c = 0; c < CHUNKS; ++c) {
         const int j = first + c * THREADS;
         const Pack<WT, VEC> pw = wq[c % WD];
-        if (c + WD < CHUNKS && j + WD * THREADS < nvec)
+        Pack<T, VEC> g;
+        if constexpr (GL) g = gq[c % WD];
+        if (c + WD < CHUNKS && j + WD * THREADS < nvec) {
             wq[c % WD] = load_pack<true, WT, VEC>(w + (long long)(j + WD * THREADS) * VEC);
+            if constexpr (GL) gq[c % WD] = load_pack<false, T, VEC>(gr + (long long)(j + WD * THREADS) * VEC);
+        }
         if (j < nvec) {
             Pack<T, VEC> py;
             if (c < RC) {
                 #pragma unroll
                 for (int k = 0; k < VEC; ++k) {
-                    const float v = GATE ? a[c * VEC + k] : elem(px[c], k);
+                    const float xf = elem(px[c], k);
+                    const float v = GE ? a[c * VEC + k] : GL ? xf * silu(elem(g, k)) : xf;
                     py.v[k] = from_f32<T>((v * (elem(pw, k) + w_offset)) * r);
                 }
             } else {
                 const int s = (c - RC) * THREADS + t;
-                Pack<T, VEC> g;
-                if (GATE) g = sg[s];
+                if (GE) g = sg[s];
                 py = y_pack<GATE>(sx[s], g, pw, w_offset, r);
             }
             st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
@@ -1107,9 +1126,13 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 #define WIDE_RING_SUFFIX(K) WIDE_RING_SUFFIX2(K)
 #define WIDE_RING_SUFFIX2(K) _r##K
 #elif WIDE_MODE == 9
-#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST)
-#define WIDE_HYBRID_SUFFIX(H, D) WIDE_HYBRID_SUFFIX2(H, D)
-#define WIDE_HYBRID_SUFFIX2(H, D) _h##H##_d##D
+#if WIDE_GLATE
+#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _g)
+#else
+#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, )
+#endif
+#define WIDE_HYBRID_SUFFIX(H, D, G) WIDE_HYBRID_SUFFIX2(H, D, G)
+#define WIDE_HYBRID_SUFFIX2(H, D, G) _h##H##_d##D##G
 #else
 #define WIDE_SUFFIX WIDE_WLOAD_SUFFIX
 #endif

@@ -159,8 +159,8 @@ def test_bare_build_is_a_policy_configuration():
     defaults = dict(re.findall(r"#ifndef (WIDE_\w+)\n#define \1 (\S+)", src))
     want = dict(o[2:].split("=") for o in wide.config(131072, "float16", H100).options)
     # the RING / HYBRID options (their modes' only) keep a default of their own
-    assert {k: defaults.pop(k) for k in ("WIDE_RING", "WIDE_HREG", "WIDE_WDIST")} == {
-        "WIDE_RING": "4", "WIDE_HREG": "0", "WIDE_WDIST": "1"}
+    assert {k: defaults.pop(k) for k in ("WIDE_RING", "WIDE_HREG", "WIDE_WDIST", "WIDE_GLATE")} == {
+        "WIDE_RING": "4", "WIDE_HREG": "0", "WIDE_WDIST": "1", "WIDE_GLATE": "0"}
     assert defaults == want
     assert "tests/test_rmsnorm_wide.py" in src and "gpu_viz/rmsnorm/wide.py" in src
 
@@ -322,6 +322,8 @@ def test_streams_cupy_empty_and_misaligned(seed):
     # M = 0: nothing launched, an empty rstd
     e = torch.empty(0, 65536, device="cuda", dtype=torch.bfloat16)
     assert wide.forward(e, w, 1e-6, torch.empty_like(e)).shape == (0,)
+    with pytest.raises(TypeError, match=r"gate_late must be a bool, got str"):  # refused before M == 0 returns
+        wide.forward(e, w, 1e-6, torch.empty_like(e), gate=e, gate_late="yes")
     # misaligned: a view one element in
     buf = torch.randn(64 * 65536 + 8, device="cuda").to(torch.bfloat16)
     with pytest.raises(ValueError, match=r"x2d must start on a 16-byte boundary"):
@@ -376,11 +378,18 @@ def test_policy_is_the_recorded_runs_proposal():
     ring_prop, ring_timed = _ring_proposals()
     ring = {op: {2: {}, 4: {}} for op in wide.OPS}
     hybrid = {op: {2: {}, 4: {}} for op in wide.OPS}
+    late = {2: set(), 4: set()}
     for (op, size, n), (shape, param) in ring_prop.items():
         proposed[op][size][n] = shape
-        (ring if shape[3] in wide.RING_MODES else hybrid)[op][size][n] = param
+        if shape[3] in wide.RING_MODES:
+            ring[op][size][n] = param
+        else:
+            hybrid[op][size][n] = param[:3]
+            if param[3]:
+                late[size].add(n)
     assert proposed == wide.POLICY
     assert ring == wide.POLICY_RING and hybrid == wide.POLICY_HYBRID
+    assert late == {size: set(ns) for size, ns in wide.POLICY_GATE_LATE.items()}
     impl_name = _explore_script().impl_name  # the runs' row names
     for cfg in wide.configs_in_use(dtypes=DTS):
         if cfg.weight_dtype == cfg.dtype:
@@ -395,42 +404,47 @@ def test_policy_is_the_recorded_runs_proposal():
     assert "forward(" in src and "shape" not in src and "clusters" not in src
 
 
-#: The ring runs, then the occupancy runs (their HYBRID rows name the launch bound), in order.
+#: The ring runs, then the occupancy runs (their HYBRID rows name the launch bound), then the
+#: late-gate run (the gate read in the last step), in order.
 RING_RUNS = tuple(("benchmarks", "explore", "2026-12-02-wide-ring", f"run{i}", "ring-record.json") for i in (1, 2, 3)) + \
-    tuple(("benchmarks", "explore", "2026-12-02-wide-occupancy", f"run{i}", "ring-record.json") for i in (1, 2))
+    tuple(("benchmarks", "explore", "2026-12-02-wide-occupancy", f"run{i}", "ring-record.json") for i in (1, 2)) + \
+    (("benchmarks", "explore", "2026-12-02-wide-late-gate", "run1", "ring-record.json"),)
 
 
 def _ring_impls(cfg):
     """The names a ring or occupancy run gives ``cfg``'s row (ring_bench.py's ``name_of``, tag
     "ring"): a HYBRID row's with and without its launch bound."""
     name = f"ring:{cfg.cluster}x{cfg.threads}x{cfg.ept}m{cfg.mode}" + (
-        f"r{cfg.ring}" if cfg.mode in wide.RING_MODES else f"h{cfg.hreg}d{cfg.wdist}")
+        f"r{cfg.ring}" if cfg.mode in wide.RING_MODES else f"h{cfg.hreg}d{cfg.wdist}" + ("g" if cfg.gate_late else ""))
     return {name, name + f"b{cfg.min_blocks}"} if cfg.mode == wide.HYBRID else {name}
 
 
 def _parse_ring_impl(impl, op, size, n, configs):
-    """(shape, ring depth or (hreg, wdist, launch bound)) of a ring run's row name.  run2's HYBRID
-    rows predate hreg / wdist in the name (half the chunks in registers, the weight one chunk
-    ahead), the ring runs' the bound in it: theirs is the one the record's ``configs`` holds for
-    that row (the same in every dtype of the size)."""
+    """(shape, ring depth or (hreg, wdist, launch bound, gate read late)) of a ring run's row name.
+    run2's HYBRID rows predate hreg / wdist in the name (half the chunks in registers, the weight
+    one chunk ahead), the ring runs' the bound in it: theirs is the one the record's ``configs``
+    holds for that row (the same in every dtype of the size); a "g" after the weight's distance
+    names the gate read in the last step (the late-gate run)."""
     import re
 
-    m = re.fullmatch(r"ring:(\d+)x(\d+)x(\d+)m(\d+)(?:r(\d+)|h(\d+)d(\d+)(?:b(\d+))?)?", impl)
+    m = re.fullmatch(r"ring:(\d+)x(\d+)x(\d+)m(\d+)(?:r(\d+)|h(\d+)d(\d+)(g?)(?:b(\d+))?)?", impl)
     c, t, e, mode = (int(v) for v in m.group(1, 2, 3, 4))
     if mode in wide.RING_MODES:
         return (c, t, e, mode), int(m.group(5))
     chunks = e // (16 // size)
     hreg, wdist = (int(m.group(6)), int(m.group(7))) if m.group(6) else (chunks // 2, 1)
-    if m.group(8):
-        return (c, t, e, mode), (hreg, wdist, int(m.group(8)))
+    late = m.group(8) == "g"
+    if m.group(9):
+        return (c, t, e, mode), (hreg, wdist, int(m.group(9)), late)
     bounds = {configs[f"{impl} {op} {dt} {n}"]["min_blocks"] for dt in DTS if DTYPES[dt][1] == size}
     assert len(bounds) == 1, (impl, bounds)
-    return (c, t, e, mode), (hreg, wdist, bounds.pop())
+    return (c, t, e, mode), (hreg, wdist, bounds.pop(), late)
 
 
 def _ring_proposals():
-    """What the ring runs (explore/2026-12-02-wide-ring run1-3) and then the occupancy runs
-    (explore/2026-12-02-wide-occupancy run1-2) propose, in that order: per (op, element size, N),
+    """What the ring runs (explore/2026-12-02-wide-ring run1-3), then the occupancy runs
+    (explore/2026-12-02-wide-occupancy run1-2) and the late-gate run (explore/2026-12-02-wide-late-gate
+    run1) propose, in that order: per (op, element size, N),
     the candidate with the least median summed over the dtypes of that size (timed in every one of
     them) where it beat the policy's kernel timed in the same run; a later run's proposal replaces
     an earlier one's.  Also every (op, dtype, N, impl) timed."""
@@ -735,10 +749,15 @@ def test_sanitizer_cases_are_launchable():
     assert {kw.get("ring") for *_, kw in new} >= {1, 3, 4, 8}  # ring depths around a row's chunks
     assert any(sh[3] == wide.RING and wdt != dt for dt, wdt, _, _, sh, _, _ in new)  # mode 7, an fp32 weight
     assert all(c in mod.cases(wide) for c in new)
+    late = [c for c in new if c[6].get("gate_late")]  # the gate read in the last step, 16-bit and fp32
+    assert {dt for dt, *_ in late} == {"float16", "bfloat16", "float32"}
+    assert any(wdt != dt for dt, wdt, *_ in late)
     seen = set()
     for dt, wdt, N, M, shape, clusters, kw in mod.cases(wide):
         for gate in (False, True):
-            cfg = wide.config(N, dt, H100, gate=gate, weight_dtype=wdt, shape=shape, **kw)
+            cfg = wide.config(N, dt, H100, gate=gate, weight_dtype=wdt, shape=shape, **mod.case_options(kw, gate))
+            if "gate_late" in kw:
+                assert cfg.gate_late == (gate and kw["gate_late"])
             seen.add(cfg.kernel)
             if cfg.persistent:
                 assert wide.launch_grid(cfg, M, wide.estimate_active_clusters(cfg), clusters) >= cfg.cluster
@@ -807,7 +826,7 @@ def test_explore_policy_proposal_takes_the_least_summed_median():
 RING_AND_HYBRID = (wide.RING, wide.RING_L2, wide.HYBRID)
 
 
-def test_ring_and_hybrid_configuration():
+def test_ring_and_hybrid_configuration(monkeypatch):
     R, RL, H = RING_AND_HYBRID
     c = wide.config(262144, "float32", H100, gate=True, shape=(8, 1024, 32, R), ring=3)
     assert c.persistent and c.kernel == "rmsnorm_gate_cluster_f32_wf32_c8_t1024_e32_m7_r3"
@@ -820,8 +839,17 @@ def test_ring_and_hybrid_configuration():
     assert h.smem_bytes == 512 * 64 * 2 and h.min_blocks == 2 and h.kernel.endswith("_m9_h8_d1")
     h = wide.config(131072, "float32", H100, gate=True, shape=(4, 512, 64, H), hreg=4, wdist=4)
     assert h.smem_bytes == 512 * (64 - 16) * 4 * 2 and ("-DWIDE_HREG=4", "-DWIDE_WDIST=4") == h.options[-2:]
-    # the policy's entries carry their depth / split
-    assert wide.config(262144, "float32", H100, gate=True).ring == wide.POLICY_RING["rmsnorm_gate"][4][262144]
+    # the policy's entries carry their depth / split (no POLICY entry is RING since the late-gate
+    # run: an entry put there carries its depth)
+    f = wide.config(262144, "float32", H100, gate=True)
+    assert f.mode == H and f.gate_late and (f.hreg, f.wdist, f.min_blocks) == wide.POLICY_HYBRID["rmsnorm_gate"][4][262144]
+    assert f.smem_bytes == 512 * (64 - 16) * 4 and "-DWIDE_GLATE=1" in f.options
+    monkeypatch.setitem(wide.POLICY["rmsnorm_gate"][4], 262144, (8, 1024, 32, R))
+    monkeypatch.setitem(wide.POLICY_RING["rmsnorm_gate"][4], 262144, 3)
+    monkeypatch.setitem(wide.POLICY_GATE_LATE, 4, ())
+    monkeypatch.delitem(wide.POLICY_HYBRID["rmsnorm_gate"][4], 262144)
+    assert wide.config(262144, "float32", H100, gate=True).ring == 3
+    monkeypatch.undo()
     pol = wide.config(131072, "float32", H100)
     assert (pol.hreg, pol.wdist, pol.min_blocks) == wide.POLICY_HYBRID["rmsnorm"][4][131072]
     # a launch bound of the policy's own (two CTAs of 1024 threads an SM: 32 registers a thread),
@@ -871,14 +899,56 @@ def test_ring_and_hybrid_configuration():
         wide.config(65536, "bfloat16", H100, shape=(4, 512, 32, wide.SMEM)), 65536)
 
 
+def test_hybrid_gate_late_configuration():
+    """gate_late: a HYBRID gate kernel that reads g in its last step keeps x alone on chip (half the
+    gate op's shared memory), is named and built apart, takes min_blocks' estimate of its own, and
+    is refused for rmsnorm, other modes and non-bools (forward's refusal: the GPU test of streams
+    and empty problems)."""
+    H = wide.HYBRID
+    e = wide.config(262144, "float16", H100, gate=True, shape=(4, 1024, 64, H), hreg=2)
+    late = wide.config(262144, "float16", H100, gate=True, shape=(4, 1024, 64, H), hreg=2, gate_late=True)
+    assert not e.gate_late and late.gate_late
+    assert late.smem_bytes == 1024 * 6 * 16 == e.smem_bytes // 2  # six chunks of x in shared memory
+    assert late.kernel == "rmsnorm_gate_cluster_f16_wf16_c4_t1024_e64_m9_h2_d1_g" and e.kernel == late.kernel[:-2]
+    assert "-DWIDE_GLATE=1" in late.options and not any("GLATE" in o for o in e.options)
+    assert wide.sm_holds(1024, late.smem_bytes) == 2 and wide.sm_holds(1024, e.smem_bytes) == 1
+    # registers: x packed (2 chunks: 8) and one g pack in flight (4), against e's fp32 x * silu(g)
+    # (128 threads, no shared memory: the registers decide) against 16 of x * silu(g) in fp32
+    assert wide.min_blocks("rmsnorm_gate", 2, 2, 128, 64, H, 0, 2, 1, gate_late=True) == 65536 // (128 * 44) == 11
+    assert wide.min_blocks("rmsnorm_gate", 2, 2, 128, 64, H, 0, 2, 1) == 65536 // (128 * 48) == 10
+    assert wide.min_blocks("rmsnorm_gate", 2, 2, 1024, 64, H, late.smem_bytes, 2, 1, gate_late=True) == 1
+    f = wide.config(262144, "float32", H100, gate=True, shape=(8, 1024, 32, H), hreg=1, gate_late=True, blocks=2)
+    assert f.smem_bytes == 1024 * 7 * 16 and f.min_blocks == 2 and f.kernel.endswith("_m9_h1_d1_g")
+    # the policy's own choice where the caller says nothing; an explicit False keeps g with x
+    for size, dt in ((2, "bfloat16"), (4, "float32")):
+        for n in wide.POLICY["rmsnorm_gate"][size]:
+            cfg = wide.config(n, dt, H100, gate=True)
+            assert cfg.gate_late == (n in wide.POLICY_GATE_LATE[size]), (n, dt)
+            assert not wide.config(n, dt, H100).gate_late
+    for kw, exc, msg in ((dict(gate_late=True), ValueError, r"gate_late=True with rmsnorm mode 9"),
+                         (dict(gate=True, shape=(4, 1024, 64, wide.MBAR), gate_late=True), ValueError,
+                          r"gate_late=True with rmsnorm_gate mode 5: reading g in the last step is the gate op's "
+                          r"HYBRID \(9\) only"),
+                         (dict(gate=True, gate_late=1), TypeError, r"gate_late must be a bool, got int")):
+        with pytest.raises(exc, match=msg):
+            wide.config(262144, "float16", H100, **({"shape": (4, 1024, 64, H)} | kw))
+
+
 def test_ring_and_hybrid_build_on_every_arch():
     """The policy's RING / HYBRID kernels and a spread of depths: sm_90 without spills and within
     the launch bound's registers; before sm_90 the trap."""
     _need_nvcc()
     cfgs = [c for c in wide.configs_in_use() if c.mode in RING_AND_HYBRID]
-    assert {c.mode for c in cfgs} >= {wide.RING, wide.HYBRID}
+    assert {c.mode for c in cfgs} >= {wide.HYBRID} and any(c.gate_late for c in cfgs)
     cfgs += [wide.config(65536, "float16", H100, shape=(8, 256, 32, wide.RING_L2), ring=8),
-             wide.config(131072, "bfloat16", H100, gate=True, shape=(4, 512, 64, wide.HYBRID), hreg=2, wdist=4)]
+             wide.config(262144, "float32", H100, gate=True, shape=(8, 1024, 32, wide.RING), ring=3),
+             wide.config(131072, "bfloat16", H100, gate=True, shape=(4, 512, 64, wide.HYBRID), hreg=2, wdist=4),
+             # the gate read in the last step, at two CTAs of 1024 threads an SM (32 registers)
+             wide.config(262144, "float16", H100, gate=True, shape=(4, 1024, 64, wide.HYBRID), hreg=1, gate_late=True,
+                         blocks=2),
+             wide.config(262144, "float32", H100, gate=True, shape=(8, 1024, 32, wide.HYBRID), hreg=1, gate_late=True,
+                         blocks=2),
+             wide.config(262144, "bfloat16", H100, gate=True, shape=(4, 512, 128, wide.HYBRID), hreg=8, gate_late=True)]
     for cfg in cfgs:
         (u,) = kernels.nvcc_compile(wide.FILE, "sm_90", cfg.options)
         assert u.kernel == cfg.kernel and u.spill_stores_bytes == 0 and u.spill_loads_bytes == 0, u
@@ -889,13 +959,20 @@ def test_ring_and_hybrid_build_on_every_arch():
 
 
 def test_ring_runs_propose_what_the_policy_took():
-    """The three ring runs and the two occupancy runs timed every candidate after checking it (no
-    failures); their proposals are the points the policy moved to RING / HYBRID, and no other."""
+    """The three ring runs, the two occupancy runs and the late-gate run timed every candidate after
+    checking it (no failures); their proposals are the points the policy moved to RING / HYBRID, and
+    no other: the late-gate run's replace the ring run's RING for the fp32 gate at 262144 (now HYBRID
+    reading g in the last step) and the occupancy runs' rmsnorm 16-bit 262144."""
     prop, _ = _ring_proposals()
+    H = wide.HYBRID
     assert set(prop) == {("rmsnorm", 2, 65536), ("rmsnorm", 2, 262144), ("rmsnorm", 4, 131072),
                          ("rmsnorm", 4, 262144), ("rmsnorm_gate", 2, 131072), ("rmsnorm_gate", 4, 262144)}
-    assert prop[("rmsnorm_gate", 4, 262144)] == ((8, 1024, 32, wide.RING), 3)
-    assert prop[("rmsnorm_gate", 2, 131072)] == ((8, 1024, 16, wide.HYBRID), (1, 1, 2))
+    assert prop[("rmsnorm_gate", 4, 262144)] == ((8, 512, 64, H), (4, 2, 2, True))
+    assert prop[("rmsnorm", 2, 262144)] == ((4, 1024, 64, H), (2, 2, 2, False))
+    assert prop[("rmsnorm_gate", 2, 131072)] == ((8, 1024, 16, H), (1, 1, 2, False))
+    # the 16-bit gate at 262144: fp16 ran faster reading g late (93.2 % of copy), bf16 slower (84.4 %);
+    # summed, the policy's SMEM kernel stays
+    assert ("rmsnorm_gate", 2, 262144) not in prop
 
 
 _RING_CASES = (("bfloat16", False, 65536, (8, 256, 32, wide.RING), dict(ring=4, wdt="float32", offset=1.0)),
@@ -911,12 +988,19 @@ _RING_CASES = (("bfloat16", False, 65536, (8, 256, 32, wide.RING), dict(ring=4, 
                ("float16", False, 65536, None, None), ("bfloat16", False, 40000, None, None),
                ("bfloat16", True, 131072, None, None), ("float16", True, 100000, None, None),
                ("bfloat16", True, 131072, None, dict(wdt="float32", offset=1.0)),
-               ("float16", False, 65536, None, dict(wdt="float32")))
+               ("float16", False, 65536, None, dict(wdt="float32")),
+               # the gate read in the last step: 16-bit on 4-CTA clusters of 1024 threads, N below the
+               # bucket, an fp32 weight; fp32 on 8-CTA clusters, the gate two chunks ahead
+               ("float16", True, 262144, (4, 1024, 64, wide.HYBRID), dict(hreg=2, gate_late=True, blocks=2)),
+               ("bfloat16", True, 200000, (4, 1024, 64, wide.HYBRID),
+                dict(hreg=1, gate_late=True, blocks=2, wdt="float32", offset=1.0)),
+               ("float32", True, 262144, (8, 1024, 32, wide.HYBRID), dict(hreg=1, wdist=2, gate_late=True, blocks=2)))
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", _RING_CASES, ids=lambda c: f"{c[0]}-{'gate' if c[1] else 'rms'}-{c[2]}"
-                         f"-{'policy' if c[3] is None else c[3][3]}" + ("-wf32" if (c[4] or {}).get("wdt") else ""))
+                         f"-{'policy' if c[3] is None else c[3][3]}" + ("-wf32" if (c[4] or {}).get("wdt") else "")
+                         + ("-late" if (c[4] or {}).get("gate_late") else ""))
 def test_ring_and_hybrid_against_float64_and_batch_invariant(case, seed):
     """float64 on fresh data with NaN-poisoned output (N below the bucket included: vectors past
     N idle), mode 1's bits (mode 0's where mode 1's shared memory does not fit) at the same
@@ -930,7 +1014,7 @@ def test_ring_and_hybrid_against_float64_and_batch_invariant(case, seed):
     assert cfg.mode in RING_AND_HYBRID
     shape = (cfg.cluster, cfg.threads, cfg.ept, cfg.mode)
     kw = dict(blocks=cfg.min_blocks, **(dict(ring=cfg.ring) if cfg.mode in wide.RING_MODES else dict(
-        hreg=cfg.hreg, wdist=cfg.wdist)))
+        hreg=cfg.hreg, wdist=cfg.wdist, gate_late=cfg.gate_late)))
     gen = torch.Generator(device="cuda").manual_seed(seed)
     M = 41
     x, g, w = _inputs(M, N, dt, gen, gate, wdt=wdt)

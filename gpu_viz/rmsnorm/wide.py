@@ -32,7 +32,9 @@ HYBRID where three later runs measured them faster ("seventh session": a 16-CTA 
 15 % of the H200's CTA slots empty, so rmsnorm's 262144 rows and the fp32 gate's moved to 4- and
 8-CTA clusters), and HYBRID at two CTAs of 1024 threads an SM where two runs after those measured
 it faster ("eighth session": rmsnorm 16-bit 65536 on 2-CTA clusters, fp32 131072, the 16-bit
-gate at 131072).  Every mode
+gate at 131072), and where one run after those measured HYBRID faster at 262144 ("ninth session":
+rmsnorm 16-bit on 4-CTA clusters of 1024 threads; the fp32 gate reading g in its last step,
+:data:`POLICY_GATE_LATE`, which leaves x alone on chip).  Every mode
 adds a row's squares in the same order at a given (cluster, threads, ept), so the policy's
 choice of mode never changes a bit.  :data:`POLICY_LOADS` adds, per shape, when the shared-memory
 modes load the weight for the last step and the launch bound that sets their registers (another
@@ -107,7 +109,8 @@ RING_MODES = (RING, RING_L2)
 #: HYBRID -- one row per cluster as MBAR, a thread's first ``hreg`` chunks (default half) loaded into
 #: registers (x packed, or x * silu(g) in fp32), the rest copied into shared memory: a CTA holds
 #: more than either alone gives it at the same CTAs per SM (slices of 128 KiB on two CTAs an SM);
-#: the weight read from global memory ``wdist`` chunks ahead of the stores.
+#: the weight read from global memory ``wdist`` chunks ahead of the stores; for the gate op with
+#: ``gate_late``, g read there too, beside the weight, instead of with x (x alone on chip).
 HYBRID = 9
 MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR, RING, RING_L2, HYBRID)
 PERSISTENT_MODES = (PERSIST, PERSIST_1, RING, RING_L2)
@@ -136,19 +139,20 @@ WLOAD_MAX_BYTES = 64
 #: run1-3) measured a RING or HYBRID kernel faster than the policy's in the same run (rmsnorm
 #: 16-bit 262144, fp32 131072 and 262144, the fp32 gate at 262144), and where the occupancy runs
 #: (explore/2026-12-02-wide-occupancy run1-2: HYBRID at more CTAs an SM) did the same (rmsnorm
-#: 16-bit 65536, fp32 131072 and 262144, the 16-bit gate at 131072); tests/test_rmsnorm_wide.py
-#: checks the table is those proposals, each later one over the earlier.
+#: 16-bit 65536, fp32 131072 and 262144, the 16-bit gate at 131072), and where the late-gate run
+#: (explore/2026-12-02-wide-late-gate run1) did (rmsnorm 16-bit 262144, the fp32 gate at 262144);
+#: tests/test_rmsnorm_wide.py checks the table is those proposals, each later one over the earlier.
 POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
     "rmsnorm": {
         2: {32768: (4, 256, 32, MBAR), 65536: (2, 1024, 32, HYBRID), 131072: (4, 1024, 32, MBAR),
-            262144: (4, 512, 128, HYBRID)},
+            262144: (4, 1024, 64, HYBRID)},
         4: {32768: (4, 512, 16, MBAR), 65536: (4, 1024, 16, MBAR), 131072: (4, 1024, 32, HYBRID),
             262144: (8, 512, 64, HYBRID)}},
     "rmsnorm_gate": {
         2: {32768: (4, 256, 32, MBAR), 65536: (8, 256, 32, SMEM), 131072: (8, 1024, 16, HYBRID),
             262144: (16, 512, 32, SMEM)},
         4: {32768: (4, 512, 16, REGISTERS), 65536: (8, 512, 16, SMEM), 131072: (16, 512, 16, SMEM),
-            262144: (8, 1024, 32, RING)}},
+            262144: (8, 512, 64, HYBRID)}},
 }
 #: Per POLICY entry of mode SMEM or MBAR, (weight loads, __launch_bounds__' minimum blocks or None
 #: for :func:`min_blocks`'s) where one H200 run measured them faster than one chunk at a time
@@ -166,7 +170,7 @@ POLICY_LOADS: Dict[str, Dict[int, Dict[int, Tuple[int, Optional[int]]]]] = {
 }
 #: Per POLICY entry of mode RING or RING_L2, its ring depth (chunk slots).
 POLICY_RING: Dict[str, Dict[int, Dict[int, int]]] = {"rmsnorm": {2: {}, 4: {}},
-                                                     "rmsnorm_gate": {2: {}, 4: {262144: 3}}}
+                                                     "rmsnorm_gate": {2: {}, 4: {}}}
 #: Per POLICY entry of mode HYBRID, (chunks in registers, the weight's distance in chunks,
 #: __launch_bounds__' minimum blocks): the bound its run timed it at -- :func:`min_blocks`'
 #: estimate for the ring runs' entries, two CTAs of 1024 threads an SM at 32 registers a thread
@@ -175,8 +179,12 @@ POLICY_RING: Dict[str, Dict[int, Dict[int, int]]] = {"rmsnorm": {2: {}, 4: {}},
 #: dtype; :func:`config` gives an override of either, or an fp32 weight of a 16-bit x (ptxas spills
 #: 4-32 bytes at 32 registers with its packs), the estimate (not timed).
 POLICY_HYBRID: Dict[str, Dict[int, Dict[int, Tuple[int, int, int]]]] = {
-    "rmsnorm": {2: {65536: (3, 1, 2), 262144: (8, 1, 2)}, 4: {131072: (2, 1, 2), 262144: (6, 2, 2)}},
-    "rmsnorm_gate": {2: {131072: (1, 1, 2)}, 4: {}}}
+    "rmsnorm": {2: {65536: (3, 1, 2), 262144: (2, 2, 2)}, 4: {131072: (2, 1, 2), 262144: (6, 2, 2)}},
+    "rmsnorm_gate": {2: {131072: (1, 1, 2)}, 4: {262144: (4, 2, 2)}}}
+#: Per element size, the buckets whose POLICY entry for the gate op is HYBRID reading g in the last
+#: step (``gate_late``: the kernel's WIDE_GLATE; g streamed in ``wdist`` chunks ahead of the stores,
+#: x alone kept on chip) where one H200 run measured it faster (explore/2026-12-02-wide-late-gate).
+POLICY_GATE_LATE: Dict[int, Tuple[int, ...]] = {2: (), 4: (262144,)}
 #: The shapes of modes 0-2 measured first (one cluster per row; the CTA sums through a cluster
 #: barrier); NEW_CANDIDATES adds modes 3-5 around POLICY's shapes and QuACK's; the bigger-CTA
 #: shapes are the exploration's own (benchmarks/explore/2026-12-03-wide-bigger-ctas).
@@ -259,12 +267,12 @@ H100_SMS = 132
 
 
 def smem_bytes_of(op: str, itemsize: int, weight_itemsize: int, shape: Tuple[int, int, int, int],
-                  ring: int = 0, hreg: int = 0) -> int:
+                  ring: int = 0, hreg: int = 0, gate_late: bool = False) -> int:
     """Dynamic shared memory per CTA of ``shape`` = (cluster, threads, ept, mode): the slice of x
     (and the gate) -- twice in PERSIST -- and, in SMEM_W, PERSIST, PERSIST_1 and RING, the weight's;
     RING and RING_L2 hold ``ring`` chunk slots of 16 bytes a thread (of x, and of the gate)
     instead of the slice; HYBRID the chunks past the ``hreg`` (0: half) a thread keeps in
-    registers.
+    registers (of x alone where the gate op reads g in the last step, ``gate_late``).
 
     Raises:
         ValueError: ``ring`` below 1 for RING / RING_L2."""
@@ -276,7 +284,8 @@ def smem_bytes_of(op: str, itemsize: int, weight_itemsize: int, shape: Tuple[int
             raise ValueError(f"mode {mode} (RING / RING_L2) needs ring >= 1 chunk slots, got {ring}")
         return t * 16 * ring * (2 if op == "rmsnorm_gate" else 1) + (t * e * weight_itemsize if mode == RING else 0)
     if mode == HYBRID:
-        return t * (e - _hybrid_register_elements(itemsize, e, hreg)) * itemsize * (2 if op == "rmsnorm_gate" else 1)
+        rows = 2 if op == "rmsnorm_gate" and not gate_late else 1
+        return t * (e - _hybrid_register_elements(itemsize, e, hreg)) * itemsize * rows
     rows = itemsize * (2 if op == "rmsnorm_gate" else 1) * (2 if mode == PERSIST else 1)
     weight = weight_itemsize if mode in (SMEM_W, PERSIST, PERSIST_1) else 0
     return t * e * (rows + weight)
@@ -299,7 +308,8 @@ class WideConfig:
     SMEM, SMEM_W), ``smem_bytes`` the dynamic shared memory that takes; ``wload`` when SMEM and
     MBAR load the weight for the last step (WLOAD_CHUNK / _BATCH / _EARLY); ``ring`` the chunk
     slots of RING and RING_L2 (0 for the other modes); ``hreg`` the chunks a HYBRID thread keeps
-    in registers (0: half) and ``wdist`` how many chunks ahead of its stores it loads the weight.
+    in registers (0: half) and ``wdist`` how many chunks ahead of its stores it loads the weight;
+    ``gate_late`` whether a HYBRID gate kernel reads g there too (instead of with x).
     """
 
     op: str
@@ -315,6 +325,7 @@ class WideConfig:
     ring: int = 0
     hreg: int = 0
     wdist: int = 1
+    gate_late: bool = False
 
     @property
     def capacity(self) -> int:
@@ -326,7 +337,7 @@ class WideConfig:
         return (f"{self.op}_cluster_{suf}_w{DTYPES[self.weight_dtype][0]}_c{self.cluster}"
                 f"_t{self.threads}_e{self.ept}_m{self.mode}"
                 + (f"_r{self.ring}" if self.mode in RING_MODES else f"_h{self.hreg}_d{self.wdist}"
-                   if self.mode == HYBRID else ("", "_wb", "_we")[self.wload]))
+                   + ("_g" if self.gate_late else "") if self.mode == HYBRID else ("", "_wb", "_we")[self.wload]))
 
     @property
     def options(self) -> Tuple[str, ...]:
@@ -336,13 +347,15 @@ class WideConfig:
                 f"-DWIDE_THREADS={self.threads}", f"-DWIDE_EPT={self.ept}",
                 f"-DWIDE_MIN_BLOCKS={self.min_blocks}", f"-DWIDE_MODE={self.mode}", f"-DWIDE_WLOAD={self.wload}") + (
                     (f"-DWIDE_RING={self.ring}",) if self.mode in RING_MODES else
-                    (f"-DWIDE_HREG={self.hreg}", f"-DWIDE_WDIST={self.wdist}") if self.mode == HYBRID else ())
+                    (f"-DWIDE_HREG={self.hreg}", f"-DWIDE_WDIST={self.wdist}") + (
+                        ("-DWIDE_GLATE=1",) if self.gate_late else ()) if self.mode == HYBRID else ())
 
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory per CTA (:func:`smem_bytes_of`)."""
         return smem_bytes_of(self.op, DTYPES[self.dtype][1], DTYPES[self.weight_dtype][1],
-                             (self.cluster, self.threads, self.ept, self.mode), self.ring, self.hreg)
+                             (self.cluster, self.threads, self.ept, self.mode), self.ring, self.hreg,
+                             self.gate_late)
 
     @property
     def persistent(self) -> bool:
@@ -423,13 +436,13 @@ def estimate_active_clusters(cfg: WideConfig, sms: int = H100_SMS) -> int:
 
 
 def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: int, mode: int = REGISTERS,
-               smem_bytes: int = 0, hreg: int = 0, wdist: int = 1) -> int:
+               smem_bytes: int = 0, hreg: int = 0, wdist: int = 1, gate_late: bool = False) -> int:
     """``__launch_bounds__``' minimum blocks per SM.  REGISTERS: as many as the registers of the
     row data allow (x packed -- or, for the gate, x * silu(g) as fp32 -- and the weight's pack,
     plus OVERHEAD_REGISTERS); RING and RING_L2 the same for the row data alone (no weight pack)
     plus RING_OVERHEAD_REGISTERS, HYBRID for its ``hreg`` register chunks (the gate's x and g packs
-    while they are summed, or its fp32 x * silu(g), whichever is larger) and the weight packs in
-    flight past the first (``wdist`` - 1).  An estimate: ptxas decides (:func:`kernel_report`).  Other shared-memory modes: as many as shared memory holds, while
+    while they are summed, or its fp32 x * silu(g), whichever is larger; with ``gate_late`` x packed
+    and ``wdist`` g packs in flight) and the weight packs in flight past the first (``wdist`` - 1).  An estimate: ptxas decides (:func:`kernel_report`).  Other shared-memory modes: as many as shared memory holds, while
     each thread keeps SMEM_MODE_REGISTERS.  At least 1, at most SM_THREADS / threads."""
     if mode == REGISTERS:
         data = (ept * itemsize // 4 if op == "rmsnorm" else ept) + ept * weight_itemsize // 4
@@ -438,7 +451,9 @@ def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: 
         e = _hybrid_register_elements(itemsize, ept, hreg) if mode == HYBRID else ept
         data = e * itemsize // 4 if op == "rmsnorm" else e
         if mode == HYBRID:
-            if op != "rmsnorm":  # x's and g's packs live together until x * silu(g) is formed
+            if op != "rmsnorm" and gate_late:  # x packed, g's packs of the last step in flight
+                data = e * itemsize // 4 + wdist * 4
+            elif op != "rmsnorm":  # x's and g's packs live together until x * silu(g) is formed
                 data = max(data, 2 * e * itemsize // 4)
             data += (wdist - 1) * (16 // itemsize) * weight_itemsize // 4
         fit = SM_REGISTERS // (threads * (data + RING_OVERHEAD_REGISTERS))
@@ -487,7 +502,7 @@ def supported(n: int, dtype, cc) -> bool:
 def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
            shape: Optional[Tuple[int, int, int, int]] = None, wload: Optional[int] = None,
            blocks: Optional[int] = None, ring: Optional[int] = None, hreg: Optional[int] = None,
-           wdist: Optional[int] = None) -> WideConfig:
+           wdist: Optional[int] = None, gate_late: Optional[bool] = None) -> WideConfig:
     """The :class:`WideConfig` for rows of ``n`` elements: :data:`POLICY`'s bucket for n and the
     element size, with :data:`POLICY_LOADS`' weight loads and launch bound (``shape`` =
     (cluster, threads, ept, mode) overrides the shape, ``wload`` the weight loads and ``blocks``
@@ -497,7 +512,10 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     RING / RING_L2 (the policy's :data:`POLICY_RING` where the shape is the policy's; required with
     a ``shape`` in those modes).  ``hreg`` / ``wdist``: HYBRID's chunks kept in registers (default
     half) and how many chunks ahead of its stores it loads the weight (default 1; the policy's
-    :data:`POLICY_HYBRID`, with its launch bound where neither is overridden).  ``weight_dtype``: x's dtype (None) or float32.
+    :data:`POLICY_HYBRID`, with its launch bound where neither is overridden).  ``gate_late``: a
+    HYBRID gate kernel reads g in its last step instead of with x (the policy's
+    :data:`POLICY_GATE_LATE` where the shape is the policy's; otherwise False).  ``weight_dtype``: x's
+    dtype (None) or float32.
 
     Raises:
         ValueError: ``not supported(n, dtype, cc)`` (naming why), a weight dtype other than x's
@@ -506,9 +524,10 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
             in WLOAD_MODES, ``blocks`` beyond what the threads or shared memory allow an SM, a
             ``ring`` outside 1 .. MAX_RING for RING / RING_L2, missing there, or given for another
             mode, ``hreg`` outside 1 .. chunks - 1 or ``wdist`` outside 1 .. chunks for HYBRID (which
-            needs 2 chunks a thread), either given for another mode, shared memory beyond
-            MAX_CTA_SHARED.
-        TypeError: ``wload``, ``blocks``, ``ring``, ``hreg`` or ``wdist`` not an int.
+            needs 2 chunks a thread), either given for another mode, ``gate_late`` true for rmsnorm
+            or a mode other than HYBRID, shared memory beyond MAX_CTA_SHARED.
+        TypeError: ``wload``, ``blocks``, ``ring``, ``hreg`` or ``wdist`` not an int, ``gate_late``
+            not a bool.
     """
     dt = dtype_name(dtype)
     wdt = dt if weight_dtype is None else dtype_name(weight_dtype)
@@ -521,6 +540,8 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     if shape is not None and (not isinstance(shape, (tuple, list)) or len(shape) != 4):
         raise ValueError(f"shape must be (cluster, threads, ept, mode), 4 ints, got {shape!r}")
     c, t, e, mode = POLICY[op][size][_bucket(n)] if shape is None else shape
+    if gate_late is not None and not isinstance(gate_late, (bool, np.bool_)):
+        raise TypeError(f"gate_late must be a bool, got {type(gate_late).__name__}")
     if shape is None:  # the policy's weight loads and launch bound; WLOAD_CHUNK where they would spill
         pol_wload, pol_blocks = POLICY_LOADS[op][size].get(_bucket(n), (WLOAD_CHUNK, None))
         if e * DTYPES[wdt][1] > WLOAD_MAX_BYTES:
@@ -533,11 +554,14 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
         # the bound was timed with the entry's own hreg / wdist and a weight of x's dtype: another
         # hreg or wdist, or an fp32 weight of a 16-bit x (its packs take twice the registers), gets
         # min_blocks' estimate instead (ptxas spills at the policy's 32 registers a thread there)
-        if DTYPES[wdt][1] > size or hreg not in (None, pol_h) or wdist not in (None, pol_d):
+        pol_late = gate and _bucket(n) in POLICY_GATE_LATE[size]
+        if (DTYPES[wdt][1] > size or hreg not in (None, pol_h) or wdist not in (None, pol_d)
+                or gate_late not in (None, pol_late)):
             pol_b = None
         hreg = pol_h if hreg is None else hreg
         wdist = pol_d if wdist is None else wdist
         blocks = pol_b if blocks is None else blocks
+        gate_late = pol_late if gate_late is None else gate_late
     wload = _check_wload(wload)
     if wload != WLOAD_CHUNK and mode not in WLOAD_MODES:
         raise ValueError(f"wload={wload!r} with mode {mode}: loading the weight other than a chunk at a time "
@@ -572,11 +596,15 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     elif hreg is not None or wdist is not None:
         given = ", ".join(f"{k}={v}" for k, v in (("hreg", hreg), ("wdist", wdist)) if v is not None)
         raise ValueError(f"{given} with mode {mode}: hreg and wdist are HYBRID ({HYBRID})'s only")
-    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d)
+    gate_late = bool(gate_late)
+    if gate_late and (mode != HYBRID or not gate):
+        raise ValueError(f"gate_late=True with {op} mode {mode}: reading g in the last step is the gate op's "
+                         f"HYBRID ({HYBRID}) only")
+    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d, gate_late=gate_late)
     if cfg.smem_bytes > MAX_CTA_SHARED:
         raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
                          f"(weight {wdt}); at most {MAX_CTA_SHARED}")
-    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes, h, d)
+    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes, h, d, gate_late)
     if blocks is not None:
         most = sm_holds(t, cfg.smem_bytes)
         blocks = check_int("blocks", blocks)
@@ -700,7 +728,7 @@ def _kernel(cfg: WideConfig, device: int):
 def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offset: float = 0.0,
             shape: Optional[Tuple[int, int, int, int]] = None, clusters: Optional[int] = None,
             wload: Optional[int] = None, blocks: Optional[int] = None, ring: Optional[int] = None,
-            hreg: Optional[int] = None, wdist: Optional[int] = None):
+            hreg: Optional[int] = None, wdist: Optional[int] = None, gate_late: Optional[bool] = None):
     """RMSNorm (or, with ``gate``, RMSNorm + SiLU gate) of the rows of ``x2d`` into ``out``, on a
     thread-block cluster per row (sm_90).
 
@@ -719,9 +747,9 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
             any of CANDIDATES or NEW_CANDIDATES, or another shape that holds the row).
         clusters: a persistent mode's cluster count (tests: any >= 1; None: what the GPU holds
             at once, see :func:`launch_grid`).  The result does not depend on it.
-        wload, blocks, ring, hreg, wdist: the weight loads, the launch bound, the ring depth,
-            HYBRID's register chunks and weight distance instead of the policy's (see
-            :func:`config`); the result does not depend on them either.
+        wload, blocks, ring, hreg, wdist, gate_late: the weight loads, the launch bound, the ring
+            depth, HYBRID's register chunks, weight distance and where it reads the gate instead of
+            the policy's (see :func:`config`); the result does not depend on them either.
 
     Returns:
         rstd: ``(M,)`` float32 of x's library: ``rsqrt(mean(x^2) + eps)`` per row.  ``out``
@@ -731,12 +759,12 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     Raises:
         TypeError: an operand that is not a torch CUDA tensor / CuPy array, mixed libraries,
             unsupported or mismatched dtypes, a non-number eps / weight_offset, a non-int
-            ``wload`` / ``blocks``.
+            ``wload`` / ``blocks``, a non-bool ``gate_late``.
         ValueError: shapes (x not 2-D, weight not (N,), gate / out not x's shape), a
             non-contiguous or misaligned operand, operands on different devices, eps < 0,
             N not supported on this GPU (naming why), M * cluster beyond gridDim.x, ``clusters``
             below 1 or with a mode that is not persistent, ``shape`` / ``wload`` / ``blocks`` /
-            ``ring`` / ``hreg`` / ``wdist`` that :func:`config` refuses.
+            ``ring`` / ``hreg`` / ``wdist`` / ``gate_late`` that :func:`config` refuses.
         GPUUnavailable: in CPU mode.
     """
     xf, dt, xs, xst, xp = _info("x2d", x2d)
@@ -780,13 +808,15 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     for name, v in (("ring", ring), ("hreg", hreg), ("wdist", wdist)):
         if v is not None:
             check_int(name, v, minimum=1)
+    if gate_late is not None and not isinstance(gate_late, (bool, np.bool_)):
+        raise TypeError(f"gate_late must be a bool, got {type(gate_late).__name__}")
     device = devs.pop()
     if M == 0:
         return _new_rstd(x2d, xf, 0, device)
     backend.require_gpu("the cluster RMSNorm path")
     cc = _cc(device)
     cfg = config(N, dt, cc, gate=gate is not None, weight_dtype=wdt, shape=shape, wload=wload, blocks=blocks,
-                 ring=ring, hreg=hreg, wdist=wdist)
+                 ring=ring, hreg=hreg, wdist=wdist, gate_late=gate_late)
     active = _active_clusters(cfg, device) if cfg.persistent and clusters is None else None
     grid = launch_grid(cfg, M, active, clusters)
     rstd = _new_rstd(x2d, xf, M, device)

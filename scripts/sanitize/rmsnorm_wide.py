@@ -43,7 +43,8 @@ def cases(wide):
 def new_cases(wide):
     """(dtype, weight dtype, N, M, shape, clusters, options) of modes 3-5 and 7-9: small rows, the
     persistent grid smaller than M (7 rows on 2 clusters: 3-4 rows each) and larger (idle);
-    ``options`` the ring depth or HYBRID's register chunks and weight distance."""
+    ``options`` the ring depth or HYBRID's register chunks and weight distance (and ``gate_late``,
+    for the gate op's run of the case only)."""
     R, RL, H = wide.RING, wide.RING_L2, wide.HYBRID
     return [("float16", "float16", 65536, 7, (8, 256, 32, wide.PERSIST), 2, {}),
             ("bfloat16", "float32", 32768, 2, (4, 256, 32, wide.PERSIST), 3, {}),
@@ -56,7 +57,16 @@ def new_cases(wide):
             ("bfloat16", "float32", 65536, 3, (4, 512, 32, RL), 5, dict(ring=1)),
             ("bfloat16", "float32", 65536, 3, (8, 256, 32, R), 2, dict(ring=4)),
             ("float16", "float16", 131072, 2, (4, 512, 64, H), None, dict(hreg=2, wdist=3)),
-            ("float32", "float32", 40000, 2, (4, 256, 64, H), None, dict(hreg=12, wdist=16))]
+            ("float32", "float32", 40000, 2, (4, 256, 64, H), None, dict(hreg=12, wdist=16)),
+            # the gate read in the last step (its rmsnorm twin runs without gate_late)
+            ("float16", "float16", 200000, 2, (4, 1024, 64, H), None, dict(hreg=2, wdist=2, gate_late=True)),
+            ("bfloat16", "float32", 262144, 1, (4, 1024, 64, H), None, dict(hreg=1, wdist=1, gate_late=True)),
+            ("float32", "float32", 262144, 1, (8, 1024, 32, H), None, dict(hreg=1, wdist=2, gate_late=True))]
+
+
+def case_options(kw, gate: bool):
+    """A case's options for one op: ``gate_late`` is the gate op's only."""
+    return {k: v for k, v in kw.items() if gate or k != "gate_late"}
 
 
 def main() -> int:
@@ -77,17 +87,18 @@ def main() -> int:
     failures = 0
     for dt, wdt, N, M, shape, clusters, kw in (new_cases(wide) if "--new" in sys.argv[1:] else cases(wide)):
         for gate in (False, True):
+            opts = case_options(kw, gate)
             x = torch.randn(M, N, device="cuda", generator=gen).to(torch_dtype(dt))
             g = (2 * torch.randn(M, N, device="cuda", generator=gen)).to(x.dtype) if gate else None
             w = (1 + 0.5 * torch.randn(N, device="cuda", generator=gen)).to(torch_dtype(wdt))
             out = torch.full_like(x, float("nan"))
-            rstd = wide.forward(x, w, 1e-6, out, gate=g, shape=shape, clusters=clusters, **kw)
+            rstd = wide.forward(x, w, 1e-6, out, gate=g, shape=shape, clusters=clusters, **opts)
             torch.cuda.synchronize()
             # the float64 reference on the CPU: only our kernels run on the GPU under the tool
             ok, msg = check_rows("rmsnorm_gate" if gate else "rmsnorm", out.cpu(), x.cpu(), w.float().cpu(),
                                  g.cpu() if gate else None, 1e-6, dt)
             ok = ok and bool(torch.isfinite(rstd.cpu()).all())
-            cfg = wide.config(N, dt, torch.cuda.get_device_capability(), gate=gate, weight_dtype=wdt, shape=shape, **kw)
+            cfg = wide.config(N, dt, torch.cuda.get_device_capability(), gate=gate, weight_dtype=wdt, shape=shape, **opts)
             grid = f" clusters={clusters}" if clusters else ""
             print(f"{'ok  ' if ok else 'FAIL'} {cfg.kernel} M={M} N={N}{grid}: {msg[:200]}", flush=True)
             failures += not ok
