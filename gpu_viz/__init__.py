@@ -14,13 +14,16 @@ __version__ = "0.1.0"
 from .backend import detect, has_gpu, provenance  # noqa: E402,F401
 
 
-def banner() -> str:
+def banner(recorded: bool = False) -> str:
     """The first cell of every notebook: mode, and on a GPU its name, sm_XX, SM count, peak bandwidth.
 
-    Returns the text it prints.
-    """
-    import textwrap
+    Args:
+        recorded: the notebook shows committed GPU records in CPU mode rather than CPU-model
+            traces (the measured chapters): its CPU-mode banner says so.
 
+    Returns the text it prints: lines of at most 72 characters, each paragraph's lines of even
+    length (no word left alone on a line of its own).
+    """
     from . import backend, device
 
     b = detect()
@@ -34,12 +37,30 @@ def banner() -> str:
     else:
         why = (b.plain_reason if b.cause == backend.CAUSE_FORCED_CPU
                else "no usable CUDA GPU: " + b.plain_reason)
-        text = ("CPU MODE -- " + why +
-                "\nTraces below come from the CPU model; nothing is timed. "
-                "Recorded GPU numbers, where shown, carry their GPU and date.")
+        text = "CPU MODE -- " + why.rstrip(".") + "."
+        if recorded:
+            text += ("\nNothing below runs on a GPU: the timings shown are committed GPU records, "
+                     "each with its GPU and date.")
+        else:
+            text += ("\nTraces below come from the CPU model; nothing is timed. "
+                     "Recorded GPU numbers, where shown, carry their GPU and date.")
         if b.cause != backend.CAUSE_FORCED_CPU:
             text += "\nExpected a GPU? gpu_viz.doctor.report() gives the details and what to do."
     # lines of at most 72 characters: the banner is projected on each deck's title slide
-    text = "\n".join(textwrap.fill(line, 72, break_on_hyphens=False) for line in text.splitlines())
+    text = "\n".join("\n".join(_wrap_even(line, 72)) for line in text.splitlines())
     print(text)
     return text
+
+
+def _wrap_even(line: str, width: int):
+    """``line`` wrapped into as few lines of at most ``width`` characters as textwrap gives, with
+    the narrowest width that still needs no more lines: the lines come out of even length, none
+    holding a lone word or two (``textwrap.wrap`` at ``width`` alone can leave one)."""
+    import textwrap
+
+    lines = textwrap.wrap(line, width, break_on_hyphens=False) or [""]
+    for w in range(max(1, -(-len(line) // len(lines))), width):
+        even = textwrap.wrap(line, w, break_on_hyphens=False)
+        if len(even) == len(lines):
+            return even
+    return lines

@@ -44,7 +44,7 @@
 //      bit-identical row sum.  No other CTA's shared memory is touched after this barrier, so
 //      no CTA can exit while another still writes into it.
 //   5. y from the registers / this CTA's shared memory, written once (L2 evict-first stores);
-//      rank 0 writes rstd[row].
+//      rank 0 writes rstd[row].  (Mode 9 with WIDE_GLATE reads the gate here, not in step 1.)
 // WIDE_MODE 3 / 4 (cluster_rows_persistent): a persistent grid of clusters, each looping over
 // rows; the weight's slice copied into shared memory once, x (and the gate) double-buffered
 // (3) or refilled in place (4) so the next row's copies fly while this row is reduced and
@@ -56,7 +56,9 @@
 // ring of chunk slots in shared memory streaming the chunks that follow (the next row's among
 // them); 7 keeps the weight's slice in shared memory, 8 reads it from L2.  WIDE_MODE 9
 // (cluster_row_hybrid): mode 5 with a thread's first WIDE_HREG chunks in registers and the rest in
-// shared memory (slices of 128 KiB at two CTAs an SM), the weight WIDE_WDIST chunks ahead.
+// shared memory (slices of 128 KiB at two CTAs an SM), the weight WIDE_WDIST chunks ahead; with
+// WIDE_GLATE the gate op loads only x in step 1 and reads g from global memory in step 5, beside
+// the weight (x alone on chip).
 // Batch invariance: the summation order depends only on the compile-time configuration, which
 // the launcher picks from N, the dtype and the GPU alone -- never from M or the row's position.
 // Numerics: silu(g) = __fdividef(g, 1 + __expf(-g)) and r = rsqrtf(__fdividef(sum, N) + eps),

@@ -372,6 +372,58 @@ def test_banner_says_why_in_words_and_leaves_the_raw_error_to_the_doctor(monkeyp
     assert reason in b.describe()
 
 
+@pytest.mark.parametrize("cause, reason", [
+    (backend.CAUSE_NO_DRIVER, "no NVIDIA driver on this machine, so no GPU to run on [cudaErrorInsufficientDriver]"),
+    (backend.CAUSE_NO_DEVICE, "no CUDA-capable GPU is visible to this process [cudaErrorNoDevice]"),
+    (backend.CAUSE_NVRTC_MISSING, "NVRTC (the run-time CUDA compiler) is missing or failed to load [libnvrtc]"),
+    (backend.CAUSE_COMPILE_FAILED, "a probe kernel failed to compile [error]"),
+    (backend.CAUSE_FORCED_CPU, f"forced by {backend.FORCE_CPU_ENV}=1"),
+])
+@pytest.mark.parametrize("recorded", (False, True))
+def test_banner_lines_fit_a_slide_and_end_their_sentences(monkeypatch, capsys, cause, reason, recorded):
+    """Bug class: the banner, projected on each deck's title slide, left a short tail of the reason
+    ("GPU to run on") alone on a line without a full stop, and told the measured chapters' readers
+    that CPU-model traces follow.  Every paragraph: lines of at most 72 characters, none under half
+    the longest; every sentence ends with a full stop or a question mark; recorded=True names
+    committed records, not the CPU model."""
+    import gpu_viz
+
+    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason=reason, cause=cause))
+    text = gpu_viz.banner(recorded=recorded)
+    capsys.readouterr()
+    plain = backend.Backend(mode="cpu", reason=reason, cause=cause).plain_reason
+    joined = " ".join(text.split())
+    assert (plain.rstrip(".") + ".") in joined and (plain + " ") not in joined  # the reason, full stop
+    lines = text.splitlines()
+    assert all(len(ln) <= 72 for ln in lines), lines
+    # the paragraphs: a line ending in a full stop closes one; each must be of even lines
+    para, out = [], []
+    for ln in lines:
+        para.append(ln)
+        if ln.endswith("."):
+            out.append(para)
+            para = []
+    assert not para, f"a paragraph does not end its sentence: {para}"
+    for p in out:
+        assert min(len(ln) for ln in p) >= max(len(ln) for ln in p) / 2, p
+    if recorded:
+        assert "committed GPU records" in joined and "CPU model" not in joined
+    else:
+        assert "Traces below come from the CPU model" in joined
+
+
+def test_measured_chapters_say_their_numbers_are_records():
+    """The two chapters whose CPU-mode content is committed GPU records (no CPU-model traces)
+    print banner(recorded=True); every other notebook prints banner()."""
+    from pathlib import Path
+
+    for nb in sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb")):
+        text = nb.read_text()
+        recorded = "gpu_viz.banner(recorded=True);" in text
+        assert recorded or "gpu_viz.banner();" in text, nb.name
+        assert recorded == (nb.stem in {"08_rmsnorm_speedup", "10_fused_rmsnorm_gate"}), nb.name
+
+
 def test_a_forced_cpu_mode_is_said_in_words_on_the_banner(monkeypatch, capsys):
     import gpu_viz
 

@@ -912,19 +912,26 @@ def test_hybrid_gate_late_configuration():
     assert late.kernel == "rmsnorm_gate_cluster_f16_wf16_c4_t1024_e64_m9_h2_d1_g" and e.kernel == late.kernel[:-2]
     assert "-DWIDE_GLATE=1" in late.options and not any("GLATE" in o for o in e.options)
     assert wide.sm_holds(1024, late.smem_bytes) == 2 and wide.sm_holds(1024, e.smem_bytes) == 1
-    # registers: x packed (2 chunks: 8) and one g pack in flight (4), against e's fp32 x * silu(g)
-    # (128 threads, no shared memory: the registers decide) against 16 of x * silu(g) in fp32
+    # min_blocks' registers at 128 threads without shared memory (the registers decide): x packed
+    # (2 chunks: 8) and one g pack in flight (4), against 16 of x * silu(g) in fp32 without gate_late
     assert wide.min_blocks("rmsnorm_gate", 2, 2, 128, 64, H, 0, 2, 1, gate_late=True) == 65536 // (128 * 44) == 11
     assert wide.min_blocks("rmsnorm_gate", 2, 2, 128, 64, H, 0, 2, 1) == 65536 // (128 * 48) == 10
     assert wide.min_blocks("rmsnorm_gate", 2, 2, 1024, 64, H, late.smem_bytes, 2, 1, gate_late=True) == 1
     f = wide.config(262144, "float32", H100, gate=True, shape=(8, 1024, 32, H), hreg=1, gate_late=True, blocks=2)
     assert f.smem_bytes == 1024 * 7 * 16 and f.min_blocks == 2 and f.kernel.endswith("_m9_h1_d1_g")
-    # the policy's own choice where the caller says nothing; an explicit False keeps g with x
+    # the policy's own choice where the caller says nothing
     for size, dt in ((2, "bfloat16"), (4, "float32")):
         for n in wide.POLICY["rmsnorm_gate"][size]:
             cfg = wide.config(n, dt, H100, gate=True)
             assert cfg.gate_late == (n in wide.POLICY_GATE_LATE[size]), (n, dt)
             assert not wide.config(n, dt, H100).gate_late
+    # an explicit False on the policy's late entry keeps g with x: twice the shared memory, so not
+    # the entry's launch bound of 2 (an SM holds one such CTA) but min_blocks' estimate
+    e = wide.config(262144, "float32", H100, gate=True, gate_late=False)
+    assert not e.gate_late and e.smem_bytes == 512 * 48 * 4 * 2 == 196608 and e.min_blocks == 1
+    # gate_late reaches min_blocks' estimate: x packed (16) and two g packs (8), a weight pack (4)
+    o = wide.config(262144, "float32", H100, gate=True, shape=(8, 512, 64, H), hreg=4, wdist=2, gate_late=True)
+    assert o.min_blocks == 65536 // (512 * (16 + 8 + 4 + 32)) == 2
     for kw, exc, msg in ((dict(gate_late=True), ValueError, r"gate_late=True with rmsnorm mode 9"),
                          (dict(gate=True, shape=(4, 1024, 64, wide.MBAR), gate_late=True), ValueError,
                           r"gate_late=True with rmsnorm_gate mode 5: reading g in the last step is the gate op's "
@@ -1152,6 +1159,28 @@ def test_weight_loads_in_the_sass():
     first_store = c.index("S")
     assert c[first_store:].count("L") >= chunks - 2, c  # a chunk at a time: loads between the stores
     assert b.index("S") > b.rindex("L"), b  # batched: every load before the first store
+
+
+def test_gate_late_reads_g_after_the_exchange_in_the_sass():
+    """sm_90 SASS of the policy's fp32 gate kernel at 262144 (HYBRID, g read late): before the
+    exchange's mbarrier wait only x is loaded -- one cp.async (LDGSTS) per shared-memory chunk and
+    one direct load (LDG, not the weight's .CONSTANT) per register chunk -- and every chunk's g
+    load comes after it; the same shape without gate_late loads x and g before the wait and
+    nothing after it but the weight.  (A kernel ignoring WIDE_GLATE would copy g into shared
+    memory the launcher has halved.)"""
+    late = wide.config(262144, "float32", H100, gate=True)
+    assert late.gate_late and late.mode == wide.HYBRID
+    early = dataclasses.replace(late, gate_late=False, min_blocks=1)
+    chunks, rc = late.ept // late.vec, late.hreg
+
+    def counts(cfg):
+        seq = "".join("C" if "LDGSTS" in i else "W" if "SYNCS.PHASECHK" in i else
+                      "G" if "LDG.E" in i and "CONSTANT" not in i else "" for i in _sass(cfg))
+        wait = seq.index("W")
+        return seq.count("C"), seq[:wait].count("G"), seq[wait:].count("G")
+
+    assert counts(late) == (chunks - rc, rc, chunks), counts(late)
+    assert counts(early) == (2 * (chunks - rc), 2 * rc, 0), counts(early)
 
 
 @pytest.mark.gpu

@@ -174,10 +174,11 @@ POLICY_RING: Dict[str, Dict[int, Dict[int, int]]] = {"rmsnorm": {2: {}, 4: {}},
 #: Per POLICY entry of mode HYBRID, (chunks in registers, the weight's distance in chunks,
 #: __launch_bounds__' minimum blocks): the bound its run timed it at -- :func:`min_blocks`'
 #: estimate for the ring runs' entries, two CTAs of 1024 threads an SM at 32 registers a thread
-#: (above the estimate of one) for the occupancy runs' (explore/2026-12-02-wide-occupancy).  The
-#: bound holds for the entry's own chunks in registers and weight distance and a weight of x's
-#: dtype; :func:`config` gives an override of either, or an fp32 weight of a 16-bit x (ptxas spills
-#: 4-32 bytes at 32 registers with its packs), the estimate (not timed).
+#: (above the estimate of one) for the occupancy runs' and the late-gate run's
+#: (explore/2026-12-02-wide-occupancy, explore/2026-12-02-wide-late-gate).  The bound holds for the
+#: entry's own chunks in registers, weight distance and gate read (:data:`POLICY_GATE_LATE`) and a
+#: weight of x's dtype; :func:`config` gives an override of any of them, or an fp32 weight of a
+#: 16-bit x (ptxas spills 4-32 bytes at 32 registers with its packs), the estimate (not timed).
 POLICY_HYBRID: Dict[str, Dict[int, Dict[int, Tuple[int, int, int]]]] = {
     "rmsnorm": {2: {65536: (3, 1, 2), 262144: (2, 2, 2)}, 4: {131072: (2, 1, 2), 262144: (6, 2, 2)}},
     "rmsnorm_gate": {2: {131072: (1, 1, 2)}, 4: {262144: (4, 2, 2)}}}
@@ -514,7 +515,8 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     half) and how many chunks ahead of its stores it loads the weight (default 1; the policy's
     :data:`POLICY_HYBRID`, with its launch bound where neither is overridden).  ``gate_late``: a
     HYBRID gate kernel reads g in its last step instead of with x (the policy's
-    :data:`POLICY_GATE_LATE` where the shape is the policy's; otherwise False).  ``weight_dtype``: x's
+    :data:`POLICY_GATE_LATE` where the shape is the policy's; otherwise False; overriding the
+    policy's choice also gives the estimated launch bound).  ``weight_dtype``: x's
     dtype (None) or float32.
 
     Raises:
@@ -599,7 +601,8 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     gate_late = bool(gate_late)
     if gate_late and (mode != HYBRID or not gate):
         raise ValueError(f"gate_late=True with {op} mode {mode}: reading g in the last step is the gate op's "
-                         f"HYBRID ({HYBRID}) only")
+                         f"HYBRID ({HYBRID}) only" + ("" if not gate else
+                                                      f"; pass shape=(cluster, threads, ept, {HYBRID}) with it"))
     cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d, gate_late=gate_late)
     if cfg.smem_bytes > MAX_CTA_SHARED:
         raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "

@@ -3,7 +3,8 @@ both ops, every slice mode (registers, shared memory, shared memory with the wei
 row-length bucket (2- to 16-CTA clusters) in fp16 and fp32, the policy of both ops at every
 bucket (fp16, fp32), bf16 with an fp32 weight, a partly filled configuration (N = 40000), and
 one small case per mode 3-5 (PERSIST, PERSIST_1, MBAR) and 7-9 (RING, RING_L2: ring depths
-1, 3, 4 and 8, an fp32 weight of a bf16 x, HYBRID: its register chunks and weight distance), the persistent ones with fewer clusters
+1, 3, 4 and 8, an fp32 weight of a bf16 x, HYBRID: its register chunks and weight distance, and
+the gate read in the last step, gate_late, in fp16, bf16 with an fp32 weight and fp32), the persistent ones with fewer clusters
 than rows (each cluster loops, reusing both slot sets and flipping the mbarrier phases; the ring
 runs on into the next row) and with more (idle clusters).  ``--new``: only those last cases.
 
