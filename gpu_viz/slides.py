@@ -623,6 +623,21 @@ def _check_offline(body: str, name: str) -> None:
 
 
 # ----------------------------------------------------------------------------- index
+#: The index's words for a deck executed in CPU mode: most chapters show the CPU model's traces;
+#: the measured ones (their notebook calls gpu_viz.banner(recorded=True)) show committed GPU records.
+CPU_TRACES_LABEL = "CPU mode (no GPU; model traces, nothing timed)"
+CPU_RECORDS_LABEL = "CPU mode (no GPU; committed GPU records shown, nothing timed)"
+
+
+def _shows_records(source: Path) -> bool:
+    """Whether the notebook at ``source`` is a measured chapter: its banner cell says so
+    (``gpu_viz.banner(recorded=True)``).  An unreadable source counts as not."""
+    try:
+        return "gpu_viz.banner(recorded=True)" in Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def write_index(decks: Sequence[Deck], out_dir: Path, built_at: Optional[str] = None) -> Path:
     """Write ``out_dir/index.html`` linking every deck with its title, mode, GPU and date."""
     import jinja2
@@ -637,8 +652,8 @@ def write_index(decks: Sequence[Deck], out_dir: Path, built_at: Optional[str] = 
             "pdf": (d.html.name.replace(".slides.html", ".pdf")
                     if d.html is not None and (Path(out_dir) / d.html.name.replace(".slides.html", ".pdf")).is_file()
                     else None),
-            "mode": ("GPU: " + (d.gpu or "?")) if d.mode == "gpu" else
-                    ("CPU mode (no GPU; model traces, nothing timed)" if d.mode == "cpu" else d.mode),
+            "mode": ("GPU: " + (d.gpu or "?")) if d.mode == "gpu" else (
+                (CPU_RECORDS_LABEL if _shows_records(d.source) else CPU_TRACES_LABEL) if d.mode == "cpu" else d.mode),
             "date": d.date, "error": d.error.splitlines()[0][:300] if d.error else "",
         })
     page = tmpl.render(decks=rows, built_at=built_at or _dt.datetime.now(_dt.timezone.utc).strftime(

@@ -75,13 +75,14 @@ def install_source(repo=None, branch=None):
     )
 
 
-def header(number, slug, title, intro=""):
-    """The three cells every notebook starts with: badge + title, install (skipped on slides), banner."""
+def header(number, slug, title, intro="", recorded=False):
+    """The three cells every notebook starts with: badge + title, install (skipped on slides), banner
+    (``recorded``: a chapter that shows committed GPU records in CPU mode, gpu_viz.banner(recorded=True))."""
     filename = f"{number}_{slug}.ipynb"
     return [
         md(f"{colab_badge(filename)}\n\n# {title}\n\n{intro}".rstrip() + "\n", "slide"),
         code(install_source(), "skip"),
-        code("import gpu_viz\ngpu_viz.banner();", "slide"),
+        code("import gpu_viz\ngpu_viz.banner(recorded=True);" if recorded else "import gpu_viz\ngpu_viz.banner();", "slide"),
     ]
 
 

@@ -62,8 +62,8 @@ def check_notebook(nb, filename: str) -> List[str]:
     Rules: valid nbformat 4; NN_topic.ipynb name; no outputs or execution counts; a ``slideshow``
     slide_type on every cell; the standard header (nbkit.header: Colab badge for this file and a
     ``# title`` in cell 0, the install cell from nbkit.COURSE_REPO skipped on slides in cell 1,
-    ``gpu_viz.banner()`` in cell 2); at least one speaker-notes cell; no markdown cell that
-    says a number is live (measured / timed / a table or speed-up "live") without also saying
+    ``gpu_viz.banner()`` or ``gpu_viz.banner(recorded=True)`` in cell 2); at least one speaker-notes
+    cell; no markdown cell that says a number is live (measured / timed / a table or speed-up "live") without also saying
     what CPU mode shows instead (``LIVE_CLAIM_RE``, ``CPU_MODE_RE``): in CPU mode nothing is
     timed, and the text must not claim otherwise.
     """
@@ -105,8 +105,8 @@ def check_notebook(nb, filename: str) -> List[str]:
             or nbkit.install_spec() not in _source(c1) or 'find_spec("gpu_viz")' not in _source(c1):
         problems.append(f"cell 1 is not the install cell (code, slide_type skip, pip install "
                         f"{nbkit.install_spec()!r} when gpu_viz is missing)")
-    if c2.cell_type != "code" or "gpu_viz.banner()" not in _source(c2):
-        problems.append("cell 2 does not call gpu_viz.banner()")
+    if c2.cell_type != "code" or not any(b in _source(c2) for b in ("gpu_viz.banner()", "gpu_viz.banner(recorded=True)")):
+        problems.append("cell 2 does not call gpu_viz.banner() (or gpu_viz.banner(recorded=True))")
     if not any(c.metadata.get("slideshow", {}).get("slide_type") == "notes" for c in cells):
         problems.append("no speaker-notes cell (nbkit.notes)")
     return problems

@@ -68,6 +68,21 @@ def test_rules_catch_missing_slideshow_metadata_notes_and_header():
     assert strip_notebooks.check_notebook(nbformat.read(str(SELFTEST), as_version=4), "selftest.ipynb")
 
 
+def test_rules_take_either_banner_header_and_nothing_else():
+    """Bug class: the header rule knew one banner call only, so a measured chapter's
+    banner(recorded=True) -- what nbkit.header(recorded=True) writes -- failed it.  Both of
+    nbkit's headers pass; a cell 2 without a banner call does not."""
+    for recorded in (False, True):
+        cells = nbkit.header("08", "rmsnorm_speedup", "T", recorded=recorded)
+        assert ("recorded=True" in cells[2].source) == recorded
+
+        def swap(nb, cells=cells):
+            nb.cells[2] = cells[2]
+        assert not any("cell 2" in p for p in _broken(swap)), recorded
+    no_banner = _broken(lambda nb: nb.cells[2].__setitem__("source", "import gpu_viz\ngpu_viz.doctor.report();"))
+    assert any("cell 2 does not call gpu_viz.banner()" in p for p in no_banner)
+
+
 def test_strip_removes_what_an_execution_adds():
     nb = nbformat.read(str(SELFTEST), as_version=4)
     dirty = copy.deepcopy(nb)

@@ -932,10 +932,11 @@ def test_hybrid_gate_late_configuration():
     # gate_late reaches min_blocks' estimate: x packed (16) and two g packs (8), a weight pack (4)
     o = wide.config(262144, "float32", H100, gate=True, shape=(8, 512, 64, H), hreg=4, wdist=2, gate_late=True)
     assert o.min_blocks == 65536 // (512 * (16 + 8 + 4 + 32)) == 2
-    for kw, exc, msg in ((dict(gate_late=True), ValueError, r"gate_late=True with rmsnorm mode 9"),
+    for kw, exc, msg in ((dict(gate_late=True), ValueError,
+                          r"gate_late=True for rmsnorm: it says when the gate op reads its gate g; pass gate=True"),
                          (dict(gate=True, shape=(4, 1024, 64, wide.MBAR), gate_late=True), ValueError,
                           r"gate_late=True with rmsnorm_gate mode 5: reading g in the last step is the gate op's "
-                          r"HYBRID \(9\) only"),
+                          r"HYBRID \(9\) only; pass shape=\(cluster, threads, ept, 9\) with it"),
                          (dict(gate=True, gate_late=1), TypeError, r"gate_late must be a bool, got int")):
         with pytest.raises(exc, match=msg):
             wide.config(262144, "float16", H100, **({"shape": (4, 1024, 64, H)} | kw))

@@ -429,3 +429,28 @@ def test_static_players_drop_the_live_twin_and_keep_the_static_player():
     assert slides.static_players(nb) == 1
     kinds = [(o.output_type, sorted(o.get("data", {}))) for o in nb.cells[0].outputs]
     assert kinds == [("display_data", ["text/html", "text/plain"]), ("stream", [])]
+
+
+def test_index_says_which_cpu_decks_show_records(tmp_path):
+    """Bug class: the index labelled every deck built in CPU mode "model traces, nothing timed",
+    the measured chapters too (their notebooks call gpu_viz.banner(recorded=True) and show
+    committed GPU records).  Each CPU deck gets the label its own banner call implies; a GPU deck
+    its GPU; an unreadable source the traces label."""
+    decks = []
+    for name, banner in (("01_traces", "gpu_viz.banner();"), ("10_measured", "gpu_viz.banner(recorded=True);")):
+        src = tmp_path / f"{name}.ipynb"
+        nbformat.write(new_notebook(cells=[new_code_cell("import gpu_viz\n" + banner)]), str(src))
+        decks.append(slides.Deck(name, name, src, tmp_path / "x.ipynb", html=tmp_path / f"{name}.slides.html",
+                                 mode="cpu", date="2026-12-02"))
+    decks.append(slides.Deck("11_gone", "gone", tmp_path / "missing.ipynb", tmp_path / "y.ipynb",
+                             html=tmp_path / "11_gone.slides.html", mode="cpu"))
+    decks.append(slides.Deck("12_gpu", "gpu", decks[1].source, tmp_path / "z.ipynb",
+                             html=tmp_path / "12_gpu.slides.html", mode="gpu", gpu="NVIDIA H200"))
+    index = slides.write_index(decks, tmp_path).read_text()
+    rows = {d.name: index[index.index(f'href="{d.name}.slides.html"'):] for d in decks}
+    first_label = lambda text: min((text.find(lbl), lbl) for lbl in  # noqa: E731
+                                   (slides.CPU_TRACES_LABEL, slides.CPU_RECORDS_LABEL, "GPU: NVIDIA H200") if lbl in text)[1]
+    assert first_label(rows["01_traces"]) == slides.CPU_TRACES_LABEL
+    assert first_label(rows["10_measured"]) == slides.CPU_RECORDS_LABEL
+    assert first_label(rows["11_gone"]) == slides.CPU_TRACES_LABEL
+    assert first_label(rows["12_gpu"]) == "GPU: NVIDIA H200"

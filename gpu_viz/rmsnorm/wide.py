@@ -599,10 +599,12 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
         given = ", ".join(f"{k}={v}" for k, v in (("hreg", hreg), ("wdist", wdist)) if v is not None)
         raise ValueError(f"{given} with mode {mode}: hreg and wdist are HYBRID ({HYBRID})'s only")
     gate_late = bool(gate_late)
-    if gate_late and (mode != HYBRID or not gate):
+    if gate_late and not gate:
+        raise ValueError("gate_late=True for rmsnorm: it says when the gate op reads its gate g; "
+                         "pass gate=True (rmsnorm_gate) or leave gate_late out")
+    if gate_late and mode != HYBRID:
         raise ValueError(f"gate_late=True with {op} mode {mode}: reading g in the last step is the gate op's "
-                         f"HYBRID ({HYBRID}) only" + ("" if not gate else
-                                                      f"; pass shape=(cluster, threads, ept, {HYBRID}) with it"))
+                         f"HYBRID ({HYBRID}) only; pass shape=(cluster, threads, ept, {HYBRID}) with it")
     cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d, gate_late=gate_late)
     if cfg.smem_bytes > MAX_CTA_SHARED:
         raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
