@@ -14,6 +14,10 @@ __version__ = "0.1.0"
 from .backend import detect, has_gpu, provenance  # noqa: E402,F401
 
 
+#: How a measured chapter's notebook calls :func:`banner` (the slides index reads it to label the deck).
+RECORDED_BANNER_CALL = "gpu_viz.banner(recorded=True)"
+
+
 def banner(recorded: bool = False) -> str:
     """The first cell of every notebook: mode, and on a GPU its name, sm_XX, SM count, peak bandwidth.
 

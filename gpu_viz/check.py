@@ -40,6 +40,14 @@ def check_int(name: str, value, minimum: Optional[int] = None, maximum: Optional
     return value
 
 
+def check_bool(name: str, value, more: str = "") -> bool:
+    """``value`` as a bool, checked: TypeError naming ``name`` unless a bool (numpy's included;
+    ints are not), ``more`` added to the message (e.g. "or None (...)")."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool{' ' + more if more else ''}, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
 #: The largest finite float32; a float argument past it reaches a kernel as inf.
 F32_MAX = 3.4028234663852886e38
 

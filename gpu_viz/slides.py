@@ -633,7 +633,9 @@ def _shows_records(source: Path) -> bool:
     """Whether the notebook at ``source`` is a measured chapter: its banner cell says so
     (``gpu_viz.banner(recorded=True)``).  An unreadable source counts as not."""
     try:
-        return "gpu_viz.banner(recorded=True)" in Path(source).read_text(encoding="utf-8")
+        from . import RECORDED_BANNER_CALL
+
+        return RECORDED_BANNER_CALL in Path(source).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
 

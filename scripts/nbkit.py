@@ -75,6 +75,11 @@ def install_source(repo=None, branch=None):
     )
 
 
+#: The banner call of cell 2: a chapter showing the CPU model's traces, and one showing committed GPU
+#: records in CPU mode (gpu_viz.banner's ``recorded``).
+BANNER_CALLS = {False: "gpu_viz.banner()", True: "gpu_viz.banner(recorded=True)"}
+
+
 def header(number, slug, title, intro="", recorded=False):
     """The three cells every notebook starts with: badge + title, install (skipped on slides), banner
     (``recorded``: a chapter that shows committed GPU records in CPU mode, gpu_viz.banner(recorded=True))."""
@@ -82,7 +87,7 @@ def header(number, slug, title, intro="", recorded=False):
     return [
         md(f"{colab_badge(filename)}\n\n# {title}\n\n{intro}".rstrip() + "\n", "slide"),
         code(install_source(), "skip"),
-        code("import gpu_viz\ngpu_viz.banner(recorded=True);" if recorded else "import gpu_viz\ngpu_viz.banner();", "slide"),
+        code(f"import gpu_viz\n{BANNER_CALLS[recorded]};", "slide"),
     ]
 
 

@@ -105,8 +105,8 @@ def check_notebook(nb, filename: str) -> List[str]:
             or nbkit.install_spec() not in _source(c1) or 'find_spec("gpu_viz")' not in _source(c1):
         problems.append(f"cell 1 is not the install cell (code, slide_type skip, pip install "
                         f"{nbkit.install_spec()!r} when gpu_viz is missing)")
-    if c2.cell_type != "code" or not any(b in _source(c2) for b in ("gpu_viz.banner()", "gpu_viz.banner(recorded=True)")):
-        problems.append("cell 2 does not call gpu_viz.banner() (or gpu_viz.banner(recorded=True))")
+    if c2.cell_type != "code" or not any(call in _source(c2) for call in nbkit.BANNER_CALLS.values()):
+        problems.append(f"cell 2 does not call {' or '.join(nbkit.BANNER_CALLS.values())}")
     if not any(c.metadata.get("slideshow", {}).get("slide_type") == "notes" for c in cells):
         problems.append("no speaker-notes cell (nbkit.notes)")
     return problems

@@ -79,6 +79,9 @@ def test_rules_take_either_banner_header_and_nothing_else():
         def swap(nb, cells=cells):
             nb.cells[2] = cells[2]
         assert not any("cell 2" in p for p in _broken(swap)), recorded
+    import gpu_viz
+
+    assert nbkit.BANNER_CALLS[True] == gpu_viz.RECORDED_BANNER_CALL  # what the slides index looks for
     no_banner = _broken(lambda nb: nb.cells[2].__setitem__("source", "import gpu_viz\ngpu_viz.doctor.report();"))
     assert any("cell 2 does not call gpu_viz.banner()" in p for p in no_banner)
 

@@ -322,7 +322,7 @@ def test_streams_cupy_empty_and_misaligned(seed):
     # M = 0: nothing launched, an empty rstd
     e = torch.empty(0, 65536, device="cuda", dtype=torch.bfloat16)
     assert wide.forward(e, w, 1e-6, torch.empty_like(e)).shape == (0,)
-    with pytest.raises(TypeError, match=r"gate_late must be a bool, got str"):  # refused before M == 0 returns
+    with pytest.raises(TypeError, match=r"gate_late must be a bool or None \(the policy's\), got str"):  # refused before M == 0
         wide.forward(e, w, 1e-6, torch.empty_like(e), gate=e, gate_late="yes")
     # misaligned: a view one element in
     buf = torch.randn(64 * 65536 + 8, device="cuda").to(torch.bfloat16)
@@ -937,7 +937,7 @@ def test_hybrid_gate_late_configuration():
                          (dict(gate=True, shape=(4, 1024, 64, wide.MBAR), gate_late=True), ValueError,
                           r"gate_late=True with rmsnorm_gate mode 5: reading g in the last step is the gate op's "
                           r"HYBRID \(9\) only; pass shape=\(cluster, threads, ept, 9\) with it"),
-                         (dict(gate=True, gate_late=1), TypeError, r"gate_late must be a bool, got int")):
+                         (dict(gate=True, gate_late=1), TypeError, r"gate_late must be a bool or None \(the policy's\), got int")):
         with pytest.raises(exc, match=msg):
             wide.config(262144, "float16", H100, **({"shape": (4, 1024, 64, H)} | kw))
 

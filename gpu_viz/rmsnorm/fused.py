@@ -48,6 +48,7 @@ from .. import backend, kernels
 from .. import device as _device
 from ..arrays import framework as _framework
 from ..arrays import _torch_stream_ptr, launch
+from ..check import check_bool as _check_bool
 from ..check import check_f32_arg
 from ..check import check_int as _check_int
 from .dtypes import DTYPES, OPS, dtype_name
@@ -242,12 +243,6 @@ def _pow2_warps(threads: int) -> int:
     """``threads`` (a multiple of 32) rounded up to a power-of-two count of warps."""
     w = threads // 32
     return 32 * (1 << (w - 1).bit_length())
-
-
-def _check_bool(name: str, value, more: str = "") -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool{' ' + more if more else ''}, got {type(value).__name__} {value!r}")
-    return bool(value)
 
 
 @functools.lru_cache(maxsize=4096)  # on every call's path; a pure function of its arguments

@@ -53,7 +53,7 @@ import numpy as np
 from .. import backend, kernels
 from ..arrays import framework as _framework
 from ..arrays import _StreamPtr, _torch_stream_ptr, launch
-from ..check import check_f32_arg, check_int
+from ..check import check_bool, check_f32_arg, check_int
 from .dtypes import DTYPES, dtype_name
 from .reference import check_eps
 
@@ -542,8 +542,8 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     if shape is not None and (not isinstance(shape, (tuple, list)) or len(shape) != 4):
         raise ValueError(f"shape must be (cluster, threads, ept, mode), 4 ints, got {shape!r}")
     c, t, e, mode = POLICY[op][size][_bucket(n)] if shape is None else shape
-    if gate_late is not None and not isinstance(gate_late, (bool, np.bool_)):
-        raise TypeError(f"gate_late must be a bool, got {type(gate_late).__name__}")
+    if gate_late is not None:
+        gate_late = check_bool("gate_late", gate_late, "or None (the policy's)")
     if shape is None:  # the policy's weight loads and launch bound; WLOAD_CHUNK where they would spill
         pol_wload, pol_blocks = POLICY_LOADS[op][size].get(_bucket(n), (WLOAD_CHUNK, None))
         if e * DTYPES[wdt][1] > WLOAD_MAX_BYTES:
@@ -598,18 +598,17 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     elif hreg is not None or wdist is not None:
         given = ", ".join(f"{k}={v}" for k, v in (("hreg", hreg), ("wdist", wdist)) if v is not None)
         raise ValueError(f"{given} with mode {mode}: hreg and wdist are HYBRID ({HYBRID})'s only")
-    gate_late = bool(gate_late)
     if gate_late and not gate:
         raise ValueError("gate_late=True for rmsnorm: it says when the gate op reads its gate g; "
                          "pass gate=True (rmsnorm_gate) or leave gate_late out")
     if gate_late and mode != HYBRID:
         raise ValueError(f"gate_late=True with {op} mode {mode}: reading g in the last step is the gate op's "
                          f"HYBRID ({HYBRID}) only; pass shape=(cluster, threads, ept, {HYBRID}) with it")
-    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d, gate_late=gate_late)
+    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d, gate_late=bool(gate_late))
     if cfg.smem_bytes > MAX_CTA_SHARED:
         raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
                          f"(weight {wdt}); at most {MAX_CTA_SHARED}")
-    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes, h, d, gate_late)
+    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes, h, d, cfg.gate_late)
     if blocks is not None:
         most = sm_holds(t, cfg.smem_bytes)
         blocks = check_int("blocks", blocks)
@@ -813,8 +812,8 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     for name, v in (("ring", ring), ("hreg", hreg), ("wdist", wdist)):
         if v is not None:
             check_int(name, v, minimum=1)
-    if gate_late is not None and not isinstance(gate_late, (bool, np.bool_)):
-        raise TypeError(f"gate_late must be a bool, got {type(gate_late).__name__}")
+    if gate_late is not None:
+        check_bool("gate_late", gate_late, "or None (the policy's)")
     device = devs.pop()
     if M == 0:
         return _new_rstd(x2d, xf, 0, device)
