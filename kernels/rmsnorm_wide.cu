@@ -66,10 +66,10 @@
 // NaN/Inf in a row make that row NaN/0 as the float64 formula, and never touch other rows.
 //
 // Kernels (extern "C"; names parsed by gpu_viz/rmsnorm/wide.py):
-//   rmsnorm[_gate]_cluster_<dt>_w<wdt>_c<CLUSTER>_t<THREADS>_e<EPT>_m<MODE>[_wb|_we|_r<R>|_h<H>_d<D>[_g][_x<X>]]
+//   rmsnorm[_gate]_cluster_<dt>_w<wdt>_c<CLUSTER>_t<THREADS>_e<EPT>_m<MODE>[_wb|_we|_r<R>|_h<H>_d<D>[_g]]
 //   dt = f32 | f16 | bf16 (x, gate, y); wdt = the weight's: dt, or f32 for a 16-bit x;
-//   _wb / _we: WIDE_WLOAD 1 / 2 (modes 1, 5); _r<R>: WIDE_RING (modes 7, 8); _h<H>_d<D>[_g][_x<X>]:
-//   WIDE_HREG, WIDE_WDIST (mode 9), _g with WIDE_GLATE, _x<X> with WIDE_XLATE = X > 0.
+//   _wb / _we: WIDE_WLOAD 1 / 2 (modes 1, 5); _r<R>: WIDE_RING (modes 7, 8); _h<H>_d<D>[_g]: WIDE_HREG,
+//   WIDE_WDIST (mode 9), _g with WIDE_GLATE.
 // -D options (the launcher passes all of them; the defaults below are one configuration of its
 // policy): one kernel per module, i.e. per (op, dtype, weight dtype, configuration):
 //   WIDE_DTYPE       x's: 1 f32, 2 f16, 4 bf16
@@ -93,7 +93,6 @@
 //   WIDE_HREG        mode 9: chunks a thread keeps in registers (0: half of them)
 //   WIDE_WDIST       mode 9: how many chunks ahead of the stores the weight is loaded
 //   WIDE_GLATE       mode 9, the gate op: 1 reads g in the last step (0: with x in step 1)
-//   WIDE_XLATE       mode 9: a thread's first chunks read twice, in steps 1 and 5, not kept on chip
 //   WIDE_WLOAD       modes 1 and 5: when the last step's weight is loaded -- 0 a chunk at a
 //                    time, 1 all chunks together, 2 with x's copies (see store_row_smem)
 // Kernel arguments: (out, rstd, x, gate, w, N, eps, w_offset, M); only modes 3, 4, 7 and 8 read M.
@@ -167,25 +166,6 @@ __device__ __forceinline__ uint4 ld_weight(const void* p) {
     uint4 u;
     asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
     return u;
-}
-
-// x or gate with an L2 cache policy from createpolicy (no L1 allocation): HYBRID's re-read chunks.
-__device__ __forceinline__ uint4 ld_stream_hint(const void* p, unsigned long long pol) {
-    uint4 u;
-#if WIDE_HAS_CLUSTERS
-    asm("ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(pol));
-#else
-    u = *reinterpret_cast<const uint4*>(p);
-#endif
-    return u;
-}
-template <typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_pack_hint(const T* p, unsigned long long pol) {
-    static_assert(sizeof(Pack<T, VEC>) == 16, "x packs are one 16-byte vector");
-    Pack<T, VEC> r;
-    *reinterpret_cast<uint4*>(&r) = ld_stream_hint(p, pol);
-    return r;
 }
 
 template <bool WEIGHT, typename T, int VEC>
@@ -931,16 +911,7 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
 // statistic needs x alone): a CTA keeps only x on chip, half the gate op's bytes, and the last
 // step streams g in while y streams out.  y is the same expression of the same values: the same
 // bits.
-// WIDE_XLATE = XL (rmsnorm, or the gate op with WIDE_GLATE): a thread's first XL chunks are not
-// kept on chip at all (the register chunks follow them, then the shared-memory ones).  Step 1
-// loads them into registers with an L2 evict-last policy, XB (2) at a time -- the first batch before
-// the copies, each later one once the previous is summed, while the copies still stream in --
-// only to square and sum them (first, in chunk order); step 5 reads them again WIDE_WDIST chunks
-// ahead of the stores with an evict-first policy, an L2 hit while the row's lines stay there.  A
-// CTA then holds (CHUNKS - XL) / CHUNKS of its slice, so more CTAs (or bigger slices) fit an SM;
-// the second read costs L2 traffic, not DRAM traffic, as long as the lines survive in L2 between
-// the two reads.  The same values in the same order: the same bits.
-// Dynamic shared memory: THREADS * (CHUNKS - XL - RC) * 16 * (1 + GATE * !GLATE) bytes.
+// Dynamic shared memory: THREADS * (CHUNKS - RC) * 16 * (1 + GATE * !GLATE) bytes.
 #ifndef WIDE_HREG
 #define WIDE_HREG 0
 #endif
@@ -950,9 +921,6 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
 #ifndef WIDE_GLATE
 #define WIDE_GLATE 0
 #endif
-#ifndef WIDE_XLATE
-#define WIDE_XLATE 0
-#endif
 template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT>
 __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* __restrict__ rstd,
                                                    const T* __restrict__ x, const T* __restrict__ gate,
@@ -960,16 +928,8 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
 #if WIDE_HAS_CLUSTERS
     constexpr int VEC = 16 / sizeof(T);
     constexpr int CHUNKS = EPT / VEC;
-    constexpr int XL = WIDE_XLATE;      // chunks read twice (steps 1 and 5): c < XL
-#ifdef WIDE_XBATCH
-    constexpr int XB = WIDE_XBATCH < XL ? WIDE_XBATCH : XL;
-#else
-    constexpr int XB = XL < 2 ? XL : 2;  // re-read chunks in flight at once in step 1
-#endif
-    constexpr int RC = WIDE_HREG <= 0 ? (CHUNKS - XL) / 2 : WIDE_HREG;  // chunks in registers:
-    constexpr int RB = XL;              // XL <= c < SB, at px[c - RB]
-    constexpr int SB = XL + RC;         // chunks in shared memory: c >= SB, at slot c - SB
-    constexpr int SC = CHUNKS - SB;
+    constexpr int RC = WIDE_HREG <= 0 ? CHUNKS / 2 : WIDE_HREG;  // chunks in registers: c < RC
+    constexpr int SC = CHUNKS - RC;     // chunks in shared memory: c >= RC, at slot c - RC
     constexpr int NWARPS = THREADS / 32;
     constexpr int SLICE = THREADS * CHUNKS;
     constexpr int WD = WIDE_WDIST;      // the weight's loads run WD chunks ahead of the stores
@@ -977,7 +937,6 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     constexpr bool GE = GATE && !GL;              // g read in step 1, with x
     static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024 && CHUNKS >= 2, "launch shape");
     static_assert(RC >= 1 && RC < CHUNKS && WD >= 1, "register chunks, weight distance");
-    static_assert(XL >= 0 && SC >= 1 && (XL == 0 || !GE), "re-read chunks: rmsnorm, or g read late");
     __shared__ float warp_sums[NWARPS];
     __shared__ float cta_sums[CLUSTER];
     __shared__ unsigned long long bar;
@@ -994,21 +953,10 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     const int first = (int)rank * SLICE + t;
     const T* xr = x + row * (long long)N;
     const T* gr = GATE ? gate + row * (long long)N : nullptr;
-    // step 1: the first re-read batch (XL), the shared-memory chunks' copies, the register chunks'
-    // loads
-    unsigned long long keep;
-    Pack<T, VEC> pl[XL > 0 ? XB : 1];  // pl[q]: re-read chunk b + q of batch b, until it is summed
-    if constexpr (XL > 0) {
-        asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(keep));
-        #pragma unroll
-        for (int q = 0; q < XB; ++q) {
-            const int j = first + q * THREADS;
-            if (j < nvec) pl[q] = load_pack_hint<T, VEC>(xr + (long long)j * VEC, keep);
-        }
-    }
+    // step 1: the shared-memory half's copies, then the register half's loads
     #pragma unroll
-    for (int c = SB; c < CHUNKS; ++c) {
-        const int j = first + c * THREADS, s = (c - SB) * THREADS + t;
+    for (int c = RC; c < CHUNKS; ++c) {
+        const int j = first + c * THREADS, s = (c - RC) * THREADS + t;
         if (j < nvec) {
             cp_async16(&sx[s], xr + (long long)j * VEC);
             if (GE) cp_async16(&sg[s], gr + (long long)j * VEC);
@@ -1017,41 +965,18 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     Pack<T, VEC> px[RC], pg[GE ? RC : 1];
     #pragma unroll
     for (int c = 0; c < RC; ++c) {
-        const int j = first + (RB + c) * THREADS;
+        const int j = first + c * THREADS;
         if (j < nvec) {
             px[c] = load_pack<false, T, VEC>(xr + (long long)j * VEC);
             if (GE) pg[c] = load_pack<false, T, VEC>(gr + (long long)j * VEC);
         }
     }
-    // step 2: the squares in chunk order: the re-read chunks (batch by batch), the register
-    // chunks, the shared-memory chunks
+    // step 2: the squares in chunk order, the register chunks first
     float a[GE ? RC * VEC : 1];
     float sumsq = 0.0f;
-    if constexpr (XL > 0) {
-        #pragma unroll
-        for (int b = 0; b < XL; b += XB) {
-            if (b > 0) {
-                #pragma unroll
-                for (int q = 0; q < XB; ++q) {
-                    const int j = first + (b + q) * THREADS;
-                    if (b + q < XL && j < nvec) pl[q] = load_pack_hint<T, VEC>(xr + (long long)j * VEC, keep);
-                }
-            }
-            #pragma unroll
-            for (int q = 0; q < XB; ++q) {
-                if (b + q < XL && first + (b + q) * THREADS < nvec) {
-                    #pragma unroll
-                    for (int k = 0; k < VEC; ++k) {
-                        const float xf = elem(pl[q], k);
-                        sumsq = fmaf(xf, xf, sumsq);
-                    }
-                }
-            }
-        }
-    }
     #pragma unroll
     for (int c = 0; c < RC; ++c) {
-        if (first + (RB + c) * THREADS < nvec) {
+        if (first + c * THREADS < nvec) {
             #pragma unroll
             for (int k = 0; k < VEC; ++k) {
                 const float xf = elem(px[c], k);
@@ -1062,9 +987,9 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     }
     cp_async_wait_all();
     #pragma unroll
-    for (int c = SB; c < CHUNKS; ++c) {
+    for (int c = RC; c < CHUNKS; ++c) {
         if (first + c * THREADS < nvec) {
-            const Pack<T, VEC> v = sx[(c - SB) * THREADS + t];
+            const Pack<T, VEC> v = sx[(c - RC) * THREADS + t];
             #pragma unroll
             for (int k = 0; k < VEC; ++k) {
                 const float xf = elem(v, k);
@@ -1078,52 +1003,40 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     cluster_wait_acquire();
     const float r = exchange_rstd_mbar<CLUSTER>(cta, cta_sums, &bar, 0u, rank, t, N, eps);
     if (rank == 0 && t == 0) rstd[row] = r;
-    // step 5: y, the weight (and with GL the gate, with XL the re-read chunks' x) WD chunks ahead
-    // of each store
+    // step 5: y, the weight (and with GL the gate) WD chunks ahead of each store
     unsigned long long pol;
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
     T* yr = out + row * (long long)N;
     Pack<WT, VEC> wq[WD];        // wq[c % WD]: chunk c's weight
     Pack<T, VEC> gq[GL ? WD : 1];  // gq[c % WD]: chunk c's gate (GL)
-    Pack<T, VEC> xq[XL > 0 ? WD : 1];  // xq[c % WD]: re-read chunk c's x (c < XL)
     #pragma unroll
     for (int d = 0; d < WD; ++d) {
         if (d < CHUNKS && first + d * THREADS < nvec) {
             wq[d] = load_pack<true, WT, VEC>(w + (long long)(first + d * THREADS) * VEC);
             if constexpr (GL) gq[d] = load_pack<false, T, VEC>(gr + (long long)(first + d * THREADS) * VEC);
-            if constexpr (XL > 0) {
-                if (d < XL) xq[d] = load_pack_hint<T, VEC>(xr + (long long)(first + d * THREADS) * VEC, pol);
-            }
         }
     }
     #pragma unroll
     for (int c = 0; c < CHUNKS; ++c) {
         const int j = first + c * THREADS;
         const Pack<WT, VEC> pw = wq[c % WD];
-        Pack<T, VEC> g, xl;
+        Pack<T, VEC> g;
         if constexpr (GL) g = gq[c % WD];
-        if constexpr (XL > 0) xl = xq[c % WD];
         if (c + WD < CHUNKS && j + WD * THREADS < nvec) {
             wq[c % WD] = load_pack<true, WT, VEC>(w + (long long)(j + WD * THREADS) * VEC);
             if constexpr (GL) gq[c % WD] = load_pack<false, T, VEC>(gr + (long long)(j + WD * THREADS) * VEC);
-            if constexpr (XL > 0) {
-                if (c + WD < XL) xq[c % WD] = load_pack_hint<T, VEC>(xr + (long long)(j + WD * THREADS) * VEC, pol);
-            }
         }
         if (j < nvec) {
             Pack<T, VEC> py;
-            if (c < RB) {
-                py = y_pack<GATE>(xl, g, pw, w_offset, r);
-            } else if (c < SB) {
-                const int i = c - RB;
+            if (c < RC) {
                 #pragma unroll
                 for (int k = 0; k < VEC; ++k) {
-                    const float xf = elem(px[i], k);
-                    const float v = GE ? a[i * VEC + k] : GL ? xf * silu(elem(g, k)) : xf;
+                    const float xf = elem(px[c], k);
+                    const float v = GE ? a[c * VEC + k] : GL ? xf * silu(elem(g, k)) : xf;
                     py.v[k] = from_f32<T>((v * (elem(pw, k) + w_offset)) * r);
                 }
             } else {
-                const int s = (c - SB) * THREADS + t;
+                const int s = (c - RC) * THREADS + t;
                 if (GE) g = sg[s];
                 py = y_pack<GATE>(sx[s], g, pw, w_offset, r);
             }
@@ -1216,19 +1129,12 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 #define WIDE_RING_SUFFIX2(K) _r##K
 #elif WIDE_MODE == 9
 #if WIDE_GLATE
-#define WIDE_GLATE_SUFFIX _g
+#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _g)
 #else
-#define WIDE_GLATE_SUFFIX
-#endif
-#if WIDE_XLATE > 0
-#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX_X(WIDE_HREG, WIDE_WDIST, WIDE_GLATE_SUFFIX, WIDE_XLATE)
-#else
-#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, WIDE_GLATE_SUFFIX)
+#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, )
 #endif
 #define WIDE_HYBRID_SUFFIX(H, D, G) WIDE_HYBRID_SUFFIX2(H, D, G)
 #define WIDE_HYBRID_SUFFIX2(H, D, G) _h##H##_d##D##G
-#define WIDE_HYBRID_SUFFIX_X(H, D, G, X) WIDE_HYBRID_SUFFIX_X2(H, D, G, X)
-#define WIDE_HYBRID_SUFFIX_X2(H, D, G, X) _h##H##_d##D##G##_x##X
 #else
 #define WIDE_SUFFIX WIDE_WLOAD_SUFFIX
 #endif

@@ -24,7 +24,7 @@ replays, median; the copy bandwidth first, in the same process; no kernel that s
     python benchmarks/explore/2026-12-02-wide-ring/ring_bench.py OUT_DIR --tune     (run3: its hreg, wdist)
 
 ("ring" in a row's tag names every candidate of the run, HYBRID's included.)  A candidate's
-parameters are a ring depth or (hreg, wdist[, blocks[, gate_late[, xlate]]]): a launch bound of its own where given
+parameters are a ring depth or (hreg, wdist[, blocks[, gate_late]]): a launch bound of its own where given
 (explore/2026-12-02-wide-occupancy runs this file's main with its own table); every non-policy
 row is launched with its configuration's launch bound (the runs above: the computed one).
 """
@@ -124,8 +124,6 @@ def plan():
                         hw["blocks"] = ring[2]
                     if isinstance(ring, tuple) and len(ring) > 3 and ring[3]:  # the gate read in the last step
                         hw["gate_late"] = True
-                    if isinstance(ring, tuple) and len(ring) > 4 and ring[4]:  # chunks read twice
-                        hw["xlate"] = ring[4]
                     try:
                         rows.append(("ring", wide.config(N, dt, (9, 0), gate=gate, shape=shape, **hw)))
                     except ValueError as exc:  # a shape whose shared memory does not fit: said, not timed
@@ -150,7 +148,6 @@ MAX_SPILL_BYTES = 0
 def name_of(tag, cfg):
     return f"{tag}:{cfg.cluster}x{cfg.threads}x{cfg.ept}m{cfg.mode}" + (
         f"r{cfg.ring}" if cfg.ring else f"h{cfg.hreg}d{cfg.wdist}" + ("g" if cfg.gate_late else "")
-        + (f"x{cfg.xlate}" if cfg.xlate else "")
         if cfg.mode == wide.HYBRID else "") + (
         f"b{cfg.min_blocks}" if NAME_BLOCKS and cfg.mode == wide.HYBRID else "")
 
@@ -206,8 +203,7 @@ def main(argv) -> int:
                 shape = None if tag == "policy" else (cfg.cluster, cfg.threads, cfg.ept, cfg.mode)
                 kw = {} if tag == "policy" else dict(blocks=cfg.min_blocks, **(
                     dict(ring=cfg.ring) if cfg.mode in wide.RING_MODES else dict(
-                        hreg=cfg.hreg, wdist=cfg.wdist, gate_late=cfg.gate_late,
-                        **(dict(xlate=cfg.xlate) if cfg.xlate else {})) if cfg.mode == wide.HYBRID else {}))
+                        hreg=cfg.hreg, wdist=cfg.wdist, gate_late=cfg.gate_late) if cfg.mode == wide.HYBRID else {}))
 
                 def fn(i, shape=shape, kw=kw):
                     s = sets[i % nsets]

@@ -1,5 +1,5 @@
 """One launch each of the policy's kernel and an ``xlate`` candidate at rmsnorm 1024x262144 (fp16,
-fp32), for ncu: do the second reads of the re-read chunks hit L2?
+fp32), for ncu: do the second reads of the re-read chunks hit L2?  Needs commit 06eb1ec (``xlate``).
 
     ncu --kernel-name regex:rmsnorm_cluster --metrics dram__bytes_read.sum,dram__bytes_write.sum,\
 lts__t_sector_hit_rate.pct,sm__cycles_active.avg,gpu__time_duration.sum --csv \

@@ -20,6 +20,9 @@ to the reference at its (cluster, threads, ept); CUDA-graph replay over input se
 replays, median; the copy bandwidth first, in the same process); a HYBRID row's name ends in
 b<launch bound>, and xN names N chunks read twice.
 
+Needs commit 06eb1ec (the kernel's WIDE_XLATE, the launcher's ``xlate``, ring_bench's fifth
+candidate parameter); the next commit removed them after this run.
+
     python benchmarks/explore/2026-12-02-wide-xlate/xlate_bench.py OUT_DIR [--budget-s 300]
     python benchmarks/explore/2026-12-02-wide-xlate/xlate_bench.py --dry-run
 """
