@@ -9,6 +9,8 @@ what is not a trace, ``gpu_viz.rmsnorm`` is the RMSNorm family (its fused ops pu
 """
 from __future__ import annotations
 
+import re
+
 __version__ = "0.1.0"
 
 from .backend import detect, has_gpu, provenance  # noqa: E402,F401
@@ -18,18 +20,26 @@ from .backend import detect, has_gpu, provenance  # noqa: E402,F401
 RECORDED_BANNER_CALL = "gpu_viz.banner(recorded=True)"
 
 
+#: A reason that already says there is no GPU ("no NVIDIA driver ..., so no GPU to run on", "no
+#: CUDA-capable GPU is visible"): the banner gives it without its own "no usable CUDA GPU: " lead.
+_SAYS_NO_GPU = re.compile(r"\bno\b[^.;:]*?\bGPU\b", re.IGNORECASE)
+
+
 def banner(recorded: bool = False) -> str:
     """The first cell of every notebook: mode, and on a GPU its name, sm_XX, SM count, peak bandwidth.
 
     Args:
         recorded: the notebook shows committed GPU records in CPU mode rather than CPU-model
-            traces (the measured chapters): its CPU-mode banner says so.
+            traces (the measured chapters): its CPU-mode banner says so, and so does
+            :meth:`gpu_viz.backend.Backend.describe` afterwards in the same process.
 
     Returns the text it prints: lines of at most 72 characters, each paragraph's lines of even
-    length (no word left alone on a line of its own).
+    length (no word left alone on a line of its own), a name never split from what it names
+    ("NVIDIA driver": :data:`gpu_viz.words.NO_BREAK`), "no GPU" said once.
     """
-    from . import backend, device
+    from . import backend, device, words
 
+    backend.note_chapter(recorded=recorded)
     b = detect()
     if b.is_gpu:
         info = device.current()
@@ -39,8 +49,9 @@ def banner(recorded: bool = False) -> str:
                 f"GPU mode: {info.name} ({info.sm}), {info.sm_count} SMs, peak memory bandwidth unknown")
         text += "\nEverything below runs live on this GPU."
     else:
-        why = (b.plain_reason if b.cause == backend.CAUSE_FORCED_CPU
-               else "no usable CUDA GPU: " + b.plain_reason)
+        why = b.plain_reason
+        if b.cause != backend.CAUSE_FORCED_CPU and not _SAYS_NO_GPU.search(why):
+            why = "no usable CUDA GPU: " + why
         text = "CPU MODE -- " + why.rstrip(".") + "."
         if recorded:
             text += ("\nNothing below runs on a GPU: the timings shown are committed GPU records, "
@@ -51,20 +62,6 @@ def banner(recorded: bool = False) -> str:
         if b.cause != backend.CAUSE_FORCED_CPU:
             text += "\nExpected a GPU? gpu_viz.doctor.report() gives the details and what to do."
     # lines of at most 72 characters: the banner is projected on each deck's title slide
-    text = "\n".join("\n".join(_wrap_even(line, 72)) for line in text.splitlines())
+    text = "\n".join("\n".join(words.wrap_even(line, 72)) for line in text.splitlines())
     print(text)
     return text
-
-
-def _wrap_even(line: str, width: int):
-    """``line`` wrapped into as few lines of at most ``width`` characters as textwrap gives, with
-    the narrowest width that still needs no more lines: the lines come out of even length, none
-    holding a lone word or two (``textwrap.wrap`` at ``width`` alone can leave one)."""
-    import textwrap
-
-    lines = textwrap.wrap(line, width, break_on_hyphens=False) or [""]
-    for w in range(max(1, -(-len(line) // len(lines))), width):
-        even = textwrap.wrap(line, w, break_on_hyphens=False)
-        if len(even) == len(lines):
-            return even
-    return lines

@@ -129,17 +129,44 @@ class Backend:
         r = self.reason or ""
         return r[:r.index(" [")] if r.endswith("]") and " [" in r else r
 
-    def describe(self, plain: bool = False) -> str:
-        """One line: the mode and the GPU, or why CPU mode.  ``plain``: the reason in words only
-        (:attr:`plain_reason`), as notebooks print it on a slide; the default keeps the library's
-        raw message for logs and the doctor."""
+    def describe(self, plain: bool = False, recorded: Optional[bool] = None) -> str:
+        """One line: the mode and the GPU, or why CPU mode, as a sentence (closed by a full stop in
+        CPU mode).  ``plain``: the reason in words only (:attr:`plain_reason`), as notebooks print
+        it on a slide; the default keeps the library's raw message for logs and the doctor.
+        ``recorded``: what CPU mode shows -- committed GPU records (True) or CPU-model traces
+        (False); None: what this process's notebook said through ``gpu_viz.banner(recorded=...)``
+        (:func:`chapter_shows_records`; traces when no banner was printed)."""
         if self.is_gpu:
             return f"GPU mode: {self.device_name} ({self.sm})"
-        return f"CPU mode (model traces, no timings): {self.plain_reason if plain else self.reason}"
+        if recorded is None:
+            recorded = chapter_shows_records()
+        head = ("CPU mode (committed GPU records, nothing timed here)" if recorded
+                else "CPU mode (model traces, no timings)")
+        why = (self.plain_reason if plain else self.reason).strip().rstrip(".")
+        if why.startswith("CPU mode "):  # "CPU mode was chosen on purpose (...)": say "CPU mode" once
+            return f"{head} {why[len('CPU mode '):]}."
+        return f"{head}: {why}."
 
 
 _lock = threading.Lock()
 _cached: Optional[Backend] = None
+#: What the notebook running in this process shows in CPU mode, as its banner said
+#: (``gpu_viz.banner(recorded=...)``): committed GPU records (True) or model traces (False);
+#: None before any banner.
+_chapter_recorded: Optional[bool] = None
+
+
+def note_chapter(recorded: bool) -> None:
+    """Remember what this process's chapter shows in CPU mode (``gpu_viz.banner`` calls it), so
+    that a later :meth:`Backend.describe` on one of its slides says the same."""
+    global _chapter_recorded
+    _chapter_recorded = bool(recorded)
+
+
+def chapter_shows_records() -> bool:
+    """True when this process's banner said its chapter shows committed GPU records
+    (:func:`note_chapter`); False before any banner."""
+    return bool(_chapter_recorded)
 
 
 def _cpu(cause: str, reason: str) -> Backend:

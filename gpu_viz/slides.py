@@ -28,6 +28,7 @@ import argparse
 import dataclasses
 import datetime as _dt
 import fnmatch
+import functools
 import importlib.util
 import html
 import json
@@ -326,6 +327,94 @@ def inline_svg(nb) -> int:
     return count
 
 
+#: Printed code on a slide (:func:`code_outputs`): the characters one row holds -- the slide's
+#: width less the theme's section padding (40 + 52 px) and the block's bar and padding (6 + 2 x 8
+#: px), at the theme's output font (19 px DejaVu Sans Mono, 0.602 em a character).
+CODE_FONT_PX = 19
+CODE_COLS = int((SLIDE_WIDTH - 40 - 52 - 6 - 2 * 8) / (0.602 * CODE_FONT_PX))
+#: The class of a printed-code block in a deck (the theme never wraps it: white-space: pre).
+CODE_CLASS = "gv-code"
+
+
+@functools.lru_cache(maxsize=1)
+def _course_source_lines() -> frozenset:
+    """Every non-blank line, stripped, of the course's sources: ``kernels/`` and the package's
+    Python files (what a notebook prints with ``Snippet.text`` or ``inspect.getsource``)."""
+    found = set()
+    roots = [(course_dir("kernels", "_kernels"), ("*.cu", "*.cuh", "*.cpp", "*.h")),
+             (Path(__file__).resolve().parent, ("**/*.py",))]
+    for root, patterns in roots:
+        for pattern in patterns:
+            for path in Path(root).glob(pattern):
+                try:
+                    found.update(ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip())
+                except (OSError, UnicodeDecodeError):
+                    continue
+    return frozenset(found)
+
+
+def is_printed_code(text: str, source_lines: Optional[Iterable[str]] = None) -> bool:
+    """Whether printed ``text`` is source code: at least two non-blank lines, every one of them a
+    line of the course's sources (:func:`_course_source_lines`, or ``source_lines``)."""
+    known = _course_source_lines() if source_lines is None else frozenset(source_lines)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return len(lines) >= 2 and all(ln in known for ln in lines)
+
+
+def code_outputs(nb, source_lines: Optional[Iterable[str]] = None, cols: int = CODE_COLS) -> int:
+    """Printed source code (a stdout output :func:`is_printed_code` recognises, e.g.
+    ``print(kernels.snippet(...).text)``) becomes a ``<pre class="gv-code">`` block that the
+    deck never wraps: a line longer than ``cols`` characters is broken here instead, at a space,
+    its continuation indented and marked as the players mark it
+    (:func:`gpu_viz.widgets.player.source_rows`), so no line of code goes on at the slide's edge
+    as if it were a new one.  Returns how many outputs were converted."""
+    from nbformat.v4 import new_output
+
+    from .widgets.player import source_rows
+
+    known = _course_source_lines() if source_lines is None else frozenset(source_lines)
+    count = 0
+    for cell in nb.cells:
+        outputs = cell.get("outputs", [])
+        for k, out in enumerate(outputs):
+            if out.get("output_type") != "stream" or out.get("name") != "stdout":
+                continue
+            text = "".join(out.get("text", "")) if isinstance(out.get("text"), list) else out.get("text", "")
+            if not is_printed_code(text, known):
+                continue
+            rows = [r for line in text.rstrip("\n").split("\n") for r in source_rows(line, cols)]
+            markup = f'<pre class="{CODE_CLASS}">' + html.escape("\n".join(rows), quote=False) + "</pre>"
+            outputs[k] = new_output("display_data", data={"text/html": markup, "text/plain": text})
+            count += 1
+    return count
+
+
+#: A hyphen inside a word, date or number ("2026-12-02", "2e-05", "write-up").
+_INNER_HYPHEN = re.compile(r"(?<=\w)-(?=\w)")
+_WORD_JOINER = "\u2060"
+
+
+def glue_printed_words(nb) -> int:
+    """Printed text (stdout outputs) that a slide wraps keeps its names and numbers whole: the
+    spaces of :data:`gpu_viz.words.NO_BREAK` ("NVIDIA H200") become no-break spaces and a hyphen
+    inside a word, date or number is followed by a word joiner, so the browser never breaks a line
+    at "2026-" / "12-02" or "2e-" / "05" (both are invisible; the text reads the same).
+    Returns how many outputs changed."""
+    from .words import NO_BREAK
+
+    count = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") != "stream" or out.get("name") != "stdout":
+                continue
+            text = "".join(out["text"]) if isinstance(out.get("text"), list) else out.get("text", "")
+            glued = _INNER_HYPHEN.sub("-" + _WORD_JOINER, NO_BREAK.sub("\u00a0", text))
+            if glued != text:
+                out["text"] = glued
+                count += 1
+    return count
+
+
 def _nbconvert_preprocessor_base():
     from nbconvert.preprocessors import Preprocessor
 
@@ -343,12 +432,15 @@ class _LazyPreprocessor:
             base = _nbconvert_preprocessor_base()
 
             class StaticPlayerPreprocessor(base):
-                """nbconvert preprocessor: static players for gpu_viz outputs, pruned widget state."""
+                """nbconvert preprocessor: static players for gpu_viz outputs, inline SVG figures,
+                printed code as unwrapped blocks, pruned widget state."""
 
                 def preprocess(self, nb, resources):
                     drop_colab_badges(nb)
                     static_players(nb)
                     inline_svg(nb)
+                    code_outputs(nb)
+                    glue_printed_words(nb)
                     prune_widget_state(nb)
                     return nb, resources
 

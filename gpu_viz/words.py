@@ -1,4 +1,8 @@
-"""Counted nouns for printed output: ``count(1, "block")`` is "1 block", ``count(3, "pass")`` "3 passes"."""
+"""Words for printed output: counted nouns (``count(1, "block")`` is "1 block", ``count(3, "pass")``
+"3 passes"), numbers written out, and paragraphs wrapped evenly for a slide (:func:`wrap_even`)."""
+import re
+import textwrap
+from typing import List
 
 
 def noun(n, singular: str, plural: str = None) -> str:
@@ -21,3 +25,28 @@ def numbers(values, limit: int = None) -> str:
     shown = values if limit is None or len(values) <= limit else values[:limit]
     text = ", ".join(str(v) for v in shown)
     return text + (", ..." if len(shown) < len(values) else "")
+
+
+#: Where a line never breaks: after a maker's or platform's name, which stays with what it names
+#: ("NVIDIA driver", "NVIDIA H200", "CUDA runtime", "CUDA 12.4"), and between a number and its unit
+#: ("900 GB/s", "4.9 µs").  A space matched here is kept by :func:`wrap_even`.
+NO_BREAK = re.compile(r"(?<=\bNVIDIA) (?=\S)|(?<=\bCUDA) (?=\S)"
+                      r"|(?<=\d) (?=(?:GB/s|GiB|MiB|KiB|GB|MB|KB|B|ms|µs|us|ns|s|%)(?![\w/]))")
+_NBSP = "\u00a0"
+
+
+def wrap_even(text: str, width: int) -> List[str]:
+    """``text`` (one paragraph) as lines of at most ``width`` characters: as few lines as
+    ``textwrap.wrap`` gives at ``width``, at the narrowest width that needs no more, so the lines
+    come out of even length (no word or two left alone on the last line); never broken at a
+    hyphen nor at a space of :data:`NO_BREAK` (a token longer than ``width`` is cut, as textwrap
+    does)."""
+    glued = NO_BREAK.sub(_NBSP, text)  # textwrap splits at ASCII whitespace only
+    lines = textwrap.wrap(glued, width, break_on_hyphens=False) or [""]
+    longest = max((len(t) for t in glued.split()), default=0)
+    for w in range(max(1, -(-len(glued) // len(lines)), longest), width):
+        even = textwrap.wrap(glued, w, break_on_hyphens=False)
+        if len(even) == len(lines):
+            lines = even
+            break
+    return [ln.replace(_NBSP, " ") for ln in lines]

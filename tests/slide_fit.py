@@ -14,8 +14,10 @@
 - ``control needs a kernel``: an input/slider/button outside a gpu_viz player (a deck has no kernel,
   so it would do nothing);
 - ``no speaker notes``;
-- ``word broken``: a line of code or printed text (a <pre>) wraps inside a word ("%%warpi" / "d;"):
-  a wrapped line breaks at a space, where the word ends;
+- ``word broken``: a line of code or printed text (a <pre>) wraps anywhere but at a space: inside
+  a word ("%%warpi" / "d;") or after a hyphen inside a date or number ("2026-" / "12-02");
+- ``lone word on the last line``: a wrapped caption, paragraph, list item or printed line, or a
+  multi-row SVG label, ends on one short word ("(not" / "live)");
 - ``only a title``: the slide shows its heading and nothing else (e.g. a figure whose cell printed
   nothing: a kernel with a headless matplotlib backend draws no output).
 
@@ -25,6 +27,7 @@ on a page built to break each rule.
 from gpu_viz.slides import MIN_TEXT_PX
 
 CHECK_JS = r"""(minPx) => {
+  const MAX_LONE = 6;   // characters: a last line of one word this short reads as a leftover
   const scale = Reveal.getScale ? Reveal.getScale() : 1;
   const sec = Reveal.getCurrentSlide();
   const out = [];
@@ -120,17 +123,17 @@ CHECK_JS = r"""(minPx) => {
   // 7. speaker notes
   const notes = sec.querySelector('aside.notes');
   if (!notes || !notes.textContent.trim()) out.push('no speaker notes');
-  // 8. a <pre> line wrapped inside a word: two word characters side by side on different lines
-  const wordChar = /[A-Za-z0-9_%]/;
+  // 8. a <pre> line wrapped anywhere but at a space: inside a word ("%%warpi" / "d;"), or after a
+  //    hyphen inside a date or a number ("2026-" / "12-02", "2e-" / "05")
   const broken = new Set();
   for (const pre of sec.querySelectorAll('pre')) {
     if (skip(pre) || !shown(pre) || broken.size >= 3) continue;
     const tw = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
     for (let n = tw.nextNode(); n; n = tw.nextNode()) {
       const t = n.textContent, range = document.createRange();
-      let prevTop = null;
+      let prevTop = null;   // the line of the last character drawn, when it was not a space
       for (let i = 0; i < t.length; i++) {
-        if (!wordChar.test(t[i])) { prevTop = null; continue; }
+        if (/\s/.test(t[i])) { prevTop = null; continue; }
         range.setStart(n, i); range.setEnd(n, i + 1);
         const rects = range.getClientRects();
         if (!rects.length) { prevTop = null; continue; }
@@ -161,6 +164,60 @@ CHECK_JS = r"""(minPx) => {
   if (!body && sec.querySelector(heading)) {
     out.push('only a title: ' + name(sec.querySelector(heading)) + ' and nothing below it');
   }
+  // 10. a lone short word on the last line of a wrapped caption, paragraph or printed line
+  //     ("(not" / "live)"): HTML text by its drawn lines, an SVG label by its rows (one <text> each)
+  const lone = [];
+  const MATH = '.MathJax, .MathJax_CHTML, .MathJax_Display, .mjx-chtml, mjx-container';
+  const lastLine = (el, pre) => {
+    const paras = [[]];
+    const tw = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let n = tw.nextNode(); n; n = tw.nextNode()) {
+      if (!n.parentElement || skip(n.parentElement) || n.parentElement.closest(MATH)) continue;
+      const t = n.textContent, range = document.createRange();
+      for (let i = 0; i < t.length; i++) {
+        if (pre && t[i] === '\n') { paras.push([]); continue; }
+        range.setStart(n, i); range.setEnd(n, i + 1);
+        const rects = range.getClientRects();
+        if (rects.length) paras[paras.length - 1].push([t[i], rects[0]]);
+      }
+    }
+    const found = [];
+    for (const p of paras) {
+      // a new line starts where the text goes back to the left, lower down (inline code or a
+      // superscript on the same line only shifts the top)
+      const lines = [];
+      let prev = null;
+      for (const [ch, r] of p) {
+        if (prev === null || (r.left < prev.left - 1 && r.top > prev.top + 2)) lines.push('');
+        lines[lines.length - 1] += ch;
+        prev = r;
+      }
+      if (lines.length < 2) continue;
+      const last = lines[lines.length - 1].trim();
+      if (last && !/\s/.test(last) && last.length <= MAX_LONE) found.push(last);
+    }
+    return found;
+  };
+  for (const el of sec.querySelectorAll('caption, figcaption, .gv-provenance, p, li, pre')) {
+    if (skip(el) || !shown(el) || lone.length >= 3 || el.closest('.gpu-viz-player')) continue;
+    const pre = el.tagName === 'PRE';
+    // text blocks only; math is laid out in boxes of its own, not lines of text
+    if (!pre && el.querySelector('p, li, ul, ol, div, table, pre, svg, ' + MATH)) continue;
+    for (const w of lastLine(el, pre)) lone.push('"' + w + '" in ' + name(el).split(' ')[0]);
+  }
+  for (const svg of sec.querySelectorAll('svg')) {
+    if (skip(svg) || !shown(svg) || svg.parentElement.closest('svg')) continue;
+    for (const g of svg.querySelectorAll('g')) {
+      const rows = [...g.children].filter(c => c.tagName.toLowerCase() === 'text' && c.textContent.trim());
+      if (rows.length < 2) continue;
+      const last = rows[rows.length - 1], prev = rows[rows.length - 2];
+      const w = last.textContent.trim();
+      if (!/\s/.test(w) && w.length <= MAX_LONE
+          && last.getBoundingClientRect().width < prev.getBoundingClientRect().width / 3)
+        lone.push('"' + w + '" in svg text "' + prev.textContent.trim().slice(0, 30) + '"');
+    }
+  }
+  for (const w of lone) out.push('lone word on the last line: ' + w);
   return out;
 }"""
 

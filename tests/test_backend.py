@@ -370,3 +370,44 @@ def test_backend_defaults_gpu_cause_and_rejects_bad_ones():
         backend.Backend(mode="gpu", cause=backend.CAUSE_NO_DEVICE)
     with pytest.raises(ValueError, match="mode must be"):
         backend.Backend(mode="GPU")
+
+
+@pytest.mark.parametrize("cause, reason", [
+    (backend.CAUSE_NO_DRIVER, "no NVIDIA driver on this machine, so no GPU to run on [CUDARuntimeError: "
+                              "cudaErrorInsufficientDriver: CUDA driver version is insufficient]"),
+    (backend.CAUSE_NO_DEVICE, "the CUDA runtime reports no GPU"),
+    (backend.CAUSE_CUPY_MISSING, "CuPy is not installed (No module named 'cupy'); pip install cupy-cuda12x"),
+    (backend.CAUSE_WRONG_RESULT, "a probe kernel ran but returned wrong values ([0, 0]... expected [3, 6]...)."),
+    (backend.CAUSE_FORCED_CPU, f"forced by {backend.FORCE_CPU_ENV}=1"),
+])
+def test_describe_is_one_closed_sentence_saying_what_cpu_mode_shows(monkeypatch, cause, reason):
+    """Bug class: describe(plain=True), printed on a slide, ended "..., so no GPU to run on" with
+    no full stop, said "model traces" on a chapter that shows committed GPU records (08 speed-up),
+    and a forced run read "CPU mode (...): CPU mode was chosen".  Every form: one sentence closed by
+    one full stop, "CPU mode" said once, the reason kept; ``recorded`` picks the words, and left
+    out it follows what this process's banner said."""
+    import gpu_viz
+
+    monkeypatch.setattr(backend, "_chapter_recorded", None)
+    b = backend.Backend(mode="cpu", reason=reason, cause=cause)
+    for plain in (True, False):
+        why = (b.plain_reason if plain else b.reason).rstrip(".")
+        for recorded in (True, False, None):
+            line = b.describe(plain=plain, recorded=recorded)
+            assert line.endswith(".") and not line.endswith(".."), line
+            assert line.count("CPU mode") == 1, line
+            assert why.removeprefix("CPU mode ") in line, line
+            shows_records = bool(recorded)
+            assert ("committed GPU records" in line) == shows_records, line
+            assert ("model traces" in line) == (not shows_records), line
+    monkeypatch.setattr(backend, "_cached", b)
+    for recorded in (True, False):
+        gpu_viz.banner(recorded=recorded)   # the chapter says what it shows; describe follows
+        assert ("committed GPU records" in b.describe(plain=True)) == recorded
+        assert b.describe(plain=True, recorded=not recorded) != b.describe(plain=True)
+
+
+def test_describe_in_gpu_mode_is_unchanged_by_the_chapter(monkeypatch):
+    monkeypatch.setattr(backend, "_chapter_recorded", True)
+    b = backend.Backend(mode="gpu", device_name="NVIDIA L4", compute_capability=(8, 9))
+    assert b.describe(plain=True) == b.describe(recorded=False) == "GPU mode: NVIDIA L4 (sm_89)"

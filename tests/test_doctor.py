@@ -3,6 +3,7 @@
 The fakes stand in for CuPy only (sys.modules); gpu_viz.backend's real probe runs against them,
 so these tests also pin which backend cause maps to which advice.
 """
+import re
 import sys
 import types
 
@@ -351,13 +352,16 @@ def test_banner_lines_fit_a_projected_slide(monkeypatch, capsys):
     assert "cudaErrorInsufficientDriver" in text and "gpu_viz.doctor.report()" in text
 
 
-@pytest.mark.parametrize("reason, plain", [
+@pytest.mark.parametrize("reason, plain, lead", [
+    # a reason that says there is no GPU is given as it is ("no GPU" said once)
     ("no NVIDIA driver on this machine, so no GPU to run on [CUDARuntimeError: cudaErrorInsufficientDriver: "
-     "CUDA driver version is insufficient for CUDA runtime version]", "no NVIDIA driver on this machine, so no GPU to run on"),
-    ("a probe kernel failed to compile [error: identifier [x] is undefined]", "a probe kernel failed to compile"),
-    ("forced by GPU_VIZ_FORCE_CPU=1", "forced by GPU_VIZ_FORCE_CPU=1"),
+     "CUDA driver version is insufficient for CUDA runtime version]", "no NVIDIA driver on this machine, so no GPU to run on",
+     ""),
+    ("a probe kernel failed to compile [error: identifier [x] is undefined]", "a probe kernel failed to compile",
+     "no usable CUDA GPU: "),
+    ("forced by GPU_VIZ_FORCE_CPU=1", "forced by GPU_VIZ_FORCE_CPU=1", "no usable CUDA GPU: "),
 ])
-def test_banner_says_why_in_words_and_leaves_the_raw_error_to_the_doctor(monkeypatch, capsys, reason, plain):
+def test_banner_says_why_in_words_and_leaves_the_raw_error_to_the_doctor(monkeypatch, capsys, reason, plain, lead):
     """The banner is projected on every deck's title slide: it gives the reason in words; the
     library's raw message (the trailing [...]) stays in Backend.reason / describe() for the doctor."""
     import gpu_viz
@@ -367,7 +371,7 @@ def test_banner_says_why_in_words_and_leaves_the_raw_error_to_the_doctor(monkeyp
     text = gpu_viz.banner()
     capsys.readouterr()
     assert b.plain_reason == plain
-    assert " ".join(text.split()).startswith("CPU MODE -- no usable CUDA GPU: " + plain)
+    assert " ".join(text.split()).startswith("CPU MODE -- " + lead + plain)
     assert "cudaError" not in text and "[" not in text.split("\n")[0]
     assert reason in b.describe()
 
@@ -410,6 +414,81 @@ def test_banner_lines_fit_a_slide_and_end_their_sentences(monkeypatch, capsys, c
         assert "committed GPU records" in joined and "CPU model" not in joined
     else:
         assert "Traces below come from the CPU model" in joined
+
+
+def _cpu_reasons():
+    """(cause, reason) for CPU mode as the backend words them: its explainers run on the errors
+    each failure raises, with and without a driver, plus the probe's own sentences."""
+    def cupy(driver, runtime=12090):
+        rt = types.SimpleNamespace(driverGetVersion=lambda: driver, runtimeGetVersion=lambda: runtime)
+        return types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=rt))
+
+    insufficient = CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+    found = [backend._explain_runtime_error(insufficient, cupy(0)),   # no driver at all
+             backend._explain_runtime_error(insufficient, cupy(11080)),  # a driver too old
+             backend._explain_runtime_error(insufficient, cupy(13000)),  # one the runtime refuses
+             backend._explain_runtime_error(insufficient, None),
+             backend._explain_runtime_error(CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device")),
+             backend._explain_runtime_error(OSError("libcuda.so.1: cannot open shared object file")),
+             backend._explain_runtime_error(CUDARuntimeError("cudaErrorUnknown")),
+             backend._explain_compile_error(RuntimeError("cannot open source file cuda_fp16.h")),
+             backend._explain_compile_error(RuntimeError("nvrtc: libnvrtc.so.12 not found")),
+             backend._explain_compile_error(RuntimeError("error: expected a ;")),
+             (backend.CAUSE_NO_DEVICE, "the CUDA runtime reports no GPU"),
+             (backend.CAUSE_FORCED_CPU, f"forced by {backend.FORCE_CPU_ENV}=1")]
+    return found
+
+
+#: A reason saying there is no GPU, in any of the words the backend uses for it.
+_NO_GPU = re.compile(r"\bno\b[^.;:]*?\bGPU\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("recorded", (False, True))
+@pytest.mark.parametrize("cause, reason", _cpu_reasons())
+def test_banner_says_no_gpu_once_and_never_splits_a_name(monkeypatch, capsys, cause, reason, recorded):
+    """Bug class: the banner's first line ended on "NVIDIA" with "driver" on the next, and said
+    "no usable CUDA GPU: no NVIDIA driver ..., so no GPU to run on" -- no GPU twice.  For every
+    CPU-mode reason the backend words: its first paragraph says there is no GPU at most once, no
+    line ends on a name that belongs to the next word (gpu_viz.words.NO_BREAK: "NVIDIA driver",
+    "CUDA runtime", "CUDA 12.9"), and the reason is still there, closed by a full stop."""
+    import gpu_viz
+    from gpu_viz import words
+
+    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason=reason, cause=cause))
+    monkeypatch.setattr(backend, "_chapter_recorded", None)
+    text = gpu_viz.banner(recorded=recorded)
+    capsys.readouterr()
+    lines = text.splitlines()
+    first = " ".join(lines[:next(i for i, ln in enumerate(lines) if ln.endswith(".")) + 1])
+    assert len(_NO_GPU.findall(first)) <= 1, first
+    plain = backend.Backend(mode="cpu", reason=reason, cause=cause).plain_reason
+    assert plain.rstrip(".") + "." in " ".join(text.split())
+    for a, b in zip(lines, lines[1:]):
+        assert not words.NO_BREAK.search(a.split()[-1] + " " + b.split()[0]), (a, b)
+    assert all(len(ln) <= 72 for ln in lines)
+
+
+def test_even_wrapping_never_splits_a_name_or_a_number_from_its_unit():
+    """The class, at every width: a line never ends on "NVIDIA" / "CUDA" with what it names on the
+    next, nor on a number with its unit on the next; the words and their order are kept, no line is
+    longer than asked (unless one unbreakable unit is), and the lines are as few as textwrap's."""
+    import textwrap
+
+    from gpu_viz import words
+
+    texts = ["CPU MODE -- no usable CUDA GPU: the NVIDIA driver (CUDA 11.8) is older than the CUDA runtime "
+             "CuPy was built for (CUDA 12.9).",
+             "recorded on NVIDIA H200, 2026-12-02, driver 580.159.04 (not live): 4,227 GB/s, 4.9 µs, 90 % of copy"]
+    glued = ("NVIDIA H200", "NVIDIA driver", "CUDA runtime", "CUDA 11.8", "CUDA 12.9", "4,227 GB/s", "4.9 µs", "90 %")
+    for text in texts:
+        for width in range(14, 80):
+            lines = words.wrap_even(text, width)
+            assert " ".join(lines).split() == text.split(), (width, lines)
+            assert len(lines) <= len(textwrap.wrap(text, width, break_on_hyphens=False)) + 1, (width, lines)
+            for a, b in zip(lines, lines[1:]):
+                pair = a.split()[-1] + " " + b.split()[0]
+                assert not any(g == pair or g in pair for g in glued), (width, a, b)
+            assert all(len(ln) <= width for ln in lines), (width, lines)   # no glued unit is over 13
 
 
 def test_measured_chapters_say_their_numbers_are_records():

@@ -527,3 +527,25 @@ def test_check_reports_a_legend_over_a_bar():
     fig.text(0.01, 0.01, "Data: made up", fontsize=14)
     assert any("the legend covers a bar (x=0.00, top=10)" in p for p in style.check(fig))
     plt.close(fig)
+
+
+def test_wrapped_figure_text_leaves_no_lone_word_and_keeps_names_whole():
+    """Bug class: a chart's provenance line under the axes ended on a line of its own reading
+    "live)" (deck 10 slide 9, 08 speed-up slide 4), and "NVIDIA" / "H200" could part.  style.wrap
+    wraps evenly: as many lines as a plain wrap, the last one never a lone short word, a name kept
+    with what it names, every line within the width."""
+    import textwrap
+
+    labels = ["Data: recorded on NVIDIA H200, 2026-12-02, driver 580.159.04 (not live)",
+              "Data: measured on NVIDIA L4 (sm_89) just now, 2026-12-03",
+              "Data: CPU model, no GPU: computed in numpy, nothing was measured"]
+    for text in labels:
+        for width_in in [w / 10 for w in range(30, 121, 3)]:
+            out = style.wrap(text, width_in).split("\n")
+            chars = max(10, int(width_in * 72 / (0.55 * style.SMALL_PT)))
+            assert len(out) == len(textwrap.wrap(text, chars)), (width_in, out)
+            assert " ".join(out).split() == text.split()
+            assert all(len(ln) <= chars for ln in out), (width_in, out)
+            if len(out) > 1:
+                assert len(out[-1].split()) > 1 or len(out[-1]) > 6, (width_in, out)
+            assert not any(a.endswith("NVIDIA") for a in out[:-1]), (width_in, out)

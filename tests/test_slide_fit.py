@@ -48,6 +48,10 @@ BROKEN_PAGE = """<html><head><style>
   </svg>
   <img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==" style="width: 40px; height: 40px">
   <input type="range">
+  <pre style="width: 150px; white-space: pre-wrap; font: 20px monospace">on 2026-12-02</pre>
+  <table style="width: 420px; font: 20px monospace"><caption style="text-align: left">recorded on a GPU, a day (not live)</caption><tr><td>1</td></tr></table>
+  <svg width="600" height="120"><g><text x="10" y="40" font-size="24">Data: recorded on a GPU, a day (not</text>
+    <text x="10" y="80" font-size="24">live)</text></g></svg>
   <div style="height: 900px">tall</div>
 </section></div>
 <script>window.Reveal = { getScale: () => 1, getCurrentSlide: () => document.getElementById('s') };</script>
@@ -73,6 +77,9 @@ def test_fit_checker_names_every_kind_of_defect(browser, tmp_path):
         assert "raster image" in text
         assert "control needs a kernel" in text and "input" in text
         assert "no speaker notes" in text
+        assert 'word broken across lines: "2026-12-02" in pre' in text   # at a hyphen, not a space
+        assert 'lone word on the last line: "live)" in caption' in text
+        assert 'lone word on the last line: "live)" in svg text "Data: recorded on a GPU, a day' in text
         assert not any("A title that fits" in p for p in found)
         dp.page.set_content("""<section id="s" style="width:1280px;height:720px;font-size:24px">
             <h2>Fine</h2><p>big enough</p><aside class="notes">say this</aside></section>
@@ -85,6 +92,66 @@ def test_fit_checker_names_every_kind_of_defect(browser, tmp_path):
             <script>window.Reveal = { getScale: () => 1,
                                       getCurrentSlide: () => document.getElementById('s') };</script>""")
         assert [p.split(":")[0] for p in problems(dp.page)] == ["only a title"], problems(dp.page)
+    finally:
+        dp.close()
+        server.shutdown()
+
+
+THEME_PAGE = """<html><head><style id="theme">{theme}</style>
+<style>/* reveal.js's own rules the theme must beat */ .reveal pre {{ width: 90%; margin: 20px auto; }}</style>
+<style id="greedy" media="not all">/* line breaking as it was before the theme chose it */
+  .reveal * {{ text-wrap-style: auto !important; }}</style>
+</head><body><div class="reveal"><div class="slides"><section id="s" style="width: 1280px; height: 720px">
+  <h2>Printed text and captions</h2>
+  <div class="jp-OutputArea-output"><pre id="prose"></pre></div>
+  <div class="jp-OutputArea-output"><table style="width: 560px"><caption id="cap"></caption><tr><td>1</td></tr></table></div>
+  <div class="jp-RenderedHTMLCommon jp-RenderedHTML jp-OutputArea-output"><pre class="gv-code" id="code"></pre></div>
+  <aside class="notes">say this</aside>
+</section></div></div>
+<script>window.Reveal = {{ getScale: () => 1, getCurrentSlide: () => document.getElementById('s') }};</script>
+</body></html>"""
+
+
+def test_theme_gives_printed_text_the_slide_width_and_wraps_captions_evenly(browser, tmp_path):
+    """Bug classes, on the course theme: a <pre> drawn at reveal.js's 90 % wrapped lines that fit the
+    slide; a caption or printed paragraph left a lone short word ("live)") on its last line; printed
+    code (gpu_viz.slides.code_outputs) wrapped at the slide's edge.  With the theme: a printed block
+    spans the slide's width, a row of CODE_COLS characters of code fits and a longer one shows as
+    cut, never wrapped; and a caption or printed paragraph that the checker flags with a lone last
+    word under greedy line breaking (found by growing it word by word) has none with the theme's."""
+    theme = (gslides.TEMPLATES_DIR / gslides.TEMPLATE_NAME / "gpu_viz_theme.css").read_text()
+    (tmp_path / "theme.html").write_text(THEME_PAGE.format(theme=theme))
+    base, server = _serve(tmp_path)
+    dp = DeckPage(browser, base)
+    page = dp.page
+    try:
+        page.goto(f"{base}/theme.html")
+        widths = page.evaluate("""() => { const pre = document.getElementById('prose');
+            return [pre.getBoundingClientRect().width, pre.parentElement.getBoundingClientRect().width]; }""")
+        assert abs(widths[0] - widths[1]) < 1, f"a printed block narrower than the slide: {widths}"
+        set_code = "(t) => { document.getElementById('code').textContent = t; }"
+        row = "    float c = a + b;" + " " * 20 + "// " + "x" * (gslides.CODE_COLS - 43)
+        assert len(row) == gslides.CODE_COLS
+        page.evaluate(set_code, row)
+        assert page.evaluate("getComputedStyle(document.getElementById('code')).whiteSpace") == "pre"
+        assert problems(page) == [], "a row of CODE_COLS characters must fit the slide"
+        page.evaluate(set_code, row + " and more words")
+        assert any("content cut" in p and "pre.gv-code" in p for p in problems(page)), problems(page)
+        page.evaluate(set_code, "x")
+        for target in ("cap", "prose"):
+            found = None
+            for n in range(4, 60):
+                text = " ".join(["recorded on NVIDIA H200"] + ["word"] * n + ["(not live)."])
+                page.evaluate("([id, t]) => { for (const e of ['cap', 'prose']) "
+                              "document.getElementById(e).textContent = e === id ? t : ''; }", [target, text])
+                page.evaluate("document.getElementById('greedy').media = 'all'")
+                bare = [p for p in problems(page) if "lone word" in p]
+                page.evaluate("document.getElementById('greedy').media = 'not all'")
+                if bare:
+                    found = text
+                    break
+            assert found, f"{target}: no text left a lone word even without the theme"
+            assert [p for p in problems(page) if "lone word" in p] == [], (target, found)
     finally:
         dp.close()
         server.shutdown()

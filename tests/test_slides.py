@@ -454,3 +454,68 @@ def test_index_says_which_cpu_decks_show_records(tmp_path):
     assert first_label(rows["10_measured"]) == slides.CPU_RECORDS_LABEL
     assert first_label(rows["11_gone"]) == slides.CPU_TRACES_LABEL
     assert first_label(rows["12_gpu"]) == "GPU: NVIDIA H200"
+
+
+def _printed(text):
+    nb = new_notebook(cells=[new_code_cell("print(src)", outputs=[new_output("stream", name="stdout", text=text)])])
+    return nb
+
+
+def test_printed_code_becomes_an_unwrapped_block_with_marked_continuations():
+    """Bug class: printed kernel source and Python source (Snippet.text, inspect.getsource) wrapped
+    at the slide's edge, so the rest of a line started at column 0 as if it were a line of its own
+    (deck 03 slides 2 and 6, deck 10 slide 4).  The deck shows printed code as <pre class="gv-code">
+    (never wrapped by the browser: tests/slide_fit.py catches one too wide); a line longer than
+    CODE_COLS is broken here at a space, its continuation indented past the line and marked as the
+    players mark it.  Printed prose is left to wrap."""
+    import html as html_mod
+    import inspect
+
+    from gpu_viz import kernels
+    from gpu_viz.lessons import VECTOR_ADD
+    from gpu_viz.rmsnorm.eager import eager_rmsnorm_gate
+    from gpu_viz.widgets.player import CONTINUATION
+
+    long_source = kernels.snippet("sreg.cuh", "sreg").text   # lines of 115 and 119 characters
+    assert max(map(len, long_source.splitlines())) > slides.CODE_COLS
+    for source in (VECTOR_ADD.source().text, inspect.getsource(eager_rmsnorm_gate), long_source):
+        nb = _printed(source + "\n")
+        assert slides.code_outputs(nb) == 1
+        out = nb.cells[0].outputs[0]
+        assert out.output_type == "display_data" and out.data["text/plain"] == source + "\n"
+        markup = out.data["text/html"]
+        assert markup.startswith(f'<pre class="{slides.CODE_CLASS}">') and markup.endswith("</pre>")
+        rows = html_mod.unescape(markup[markup.index(">") + 1:-len("</pre>")]).split("\n")
+        assert all(len(r) <= slides.CODE_COLS for r in rows), [r for r in rows if len(r) > slides.CODE_COLS]
+        lines = source.splitlines()
+        assert [r for r in rows if CONTINUATION not in r] == [r for r in rows if not r.lstrip().startswith(
+            CONTINUATION.strip())], "a continuation row is marked at its start"
+        # every source line is there, in order: its rows joined give it back
+        joined = []
+        for r in rows:
+            if CONTINUATION in r:
+                joined[-1] += " " + r.split(CONTINUATION, 1)[1]
+            else:
+                joined.append(r)
+        assert [" ".join(j.split()) for j in joined] == [" ".join(ln.split()) for ln in lines]
+    # the CSS width behind CODE_COLS: 19 px DejaVu Sans Mono over the slide less its padding
+    assert slides.CODE_COLS == 101
+    # printed prose, code followed by prose, stderr, one line: left as they are
+    for text in ("CPU mode: nothing was timed here.\nShowing the newest committed record.\n",
+                 VECTOR_ADD.source().text + "\nThe kernel above runs 64 threads.\n", "}\n"):
+        nb = _printed(text)
+        assert slides.code_outputs(nb) == 0 and nb.cells[0].outputs[0].output_type == "stream"
+
+
+def test_printed_prose_keeps_names_dates_and_numbers_whole():
+    """Bug class: printed status lines broke inside "2026-12-02" ("2026-" / "12-02"), "2e-05" and
+    between "NVIDIA" and "H200".  In a deck a hyphen inside a word, date or number is followed by a
+    word joiner and the spaces of gpu_viz.words.NO_BREAK are no-break spaces; the text reads the same."""
+    text = "recorded on NVIDIA H200, 2026-12-02, driver 580.159.04: atol=2e-05, 4,227 GB/s (not live).\n"
+    nb = _printed(text)
+    assert slides.glue_printed_words(nb) == 1
+    shown = nb.cells[0].outputs[0].text
+    assert shown.replace("\u2060", "").replace("\u00a0", " ") == text
+    for whole in ("NVIDIA\u00a0H200", "2026-\u206012-\u206002", "2e-\u206005", "4,227\u00a0GB/s"):
+        assert whole in shown, whole
+    assert slides.glue_printed_words(nb) == 0   # already glued

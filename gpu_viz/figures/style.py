@@ -18,7 +18,6 @@ import contextlib
 import functools
 import itertools
 import math
-import textwrap
 from typing import Dict, List, Sequence, Tuple
 
 #: Largest figure, (width, height) in inches: 1152 x 528 CSS px in matplotlib's SVG.
@@ -146,9 +145,13 @@ def wrap(text: str, width_in: float, fontsize: float = SMALL_PT) -> str:
     """``text`` wrapped to lines that fit ``width_in`` inches at ``fontsize`` points.
 
     Uses 0.55 em per character, about DejaVu Sans's average over mixed text; :func:`check`
-    measures the result."""
+    measures the result.  Each part is wrapped evenly (:func:`gpu_viz.words.wrap_even`): as few
+    lines as a plain wrap, none of them a lone word such as "live)" under a caption, and a name
+    kept with what it names ("NVIDIA H200")."""
+    from .. import words
+
     chars = max(10, int(width_in * 72 / (0.55 * fontsize)))
-    return "\n".join(textwrap.fill(part, chars) for part in text.split("\n"))
+    return "\n".join("\n".join(words.wrap_even(part, chars)) for part in text.split("\n"))
 
 
 def add_data_line(fig, text: str, fontsize: float = SMALL_PT) -> float:

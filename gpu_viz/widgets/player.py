@@ -97,16 +97,18 @@ def show_figure(fig, dpi: int = 80) -> None:
 CONTINUATION = "\u21aa "
 
 
-def source_rows(text: str) -> List[str]:
-    """The rows one source line takes in the pane: itself when it fits :data:`SOURCE_COLS`
-    characters, else broken at spaces only, each continuation row indented two more than the
-    line and marked :data:`CONTINUATION`.  A token longer than a row stays whole (the pane
-    scrolls sideways rather than cut it)."""
+def source_rows(text: str, cols: Optional[int] = None) -> List[str]:
+    """The rows one source line takes in the pane: itself when it fits ``cols`` characters
+    (default :data:`SOURCE_COLS`), else broken at spaces only, each continuation row indented two
+    more than the line and marked :data:`CONTINUATION`.  A token longer than a row stays whole
+    (the pane scrolls sideways rather than cut it).  The decks' printed code is broken the same
+    way (:func:`gpu_viz.slides.code_outputs`)."""
+    cols = SOURCE_COLS if cols is None else cols
     text = text.expandtabs(4).rstrip()
-    if len(text) <= SOURCE_COLS:
+    if len(text) <= cols:
         return [text]
     indent = " " * (len(text) - len(text.lstrip()) + 2)
-    return textwrap.wrap(text, width=SOURCE_COLS, subsequent_indent=indent + CONTINUATION, break_long_words=False,
+    return textwrap.wrap(text, width=cols, subsequent_indent=indent + CONTINUATION, break_long_words=False,
                          break_on_hyphens=False, replace_whitespace=False) or [text]
 
 
