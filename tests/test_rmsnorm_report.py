@@ -65,6 +65,38 @@ def test_wide_share_says_a_missing_liger_is_not_installed():
     assert R.wide_share(rows, 4000.0, "measured on X", skipped)[0].body == table.body
 
 
+def test_wide_share_legend_explains_only_the_markers_its_cells_show():
+    """Bug class: the long-rows caption explained "—" (not measured), "refused" and "n/a" whether
+    or not a cell showed them.  Each legend entry appears exactly when a cell uses its marker."""
+    def row(op, impl, dtype, N=262144):
+        return {"op": op, "impl": impl, "M": 1024, "N": N, "dtype": dtype, "timing": "kernel",
+                "median_us": 300.0, "GBps": 3000.0}
+    shapes = ((1024, 131072), (1024, 262144))
+    legend = {"—": "— not measured", "refused": "refused: the baseline raised there",
+              "n/a": "n/a: no such baseline for the gate"}
+
+    def markers(table):
+        return {m for line in table.body for c in line[2:] for m in legend if c == m or m in c.split("/")}
+
+    full = [row("rmsnorm", i, d, N) for i in ("fused", "native") for d in ("float16", "bfloat16")
+            for _, N in shapes]
+    gaps = full[:-1]   # F.rms_norm not measured at one shape in bf16: "75/—"
+    gate = full + [row("rmsnorm_gate", "fused", d, N) for d in ("float16", "bfloat16") for _, N in shapes]
+    # F.rms_norm measured at the shorter rows, refused at the longer ones
+    refusing = [r for r in full if r["impl"] == "fused" or r["N"] == 131072]
+    refused = [{"op": "rmsnorm", "impl": "native", "M": 1024, "N": 262144, "dtype": d,
+                "reason": "raised RuntimeError: row too long"} for d in ("float16", "bfloat16")]
+    seen = set()
+    for rows, skipped in ((full, ()), (gaps, ()), (gate, ()), (refusing, refused)):
+        table, _ = R.wide_share(rows, 4000.0, "measured on X", skipped, shapes=shapes)
+        shown = markers(table)
+        seen |= shown
+        for m, words in legend.items():
+            assert (words in table.caption) == (m in shown), (m, table.body, table.caption)
+        assert table.caption.endswith(". Data: measured on X"), table.caption
+    assert seen == set(legend), f"the cases must show every marker at least once: {seen}"
+
+
 def test_wide_share_never_rounds_a_miss_up_to_the_target():
     """Ours' share is shown to a tenth and cut down: 89.96 % reads 89.9 (not 90.0 or 90, which
     read as the 90 % target met), 89.6 % reads 89.6, 100.04 % reads 100.0; baselines stay whole."""

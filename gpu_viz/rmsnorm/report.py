@@ -433,10 +433,14 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
                     line.append("—" if all(c == "—" for c in cells) else "/".join(cells))
             body.append(line)
     dt_words = "/".join(DTYPE_WORDS[d] for d in dts)
+    # the legend explains only the markers a cell shows
+    cells = [c for line in body for c in line[2:]]
+    legend = "".join(f"; {words}" for marker, words in (
+        ("—", "— not measured"), ("refused", "refused: the baseline raised there"),
+        ("n/a", "n/a: no such baseline for the gate"))
+        if any(c == marker or marker in c.split("/") for c in cells))
     caption = (f"% of the copy bandwidth ({copy_GBps:,.0f} GB/s), {timing} time; ours cut to a tenth, not "
-               f"rounded; baseline columns: "
-               f"{dt_words}; — not measured; refused: the baseline raised there; n/a: no such baseline for the "
-               f"gate. Data: {provenance}")
+               f"rounded; baseline columns: {dt_words}{legend}. Data: {provenance}")
     said = []
     missing = [PROVIDER_WORDS[p] for p in WIDE_BASELINES if p not in shown and p != "liger"]
     if missing:
