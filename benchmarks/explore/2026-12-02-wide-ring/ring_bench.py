@@ -124,6 +124,8 @@ def plan():
                         hw["blocks"] = ring[2]
                     if isinstance(ring, tuple) and len(ring) > 3 and ring[3]:  # the gate read in the last step
                         hw["gate_late"] = True
+                    if isinstance(ring, tuple) and len(ring) > 4 and ring[4]:  # the first wave's stagger (ns)
+                        hw["stagger_ns"] = ring[4]
                     try:
                         rows.append(("ring", wide.config(N, dt, (9, 0), gate=gate, shape=shape, **hw)))
                     except ValueError as exc:  # a shape whose shared memory does not fit: said, not timed
@@ -149,7 +151,8 @@ def name_of(tag, cfg):
     return f"{tag}:{cfg.cluster}x{cfg.threads}x{cfg.ept}m{cfg.mode}" + (
         f"r{cfg.ring}" if cfg.ring else f"h{cfg.hreg}d{cfg.wdist}" + ("g" if cfg.gate_late else "")
         if cfg.mode == wide.HYBRID else "") + (
-        f"b{cfg.min_blocks}" if NAME_BLOCKS and cfg.mode == wide.HYBRID else "")
+        f"b{cfg.min_blocks}" if NAME_BLOCKS and cfg.mode == wide.HYBRID else "") + (
+        f"s{cfg.stagger_ns}" if getattr(cfg, "stagger_ns", 0) else "")
 
 
 def main(argv) -> int:
@@ -203,7 +206,9 @@ def main(argv) -> int:
                 shape = None if tag == "policy" else (cfg.cluster, cfg.threads, cfg.ept, cfg.mode)
                 kw = {} if tag == "policy" else dict(blocks=cfg.min_blocks, **(
                     dict(ring=cfg.ring) if cfg.mode in wide.RING_MODES else dict(
-                        hreg=cfg.hreg, wdist=cfg.wdist, gate_late=cfg.gate_late) if cfg.mode == wide.HYBRID else {}))
+                        hreg=cfg.hreg, wdist=cfg.wdist, gate_late=cfg.gate_late) if cfg.mode == wide.HYBRID else {}),
+                    **(dict(stagger_ns=cfg.stagger_ns) if getattr(cfg, "stagger_ns", 0) else {}),
+                    **(dict(wload=cfg.wload) if cfg.mode in wide.WLOAD_MODES else {}))
 
                 def fn(i, shape=shape, kw=kw):
                     s = sets[i % nsets]
