@@ -98,7 +98,6 @@
 // Kernel arguments: (out, rstd, x, gate, w, N, eps, w_offset, M); only modes 3, 4, 7 and 8 read M.
 // Before sm_90 (no clusters) the kernels compile to a trap: wide.supported() is False there.
 #include "convert.cuh"  // to_f32 / from_f32<T>
-#include "sreg.cuh"     // globaltimer_ns
 
 // A bare build (no -D) is the policy's fp16 rmsnorm at N = 131072 (wide.config(131072, "float16",
 // (9, 0)); tests/test_rmsnorm_wide.py checks the two agree).
@@ -1139,34 +1138,7 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 #else
 #define WIDE_SUFFIX WIDE_WLOAD_SUFFIX
 #endif
-// WIDE_STAGGER_NS > 0 (the modes of one row per cluster): the odd rows of the first wave --
-// rows below WIDE_STAGGER_ROWS, the clusters the GPU holds at once -- start that many ns late,
-// when the problem has at least twice that many rows.  Every cluster of the first wave starts at
-// once, and the CTAs sharing an SM would otherwise load, wait for the exchange and store in step
-// with each other, wave after wave (a new cluster takes the slots the last one left); shifted,
-// one CTA streams while the other waits.  Timing only: no bit depends on it.
-#ifndef WIDE_STAGGER_NS
-#define WIDE_STAGGER_NS 0
-#endif
-#ifndef WIDE_STAGGER_ROWS
-#define WIDE_STAGGER_ROWS 0
-#endif
-__device__ __forceinline__ void stagger_first_wave(long long M) {
-#if WIDE_STAGGER_NS > 0
-    const long long row = blockIdx.x / WIDE_CLUSTER;
-    if ((row & 1) && row < WIDE_STAGGER_ROWS && M >= 2LL * WIDE_STAGGER_ROWS) {
-        const unsigned long long t0 = globaltimer_ns();
-        while (globaltimer_ns() - t0 < (unsigned long long)WIDE_STAGGER_NS) __nanosleep(256);
-    }
-#endif
-}
-#if WIDE_STAGGER_NS > 0
-#define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE, WIDE_SUFFIX_S(WIDE_SUFFIX, WIDE_STAGGER_NS))
-#define WIDE_SUFFIX_S(S, NS) WIDE_SUFFIX_S2(S, NS)
-#define WIDE_SUFFIX_S2(S, NS) S##_s##NS
-#else
 #define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE, WIDE_SUFFIX)
-#endif
 #define WIDE_NAME2(OP, DT, WDT, C, T, E, M, S) WIDE_NAME3(OP, DT, WDT, C, T, E, M, S)
 #define WIDE_NAME3(OP, DT, WDT, C, T, E, M, S) OP##_cluster_##DT##_w##WDT##_c##C##_t##T##_e##E##_m##M##S
 
@@ -1176,8 +1148,6 @@ __device__ __forceinline__ void stagger_first_wave(long long M) {
                                const T* __restrict__ x, const T* __restrict__ gate,                \
                                const WT* __restrict__ w, int N, float eps, float w_offset,         \
                                long long M) {                                                      \
-        if (WIDE_MODE != 3 && WIDE_MODE != 4 && WIDE_MODE != 7 && WIDE_MODE != 8)                  \
-            stagger_first_wave(M);                                                                 \
         if (WIDE_MODE == 0)                                                                        \
             cluster_row<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, N,   \
                                                                            eps, w_offset);         \

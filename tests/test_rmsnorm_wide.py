@@ -942,59 +942,6 @@ def test_hybrid_gate_late_configuration():
             wide.config(262144, "float16", H100, **({"shape": (4, 1024, 64, H)} | kw))
 
 
-def test_first_wave_stagger_configuration():
-    """stagger_ns: the odd rows of the first wave start that many ns late (timing only): the kernel's
-    name and -D options carry it, with the first wave's rows (the estimate of the clusters the GPU
-    holds at once); no stagger leaves the kernel as it was; refused for the persistent modes, below
-    0 and as a non-int."""
-    base = wide.config(262144, "float32", H100)
-    s = wide.config(262144, "float32", H100, stagger_ns=8000)
-    assert s.kernel == base.kernel + "_s8000" and s.stagger_ns == 8000 and not base.stagger_ns
-    rows = wide.estimate_active_clusters(s)
-    assert s.options == base.options + ("-DWIDE_STAGGER_NS=8000", f"-DWIDE_STAGGER_ROWS={rows}")
-    assert dataclasses.replace(s, stagger_ns=0) == base == wide.config(262144, "float32", H100, stagger_ns=0)
-    assert (s.min_blocks, s.smem_bytes, s.hreg, s.wdist) == (base.min_blocks, base.smem_bytes, base.hreg, base.wdist)
-    m = wide.config(65536, "float16", H100, shape=(4, 1024, 16, wide.MBAR), stagger_ns=500)
-    assert m.kernel.endswith("_m5_s500")
-    for kw, exc, msg in ((dict(shape=(16, 512, 32, wide.PERSIST_1), stagger_ns=8000), ValueError,
-                          r"stagger_ns=8000 with the persistent mode 4: the first wave's stagger is for the modes of "
-                          r"one row per cluster"),
-                         (dict(stagger_ns=-1), ValueError, r"stagger_ns must be >= 0, got -1"),
-                         (dict(stagger_ns=8e3), TypeError, r"stagger_ns must be an int, got float")):
-        with pytest.raises(exc, match=msg):
-            wide.config(262144, "float32", H100, **kw)
-
-
-def test_first_wave_stagger_in_the_sass():
-    """The stagger is a wait on %globaltimer (NANOSLEEP between reads) in the kernel where it is
-    asked for, and nothing at all where it is not: no timer read, no sleep."""
-    base = wide.config(262144, "float16", H100)
-    plain, late = _sass(base), _sass(dataclasses.replace(base, stagger_ns=8000))
-    assert not any("NANOSLEEP" in i or "GLOBALTIMER" in i for i in plain)
-    assert any("NANOSLEEP" in i for i in late) and any("GLOBALTIMER" in i for i in late)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", [("float16", False), ("float32", False), ("bfloat16", True)],
-                         ids=lambda c: f"{c[0]}-{'gate' if c[1] else 'rms'}")
-def test_first_wave_stagger_gives_the_same_bits(case, seed):
-    """The odd rows of the first wave start late only where M is at least twice the first wave;
-    at such an M and below it the staggered kernel's output and rstd are the unstaggered kernel's,
-    bit for bit, and float64 holds (poisoned output)."""
-    _needs_clusters()
-    dt, gate = case
-    rows = wide.estimate_active_clusters(wide.config(262144, dt, H100, gate=gate, stagger_ns=8000))
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    for M in (3, 2 * rows + 1):
-        x, g, w = _inputs(M, 262144, dt, gen, gate)
-        out, rstd = _run(x, w, g, stagger_ns=8000)
-        torch.cuda.synchronize()
-        _check(out, rstd, x, w, g, 1e-6, 0.0, seed)
-        ref, ref_rstd = _run(x, w, g)
-        assert _same_bits(out, ref) and torch.equal(rstd, ref_rstd), (dt, gate, M)
-        del x, g, out, ref
-
-
 def test_ring_and_hybrid_build_on_every_arch():
     """The policy's RING / HYBRID kernels and a spread of depths: sm_90 without spills and within
     the launch bound's registers; before sm_90 the trap."""

@@ -327,7 +327,6 @@ class WideConfig:
     hreg: int = 0
     wdist: int = 1
     gate_late: bool = False
-    stagger_ns: int = 0
 
     @property
     def capacity(self) -> int:
@@ -339,8 +338,7 @@ class WideConfig:
         return (f"{self.op}_cluster_{suf}_w{DTYPES[self.weight_dtype][0]}_c{self.cluster}"
                 f"_t{self.threads}_e{self.ept}_m{self.mode}"
                 + (f"_r{self.ring}" if self.mode in RING_MODES else f"_h{self.hreg}_d{self.wdist}"
-                   + ("_g" if self.gate_late else "") if self.mode == HYBRID else ("", "_wb", "_we")[self.wload])
-                + (f"_s{self.stagger_ns}" if self.stagger_ns else ""))
+                   + ("_g" if self.gate_late else "") if self.mode == HYBRID else ("", "_wb", "_we")[self.wload]))
 
     @property
     def options(self) -> Tuple[str, ...]:
@@ -351,9 +349,7 @@ class WideConfig:
                 f"-DWIDE_MIN_BLOCKS={self.min_blocks}", f"-DWIDE_MODE={self.mode}", f"-DWIDE_WLOAD={self.wload}") + (
                     (f"-DWIDE_RING={self.ring}",) if self.mode in RING_MODES else
                     (f"-DWIDE_HREG={self.hreg}", f"-DWIDE_WDIST={self.wdist}") + (
-                        ("-DWIDE_GLATE=1",) if self.gate_late else ()) if self.mode == HYBRID else ()) + (
-                    (f"-DWIDE_STAGGER_NS={self.stagger_ns}", f"-DWIDE_STAGGER_ROWS={estimate_active_clusters(self)}")
-                    if self.stagger_ns else ())
+                        ("-DWIDE_GLATE=1",) if self.gate_late else ()) if self.mode == HYBRID else ())
 
     @property
     def smem_bytes(self) -> int:
@@ -507,8 +503,7 @@ def supported(n: int, dtype, cc) -> bool:
 def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
            shape: Optional[Tuple[int, int, int, int]] = None, wload: Optional[int] = None,
            blocks: Optional[int] = None, ring: Optional[int] = None, hreg: Optional[int] = None,
-           wdist: Optional[int] = None, gate_late: Optional[bool] = None,
-           stagger_ns: Optional[int] = None) -> WideConfig:
+           wdist: Optional[int] = None, gate_late: Optional[bool] = None) -> WideConfig:
     """The :class:`WideConfig` for rows of ``n`` elements: :data:`POLICY`'s bucket for n and the
     element size, with :data:`POLICY_LOADS`' weight loads and launch bound (``shape`` =
     (cluster, threads, ept, mode) overrides the shape, ``wload`` the weight loads and ``blocks``
@@ -622,11 +617,7 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
             raise ValueError(f"blocks={blocks} for {cfg.kernel}: an SM holds {holds} of its CTAs "
                              f"({t} threads, {cfg.smem_bytes} bytes of shared memory each)")
         mb = blocks
-    stagger_ns = 0 if stagger_ns is None else check_int("stagger_ns", stagger_ns, minimum=0)
-    if stagger_ns and mode in PERSISTENT_MODES:
-        raise ValueError(f"stagger_ns={stagger_ns} with the persistent mode {mode}: the first wave's stagger is "
-                         "for the modes of one row per cluster")
-    return dataclasses.replace(cfg, min_blocks=mb, wload=wload, stagger_ns=stagger_ns)
+    return dataclasses.replace(cfg, min_blocks=mb, wload=wload)
 
 
 def _check_wload(wload) -> int:
@@ -741,8 +732,7 @@ def _kernel(cfg: WideConfig, device: int):
 def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offset: float = 0.0,
             shape: Optional[Tuple[int, int, int, int]] = None, clusters: Optional[int] = None,
             wload: Optional[int] = None, blocks: Optional[int] = None, ring: Optional[int] = None,
-            hreg: Optional[int] = None, wdist: Optional[int] = None, gate_late: Optional[bool] = None,
-            stagger_ns: Optional[int] = None):
+            hreg: Optional[int] = None, wdist: Optional[int] = None, gate_late: Optional[bool] = None):
     """RMSNorm (or, with ``gate``, RMSNorm + SiLU gate) of the rows of ``x2d`` into ``out``, on a
     thread-block cluster per row (sm_90).
 
@@ -830,7 +820,7 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     backend.require_gpu("the cluster RMSNorm path")
     cc = _cc(device)
     cfg = config(N, dt, cc, gate=gate is not None, weight_dtype=wdt, shape=shape, wload=wload, blocks=blocks,
-                 ring=ring, hreg=hreg, wdist=wdist, gate_late=gate_late, stagger_ns=stagger_ns)
+                 ring=ring, hreg=hreg, wdist=wdist, gate_late=gate_late)
     active = _active_clusters(cfg, device) if cfg.persistent and clusters is None else None
     grid = launch_grid(cfg, M, active, clusters)
     rstd = _new_rstd(x2d, xf, M, device)

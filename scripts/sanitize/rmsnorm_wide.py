@@ -45,7 +45,7 @@ def new_cases(wide):
     """(dtype, weight dtype, N, M, shape, clusters, options) of modes 3-5 and 7-9: small rows, the
     persistent grid smaller than M (7 rows on 2 clusters: 3-4 rows each) and larger (idle);
     ``options`` the ring depth or HYBRID's register chunks and weight distance (and ``gate_late``,
-    for the gate op's run of the case only), or the first wave's stagger."""
+    for the gate op's run of the case only)."""
     R, RL, H = wide.RING, wide.RING_L2, wide.HYBRID
     return [("float16", "float16", 65536, 7, (8, 256, 32, wide.PERSIST), 2, {}),
             ("bfloat16", "float32", 32768, 2, (4, 256, 32, wide.PERSIST), 3, {}),
@@ -62,16 +62,7 @@ def new_cases(wide):
             # the gate read in the last step (its rmsnorm twin runs without gate_late)
             ("float16", "float16", 200000, 2, (4, 1024, 64, H), None, dict(hreg=2, wdist=2, gate_late=True)),
             ("bfloat16", "float32", 262144, 1, (4, 1024, 64, H), None, dict(hreg=1, wdist=1, gate_late=True)),
-            ("float32", "float32", 262144, 1, (8, 1024, 32, H), None, dict(hreg=1, wdist=2, gate_late=True)),
-            # the first wave's odd rows started late (stagger_ns): M past twice the first wave, so
-            # the wait runs (8-CTA clusters of 256 threads: the estimate's first wave is 99 rows)
-            ("float16", "float16", 65536, 2 * _first_wave(wide, 65536, "float16", (8, 256, 32, wide.MBAR)) + 1,
-             (8, 256, 32, wide.MBAR), None, dict(stagger_ns=2000))]
-
-
-def _first_wave(wide, n, dt, shape) -> int:
-    """The rows of the first wave a staggered kernel of ``shape`` assumes (the launcher's estimate)."""
-    return wide.estimate_active_clusters(wide.config(n, dt, (9, 0), shape=shape, stagger_ns=1))
+            ("float32", "float32", 262144, 1, (8, 1024, 32, H), None, dict(hreg=1, wdist=2, gate_late=True))]
 
 
 def case_options(kw, gate: bool):

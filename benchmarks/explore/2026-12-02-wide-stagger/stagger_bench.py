@@ -18,6 +18,9 @@ to the reference -- here the policy's own kernel, tagged ``ref`` -- at its (clus
 ept); CUDA-graph replay over input sets beyond L2, 25 replays, median; the copy bandwidth first, in
 the same process); a candidate's name ends in s<stagger ns>.
 
+Needs commit 7a46b31 (the kernel's WIDE_STAGGER_NS / WIDE_STAGGER_ROWS, the launcher's
+``stagger_ns``, their tests and sanitizer case); the next commit removed them after this run.
+
     python benchmarks/explore/2026-12-02-wide-stagger/stagger_bench.py OUT_DIR [--budget-s 300]
     python benchmarks/explore/2026-12-02-wide-stagger/stagger_bench.py --dry-run
 """
