@@ -54,7 +54,7 @@ def banner(recorded: bool = False) -> str:
             why = "no usable CUDA GPU: " + why
         text = "CPU MODE -- " + why.rstrip(".") + "."
         if recorded:
-            text += ("\nNothing below runs on a GPU: the timings shown are committed GPU records, "
+            text += ("\nNothing below is run here: the timings shown are committed GPU records, "
                      "each with its GPU and date.")
         else:
             text += ("\nTraces below come from the CPU model; nothing is timed. "

@@ -389,18 +389,14 @@ def code_outputs(nb, source_lines: Optional[Iterable[str]] = None, cols: int = C
     return count
 
 
-#: A hyphen inside a word, date or number ("2026-12-02", "2e-05", "write-up").
-_INNER_HYPHEN = re.compile(r"(?<=\w)-(?=\w)")
-_WORD_JOINER = "\u2060"
-
-
 def glue_printed_words(nb) -> int:
-    """Printed text (stdout outputs) that a slide wraps keeps its names and numbers whole: the
-    spaces of :data:`gpu_viz.words.NO_BREAK` ("NVIDIA H200") become no-break spaces and a hyphen
+    """Printed text (stdout outputs) that a slide wraps keeps its names and numbers whole
+    (:func:`gpu_viz.words.keep_whole`): the spaces of :data:`gpu_viz.words.NO_BREAK` ("NVIDIA
+    H200") and of a short parenthesis ("(the shapes it has)") become no-break spaces and a hyphen
     inside a word, date or number is followed by a word joiner, so the browser never breaks a line
-    at "2026-" / "12-02" or "2e-" / "05" (both are invisible; the text reads the same).
-    Returns how many outputs changed."""
-    from .words import NO_BREAK
+    at "2026-" / "12-02", "2e-" / "05" or "(the" / "shapes it has)" (the marks are invisible; the
+    text reads the same).  Returns how many outputs changed."""
+    from .words import keep_whole
 
     count = 0
     for cell in nb.cells:
@@ -408,7 +404,7 @@ def glue_printed_words(nb) -> int:
             if out.get("output_type") != "stream" or out.get("name") != "stdout":
                 continue
             text = "".join(out["text"]) if isinstance(out.get("text"), list) else out.get("text", "")
-            glued = _INNER_HYPHEN.sub("-" + _WORD_JOINER, NO_BREAK.sub("\u00a0", text))
+            glued = keep_whole(text)
             if glued != text:
                 out["text"] = glued
                 count += 1

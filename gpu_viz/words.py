@@ -35,6 +35,32 @@ NO_BREAK = re.compile(r"(?<=\bNVIDIA) (?=\S)|(?<=\bCUDA) (?=\S)"
 _NBSP = "\u00a0"
 
 
+#: A hyphen inside a word, date or number ("2026-12-02", "2e-05", "write-up", "float16-1024").
+INNER_HYPHEN = re.compile(r"(?<=\w)-(?=\w)")
+#: Invisible; no line break on either side of it (Chromium honours it, as it does U+2011).
+WORD_JOINER = "\u2060"
+#: A short parenthesis ("(the shapes it has)", "(not live)", "(14.6x)"): a browser keeps it on one
+#: line, and with the number or word before it when that is a number ("63.69 (14.6x)").
+SHORT_PARENS = 20
+_SHORT_PAREN = re.compile(r"\([^()\n]{1,%d}\)" % (SHORT_PARENS - 2))
+_TIMES = re.compile(r"(?<=\d) ([x×]) (?=\d)")   # a shape, "16384 x 4096"
+_VALUE_PAREN = re.compile(r"(?<=\d) (?=\([^()\n]{1,%d}\))" % (SHORT_PARENS - 2))
+
+
+def keep_whole(text: str) -> str:
+    """``text`` as a browser should wrap it on a slide: never inside a name of :data:`NO_BREAK`
+    ("NVIDIA H200", "4.9 µs"), after a hyphen inside a word, date or number ("write-" / "up",
+    "2026-" / "12-02": a word joiner follows the hyphen), inside a short parenthesis ("(the" /
+    "shapes it has)"), inside a shape ("16384 x" / "4096") or between a number and the short
+    parenthesis after it ("63.69" / "(14.6x)"): no-break spaces there.  Both marks are
+    invisible; the text reads the same.  Idempotent."""
+    text = NO_BREAK.sub(_NBSP, str(text))
+    text = INNER_HYPHEN.sub("-" + WORD_JOINER, text.replace("-" + WORD_JOINER, "-"))
+    text = _TIMES.sub(_NBSP + "\\1" + _NBSP, text)
+    text = _SHORT_PAREN.sub(lambda m: m.group(0).replace(" ", _NBSP), text)
+    return _VALUE_PAREN.sub(_NBSP, text)
+
+
 def wrap_even(text: str, width: int) -> List[str]:
     """``text`` (one paragraph) as lines of at most ``width`` characters: as few lines as
     ``textwrap.wrap`` gives at ``width``, at the narrowest width that needs no more, so the lines

@@ -412,6 +412,10 @@ def test_banner_lines_fit_a_slide_and_end_their_sentences(monkeypatch, capsys, c
         assert min(len(ln) for ln in p) >= max(len(ln) for ln in p) / 2, p
     if recorded:
         assert "committed GPU records" in joined and "CPU model" not in joined
+        # "no GPU" is said once, by the reason: the records' sentence does not say it again
+        said = joined[joined.index("Nothing below"):]
+        assert "Nothing below is run here:" in said
+        assert "GPU" not in said.split(":")[0] and "on a GPU" not in said, said
     else:
         assert "Traces below come from the CPU model" in joined
 

@@ -195,12 +195,37 @@ def test_rendered_tables_use_display_names_and_keep_the_cli_names(record):
     t = R.table(rows, provenance=records.label(record))
     import html as _html
 
-    html = _html.unescape(t.html()).replace("\u00a0", " ")
+    html = _html.unescape(t.html()).replace("\u00a0", " ").replace("\u2060", "")
     for code, shown in (("native µs", "F.rms_norm µs"), ("fused µs", "ours µs"), ("liger µs", "Liger µs")):
         assert f">{shown}<" in html and f">{code}<" not in html
         assert code in t.markdown()  # the CLI's tables keep the provider names they are asked by
     assert "the deck's 4-phase kernel" in html and "deck4phase" not in html
     assert ">RMSNorm<" in html and ">fp16<" in html and ">rmsnorm<" not in html
+
+
+def test_rendered_tables_never_wrap_a_value_from_its_ratio_nor_a_word_at_its_hyphen(record):
+    """Bug class: at 1280x720 a table cell wrapped "63.69" / "(14.6x)", headers split at their
+    hyphens ("write-" / "up fused µs", "the deck's 4-" / "phase kernel µs"), a caption split a
+    date ("2026-" / "12-02") and a test id ("float16-" / "1024-768").  In the HTML a number and the
+    short bracket after it share a no-break space, and a hyphen inside a word, date or id is
+    followed by a word joiner, in every header, cell and caption; markdown and plain keep the text."""
+    rows = [r for r in record["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES and r["op"] == "rmsnorm"
+            and r["dtype"] == "float16"]
+    label = records.label(record)
+    for t in (R.table(rows, provenance=label), R.seed_comparison(record["rows"], label),
+              R.Table(["GPU test", "result"], [["test_forward_fixed_shapes[True-float16-1024-768]", "passed"]],
+                      "recorded on NVIDIA H200, 2026-12-02 (not live)")):
+        html = t.html()
+        cells = [c for _, c in re.findall(r"<(th|td|caption)\b[^>]*>(.*?)</\1>", html)]
+        assert cells
+        for c in cells:
+            assert not re.search(r"\w-(?!\u2060)\w", c), c          # no breakable hyphen inside a word
+            assert not re.search(r"\d \(", c), c                     # "63.69 (14.6x)" stays one unit
+        assert not re.search("[\u2060\u00a0]", t.markdown() + t.plain())  # the CLI's text is untouched
+    html = R.table(rows, provenance=label).html()
+    assert re.search(r"\d\.\d\d\u00a0\(\d+\.\dx\)", html)        # a value and its ratio
+    assert "4-\u2060phase" in html and "-\u206012-\u2060" in html    # header, date in the caption
+    assert "write-\u2060up" in R.seed_comparison(record["rows"], label).html()
 
 
 def test_checks_table_reads_as_text():
@@ -228,6 +253,19 @@ def test_bar_chart_legend_and_title_in_display_words(record):
     assert ax.get_title() == "RMSNorm + gate, per call" and ax.get_ylabel() == "median µs per call"
     fig = R.bar_chart(rows, provenance=records.label(record), timing="kernel", op="rmsnorm_gate", dtype="float16")
     assert fig.axes[0].get_ylabel() == "median µs, kernel only"
+
+
+def test_bar_chart_shape_labels_never_split_a_shape(record):
+    """Bug class: the tick labels drew a shape over two lines as "16384 x" / "4096" (08 speed-up,
+    10's bandwidth and per-op charts).  A shape is one token, "16384×4096", on every chart; the
+    op above it and the dtype below it when they vary."""
+    for op, shapes in (("rmsnorm_gate", bm.SEED_SHAPES), (None, bm.BANDWIDTH_SHAPES)):
+        rows = [r for r in record["rows"] if (r["M"], r["N"]) in shapes]
+        fig = R.bar_chart(rows, provenance=records.label(record), timing="kernel", op=op, dtype="float16")
+        ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+        assert ticks and all(re.search(r"(^|\n)\d+×\d+$", t) for t in ticks), ticks
+        assert not any(" x" in t or "x\n" in t for t in ticks), ticks
+    assert R.shape_words(16384, 4096) == "16384×4096"
 
 
 def test_nb10_slides_name_what_they_show():

@@ -519,3 +519,22 @@ def test_printed_prose_keeps_names_dates_and_numbers_whole():
     for whole in ("NVIDIA\u00a0H200", "2026-\u206012-\u206002", "2e-\u206005", "4,227\u00a0GB/s"):
         assert whole in shown, whole
     assert slides.glue_printed_words(nb) == 0   # already glued
+
+
+def test_printed_prose_keeps_a_short_parenthesis_and_a_shape_whole():
+    """Bug class: a printed note wrapped "(the" / "shapes it has)" and "128 x" / "4096".  The
+    spaces inside a short parenthesis, inside a shape and between a number and the short bracket
+    after it are no-break spaces in a deck (gpu_viz.words.keep_whole); a long parenthesis still
+    wraps at its spaces."""
+    from gpu_viz import words
+
+    text = ("The table shows the committed record at 4096x2048, 16384x4096 (the shapes it has); "
+            "at 128 x 4096: 63.69 (14.6x), see (a parenthesis far too long to keep on one line).\n")
+    nb = _printed(text)
+    assert slides.glue_printed_words(nb) == 1
+    shown = nb.cells[0].outputs[0].text
+    assert shown.replace("\u2060", "").replace("\u00a0", " ") == text
+    for whole in ("16384x4096\u00a0(the\u00a0shapes\u00a0it\u00a0has)", "128\u00a0x\u00a04096", "63.69\u00a0(14.6x)"):
+        assert whole in shown, whole
+    assert "(a parenthesis far too long" in shown
+    assert words.keep_whole(shown) == shown

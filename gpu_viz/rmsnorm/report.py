@@ -57,12 +57,15 @@ class Table:
         align = self.align or [_column_align([r[i] for r in self.body if i < len(r)])
                                for i in range(len(self.header))]
 
-        def e(text):  # display name, escaped, a number kept with its unit on one line
-            return _html.escape(_keep_units(self.labels.get(text, text)))
+        def e(text):  # display name, escaped, a number kept with its unit and its ratio on one line,
+            # a hyphenated word, date or id and a short parenthesis whole (words.keep_whole)
+            return _html.escape(words.keep_whole(_keep_units(self.labels.get(text, text))))
 
-        head = "".join(f"<th style='text-align:{a};padding:2px 8px'>{e(h)}</th>"
+        # 4 px a side: a value kept with its ratio ("63.69 (14.6x)") and unbroken headers
+        # ("speed-up") still fit ten to twelve columns on a 1280 px slide
+        head = "".join(f"<th style='text-align:{a};padding:2px 4px'>{e(h)}</th>"
                        for h, a in zip(self.header, align))
-        body = "".join("<tr>" + "".join(f"<td style='text-align:{a};padding:2px 8px'>{e(c)}</td>"
+        body = "".join("<tr>" + "".join(f"<td style='text-align:{a};padding:2px 4px'>{e(c)}</td>"
                                         for c, a in zip(r, align)) + "</tr>" for r in self.body)
         cap = f"<caption style='caption-side:bottom;text-align:left'>{e(self.caption)}</caption>" \
             if self.caption else ""
@@ -182,10 +185,17 @@ def _provenance_or_live(provenance: Optional[str]) -> str:
 BAR_CHART_MAX_GROUPS = 6
 
 
+def shape_words(M: int, N: int) -> str:
+    """A shape as a chart's tick label writes it: "16384×4096", one unbroken token (a label
+    never splits it as "16384 x" / "4096")."""
+    return f"{M}\u00d7{N}"
+
+
 def _shape_label(g, multi_op: bool, multi_dt: bool) -> str:
-    """A group's tick label: M over N (narrow enough for six groups), op and dtype when they vary."""
+    """A group's tick label: the shape on one line (:func:`shape_words`; six groups still fit a
+    slide), op above it and dtype below it when they vary."""
     op, M, N, dt = g
-    return (f"{OP_WORDS.get(op, op)}\n" if multi_op else "") + f"{M} x\n{N}" + \
+    return (f"{OP_WORDS.get(op, op)}\n" if multi_op else "") + shape_words(M, N) + \
         (f"\n{DTYPE_WORDS.get(dt, dt)}" if multi_dt else "")
 
 
