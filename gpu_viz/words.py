@@ -61,6 +61,13 @@ def keep_whole(text: str) -> str:
     return _VALUE_PAREN.sub(_NBSP, text)
 
 
+def plain(text: str) -> str:
+    """``text`` with :func:`keep_whole`'s marks taken out (word joiners dropped, no-break spaces
+    as spaces): what a reader -- or a check that looks for a GPU's name or a record's label in a
+    rendered table -- sees."""
+    return str(text).replace(WORD_JOINER, "").replace(_NBSP, " ")
+
+
 def wrap_even(text: str, width: int) -> List[str]:
     """``text`` (one paragraph) as lines of at most ``width`` characters: as few lines as
     ``textwrap.wrap`` gives at ``width``, at the narrowest width that needs no more, so the lines

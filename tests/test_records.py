@@ -172,3 +172,17 @@ def test_a_record_never_replaces_another(tmp_path):
     untagged = records.save_record({"date": "2026-12-01", "gpu": "NVIDIA L4", "rows": []}, directory=tmp_path)
     again = records.save_record({"date": "2026-12-01", "gpu": "NVIDIA L4", "rows": []}, directory=tmp_path)
     assert (untagged.name, again.name) == ("nvidia-l4-2026-12-01.json", "nvidia-l4-2026-12-01.2.json")
+
+
+def test_gpus_named_sees_through_the_slides_typography():
+    """A rendered table keeps names, dates and brackets whole with word joiners and no-break spaces
+    (words.keep_whole): the one-GPU check reads the same GPUs through them, and a reference heading
+    so marked is still left out."""
+    from gpu_viz import words
+
+    label = "recorded on NVIDIA H200, 2026-12-02, driver 580.159.04 (not live)"
+    assert records.gpus_named(words.keep_whole(label)) == records.gpus_named(label) == {"H200"}
+    for ref in records.REFERENCE_LABELS:
+        assert records.gpus_named(words.keep_whole(ref) + " beside NVIDIA L4") == {"L4"}, ref
+    assert words.plain(words.keep_whole(label)) == label
+

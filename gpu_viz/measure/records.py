@@ -187,10 +187,13 @@ _GPU_NAME = re.compile(r"\b(?:NVIDIA\s+|Tesla\s+)?(L4|L40S?|T4|A10G?|A100|H100|H
 
 def gpus_named(text: str) -> set:
     """The GPU models ``text`` names (``{"H200", "L4"}``), leaving out the :data:`REFERENCE_LABELS`
-    headings: the test of the one-GPU-per-figure rule.  ``text`` may be HTML or SVG (entities decoded)."""
+    headings: the test of the one-GPU-per-figure rule.  ``text`` may be HTML or SVG (entities decoded,
+    :func:`gpu_viz.words.keep_whole`'s marks taken out)."""
     import html
 
-    text = html.unescape(text)
+    from .. import words
+
+    text = words.plain(html.unescape(text))  # a rendered table's word joiners and no-break spaces
     for ref in REFERENCE_LABELS:
         text = text.replace(ref, "")
     return {m.group(1).replace(" ", "") for m in _GPU_NAME.finditer(text)}
