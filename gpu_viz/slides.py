@@ -374,19 +374,24 @@ def code_outputs(nb, source_lines: Optional[Iterable[str]] = None, cols: int = C
 
     known = _course_source_lines() if source_lines is None else frozenset(source_lines)
     count = 0
+    for outputs, k, text in list(_printed(nb)):
+        if not is_printed_code(text, known):
+            continue
+        rows = [r for line in text.rstrip("\n").split("\n") for r in source_rows(line, cols)]
+        markup = f'<pre class="{CODE_CLASS}">' + html.escape("\n".join(rows), quote=False) + "</pre>"
+        outputs[k] = new_output("display_data", data={"text/html": markup, "text/plain": text})
+        count += 1
+    return count
+
+
+def _printed(nb):
+    """``(outputs, k, text)`` for every stdout output ``outputs[k]`` of ``nb``, its text joined."""
     for cell in nb.cells:
         outputs = cell.get("outputs", [])
         for k, out in enumerate(outputs):
-            if out.get("output_type") != "stream" or out.get("name") != "stdout":
-                continue
-            text = "".join(out.get("text", "")) if isinstance(out.get("text"), list) else out.get("text", "")
-            if not is_printed_code(text, known):
-                continue
-            rows = [r for line in text.rstrip("\n").split("\n") for r in source_rows(line, cols)]
-            markup = f'<pre class="{CODE_CLASS}">' + html.escape("\n".join(rows), quote=False) + "</pre>"
-            outputs[k] = new_output("display_data", data={"text/html": markup, "text/plain": text})
-            count += 1
-    return count
+            if out.get("output_type") == "stream" and out.get("name") == "stdout":
+                t = out.get("text", "")
+                yield outputs, k, "".join(t) if isinstance(t, list) else t
 
 
 def glue_printed_words(nb) -> int:
@@ -399,15 +404,11 @@ def glue_printed_words(nb) -> int:
     from .words import keep_whole
 
     count = 0
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            if out.get("output_type") != "stream" or out.get("name") != "stdout":
-                continue
-            text = "".join(out["text"]) if isinstance(out.get("text"), list) else out.get("text", "")
-            glued = keep_whole(text)
-            if glued != text:
-                out["text"] = glued
-                count += 1
+    for outputs, k, text in _printed(nb):
+        glued = keep_whole(text)
+        if glued != text:
+            outputs[k]["text"] = glued
+            count += 1
     return count
 
 

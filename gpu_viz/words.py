@@ -29,9 +29,10 @@ def numbers(values, limit: int = None) -> str:
 
 #: Where a line never breaks: after a maker's or platform's name, which stays with what it names
 #: ("NVIDIA driver", "NVIDIA H200", "CUDA runtime", "CUDA 12.4"), and between a number and its unit
-#: ("900 GB/s", "4.9 µs").  A space matched here is kept by :func:`wrap_even`.
+#: or count noun ("900 GB/s", "4.9 µs", "7.2 x", "1024 threads").  A space matched here is kept by
+#: :func:`wrap_even` and made a no-break space by :func:`keep_whole` (the tables' cells among them).
 NO_BREAK = re.compile(r"(?<=\bNVIDIA) (?=\S)|(?<=\bCUDA) (?=\S)"
-                      r"|(?<=\d) (?=(?:GB/s|GiB|MiB|KiB|GB|MB|KB|B|ms|µs|us|ns|s|%)(?![\w/]))")
+                      r"|(?<=\d) (?=(?:GB/s|GiB|MiB|KiB|GB|MB|KB|B|ms|µs|us|ns|s|%|x|threads|rows?|bytes)(?![\w/]))")
 _NBSP = "\u00a0"
 
 
@@ -54,9 +55,9 @@ def keep_whole(text: str) -> str:
     "shapes it has)"), inside a shape ("16384 x" / "4096") or between a number and the short
     parenthesis after it ("63.69" / "(14.6x)"): no-break spaces there.  Both marks are
     invisible; the text reads the same.  Idempotent."""
-    text = NO_BREAK.sub(_NBSP, str(text))
+    text = _TIMES.sub(_NBSP + "\\1" + _NBSP, str(text))  # before NO_BREAK, whose "7.2 x" would take its first space
+    text = NO_BREAK.sub(_NBSP, text)
     text = INNER_HYPHEN.sub("-" + WORD_JOINER, text.replace("-" + WORD_JOINER, "-"))
-    text = _TIMES.sub(_NBSP + "\\1" + _NBSP, text)
     text = _SHORT_PAREN.sub(lambda m: m.group(0).replace(" ", _NBSP), text)
     return _VALUE_PAREN.sub(_NBSP, text)
 

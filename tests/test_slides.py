@@ -538,3 +538,17 @@ def test_printed_prose_keeps_a_short_parenthesis_and_a_shape_whole():
         assert whole in shown, whole
     assert "(a parenthesis far too long" in shown
     assert words.keep_whole(shown) == shown
+
+
+def test_keep_whole_binds_numbers_to_units_and_shapes_on_both_sides():
+    """One rule for every slide's text (tables' cells and captions, printed prose): a number keeps
+    its unit or count noun, a shape both of its spaces, a name what it names; words.plain undoes it."""
+    from gpu_viz import words
+
+    nb = "\u00a0"
+    for text, want in (("4,251 GB/s", f"4,251{nb}GB/s"), ("1024 threads", f"1024{nb}threads"),
+                       ("3 rows", f"3{nb}rows"), ("7.2 x faster", f"7.2{nb}x faster"),
+                       ("16384 x 4096", f"16384{nb}x{nb}4096"), ("NVIDIA H200", f"NVIDIA{nb}H200"),
+                       ("2 xyz", "2 xyz")):
+        assert words.keep_whole(text) == want, text
+        assert words.plain(words.keep_whole(text)) == text

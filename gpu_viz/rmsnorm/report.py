@@ -59,7 +59,7 @@ class Table:
 
         def e(text):  # display name, escaped, a number kept with its unit and its ratio on one line,
             # a hyphenated word, date or id and a short parenthesis whole (words.keep_whole)
-            return _html.escape(words.keep_whole(_keep_units(self.labels.get(text, text))))
+            return _html.escape(words.keep_whole(self.labels.get(text, text)))
 
         # 4 px a side: a value kept with its ratio ("63.69 (14.6x)") and unbroken headers
         # ("speed-up") still fit ten to twelve columns on a 1280 px slide
@@ -81,20 +81,12 @@ class Table:
 
 #: A table cell that reads as a number: "4.92", "1,211", "12.3 (5.0x)", "87%", "—", "0.5 / 0.6".
 _NUMBER_CELL = re.compile(r"^[\s—–+\-\d.,x%()/µsGB]*$")
-#: A number and its unit, kept on one line in HTML (a non-breaking space between them).
-_NUMBER_UNIT = re.compile(r"(\d)\s+(GB/s|GiB|MiB|MB|KB|µs|ms|%|x\b|threads\b|rows?\b|bytes\b)")
 
 
 def _column_align(cells: Sequence[str]) -> str:
     """"right" for a column of numbers (digits line up), "left" for one of words."""
     filled = [c for c in cells if c and c not in ("—", "n/a")]  # "not measured" / "no such baseline"
     return "right" if filled and all(_NUMBER_CELL.match(c) for c in filled) else "left"
-
-
-def _keep_units(text: str) -> str:
-    """``text`` with each number bound to its unit ("4,251\u00a0GB/s"): a wrapped cell never
-    leaves the unit alone on the next line."""
-    return _NUMBER_UNIT.sub("\\1\u00a0\\2", str(text))
 
 
 #: How a provider is named on a slide.
@@ -445,7 +437,7 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
     dt_words = "/".join(DTYPE_WORDS[d] for d in dts)
     # the legend explains only the markers a cell shows
     cells = [c for line in body for c in line[2:]]
-    legend = "".join(f"; {words}" for marker, words in (
+    legend = "".join(f"; {said}" for marker, said in (
         ("—", "— not measured"), ("refused", "refused: the baseline raised there"),
         ("n/a", "n/a: no such baseline for the gate"))
         if any(c == marker or marker in c.split("/") for c in cells))
