@@ -162,9 +162,17 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
         : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
     return u;
 }
+// WIDE_DIAG_NOWEIGHT / WIDE_DIAG_PLAINSTORE / WIDE_DIAG_WEIGHT_EVERY (explorations' timing
+// diagnostics only, never in the launcher's builds; the output is then wrong): the weight never
+// read (a constant pack), y stored without the evict-first policy, HYBRID's weight read for one
+// chunk in WIDE_DIAG_WEIGHT_EVERY (the others reuse a pack in registers).
 __device__ __forceinline__ uint4 ld_weight(const void* p) {
     uint4 u;
+#if defined(WIDE_DIAG_NOWEIGHT) && WIDE_DIAG_NOWEIGHT
+    u = make_uint4(0x3f800000u, 0x3f800000u, 0x3f800000u, 0x3f800000u);
+#else
     asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
+#endif
     return u;
 }
 
@@ -182,7 +190,7 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
 // y, written once: an L2 evict-first policy (y is not read again by this kernel; the weight,
 // read by every row, keeps its lines).  pol from createpolicy, made once per thread.
 __device__ __forceinline__ void st_evict_first(void* p, uint4 u, unsigned long long pol) {
-#if WIDE_HAS_CLUSTERS
+#if WIDE_HAS_CLUSTERS && !(defined(WIDE_DIAG_PLAINSTORE) && WIDE_DIAG_PLAINSTORE)
     asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
                  :: "l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "l"(pol) : "memory");
 #else
@@ -911,7 +919,8 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
 // statistic needs x alone): a CTA keeps only x on chip, half the gate op's bytes, and the last
 // step streams g in while y streams out.  y is the same expression of the same values: the same
 // bits.
-// Dynamic shared memory: THREADS * (CHUNKS - RC) * 16 * (1 + GATE * !GLATE) bytes.
+// Dynamic shared memory: THREADS * (CHUNKS - RC) * 16 * (1 + GATE * !GLATE) bytes (and with
+// WIDE_WSMEM, below, the weight's ring).
 #ifndef WIDE_HREG
 #define WIDE_HREG 0
 #endif
@@ -920,6 +929,40 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
 #endif
 #ifndef WIDE_GLATE
 #define WIDE_GLATE 0
+#endif
+// WIDE_WSMEM: 1 sends the weight's loads through a ring of WIDE_WDIST slots a thread in shared
+// memory (cp.async, one group a chunk) instead of registers: the weight runs WIDE_WDIST chunks
+// ahead of the stores at no register cost, and its first WIDE_WDIST chunks are copied before the
+// cluster exchange, whose wait hides their L2 latency.  Same values, same expression: same bits.
+// Dynamic shared memory grows by THREADS * WIDE_WDIST * sizeof(a weight pack).
+#ifndef WIDE_WSMEM
+#define WIDE_WSMEM 0
+#endif
+// WIDE_PHASES (explorations only; never in the launcher's builds): thread 0 of each CTA below
+// WIDE_PHASE_CTAS writes %globaltimer (ns, chip-wide) into slots 0-3 and clock64 (this SM's
+// cycles) into slots 4-7 of its WIDE_PHASE_SLOTS entries of wide_phase_log at the CTA's start,
+// its CTA sum (every thread's loads landed), the row's rstd (the exchange done) and its last
+// store issued (after a barrier), and %smid into slot 8.
+#ifndef WIDE_PHASES
+#define WIDE_PHASES 0
+#endif
+#if WIDE_PHASES
+#include "sreg.cuh"
+#ifndef WIDE_PHASE_CTAS
+#define WIDE_PHASE_CTAS 65536
+#endif
+#define WIDE_PHASE_SLOTS 10
+__device__ unsigned long long wide_phase_log[WIDE_PHASE_CTAS * WIDE_PHASE_SLOTS];
+__device__ __forceinline__ void wide_phase(int k) {
+    if (threadIdx.x == 0 && blockIdx.x < WIDE_PHASE_CTAS) {
+        unsigned long long* e = wide_phase_log + (size_t)blockIdx.x * WIDE_PHASE_SLOTS;
+        e[k] = globaltimer_ns();
+        e[4 + k] = (unsigned long long)clock64();
+        if (k == 0) e[8] = smid();
+    }
+}
+#else
+__device__ __forceinline__ void wide_phase(int) {}
 #endif
 template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT>
 __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* __restrict__ rstd,
@@ -935,6 +978,7 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     constexpr int WD = WIDE_WDIST;      // the weight's loads run WD chunks ahead of the stores
     constexpr bool GL = GATE && WIDE_GLATE != 0;  // g read in step 5 (then nothing of g on chip before)
     constexpr bool GE = GATE && !GL;              // g read in step 1, with x
+    constexpr bool WS = WIDE_WSMEM != 0;          // the weight's packs in flight in shared memory
     static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024 && CHUNKS >= 2, "launch shape");
     static_assert(RC >= 1 && RC < CHUNKS && WD >= 1, "register chunks, weight distance");
     __shared__ float warp_sums[NWARPS];
@@ -943,8 +987,11 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     extern __shared__ uint4 wide_smem[];
     Pack<T, VEC>* sx = reinterpret_cast<Pack<T, VEC>*>(wide_smem);
     Pack<T, VEC>* sg = sx + SC * THREADS;  // GE only
+    // WS: chunk c's weight pack at slot (c % WD) * THREADS + t, after x's (and g's) chunks
+    Pack<WT, VEC>* sw = reinterpret_cast<Pack<WT, VEC>*>(sx + SC * THREADS * (GE ? 2 : 1));
 
     const int t = threadIdx.x;
+    wide_phase(0);
     if (t == 0) mbar_init(&bar, 1);
     cluster_arrive_relaxed();
     const unsigned rank = cluster_rank();
@@ -998,35 +1045,51 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
         }
     }
     const float cta = cta_allreduce_sum<THREADS>(sumsq, warp_sums, t);
+    wide_phase(1);
+    if constexpr (WS) {  // the weight's first WD chunks, one group each, in flight through the exchange
+        #pragma unroll
+        for (int d = 0; d < WD; ++d) {
+            const int j = first + d * THREADS;
+            if (d < CHUNKS && j < nvec) cp_async_pack<WT, VEC>(&sw[d * THREADS + t], w + (long long)j * VEC);
+            cp_async_commit();
+        }
+    }
     // steps 3 and 4: as cluster_row_mbar
     if (t == 0) mbar_arrive_expect_tx(&bar, CLUSTER * 4);
     cluster_wait_acquire();
     const float r = exchange_rstd_mbar<CLUSTER>(cta, cta_sums, &bar, 0u, rank, t, N, eps);
     if (rank == 0 && t == 0) rstd[row] = r;
+    wide_phase(2);
     // step 5: y, the weight (and with GL the gate) WD chunks ahead of each store
     unsigned long long pol;
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
     T* yr = out + row * (long long)N;
-    Pack<WT, VEC> wq[WD];        // wq[c % WD]: chunk c's weight
-    Pack<T, VEC> gq[GL ? WD : 1];  // gq[c % WD]: chunk c's gate (GL)
+    Pack<WT, VEC> wq[WS ? 1 : WD];  // wq[c % WD]: chunk c's weight (registers: !WS)
+    Pack<T, VEC> gq[GL ? WD : 1];   // gq[c % WD]: chunk c's gate (GL)
     #pragma unroll
     for (int d = 0; d < WD; ++d) {
         if (d < CHUNKS && first + d * THREADS < nvec) {
-            wq[d] = load_pack<true, WT, VEC>(w + (long long)(first + d * THREADS) * VEC);
+            if constexpr (!WS) wq[d] = load_pack<true, WT, VEC>(w + (long long)(first + d * THREADS) * VEC);
             if constexpr (GL) gq[d] = load_pack<false, T, VEC>(gr + (long long)(first + d * THREADS) * VEC);
         }
     }
     #pragma unroll
     for (int c = 0; c < CHUNKS; ++c) {
         const int j = first + c * THREADS;
-        const Pack<WT, VEC> pw = wq[c % WD];
+        Pack<WT, VEC> pw;
+        if constexpr (!WS) pw = wq[c % WD];
         Pack<T, VEC> g;
         if constexpr (GL) g = gq[c % WD];
         if (c + WD < CHUNKS && j + WD * THREADS < nvec) {
-            wq[c % WD] = load_pack<true, WT, VEC>(w + (long long)(j + WD * THREADS) * VEC);
+#if defined(WIDE_DIAG_WEIGHT_EVERY) && WIDE_DIAG_WEIGHT_EVERY > 1  // timing diagnostic: 1 chunk in k read
+            if ((c + WD) % WIDE_DIAG_WEIGHT_EVERY == 0)
+#endif
+            if constexpr (!WS) wq[c % WD] = load_pack<true, WT, VEC>(w + (long long)(j + WD * THREADS) * VEC);
             if constexpr (GL) gq[c % WD] = load_pack<false, T, VEC>(gr + (long long)(j + WD * THREADS) * VEC);
         }
+        if constexpr (WS) cp_async_wait_group<WD - 1>();  // chunk c's group (one committed a chunk)
         if (j < nvec) {
+            if constexpr (WS) pw = sw[(c % WD) * THREADS + t];
             Pack<T, VEC> py;
             if (c < RC) {
                 #pragma unroll
@@ -1042,7 +1105,16 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
             }
             st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
         }
+        if constexpr (WS) {  // the slot just read takes chunk c + WD (the store above consumed it)
+            if (c + WD < CHUNKS && j + WD * THREADS < nvec)
+                cp_async_pack<WT, VEC>(&sw[(c % WD) * THREADS + t], w + (long long)(j + WD * THREADS) * VEC);
+            cp_async_commit();
+        }
     }
+#if WIDE_PHASES
+    __syncthreads();
+    wide_phase(3);
+#endif
 #else
     __trap();
 #endif
@@ -1128,8 +1200,12 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 #define WIDE_RING_SUFFIX(K) WIDE_RING_SUFFIX2(K)
 #define WIDE_RING_SUFFIX2(K) _r##K
 #elif WIDE_MODE == 9
-#if WIDE_GLATE
+#if WIDE_GLATE && WIDE_WSMEM
+#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _g_s)
+#elif WIDE_GLATE
 #define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _g)
+#elif WIDE_WSMEM
+#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _s)
 #else
 #define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, )
 #endif

@@ -158,9 +158,11 @@ def test_bare_build_is_a_policy_configuration():
     src = kernels.read_source(wide.FILE)
     defaults = dict(re.findall(r"#ifndef (WIDE_\w+)\n#define \1 (\S+)", src))
     want = dict(o[2:].split("=") for o in wide.config(131072, "float16", H100).options)
-    # the RING / HYBRID options (their modes' only) keep a default of their own
-    assert {k: defaults.pop(k) for k in ("WIDE_RING", "WIDE_HREG", "WIDE_WDIST", "WIDE_GLATE")} == {
-        "WIDE_RING": "4", "WIDE_HREG": "0", "WIDE_WDIST": "1", "WIDE_GLATE": "0"}
+    # the RING / HYBRID options (their modes' only) keep a default of their own, and the
+    # explorations' phase stamps are off
+    own = {"WIDE_RING": "4", "WIDE_HREG": "0", "WIDE_WDIST": "1", "WIDE_GLATE": "0", "WIDE_WSMEM": "0",
+           "WIDE_PHASES": "0", "WIDE_PHASE_CTAS": "65536"}
+    assert {k: defaults.pop(k) for k in own} == own
     assert defaults == want
     assert "tests/test_rmsnorm_wide.py" in src and "gpu_viz/rmsnorm/wide.py" in src
 
