@@ -919,8 +919,7 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
 // statistic needs x alone): a CTA keeps only x on chip, half the gate op's bytes, and the last
 // step streams g in while y streams out.  y is the same expression of the same values: the same
 // bits.
-// Dynamic shared memory: THREADS * (CHUNKS - RC) * 16 * (1 + GATE * !GLATE) bytes (and with
-// WIDE_WSMEM, below, the weight's ring).
+// Dynamic shared memory: THREADS * (CHUNKS - RC) * 16 * (1 + GATE * !GLATE) bytes.
 #ifndef WIDE_HREG
 #define WIDE_HREG 0
 #endif
@@ -929,14 +928,6 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
 #endif
 #ifndef WIDE_GLATE
 #define WIDE_GLATE 0
-#endif
-// WIDE_WSMEM: 1 sends the weight's loads through a ring of WIDE_WDIST slots a thread in shared
-// memory (cp.async, one group a chunk) instead of registers: the weight runs WIDE_WDIST chunks
-// ahead of the stores at no register cost, and its first WIDE_WDIST chunks are copied before the
-// cluster exchange, whose wait hides their L2 latency.  Same values, same expression: same bits.
-// Dynamic shared memory grows by THREADS * WIDE_WDIST * sizeof(a weight pack).
-#ifndef WIDE_WSMEM
-#define WIDE_WSMEM 0
 #endif
 // WIDE_PHASES (explorations only; never in the launcher's builds): thread 0 of each CTA below
 // WIDE_PHASE_CTAS writes %globaltimer (ns, chip-wide) into slots 0-3 and clock64 (this SM's
@@ -978,7 +969,6 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     constexpr int WD = WIDE_WDIST;      // the weight's loads run WD chunks ahead of the stores
     constexpr bool GL = GATE && WIDE_GLATE != 0;  // g read in step 5 (then nothing of g on chip before)
     constexpr bool GE = GATE && !GL;              // g read in step 1, with x
-    constexpr bool WS = WIDE_WSMEM != 0;          // the weight's packs in flight in shared memory
     static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024 && CHUNKS >= 2, "launch shape");
     static_assert(RC >= 1 && RC < CHUNKS && WD >= 1, "register chunks, weight distance");
     __shared__ float warp_sums[NWARPS];
@@ -987,8 +977,6 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     extern __shared__ uint4 wide_smem[];
     Pack<T, VEC>* sx = reinterpret_cast<Pack<T, VEC>*>(wide_smem);
     Pack<T, VEC>* sg = sx + SC * THREADS;  // GE only
-    // WS: chunk c's weight pack at slot (c % WD) * THREADS + t, after x's (and g's) chunks
-    Pack<WT, VEC>* sw = reinterpret_cast<Pack<WT, VEC>*>(sx + SC * THREADS * (GE ? 2 : 1));
 
     const int t = threadIdx.x;
     wide_phase(0);
@@ -1046,14 +1034,6 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     }
     const float cta = cta_allreduce_sum<THREADS>(sumsq, warp_sums, t);
     wide_phase(1);
-    if constexpr (WS) {  // the weight's first WD chunks, one group each, in flight through the exchange
-        #pragma unroll
-        for (int d = 0; d < WD; ++d) {
-            const int j = first + d * THREADS;
-            if (d < CHUNKS && j < nvec) cp_async_pack<WT, VEC>(&sw[d * THREADS + t], w + (long long)j * VEC);
-            cp_async_commit();
-        }
-    }
     // steps 3 and 4: as cluster_row_mbar
     if (t == 0) mbar_arrive_expect_tx(&bar, CLUSTER * 4);
     cluster_wait_acquire();
@@ -1064,32 +1044,29 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     unsigned long long pol;
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
     T* yr = out + row * (long long)N;
-    Pack<WT, VEC> wq[WS ? 1 : WD];  // wq[c % WD]: chunk c's weight (registers: !WS)
-    Pack<T, VEC> gq[GL ? WD : 1];   // gq[c % WD]: chunk c's gate (GL)
+    Pack<WT, VEC> wq[WD];        // wq[c % WD]: chunk c's weight
+    Pack<T, VEC> gq[GL ? WD : 1];  // gq[c % WD]: chunk c's gate (GL)
     #pragma unroll
     for (int d = 0; d < WD; ++d) {
         if (d < CHUNKS && first + d * THREADS < nvec) {
-            if constexpr (!WS) wq[d] = load_pack<true, WT, VEC>(w + (long long)(first + d * THREADS) * VEC);
+            wq[d] = load_pack<true, WT, VEC>(w + (long long)(first + d * THREADS) * VEC);
             if constexpr (GL) gq[d] = load_pack<false, T, VEC>(gr + (long long)(first + d * THREADS) * VEC);
         }
     }
     #pragma unroll
     for (int c = 0; c < CHUNKS; ++c) {
         const int j = first + c * THREADS;
-        Pack<WT, VEC> pw;
-        if constexpr (!WS) pw = wq[c % WD];
+        const Pack<WT, VEC> pw = wq[c % WD];
         Pack<T, VEC> g;
         if constexpr (GL) g = gq[c % WD];
         if (c + WD < CHUNKS && j + WD * THREADS < nvec) {
 #if defined(WIDE_DIAG_WEIGHT_EVERY) && WIDE_DIAG_WEIGHT_EVERY > 1  // timing diagnostic: 1 chunk in k read
             if ((c + WD) % WIDE_DIAG_WEIGHT_EVERY == 0)
 #endif
-            if constexpr (!WS) wq[c % WD] = load_pack<true, WT, VEC>(w + (long long)(j + WD * THREADS) * VEC);
+            wq[c % WD] = load_pack<true, WT, VEC>(w + (long long)(j + WD * THREADS) * VEC);
             if constexpr (GL) gq[c % WD] = load_pack<false, T, VEC>(gr + (long long)(j + WD * THREADS) * VEC);
         }
-        if constexpr (WS) cp_async_wait_group<WD - 1>();  // chunk c's group (one committed a chunk)
         if (j < nvec) {
-            if constexpr (WS) pw = sw[(c % WD) * THREADS + t];
             Pack<T, VEC> py;
             if (c < RC) {
                 #pragma unroll
@@ -1104,11 +1081,6 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
                 py = y_pack<GATE>(sx[s], g, pw, w_offset, r);
             }
             st_evict_first(yr + (long long)j * VEC, *reinterpret_cast<const uint4*>(&py), pol);
-        }
-        if constexpr (WS) {  // the slot just read takes chunk c + WD (the store above consumed it)
-            if (c + WD < CHUNKS && j + WD * THREADS < nvec)
-                cp_async_pack<WT, VEC>(&sw[(c % WD) * THREADS + t], w + (long long)(j + WD * THREADS) * VEC);
-            cp_async_commit();
         }
     }
 #if WIDE_PHASES
@@ -1200,12 +1172,8 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 #define WIDE_RING_SUFFIX(K) WIDE_RING_SUFFIX2(K)
 #define WIDE_RING_SUFFIX2(K) _r##K
 #elif WIDE_MODE == 9
-#if WIDE_GLATE && WIDE_WSMEM
-#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _g_s)
-#elif WIDE_GLATE
+#if WIDE_GLATE
 #define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _g)
-#elif WIDE_WSMEM
-#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _s)
 #else
 #define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, )
 #endif

@@ -160,8 +160,8 @@ def test_bare_build_is_a_policy_configuration():
     want = dict(o[2:].split("=") for o in wide.config(131072, "float16", H100).options)
     # the RING / HYBRID options (their modes' only) keep a default of their own, and the
     # explorations' phase stamps are off
-    own = {"WIDE_RING": "4", "WIDE_HREG": "0", "WIDE_WDIST": "1", "WIDE_GLATE": "0", "WIDE_WSMEM": "0",
-           "WIDE_PHASES": "0", "WIDE_PHASE_CTAS": "65536"}
+    own = {"WIDE_RING": "4", "WIDE_HREG": "0", "WIDE_WDIST": "1", "WIDE_GLATE": "0", "WIDE_PHASES": "0",
+           "WIDE_PHASE_CTAS": "65536"}
     assert {k: defaults.pop(k) for k in own} == own
     assert defaults == want
     assert "tests/test_rmsnorm_wide.py" in src and "gpu_viz/rmsnorm/wide.py" in src
@@ -1048,6 +1048,47 @@ def test_ring_and_hybrid_against_float64_and_batch_invariant(case, seed):
             r = wide.forward(x, w, 1e-6, o, gate=g, weight_offset=offset, shape=shape, clusters=G, **kw)
             torch.cuda.synchronize()
             assert _same_bits(o, out) and torch.equal(r, rstd), f"{cfg.kernel} with {G} clusters differs"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt,gate,N", [("float16", False, 65536), ("float32", False, 262144),
+                                       ("float32", True, 262144)])
+def test_phase_stamps_are_each_ctas_own_and_change_no_bit(dt, gate, N, seed):
+    """The explorations' WIDE_PHASES build of a HYBRID policy kernel (benchmarks/explore/
+    2026-12-02-wide-wsmem/phases.py reads it): every CTA of the grid stamps its start, CTA sum,
+    rstd and last store in that order, on both clocks, from an SM the GPU has; the CTAs of one
+    cluster share the row's exchange (none leaves it before the last one reached it); and y and
+    rstd keep the launcher's kernel's bits."""
+    import numpy as np
+
+    cupy = pytest.importorskip("cupy")
+    _needs_clusters()
+    cfg = wide.config(N, dt, H100, gate=gate)
+    assert cfg.mode == wide.HYBRID
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    M = 37
+    x, g, w = _inputs(M, N, dt, gen, gate)
+    ref, ref_rstd = _run(x, w, g)
+    mod = kernels.load(wide.FILE, cfg.options + ("-DWIDE_PHASES=1",))
+    k = mod.get_function(cfg.kernel)
+    k.max_dynamic_shared_size_bytes = cfg.smem_bytes
+    log = cupy.ndarray((M * cfg.cluster, 10), cupy.uint64, mod.get_global("wide_phase_log"))
+    log.fill(0)
+    out, rstd = torch.full_like(x, float("nan")), torch.full((M,), float("nan"), device="cuda")
+    ptr = lambda a: np.uint64(a.data_ptr() if a is not None else 0)  # noqa: E731
+    torch.cuda.synchronize()
+    k((M * cfg.cluster,), (cfg.threads,), (ptr(out), ptr(rstd), ptr(x), ptr(g), ptr(w), np.int32(N),
+                                          np.float32(1e-6), np.float32(0.0), np.int64(M)),
+      shared_mem=cfg.smem_bytes)
+    cupy.cuda.Device().synchronize()
+    assert _same_bits(out, ref) and torch.equal(rstd, ref_rstd), "the stamps changed the result"
+    L = cupy.asnumpy(log).astype(np.int64)
+    gt, clk, sm = L[:, 0:4], L[:, 4:8], L[:, 8]
+    assert (gt[:, 0] > 0).all() and (np.diff(gt, axis=1) >= 0).all(), "globaltimer stamps out of order"
+    assert (np.diff(clk, axis=1) >= 0).all(), "clock64 stamps out of order"
+    assert sm.max() < torch.cuda.get_device_properties(0).multi_processor_count
+    rows = gt.reshape(M, cfg.cluster, 4)
+    assert (rows[:, :, 2].min(1) >= rows[:, :, 1].max(1)).all(), "a CTA had its rstd before the cluster's sums"
 
 
 # ---------------------------------------------------------------------------------------

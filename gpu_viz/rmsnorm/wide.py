@@ -110,9 +110,7 @@ RING_MODES = (RING, RING_L2)
 #: registers (x packed, or x * silu(g) in fp32), the rest copied into shared memory: a CTA holds
 #: more than either alone gives it at the same CTAs per SM (slices of 128 KiB on two CTAs an SM);
 #: the weight read from global memory ``wdist`` chunks ahead of the stores; for the gate op with
-#: ``gate_late``, g read there too, beside the weight, instead of with x (x alone on chip); with
-#: ``wsmem`` the weight's loads land in a ring of ``wdist`` slots a thread in shared memory
-#: (cp.async) instead of registers, the first ones issued before the cluster exchange.
+#: ``gate_late``, g read there too, beside the weight, instead of with x (x alone on chip).
 HYBRID = 9
 MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR, RING, RING_L2, HYBRID)
 PERSISTENT_MODES = (PERSIST, PERSIST_1, RING, RING_L2)
@@ -188,9 +186,6 @@ POLICY_HYBRID: Dict[str, Dict[int, Dict[int, Tuple[int, int, int]]]] = {
 #: step (``gate_late``: the kernel's WIDE_GLATE; g streamed in ``wdist`` chunks ahead of the stores,
 #: x alone kept on chip) where one H200 run measured it faster (explore/2026-12-02-wide-late-gate).
 POLICY_GATE_LATE: Dict[int, Tuple[int, ...]] = {2: (), 4: (262144,)}
-#: Per op and element size, the buckets whose POLICY entry is HYBRID with the weight's loads through
-#: shared memory (``wsmem``: the kernel's WIDE_WSMEM) where an H200 run measured it faster.
-POLICY_WSMEM: Dict[str, Dict[int, Tuple[int, ...]]] = {"rmsnorm": {2: (), 4: ()}, "rmsnorm_gate": {2: (), 4: ()}}
 #: The shapes of modes 0-2 measured first (one cluster per row; the CTA sums through a cluster
 #: barrier); NEW_CANDIDATES adds modes 3-5 around POLICY's shapes and QuACK's; the bigger-CTA
 #: shapes are the exploration's own (benchmarks/explore/2026-12-03-wide-bigger-ctas).
@@ -273,13 +268,12 @@ H100_SMS = 132
 
 
 def smem_bytes_of(op: str, itemsize: int, weight_itemsize: int, shape: Tuple[int, int, int, int],
-                  ring: int = 0, hreg: int = 0, gate_late: bool = False, wring: int = 0) -> int:
+                  ring: int = 0, hreg: int = 0, gate_late: bool = False) -> int:
     """Dynamic shared memory per CTA of ``shape`` = (cluster, threads, ept, mode): the slice of x
     (and the gate) -- twice in PERSIST -- and, in SMEM_W, PERSIST, PERSIST_1 and RING, the weight's;
     RING and RING_L2 hold ``ring`` chunk slots of 16 bytes a thread (of x, and of the gate)
     instead of the slice; HYBRID the chunks past the ``hreg`` (0: half) a thread keeps in
-    registers (of x alone where the gate op reads g in the last step, ``gate_late``), and ``wring``
-    weight packs a thread where its loads run through shared memory (``wsmem``: wring = wdist).
+    registers (of x alone where the gate op reads g in the last step, ``gate_late``).
 
     Raises:
         ValueError: ``ring`` below 1 for RING / RING_L2."""
@@ -292,8 +286,7 @@ def smem_bytes_of(op: str, itemsize: int, weight_itemsize: int, shape: Tuple[int
         return t * 16 * ring * (2 if op == "rmsnorm_gate" else 1) + (t * e * weight_itemsize if mode == RING else 0)
     if mode == HYBRID:
         rows = 2 if op == "rmsnorm_gate" and not gate_late else 1
-        return (t * (e - _hybrid_register_elements(itemsize, e, hreg)) * itemsize * rows
-                + t * wring * (16 // itemsize) * weight_itemsize)
+        return t * (e - _hybrid_register_elements(itemsize, e, hreg)) * itemsize * rows
     rows = itemsize * (2 if op == "rmsnorm_gate" else 1) * (2 if mode == PERSIST else 1)
     weight = weight_itemsize if mode in (SMEM_W, PERSIST, PERSIST_1) else 0
     return t * e * (rows + weight)
@@ -317,8 +310,7 @@ class WideConfig:
     MBAR load the weight for the last step (WLOAD_CHUNK / _BATCH / _EARLY); ``ring`` the chunk
     slots of RING and RING_L2 (0 for the other modes); ``hreg`` the chunks a HYBRID thread keeps
     in registers (0: half) and ``wdist`` how many chunks ahead of its stores it loads the weight;
-    ``gate_late`` whether a HYBRID gate kernel reads g there too (instead of with x); ``wsmem``
-    whether HYBRID's weight loads land in a ring of ``wdist`` slots a thread in shared memory.
+    ``gate_late`` whether a HYBRID gate kernel reads g there too (instead of with x).
     """
 
     op: str
@@ -335,7 +327,6 @@ class WideConfig:
     hreg: int = 0
     wdist: int = 1
     gate_late: bool = False
-    wsmem: bool = False
 
     @property
     def capacity(self) -> int:
@@ -347,8 +338,7 @@ class WideConfig:
         return (f"{self.op}_cluster_{suf}_w{DTYPES[self.weight_dtype][0]}_c{self.cluster}"
                 f"_t{self.threads}_e{self.ept}_m{self.mode}"
                 + (f"_r{self.ring}" if self.mode in RING_MODES else f"_h{self.hreg}_d{self.wdist}"
-                   + ("_g" if self.gate_late else "") + ("_s" if self.wsmem else "")
-                   if self.mode == HYBRID else ("", "_wb", "_we")[self.wload]))
+                   + ("_g" if self.gate_late else "") if self.mode == HYBRID else ("", "_wb", "_we")[self.wload]))
 
     @property
     def options(self) -> Tuple[str, ...]:
@@ -359,15 +349,14 @@ class WideConfig:
                 f"-DWIDE_MIN_BLOCKS={self.min_blocks}", f"-DWIDE_MODE={self.mode}", f"-DWIDE_WLOAD={self.wload}") + (
                     (f"-DWIDE_RING={self.ring}",) if self.mode in RING_MODES else
                     (f"-DWIDE_HREG={self.hreg}", f"-DWIDE_WDIST={self.wdist}") + (
-                        ("-DWIDE_GLATE=1",) if self.gate_late else ()) + (
-                        ("-DWIDE_WSMEM=1",) if self.wsmem else ()) if self.mode == HYBRID else ())
+                        ("-DWIDE_GLATE=1",) if self.gate_late else ()) if self.mode == HYBRID else ())
 
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory per CTA (:func:`smem_bytes_of`)."""
         return smem_bytes_of(self.op, DTYPES[self.dtype][1], DTYPES[self.weight_dtype][1],
                              (self.cluster, self.threads, self.ept, self.mode), self.ring, self.hreg,
-                             self.gate_late, self.wdist if self.wsmem else 0)
+                             self.gate_late)
 
     @property
     def persistent(self) -> bool:
@@ -448,15 +437,13 @@ def estimate_active_clusters(cfg: WideConfig, sms: int = H100_SMS) -> int:
 
 
 def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: int, mode: int = REGISTERS,
-               smem_bytes: int = 0, hreg: int = 0, wdist: int = 1, gate_late: bool = False,
-               wsmem: bool = False) -> int:
+               smem_bytes: int = 0, hreg: int = 0, wdist: int = 1, gate_late: bool = False) -> int:
     """``__launch_bounds__``' minimum blocks per SM.  REGISTERS: as many as the registers of the
     row data allow (x packed -- or, for the gate, x * silu(g) as fp32 -- and the weight's pack,
     plus OVERHEAD_REGISTERS); RING and RING_L2 the same for the row data alone (no weight pack)
     plus RING_OVERHEAD_REGISTERS, HYBRID for its ``hreg`` register chunks (the gate's x and g packs
     while they are summed, or its fp32 x * silu(g), whichever is larger; with ``gate_late`` x packed
-    and ``wdist`` g packs in flight) and the weight packs in flight past the first (``wdist`` - 1;
-    none with ``wsmem``, whose packs wait in shared memory).  An estimate: ptxas decides (:func:`kernel_report`).  Other shared-memory modes: as many as shared memory holds, while
+    and ``wdist`` g packs in flight) and the weight packs in flight past the first (``wdist`` - 1).  An estimate: ptxas decides (:func:`kernel_report`).  Other shared-memory modes: as many as shared memory holds, while
     each thread keeps SMEM_MODE_REGISTERS.  At least 1, at most SM_THREADS / threads."""
     if mode == REGISTERS:
         data = (ept * itemsize // 4 if op == "rmsnorm" else ept) + ept * weight_itemsize // 4
@@ -469,8 +456,7 @@ def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: 
                 data = e * itemsize // 4 + wdist * 4
             elif op != "rmsnorm":  # x's and g's packs live together until x * silu(g) is formed
                 data = max(data, 2 * e * itemsize // 4)
-            if not wsmem:  # the weight's packs in flight past the first (wsmem: in shared memory)
-                data += (wdist - 1) * (16 // itemsize) * weight_itemsize // 4
+            data += (wdist - 1) * (16 // itemsize) * weight_itemsize // 4
         fit = SM_REGISTERS // (threads * (data + RING_OVERHEAD_REGISTERS))
     else:
         fit = SM_REGISTERS // (threads * SMEM_MODE_REGISTERS)
@@ -517,8 +503,7 @@ def supported(n: int, dtype, cc) -> bool:
 def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
            shape: Optional[Tuple[int, int, int, int]] = None, wload: Optional[int] = None,
            blocks: Optional[int] = None, ring: Optional[int] = None, hreg: Optional[int] = None,
-           wdist: Optional[int] = None, gate_late: Optional[bool] = None,
-           wsmem: Optional[bool] = None) -> WideConfig:
+           wdist: Optional[int] = None, gate_late: Optional[bool] = None) -> WideConfig:
     """The :class:`WideConfig` for rows of ``n`` elements: :data:`POLICY`'s bucket for n and the
     element size, with :data:`POLICY_LOADS`' weight loads and launch bound (``shape`` =
     (cluster, threads, ept, mode) overrides the shape, ``wload`` the weight loads and ``blocks``
@@ -531,10 +516,8 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     :data:`POLICY_HYBRID`, with its launch bound where neither is overridden).  ``gate_late``: a
     HYBRID gate kernel reads g in its last step instead of with x (the policy's
     :data:`POLICY_GATE_LATE` where the shape is the policy's; otherwise False; overriding the
-    policy's choice also gives the estimated launch bound).  ``wsmem``: a HYBRID kernel's weight
-    loads land in ``wdist`` slots a thread of shared memory instead of registers (the policy's
-    :data:`POLICY_WSMEM` where the shape is the policy's; otherwise False; an override gets the
-    estimated launch bound).  ``weight_dtype``: x's dtype (None) or float32.
+    policy's choice also gives the estimated launch bound).  ``weight_dtype``: x's
+    dtype (None) or float32.
 
     Raises:
         ValueError: ``not supported(n, dtype, cc)`` (naming why), a weight dtype other than x's
@@ -544,10 +527,9 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
             ``ring`` outside 1 .. MAX_RING for RING / RING_L2, missing there, or given for another
             mode, ``hreg`` outside 1 .. chunks - 1 or ``wdist`` outside 1 .. chunks for HYBRID (which
             needs 2 chunks a thread), either given for another mode, ``gate_late`` true for rmsnorm
-            or a mode other than HYBRID, ``wsmem`` true for a mode other than HYBRID, shared memory
-            beyond MAX_CTA_SHARED.
+            or a mode other than HYBRID, shared memory beyond MAX_CTA_SHARED.
         TypeError: ``wload``, ``blocks``, ``ring``, ``hreg`` or ``wdist`` not an int, ``gate_late``
-            or ``wsmem`` not a bool.
+            not a bool.
     """
     dt = dtype_name(dtype)
     wdt = dt if weight_dtype is None else dtype_name(weight_dtype)
@@ -562,8 +544,6 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     c, t, e, mode = POLICY[op][size][_bucket(n)] if shape is None else shape
     if gate_late is not None:
         gate_late = check_bool("gate_late", gate_late, "or None (the policy's)")
-    if wsmem is not None:
-        wsmem = check_bool("wsmem", wsmem, "or None (the policy's)")
     if shape is None:  # the policy's weight loads and launch bound; WLOAD_CHUNK where they would spill
         pol_wload, pol_blocks = POLICY_LOADS[op][size].get(_bucket(n), (WLOAD_CHUNK, None))
         if e * DTYPES[wdt][1] > WLOAD_MAX_BYTES:
@@ -577,15 +557,13 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
         # hreg or wdist, or an fp32 weight of a 16-bit x (its packs take twice the registers), gets
         # min_blocks' estimate instead (ptxas spills at the policy's 32 registers a thread there)
         pol_late = gate and _bucket(n) in POLICY_GATE_LATE[size]
-        pol_ws = _bucket(n) in POLICY_WSMEM[op][size]
         if (DTYPES[wdt][1] > size or hreg not in (None, pol_h) or wdist not in (None, pol_d)
-                or gate_late not in (None, pol_late) or wsmem not in (None, pol_ws)):
+                or gate_late not in (None, pol_late)):
             pol_b = None
         hreg = pol_h if hreg is None else hreg
         wdist = pol_d if wdist is None else wdist
         blocks = pol_b if blocks is None else blocks
         gate_late = pol_late if gate_late is None else gate_late
-        wsmem = pol_ws if wsmem is None else wsmem
     wload = _check_wload(wload)
     if wload != WLOAD_CHUNK and mode not in WLOAD_MODES:
         raise ValueError(f"wload={wload!r} with mode {mode}: loading the weight other than a chunk at a time "
@@ -626,15 +604,11 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     if gate_late and mode != HYBRID:
         raise ValueError(f"gate_late=True with {op} mode {mode}: reading g in the last step is the gate op's "
                          f"HYBRID ({HYBRID}) only; pass shape=(cluster, threads, ept, {HYBRID}) with it")
-    if wsmem and mode != HYBRID:
-        raise ValueError(f"wsmem=True with {op} mode {mode}: the weight's shared-memory ring is HYBRID "
-                         f"({HYBRID})'s only; pass shape=(cluster, threads, ept, {HYBRID}) with it")
-    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d, gate_late=bool(gate_late),
-                     wsmem=bool(wsmem))
+    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d, gate_late=bool(gate_late))
     if cfg.smem_bytes > MAX_CTA_SHARED:
         raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
                          f"(weight {wdt}); at most {MAX_CTA_SHARED}")
-    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes, h, d, cfg.gate_late, cfg.wsmem)
+    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes, h, d, cfg.gate_late)
     if blocks is not None:
         most = sm_holds(t, cfg.smem_bytes)
         blocks = check_int("blocks", blocks)
@@ -758,8 +732,7 @@ def _kernel(cfg: WideConfig, device: int):
 def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offset: float = 0.0,
             shape: Optional[Tuple[int, int, int, int]] = None, clusters: Optional[int] = None,
             wload: Optional[int] = None, blocks: Optional[int] = None, ring: Optional[int] = None,
-            hreg: Optional[int] = None, wdist: Optional[int] = None, gate_late: Optional[bool] = None,
-            wsmem: Optional[bool] = None):
+            hreg: Optional[int] = None, wdist: Optional[int] = None, gate_late: Optional[bool] = None):
     """RMSNorm (or, with ``gate``, RMSNorm + SiLU gate) of the rows of ``x2d`` into ``out``, on a
     thread-block cluster per row (sm_90).
 
@@ -778,10 +751,9 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
             any of CANDIDATES or NEW_CANDIDATES, or another shape that holds the row).
         clusters: a persistent mode's cluster count (tests: any >= 1; None: what the GPU holds
             at once, see :func:`launch_grid`).  The result does not depend on it.
-        wload, blocks, ring, hreg, wdist, gate_late, wsmem: the weight loads, the launch bound, the
-            ring depth, HYBRID's register chunks, weight distance, where it reads the gate and
-            where the weight's loads land instead of the policy's (see :func:`config`); the result
-            does not depend on them either.
+        wload, blocks, ring, hreg, wdist, gate_late: the weight loads, the launch bound, the ring
+            depth, HYBRID's register chunks, weight distance and where it reads the gate instead of
+            the policy's (see :func:`config`); the result does not depend on them either.
 
     Returns:
         rstd: ``(M,)`` float32 of x's library: ``rsqrt(mean(x^2) + eps)`` per row.  ``out``
@@ -791,12 +763,12 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     Raises:
         TypeError: an operand that is not a torch CUDA tensor / CuPy array, mixed libraries,
             unsupported or mismatched dtypes, a non-number eps / weight_offset, a non-int
-            ``wload`` / ``blocks``, a non-bool ``gate_late`` / ``wsmem``.
+            ``wload`` / ``blocks``, a non-bool ``gate_late``.
         ValueError: shapes (x not 2-D, weight not (N,), gate / out not x's shape), a
             non-contiguous or misaligned operand, operands on different devices, eps < 0,
             N not supported on this GPU (naming why), M * cluster beyond gridDim.x, ``clusters``
             below 1 or with a mode that is not persistent, ``shape`` / ``wload`` / ``blocks`` /
-            ``ring`` / ``hreg`` / ``wdist`` / ``gate_late`` / ``wsmem`` that :func:`config` refuses.
+            ``ring`` / ``hreg`` / ``wdist`` / ``gate_late`` that :func:`config` refuses.
         GPUUnavailable: in CPU mode.
     """
     xf, dt, xs, xst, xp = _info("x2d", x2d)
@@ -840,16 +812,15 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     for name, v in (("ring", ring), ("hreg", hreg), ("wdist", wdist)):
         if v is not None:
             check_int(name, v, minimum=1)
-    for name, v in (("gate_late", gate_late), ("wsmem", wsmem)):
-        if v is not None:
-            check_bool(name, v, "or None (the policy's)")
+    if gate_late is not None:
+        check_bool("gate_late", gate_late, "or None (the policy's)")
     device = devs.pop()
     if M == 0:
         return _new_rstd(x2d, xf, 0, device)
     backend.require_gpu("the cluster RMSNorm path")
     cc = _cc(device)
     cfg = config(N, dt, cc, gate=gate is not None, weight_dtype=wdt, shape=shape, wload=wload, blocks=blocks,
-                 ring=ring, hreg=hreg, wdist=wdist, gate_late=gate_late, wsmem=wsmem)
+                 ring=ring, hreg=hreg, wdist=wdist, gate_late=gate_late)
     active = _active_clusters(cfg, device) if cfg.persistent and clusters is None else None
     grid = launch_grid(cfg, M, active, clusters)
     rstd = _new_rstd(x2d, xf, M, device)

@@ -26,9 +26,7 @@ replays, median; the copy bandwidth first, in the same process; no kernel that s
 ("ring" in a row's tag names every candidate of the run, HYBRID's included.)  A candidate's
 parameters are a ring depth or (hreg, wdist[, blocks[, gate_late]]): a launch bound of its own where given
 (explore/2026-12-02-wide-occupancy runs this file's main with its own table); every non-policy
-row is launched with its configuration's launch bound (the runs above: the computed one).  A name
-ending in ``w``: HYBRID with the weight's loads through shared memory (``wsmem``,
-explore/2026-12-02-wide-wsmem).
+row is launched with its configuration's launch bound (the runs above: the computed one).
 """
 from __future__ import annotations
 
@@ -154,7 +152,6 @@ def name_of(tag, cfg):
         f"r{cfg.ring}" if cfg.ring else f"h{cfg.hreg}d{cfg.wdist}" + ("g" if cfg.gate_late else "")
         if cfg.mode == wide.HYBRID else "") + (
         f"b{cfg.min_blocks}" if NAME_BLOCKS and cfg.mode == wide.HYBRID else "") + (
-        "w" if getattr(cfg, "wsmem", False) else "") + (
         f"s{cfg.stagger_ns}" if getattr(cfg, "stagger_ns", 0) else "")
 
 
@@ -211,7 +208,6 @@ def main(argv) -> int:
                     dict(ring=cfg.ring) if cfg.mode in wide.RING_MODES else dict(
                         hreg=cfg.hreg, wdist=cfg.wdist, gate_late=cfg.gate_late) if cfg.mode == wide.HYBRID else {}),
                     **(dict(stagger_ns=cfg.stagger_ns) if getattr(cfg, "stagger_ns", 0) else {}),
-                    **(dict(wsmem=True) if getattr(cfg, "wsmem", False) else {}),
                     **(dict(wload=cfg.wload) if cfg.mode in wide.WLOAD_MODES else {}))
 
                 def fn(i, shape=shape, kw=kw):

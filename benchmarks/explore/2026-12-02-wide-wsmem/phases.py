@@ -31,7 +31,6 @@ sys.path.insert(0, str(ROOT))
 from gpu_viz import kernels  # noqa: E402
 from gpu_viz.rmsnorm import wide  # noqa: E402
 
-H = wide.HYBRID
 SLOTS = 10
 PHASE_CTAS = 65536
 #: (label, N, dtype, op, config kwargs, M[, extra -D options: the timing diagnostics, whose output
@@ -55,17 +54,13 @@ CONFIGS_DIAG2 = [
     for tag, extra in (("", ()), (" weight 1 chunk in 2", ("-DWIDE_DIAG_WEIGHT_EVERY=2",)),
                        (" weight 1 chunk in 4", ("-DWIDE_DIAG_WEIGHT_EVERY=4",)), (" no weight", NOW))
 ]
+#: The policy's kernels (run1's phases also timed two wsmem candidates each at fp32 and fp16 262144:
+#: ``dict(shape=..., hreg=6, wdist=4, wsmem=True, blocks=2)`` and the like, which need commit d193b92)
 CONFIGS = [
     ("rmsnorm fp32 262144 policy", 262144, "float32", "rmsnorm", {}, 1024),
-    ("rmsnorm fp32 262144 wsmem h6 d4", 262144, "float32", "rmsnorm",
-     dict(shape=(8, 512, 64, H), hreg=6, wdist=4, wsmem=True, blocks=2), 1024),
-    ("rmsnorm fp32 262144 wsmem h7 d3", 262144, "float32", "rmsnorm",
-     dict(shape=(8, 512, 64, H), hreg=7, wdist=3, wsmem=True, blocks=2), 1024),
     ("gate fp32 262144 policy (g late)", 262144, "float32", "rmsnorm_gate", {}, 1024),
     ("rmsnorm fp32 131072 policy", 131072, "float32", "rmsnorm", {}, 2048),
     ("rmsnorm fp16 262144 policy", 262144, "float16", "rmsnorm", {}, 1024),
-    ("rmsnorm fp16 262144 wsmem h3 d2", 262144, "float16", "rmsnorm",
-     dict(shape=(4, 1024, 64, H), hreg=3, wdist=2, wsmem=True, blocks=2), 1024),
 ]
 
 

@@ -18,6 +18,9 @@ mode 1 / 0 at its (cluster, threads, ept); CUDA-graph replay over input sets bey
 replays, median; the copy bandwidth first, in the same process; no candidate that spills is timed);
 a name ending in ``w`` has the weight's ring in shared memory.
 
+Needs commit d193b92 (the kernel's WIDE_WSMEM, the launcher's ``wsmem``, ring_bench's handling of
+it); the next commit removed them after this run (slower at every point).
+
     python benchmarks/explore/2026-12-02-wide-wsmem/wsmem_bench.py OUT_DIR [--budget-s 300]
     python benchmarks/explore/2026-12-02-wide-wsmem/wsmem_bench.py --dry-run
 """
