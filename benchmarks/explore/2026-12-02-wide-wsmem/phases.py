@@ -14,7 +14,8 @@ The raw stamps go to OUT_DIR/phases-<kernel>.npy (CTAs x 10 uint64: 4 globaltime
 
     python benchmarks/explore/2026-12-02-wide-wsmem/phases.py OUT_DIR [--diag]
 
-``--diag`` runs CONFIGS_DIAG instead, ``--diag2`` CONFIGS_DIAG2: the policy's kernels with the timing diagnostics (the weight
+``--rows`` runs CONFIGS_ROWS (two rows a cluster) instead of CONFIGS.  ``--diag`` runs
+CONFIGS_DIAG, ``--diag2`` CONFIGS_DIAG2: the policy's kernels with the timing diagnostics (the weight
 never read, y stored without the evict-first policy), whose outputs are wrong: times only.
 """
 from __future__ import annotations
@@ -61,6 +62,18 @@ CONFIGS = [
     ("gate fp32 262144 policy (g late)", 262144, "float32", "rmsnorm_gate", {}, 1024),
     ("rmsnorm fp32 131072 policy", 131072, "float32", "rmsnorm", {}, 2048),
     ("rmsnorm fp16 262144 policy", 262144, "float16", "rmsnorm", {}, 1024),
+]
+
+#: ``--rows``: HYBRID with two rows a cluster (explore/2026-12-02-wide-rows) beside the policy's kernels
+CONFIGS_ROWS = [
+    ("rmsnorm fp32 262144 policy", 262144, "float32", "rmsnorm", {}, 1024),
+    ("rmsnorm fp32 262144 16x512x32 h3 d2 x2", 262144, "float32", "rmsnorm",
+     dict(shape=(16, 512, 32, wide.HYBRID), hreg=3, wdist=2, rows=2, blocks=2), 1024),
+    ("rmsnorm fp32 262144 8x1024x32 h2 d1 x2", 262144, "float32", "rmsnorm",
+     dict(shape=(8, 1024, 32, wide.HYBRID), hreg=2, wdist=1, rows=2, blocks=1), 1024),
+    ("rmsnorm fp16 262144 policy", 262144, "float16", "rmsnorm", {}, 1024),
+    ("rmsnorm fp16 262144 8x512x64 h3 d2 x2", 262144, "float16", "rmsnorm",
+     dict(shape=(8, 512, 64, wide.HYBRID), hreg=3, wdist=2, rows=2, blocks=2), 1024),
 ]
 
 
@@ -113,7 +126,8 @@ def main(argv) -> int:
     copy = timing.copy_bandwidth()
     print(f"copy {copy['GBps']:.0f} GB/s", flush=True)
     results = {"copy_GBps": round(copy["GBps"], 1)}
-    configs = CONFIGS_DIAG if "--diag" in argv else CONFIGS_DIAG2 if "--diag2" in argv else CONFIGS
+    configs = (CONFIGS_DIAG if "--diag" in argv else CONFIGS_DIAG2 if "--diag2" in argv
+               else CONFIGS_ROWS if "--rows" in argv else CONFIGS)
     for label, N, dt, op, kw, M, *extra in configs:
         cfg = wide.config(N, dt, (9, 0), gate=op == "rmsnorm_gate", **kw)
         mod = kernels.load(wide.FILE, cfg.options + ("-DWIDE_PHASES=1",) + (extra[0] if extra else ()))
@@ -135,7 +149,7 @@ def main(argv) -> int:
         w = rand(N, 0.1, 1.0)
         y = cupy.empty_like(x)
         rstd = cupy.empty(M, cupy.float32)
-        grid = M * cfg.cluster
+        grid = wide.launch_grid(cfg, M)
         assert grid <= cap, (grid, cap)
         args = (y, rstd, x, gt if gt is not None else cupy.uint64(0), w, np.int32(N), np.float32(1e-6),
                 np.float32(0.0), np.int64(M))
