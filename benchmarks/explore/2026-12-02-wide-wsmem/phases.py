@@ -134,6 +134,12 @@ def main(argv) -> int:
         k = mod.get_function(cfg.kernel)
         if cfg.smem_bytes:
             k.max_dynamic_shared_size_bytes = cfg.smem_bytes
+        if cfg.cluster > wide.PORTABLE_CLUSTER:  # as wide._kernel: 16-CTA clusters must be allowed
+            import ctypes
+            rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(
+                ctypes.c_void_p(int(k.kernel.ptr)), wide._CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                ctypes.c_int(1))
+            assert rc == 0, rc
         ptr = mod.get_global("wide_phase_log")
         cap = PHASE_CTAS  # the kernel's WIDE_PHASE_CTAS default (a module global's pointer carries no size)
         log = cupy.ndarray((cap, SLOTS), cupy.uint64, ptr)
