@@ -1093,161 +1093,6 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
 }
 // [end cluster_row_hybrid]
 
-// [region cluster_rows_hybrid]
-// cluster_row_hybrid for WIDE_ROWS >= 2 rows a cluster (rmsnorm only): each CTA holds its slice of
-// rows R*k .. R*k+R-1 (the last cluster fewer where M is not a multiple of R), so the weight's
-// slice, read from L2 beside the stores, is read once for R rows instead of once a row.  Each
-// row's squares are added exactly as in cluster_row_hybrid (its register chunks, then its
-// shared-memory chunks, in chunk order; the block reduction; the CTA sums in rank order), so a
-// row's bits are mode 1's whatever row shares its cluster.  The R CTA sums travel together: the
-// mbarrier is armed for CLUSTER * R * 4 bytes (sums of a missing row are sent as 0 and unused).
-// Dynamic shared memory: R * THREADS * (CHUNKS - RC) * 16 bytes.
-#ifndef WIDE_ROWS
-#define WIDE_ROWS 1
-#endif
-template <typename T, typename WT, int CLUSTER, int THREADS, int EPT, int R>
-__device__ __forceinline__ void cluster_rows_hybrid(T* __restrict__ out, float* __restrict__ rstd,
-                                                    const T* __restrict__ x, const WT* __restrict__ w, int N,
-                                                    long long M, float eps, float w_offset) {
-#if WIDE_HAS_CLUSTERS
-    constexpr int VEC = 16 / sizeof(T);
-    constexpr int CHUNKS = EPT / VEC;
-    constexpr int RC = WIDE_HREG <= 0 ? CHUNKS / 2 : WIDE_HREG;
-    constexpr int SC = CHUNKS - RC;
-    constexpr int NWARPS = THREADS / 32;
-    constexpr int SLICE = THREADS * CHUNKS;
-    constexpr int WD = WIDE_WDIST;
-    static_assert(EPT % VEC == 0 && THREADS % 32 == 0 && THREADS <= 1024 && CHUNKS >= 2, "launch shape");
-    static_assert(RC >= 1 && RC < CHUNKS && WD >= 1 && R >= 2 && CLUSTER * R <= THREADS, "rows, chunks");
-    __shared__ float warp_sums[R][NWARPS];
-    __shared__ float cta_sums[R][CLUSTER];
-    __shared__ unsigned long long bar;
-    extern __shared__ uint4 wide_smem[];
-    Pack<T, VEC>* sx = reinterpret_cast<Pack<T, VEC>*>(wide_smem);  // row q at sx + q * SC * THREADS
-
-    const int t = threadIdx.x;
-    wide_phase(0);
-    if (t == 0) mbar_init(&bar, 1);
-    cluster_arrive_relaxed();
-    const unsigned rank = cluster_rank();
-    const long long row0 = (long long)(blockIdx.x / CLUSTER) * R;
-    const int nrows = (int)(M - row0 < R ? M - row0 : R);
-    const int nvec = N / VEC;
-    const int first = (int)rank * SLICE + t;
-    #pragma unroll
-    for (int q = 0; q < R; ++q) {
-        if (q < nrows) {
-            const T* xr = x + (row0 + q) * (long long)N;
-            #pragma unroll
-            for (int c = RC; c < CHUNKS; ++c) {
-                const int j = first + c * THREADS;
-                if (j < nvec) cp_async16(&sx[q * SC * THREADS + (c - RC) * THREADS + t], xr + (long long)j * VEC);
-            }
-        }
-    }
-    Pack<T, VEC> px[R][RC];
-    #pragma unroll
-    for (int q = 0; q < R; ++q) {
-        if (q < nrows) {
-            const T* xr = x + (row0 + q) * (long long)N;
-            #pragma unroll
-            for (int c = 0; c < RC; ++c) {
-                const int j = first + c * THREADS;
-                if (j < nvec) px[q][c] = load_pack<false, T, VEC>(xr + (long long)j * VEC);
-            }
-        }
-    }
-    float sumsq[R];
-    #pragma unroll
-    for (int q = 0; q < R; ++q) {
-        sumsq[q] = 0.0f;
-        #pragma unroll
-        for (int c = 0; c < RC; ++c) {
-            if (q < nrows && first + c * THREADS < nvec) {
-                #pragma unroll
-                for (int k = 0; k < VEC; ++k) {
-                    const float xf = elem(px[q][c], k);
-                    sumsq[q] = fmaf(xf, xf, sumsq[q]);
-                }
-            }
-        }
-    }
-    cp_async_wait_all();
-    float cta[R];
-    #pragma unroll
-    for (int q = 0; q < R; ++q) {
-        #pragma unroll
-        for (int c = RC; c < CHUNKS; ++c) {
-            if (q < nrows && first + c * THREADS < nvec) {
-                const Pack<T, VEC> v = sx[q * SC * THREADS + (c - RC) * THREADS + t];
-                #pragma unroll
-                for (int k = 0; k < VEC; ++k) {
-                    const float xf = elem(v, k);
-                    sumsq[q] = fmaf(xf, xf, sumsq[q]);
-                }
-            }
-        }
-        cta[q] = cta_allreduce_sum<THREADS>(sumsq[q], warp_sums[q], t);
-    }
-    wide_phase(1);
-    if (t == 0) mbar_arrive_expect_tx(&bar, CLUSTER * R * 4);
-    cluster_wait_acquire();  // every CTA of the cluster has started: its mbarrier is initialised
-    if (t < CLUSTER * R) {
-        const int q = t / CLUSTER;
-        float v = 0.0f;
-        #pragma unroll
-        for (int i = 0; i < R; ++i) v = i == q ? cta[i] : v;
-        st_async_remote_f32(&cta_sums[q][rank], &bar, (unsigned)(t % CLUSTER), v);
-    }
-    mbar_wait_parity(&bar, 0u);
-    float r[R];
-    #pragma unroll
-    for (int q = 0; q < R; ++q) {
-        r[q] = rstd_of_cta_sums<CLUSTER>(cta_sums[q], N, eps);
-        if (rank == 0 && t == 0 && q < nrows) rstd[row0 + q] = r[q];
-    }
-    wide_phase(2);
-    unsigned long long pol;
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-    Pack<WT, VEC> wq[WD];
-    #pragma unroll
-    for (int d = 0; d < WD; ++d)
-        if (d < CHUNKS && first + d * THREADS < nvec)
-            wq[d] = load_pack<true, WT, VEC>(w + (long long)(first + d * THREADS) * VEC);
-    #pragma unroll
-    for (int c = 0; c < CHUNKS; ++c) {
-        const int j = first + c * THREADS;
-        const Pack<WT, VEC> pw = wq[c % WD];
-        if (c + WD < CHUNKS && j + WD * THREADS < nvec)
-            wq[c % WD] = load_pack<true, WT, VEC>(w + (long long)(j + WD * THREADS) * VEC);
-        if (j < nvec) {
-            #pragma unroll
-            for (int q = 0; q < R; ++q) {
-                if (q < nrows) {
-                    Pack<T, VEC> py;
-                    if (c < RC) {
-                        #pragma unroll
-                        for (int k = 0; k < VEC; ++k)
-                            py.v[k] = from_f32<T>((elem(px[q][c], k) * (elem(pw, k) + w_offset)) * r[q]);
-                    } else {
-                        py = y_pack<false>(sx[q * SC * THREADS + (c - RC) * THREADS + t], sx[0], pw, w_offset, r[q]);
-                    }
-                    st_evict_first(out + (row0 + q) * (long long)N + (long long)j * VEC,
-                                   *reinterpret_cast<const uint4*>(&py), pol);
-                }
-            }
-        }
-    }
-#if WIDE_PHASES
-    __syncthreads();
-    wide_phase(3);
-#endif
-#else
-    __trap();
-#endif
-}
-// [end cluster_rows_hybrid]
-
 // ---------------------------------------------------------------------------------------
 // one row per cluster, the CTA sums through an mbarrier (WIDE_MODE 5: QuACK's exchange)
 
@@ -1329,10 +1174,6 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 #elif WIDE_MODE == 9
 #if WIDE_GLATE
 #define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _g)
-#elif WIDE_ROWS == 2
-#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _x2)
-#elif WIDE_ROWS == 4
-#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _x4)
 #else
 #define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, )
 #endif
@@ -1345,15 +1186,6 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 #define WIDE_NAME2(OP, DT, WDT, C, T, E, M, S) WIDE_NAME3(OP, DT, WDT, C, T, E, M, S)
 #define WIDE_NAME3(OP, DT, WDT, C, T, E, M, S) OP##_cluster_##DT##_w##WDT##_c##C##_t##T##_e##E##_m##M##S
 
-#if WIDE_ROWS > 1  // HYBRID's rows a cluster (rmsnorm): one more branch; none in the other builds
-#define WIDE_ROWS_BRANCH(T, WT, GATE)                                                               \
-    if (WIDE_MODE == 9 && !GATE)                                                                     \
-        cluster_rows_hybrid<T, WT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_ROWS>(out, rstd, x, w, N, M, eps, \
-                                                                                    w_offset);      \
-    else
-#else
-#define WIDE_ROWS_BRANCH(T, WT, GATE)
-#endif
 #define DEF_WIDE(OP, GATE, DT, T, WDT, WT)                                                          \
     extern "C" __global__ void WIDE_CLUSTER_DIMS __launch_bounds__(WIDE_THREADS, WIDE_MIN_BLOCKS)  \
         WIDE_NAME(OP, DT, WDT)(T* __restrict__ out, float* __restrict__ rstd,                      \
@@ -1369,7 +1201,7 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
         else if (WIDE_MODE == 7 || WIDE_MODE == 8)                                                 \
             cluster_rows_ring<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_RING,         \
                               WIDE_MODE == 7>(out, rstd, x, gate, w, N, M, eps, w_offset);         \
-        else WIDE_ROWS_BRANCH(T, WT, GATE) if (WIDE_MODE == 9)                                    \
+        else if (WIDE_MODE == 9)                                                                   \
             cluster_row_hybrid<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, \
                                                                                   N, eps, w_offset); \
         else if (WIDE_MODE == 5)                                                                   \

@@ -327,7 +327,6 @@ class WideConfig:
     hreg: int = 0
     wdist: int = 1
     gate_late: bool = False
-    rows: int = 1
 
     @property
     def capacity(self) -> int:
@@ -339,8 +338,7 @@ class WideConfig:
         return (f"{self.op}_cluster_{suf}_w{DTYPES[self.weight_dtype][0]}_c{self.cluster}"
                 f"_t{self.threads}_e{self.ept}_m{self.mode}"
                 + (f"_r{self.ring}" if self.mode in RING_MODES else f"_h{self.hreg}_d{self.wdist}"
-                   + ("_g" if self.gate_late else "") + (f"_x{self.rows}" if self.rows > 1 else "")
-                   if self.mode == HYBRID else ("", "_wb", "_we")[self.wload]))
+                   + ("_g" if self.gate_late else "") if self.mode == HYBRID else ("", "_wb", "_we")[self.wload]))
 
     @property
     def options(self) -> Tuple[str, ...]:
@@ -351,15 +349,14 @@ class WideConfig:
                 f"-DWIDE_MIN_BLOCKS={self.min_blocks}", f"-DWIDE_MODE={self.mode}", f"-DWIDE_WLOAD={self.wload}") + (
                     (f"-DWIDE_RING={self.ring}",) if self.mode in RING_MODES else
                     (f"-DWIDE_HREG={self.hreg}", f"-DWIDE_WDIST={self.wdist}") + (
-                        ("-DWIDE_GLATE=1",) if self.gate_late else ()) + (
-                        (f"-DWIDE_ROWS={self.rows}",) if self.rows > 1 else ()) if self.mode == HYBRID else ())
+                        ("-DWIDE_GLATE=1",) if self.gate_late else ()) if self.mode == HYBRID else ())
 
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory per CTA (:func:`smem_bytes_of`)."""
         return smem_bytes_of(self.op, DTYPES[self.dtype][1], DTYPES[self.weight_dtype][1],
                              (self.cluster, self.threads, self.ept, self.mode), self.ring, self.hreg,
-                             self.gate_late) * self.rows
+                             self.gate_late)
 
     @property
     def persistent(self) -> bool:
@@ -407,7 +404,7 @@ def launch_grid(cfg: WideConfig, M: int, active_clusters: Optional[int] = None,
         if clusters is not None:
             raise ValueError(f"clusters={clusters} is for the persistent modes ({PERSISTENT_MODES}); "
                              f"mode {cfg.mode} launches one cluster per row")
-        g = -(-M // cfg.rows)  # HYBRID with rows > 1: that many rows a cluster, the last one fewer
+        g = M
     elif clusters is not None:  # exactly that many, more than M included (idle clusters: tests)
         clusters = check_int("clusters", clusters)
         if clusters < 1:
@@ -440,8 +437,7 @@ def estimate_active_clusters(cfg: WideConfig, sms: int = H100_SMS) -> int:
 
 
 def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: int, mode: int = REGISTERS,
-               smem_bytes: int = 0, hreg: int = 0, wdist: int = 1, gate_late: bool = False,
-               rows: int = 1) -> int:
+               smem_bytes: int = 0, hreg: int = 0, wdist: int = 1, gate_late: bool = False) -> int:
     """``__launch_bounds__``' minimum blocks per SM.  REGISTERS: as many as the registers of the
     row data allow (x packed -- or, for the gate, x * silu(g) as fp32 -- and the weight's pack,
     plus OVERHEAD_REGISTERS); RING and RING_L2 the same for the row data alone (no weight pack)
@@ -460,7 +456,7 @@ def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: 
                 data = e * itemsize // 4 + wdist * 4
             elif op != "rmsnorm":  # x's and g's packs live together until x * silu(g) is formed
                 data = max(data, 2 * e * itemsize // 4)
-            data = data * rows + (wdist - 1) * (16 // itemsize) * weight_itemsize // 4
+            data += (wdist - 1) * (16 // itemsize) * weight_itemsize // 4
         fit = SM_REGISTERS // (threads * (data + RING_OVERHEAD_REGISTERS))
     else:
         fit = SM_REGISTERS // (threads * SMEM_MODE_REGISTERS)
@@ -507,7 +503,7 @@ def supported(n: int, dtype, cc) -> bool:
 def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
            shape: Optional[Tuple[int, int, int, int]] = None, wload: Optional[int] = None,
            blocks: Optional[int] = None, ring: Optional[int] = None, hreg: Optional[int] = None,
-           wdist: Optional[int] = None, gate_late: Optional[bool] = None, rows: int = 1) -> WideConfig:
+           wdist: Optional[int] = None, gate_late: Optional[bool] = None) -> WideConfig:
     """The :class:`WideConfig` for rows of ``n`` elements: :data:`POLICY`'s bucket for n and the
     element size, with :data:`POLICY_LOADS`' weight loads and launch bound (``shape`` =
     (cluster, threads, ept, mode) overrides the shape, ``wload`` the weight loads and ``blocks``
@@ -520,9 +516,8 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     :data:`POLICY_HYBRID`, with its launch bound where neither is overridden).  ``gate_late``: a
     HYBRID gate kernel reads g in its last step instead of with x (the policy's
     :data:`POLICY_GATE_LATE` where the shape is the policy's; otherwise False; overriding the
-    policy's choice also gives the estimated launch bound).  ``rows``: a HYBRID rmsnorm kernel's
-    rows a cluster (1, 2 or 4; the weight's slice read once for all of them; an explicit ``shape``
-    only).  ``weight_dtype``: x's dtype (None) or float32.
+    policy's choice also gives the estimated launch bound).  ``weight_dtype``: x's
+    dtype (None) or float32.
 
     Raises:
         ValueError: ``not supported(n, dtype, cc)`` (naming why), a weight dtype other than x's
@@ -609,16 +604,11 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     if gate_late and mode != HYBRID:
         raise ValueError(f"gate_late=True with {op} mode {mode}: reading g in the last step is the gate op's "
                          f"HYBRID ({HYBRID}) only; pass shape=(cluster, threads, ept, {HYBRID}) with it")
-    rows = check_int("rows", rows)
-    if rows != 1 and (rows not in (2, 4) or mode != HYBRID or gate or shape is None):
-        raise ValueError(f"rows={rows}: 2 or 4 rows a cluster are HYBRID ({HYBRID}) rmsnorm's only, with an "
-                         f"explicit shape")
-    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d, gate_late=bool(gate_late),
-                     rows=rows)
+    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d, gate_late=bool(gate_late))
     if cfg.smem_bytes > MAX_CTA_SHARED:
         raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
                          f"(weight {wdt}); at most {MAX_CTA_SHARED}")
-    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes, h, d, cfg.gate_late, rows)
+    mb = min_blocks(op, size, DTYPES[wdt][1], t, e, mode, cfg.smem_bytes, h, d, cfg.gate_late)
     if blocks is not None:
         most = sm_holds(t, cfg.smem_bytes)
         blocks = check_int("blocks", blocks)
@@ -742,8 +732,7 @@ def _kernel(cfg: WideConfig, device: int):
 def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offset: float = 0.0,
             shape: Optional[Tuple[int, int, int, int]] = None, clusters: Optional[int] = None,
             wload: Optional[int] = None, blocks: Optional[int] = None, ring: Optional[int] = None,
-            hreg: Optional[int] = None, wdist: Optional[int] = None, gate_late: Optional[bool] = None,
-            rows: int = 1):
+            hreg: Optional[int] = None, wdist: Optional[int] = None, gate_late: Optional[bool] = None):
     """RMSNorm (or, with ``gate``, RMSNorm + SiLU gate) of the rows of ``x2d`` into ``out``, on a
     thread-block cluster per row (sm_90).
 
@@ -831,7 +820,7 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     backend.require_gpu("the cluster RMSNorm path")
     cc = _cc(device)
     cfg = config(N, dt, cc, gate=gate is not None, weight_dtype=wdt, shape=shape, wload=wload, blocks=blocks,
-                 ring=ring, hreg=hreg, wdist=wdist, gate_late=gate_late, rows=rows)
+                 ring=ring, hreg=hreg, wdist=wdist, gate_late=gate_late)
     active = _active_clusters(cfg, device) if cfg.persistent and clusters is None else None
     grid = launch_grid(cfg, M, active, clusters)
     rstd = _new_rstd(x2d, xf, M, device)

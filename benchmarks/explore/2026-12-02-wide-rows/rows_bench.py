@@ -12,6 +12,9 @@ with op(x[:3]), whose third row is alone in its cluster, against op(x)).
 Protocol, checks and row names: ../2026-12-02-wide-ring/ring_bench.py's ``main``; a name ending
 in ``x2`` / ``x4`` has that many rows a cluster.
 
+Needs commit 34fca78 (the kernel's WIDE_ROWS, the launcher's ``rows``, ring_bench's handling of
+it); a later commit removed them after this run (slower at every point).
+
     python benchmarks/explore/2026-12-02-wide-rows/rows_bench.py OUT_DIR [--budget-s 300]
     python benchmarks/explore/2026-12-02-wide-rows/rows_bench.py --dry-run
 """

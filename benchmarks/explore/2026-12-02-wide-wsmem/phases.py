@@ -64,7 +64,8 @@ CONFIGS = [
     ("rmsnorm fp16 262144 policy", 262144, "float16", "rmsnorm", {}, 1024),
 ]
 
-#: ``--rows``: HYBRID with two rows a cluster (explore/2026-12-02-wide-rows) beside the policy's kernels
+#: ``--rows``: HYBRID with two rows a cluster (explore/2026-12-02-wide-rows) beside the policy's kernels;
+#: needs commit 34fca78 (the kernel's WIDE_ROWS, the launcher's ``rows``), removed after that run
 CONFIGS_ROWS = [
     ("rmsnorm fp32 262144 policy", 262144, "float32", "rmsnorm", {}, 1024),
     ("rmsnorm fp32 262144 16x512x32 h3 d2 x2", 262144, "float32", "rmsnorm",
