@@ -937,18 +937,6 @@ __device__ __forceinline__ void cluster_rows_ring(T* __restrict__ out, float* __
 #ifndef WIDE_PHASES
 #define WIDE_PHASES 0
 #endif
-// WIDE_PREFETCH_DIST: D > 0 has thread 0 of each CTA, as step 5 begins, prefetch into L2 (one bulk
-// prefetch of the slice: cp.async.bulk.prefetch.L2) its slice of row + D, the row that a cluster
-// launched about D clusters later reads -- D the clusters the GPU holds at once: the next wave's
-// loads then hit L2, and DRAM reads the next rows while this one stores.  A hint: no bit changes.
-#ifndef WIDE_PREFETCH_DIST
-#define WIDE_PREFETCH_DIST 0
-#endif
-__device__ __forceinline__ void prefetch_l2_bulk(const void* p, unsigned bytes) {
-#if WIDE_HAS_CLUSTERS
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(p), "r"(bytes) : "memory");
-#endif
-}
 #if WIDE_PHASES
 #include "sreg.cuh"
 #ifndef WIDE_PHASE_CTAS
@@ -970,8 +958,7 @@ __device__ __forceinline__ void wide_phase(int) {}
 template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT>
 __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* __restrict__ rstd,
                                                    const T* __restrict__ x, const T* __restrict__ gate,
-                                                   const WT* __restrict__ w, int N, float eps, float w_offset,
-                                                   long long M) {
+                                                   const WT* __restrict__ w, int N, float eps, float w_offset) {
 #if WIDE_HAS_CLUSTERS
     constexpr int VEC = 16 / sizeof(T);
     constexpr int CHUNKS = EPT / VEC;
@@ -1053,11 +1040,6 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     const float r = exchange_rstd_mbar<CLUSTER>(cta, cta_sums, &bar, 0u, rank, t, N, eps);
     if (rank == 0 && t == 0) rstd[row] = r;
     wide_phase(2);
-    if (WIDE_PREFETCH_DIST > 0 && t == 0 && row + WIDE_PREFETCH_DIST < M) {
-        const int base = (int)rank * SLICE;  // the CTA's slice: vectors base .. base + SLICE - 1
-        const int n = nvec - base < SLICE ? nvec - base : SLICE;
-        if (n > 0) prefetch_l2_bulk(xr + WIDE_PREFETCH_DIST * (long long)N + (long long)base * VEC, (unsigned)n * 16u);
-    }
     // step 5: y, the weight (and with GL the gate) WD chunks ahead of each store
     unsigned long long pol;
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
@@ -1190,11 +1172,7 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 #define WIDE_RING_SUFFIX(K) WIDE_RING_SUFFIX2(K)
 #define WIDE_RING_SUFFIX2(K) _r##K
 #elif WIDE_MODE == 9
-#if WIDE_PREFETCH_DIST > 0 && WIDE_GLATE
-#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _g_p)
-#elif WIDE_PREFETCH_DIST > 0
-#define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _p)
-#elif WIDE_GLATE
+#if WIDE_GLATE
 #define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _g)
 #else
 #define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, )
@@ -1225,7 +1203,7 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
                               WIDE_MODE == 7>(out, rstd, x, gate, w, N, M, eps, w_offset);         \
         else if (WIDE_MODE == 9)                                                                   \
             cluster_row_hybrid<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, \
-                                                                                  N, eps, w_offset, M); \
+                                                                                  N, eps, w_offset); \
         else if (WIDE_MODE == 5)                                                                   \
             cluster_row_mbar<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, \
                                                                                 N, eps, w_offset); \

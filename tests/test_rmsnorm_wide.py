@@ -161,7 +161,7 @@ def test_bare_build_is_a_policy_configuration():
     # the RING / HYBRID options (their modes' only) keep a default of their own, and the
     # explorations' phase stamps are off
     own = {"WIDE_RING": "4", "WIDE_HREG": "0", "WIDE_WDIST": "1", "WIDE_GLATE": "0", "WIDE_PHASES": "0",
-           "WIDE_PHASE_CTAS": "65536", "WIDE_PREFETCH_DIST": "0"}
+           "WIDE_PHASE_CTAS": "65536"}
     assert {k: defaults.pop(k) for k in own} == own
     assert defaults == want
     assert "tests/test_rmsnorm_wide.py" in src and "gpu_viz/rmsnorm/wide.py" in src

@@ -327,7 +327,6 @@ class WideConfig:
     hreg: int = 0
     wdist: int = 1
     gate_late: bool = False
-    prefetch: int = 0
 
     @property
     def capacity(self) -> int:
@@ -339,8 +338,7 @@ class WideConfig:
         return (f"{self.op}_cluster_{suf}_w{DTYPES[self.weight_dtype][0]}_c{self.cluster}"
                 f"_t{self.threads}_e{self.ept}_m{self.mode}"
                 + (f"_r{self.ring}" if self.mode in RING_MODES else f"_h{self.hreg}_d{self.wdist}"
-                   + ("_g" if self.gate_late else "") + ("_p" if self.prefetch else "")
-                   if self.mode == HYBRID else ("", "_wb", "_we")[self.wload]))
+                   + ("_g" if self.gate_late else "") if self.mode == HYBRID else ("", "_wb", "_we")[self.wload]))
 
     @property
     def options(self) -> Tuple[str, ...]:
@@ -351,8 +349,7 @@ class WideConfig:
                 f"-DWIDE_MIN_BLOCKS={self.min_blocks}", f"-DWIDE_MODE={self.mode}", f"-DWIDE_WLOAD={self.wload}") + (
                     (f"-DWIDE_RING={self.ring}",) if self.mode in RING_MODES else
                     (f"-DWIDE_HREG={self.hreg}", f"-DWIDE_WDIST={self.wdist}") + (
-                        ("-DWIDE_GLATE=1",) if self.gate_late else ()) + (
-                        (f"-DWIDE_PREFETCH_DIST={self.prefetch}",) if self.prefetch else ()) if self.mode == HYBRID else ())
+                        ("-DWIDE_GLATE=1",) if self.gate_late else ()) if self.mode == HYBRID else ())
 
     @property
     def smem_bytes(self) -> int:
@@ -506,7 +503,7 @@ def supported(n: int, dtype, cc) -> bool:
 def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
            shape: Optional[Tuple[int, int, int, int]] = None, wload: Optional[int] = None,
            blocks: Optional[int] = None, ring: Optional[int] = None, hreg: Optional[int] = None,
-           wdist: Optional[int] = None, gate_late: Optional[bool] = None, prefetch: int = 0) -> WideConfig:
+           wdist: Optional[int] = None, gate_late: Optional[bool] = None) -> WideConfig:
     """The :class:`WideConfig` for rows of ``n`` elements: :data:`POLICY`'s bucket for n and the
     element size, with :data:`POLICY_LOADS`' weight loads and launch bound (``shape`` =
     (cluster, threads, ept, mode) overrides the shape, ``wload`` the weight loads and ``blocks``
@@ -607,11 +604,7 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     if gate_late and mode != HYBRID:
         raise ValueError(f"gate_late=True with {op} mode {mode}: reading g in the last step is the gate op's "
                          f"HYBRID ({HYBRID}) only; pass shape=(cluster, threads, ept, {HYBRID}) with it")
-    prefetch = check_int("prefetch", prefetch, minimum=0)
-    if prefetch and mode != HYBRID:
-        raise ValueError(f"prefetch={prefetch}: the next rows' L2 prefetch is HYBRID ({HYBRID})'s only")
-    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d, gate_late=bool(gate_late),
-                     prefetch=prefetch)
+    cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d, gate_late=bool(gate_late))
     if cfg.smem_bytes > MAX_CTA_SHARED:
         raise ValueError(f"shape {shape} needs {cfg.smem_bytes} bytes of shared memory per CTA for {op} {dt} "
                          f"(weight {wdt}); at most {MAX_CTA_SHARED}")
@@ -739,8 +732,7 @@ def _kernel(cfg: WideConfig, device: int):
 def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offset: float = 0.0,
             shape: Optional[Tuple[int, int, int, int]] = None, clusters: Optional[int] = None,
             wload: Optional[int] = None, blocks: Optional[int] = None, ring: Optional[int] = None,
-            hreg: Optional[int] = None, wdist: Optional[int] = None, gate_late: Optional[bool] = None,
-            prefetch: int = 0):
+            hreg: Optional[int] = None, wdist: Optional[int] = None, gate_late: Optional[bool] = None):
     """RMSNorm (or, with ``gate``, RMSNorm + SiLU gate) of the rows of ``x2d`` into ``out``, on a
     thread-block cluster per row (sm_90).
 
@@ -828,7 +820,7 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     backend.require_gpu("the cluster RMSNorm path")
     cc = _cc(device)
     cfg = config(N, dt, cc, gate=gate is not None, weight_dtype=wdt, shape=shape, wload=wload, blocks=blocks,
-                 ring=ring, hreg=hreg, wdist=wdist, gate_late=gate_late, prefetch=prefetch)
+                 ring=ring, hreg=hreg, wdist=wdist, gate_late=gate_late)
     active = _active_clusters(cfg, device) if cfg.persistent and clusters is None else None
     grid = launch_grid(cfg, M, active, clusters)
     rstd = _new_rstd(x2d, xf, M, device)

@@ -13,6 +13,9 @@ candidate is checked bit-identical to the policy's own kernel at the same shape.
 Protocol, checks and row names: ../2026-12-02-wide-ring/ring_bench.py's ``main``; the policy's
 kernel is the reference (tag ``ref``); a name ending in p<D> prefetches D rows ahead.
 
+Needs commit e34a41f (the kernel's WIDE_PREFETCH_DIST, the launcher's ``prefetch``, ring_bench's
+handling of it); a later commit removed them after this run (slower at a wave's distance or more).
+
     python benchmarks/explore/2026-12-02-wide-prefetch/prefetch_bench.py OUT_DIR [--budget-s 300]
     python benchmarks/explore/2026-12-02-wide-prefetch/prefetch_bench.py --dry-run
 """

@@ -152,7 +152,6 @@ def name_of(tag, cfg):
         f"r{cfg.ring}" if cfg.ring else f"h{cfg.hreg}d{cfg.wdist}" + ("g" if cfg.gate_late else "")
         if cfg.mode == wide.HYBRID else "") + (
         f"b{cfg.min_blocks}" if NAME_BLOCKS and cfg.mode == wide.HYBRID else "") + (
-        f"p{cfg.prefetch}" if getattr(cfg, "prefetch", 0) else "") + (
         f"s{cfg.stagger_ns}" if getattr(cfg, "stagger_ns", 0) else "")
 
 
@@ -209,7 +208,6 @@ def main(argv) -> int:
                     dict(ring=cfg.ring) if cfg.mode in wide.RING_MODES else dict(
                         hreg=cfg.hreg, wdist=cfg.wdist, gate_late=cfg.gate_late) if cfg.mode == wide.HYBRID else {}),
                     **(dict(stagger_ns=cfg.stagger_ns) if getattr(cfg, "stagger_ns", 0) else {}),
-                    **(dict(prefetch=cfg.prefetch) if getattr(cfg, "prefetch", 0) else {}),
                     **(dict(wload=cfg.wload) if cfg.mode in wide.WLOAD_MODES else {}))
 
                 def fn(i, shape=shape, kw=kw):
