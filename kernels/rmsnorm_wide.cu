@@ -168,7 +168,7 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
 // chunk in WIDE_DIAG_WEIGHT_EVERY (the others reuse a pack in registers).
 __device__ __forceinline__ uint4 ld_weight(const void* p) {
     uint4 u;
-#if defined(WIDE_DIAG_NOWEIGHT) && WIDE_DIAG_NOWEIGHT
+#if WIDE_DIAG_NOWEIGHT  // undefined: 0
     u = make_uint4(0x3f800000u, 0x3f800000u, 0x3f800000u, 0x3f800000u);
 #else
     asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
@@ -190,7 +190,7 @@ __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
 // y, written once: an L2 evict-first policy (y is not read again by this kernel; the weight,
 // read by every row, keeps its lines).  pol from createpolicy, made once per thread.
 __device__ __forceinline__ void st_evict_first(void* p, uint4 u, unsigned long long pol) {
-#if WIDE_HAS_CLUSTERS && !(defined(WIDE_DIAG_PLAINSTORE) && WIDE_DIAG_PLAINSTORE)
+#if WIDE_HAS_CLUSTERS && !WIDE_DIAG_PLAINSTORE
     asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
                  :: "l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "l"(pol) : "memory");
 #else
@@ -1060,7 +1060,7 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
         Pack<T, VEC> g;
         if constexpr (GL) g = gq[c % WD];
         if (c + WD < CHUNKS && j + WD * THREADS < nvec) {
-#if defined(WIDE_DIAG_WEIGHT_EVERY) && WIDE_DIAG_WEIGHT_EVERY > 1  // timing diagnostic: 1 chunk in k read
+#if WIDE_DIAG_WEIGHT_EVERY > 1  // timing diagnostic: 1 chunk in k read
             if ((c + WD) % WIDE_DIAG_WEIGHT_EVERY == 0)
 #endif
             wq[c % WD] = load_pack<true, WT, VEC>(w + (long long)(j + WD * THREADS) * VEC);

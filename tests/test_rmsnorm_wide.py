@@ -1069,18 +1069,18 @@ def test_phase_stamps_are_each_ctas_own_and_change_no_bit(dt, gate, N, seed):
     M = 37
     x, g, w = _inputs(M, N, dt, gen, gate)
     ref, ref_rstd = _run(x, w, g)
-    mod = kernels.load(wide.FILE, cfg.options + ("-DWIDE_PHASES=1",))
-    k = mod.get_function(cfg.kernel)
-    k.max_dynamic_shared_size_bytes = cfg.smem_bytes
-    log = cupy.ndarray((M * cfg.cluster, 10), cupy.uint64, mod.get_global("wide_phase_log"))
+    phases = ("-DWIDE_PHASES=1",)
+    dev = torch.cuda.current_device()
+    k = wide._kernel(cfg, dev, phases)
+    log = cupy.ndarray((M * cfg.cluster, 10), cupy.uint64,
+                       kernels.load(wide.FILE, cfg.options + phases).get_global("wide_phase_log"))
     log.fill(0)
+    cupy.cuda.Device().synchronize()
     out, rstd = torch.full_like(x, float("nan")), torch.full((M,), float("nan"), device="cuda")
     ptr = lambda a: np.uint64(a.data_ptr() if a is not None else 0)  # noqa: E731
+    wide._launch(k, wide.launch_grid(cfg, M), cfg, (ptr(out), ptr(rstd), ptr(x), ptr(g), ptr(w), np.int32(N),
+                                                   np.float32(1e-6), np.float32(0.0), np.int64(M)), "torch", dev)
     torch.cuda.synchronize()
-    k((M * cfg.cluster,), (cfg.threads,), (ptr(out), ptr(rstd), ptr(x), ptr(g), ptr(w), np.int32(N),
-                                          np.float32(1e-6), np.float32(0.0), np.int64(M)),
-      shared_mem=cfg.smem_bytes)
-    cupy.cuda.Device().synchronize()
     assert _same_bits(out, ref) and torch.equal(rstd, ref_rstd), "the stamps changed the result"
     L = cupy.asnumpy(log).astype(np.int64)
     gt, clk, sm = L[:, 0:4], L[:, 4:8], L[:, 8]

@@ -713,10 +713,12 @@ def aligned(*arrays) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(cfg: WideConfig, device: int):
+def _kernel(cfg: WideConfig, device: int, extra_options: Tuple[str, ...] = ()):
     """The compiled kernel of ``cfg`` on ``device``, with the non-portable cluster-size
-    attribute set where the cluster exceeds 8 CTAs."""
-    k = kernels.function(FILE, cfg.kernel, cfg.options, device=device)
+    attribute set where the cluster exceeds 8 CTAs.  ``extra_options``: -D options added to
+    ``cfg.options`` (the explorations' builds, e.g. ``("-DWIDE_PHASES=1",)``; their module is
+    ``kernels.load(FILE, cfg.options + extra_options)``)."""
+    k = kernels.function(FILE, cfg.kernel, cfg.options + tuple(extra_options), device=device)
     if cfg.smem_bytes:  # above 48 KiB a kernel must opt in to its dynamic shared memory
         k.max_dynamic_shared_size_bytes = cfg.smem_bytes
     if cfg.cluster > PORTABLE_CLUSTER:

@@ -10,8 +10,9 @@ exchange:
   copy_w2         y = x * w[column] for two rows per w load (the weight read once for two rows)
 each launched plainly (every SM) and as 8-CTA clusters (__cluster_dims__, the SMs a clustered
 launch gets), with rmsnorm's cache hints (x: L1::no_allocate, y: L2 evict_first) or none.
-Timing: CUDA events around one launch, 3 warm-ups, median of 15; the project's copy_bandwidth in
-the same process.
+Timing: ``timing.time_calls`` (CUDA events around each launch), 3 warm-ups, median of 15 (the run
+of 2026-12-02 timed the same launches with a loop of its own, synchronising after each); the
+project's copy_bandwidth in the same process.
 
     python benchmarks/explore/2026-12-02-wide-ceiling/copy_probe.py OUT_DIR
 """
@@ -104,19 +105,12 @@ def main(argv) -> int:
                 for per_sm in (2, 4, 8):
                     grid = sms * per_sm // 8 * 8
                     args = (y, x, w, np.int64(n4), np.int32(c4))
-                    for _ in range(3):
-                        k((grid,), (512,), args)
-                    ts = []
-                    for _ in range(15):
-                        a, b = cupy.cuda.Event(), cupy.cuda.Event()
-                        a.record(); k((grid,), (512,), args); b.record(); b.synchronize()  # noqa: E702
-                        ts.append(cupy.cuda.get_elapsed_time(a, b))
-                    ms = float(np.median(ts))
+                    t = timing.time_calls(lambda i: k((grid,), (512,), args), reps=15, warmup=3, framework="cupy")
+                    ms = t.median_us / 1000
                     gbps = 2 * x.nbytes / (ms * 1e-3) / 1e9
                     row = dict(kernel=name, hints=hints, cluster=cluster, blocks_per_sm=per_sm, grid=grid,
                                us=round(ms * 1000, 1), GBps=round(gbps, 1), copy_share=round(gbps / copy["GBps"], 4),
-                               p10_us=round(float(np.percentile(ts, 10)) * 1000, 1),
-                               p90_us=round(float(np.percentile(ts, 90)) * 1000, 1))
+                               p10_us=round(t.p10_us, 1), p90_us=round(t.p90_us, 1))
                     res["rows"].append(row)
                     print(json.dumps(row), flush=True)
     ok = bool(cupy.allclose(y, x))

@@ -1,7 +1,8 @@
 """Where a wide-row CTA's time goes, from the CTAs' own clocks (kernels/rmsnorm_wide.cu built with
 WIDE_PHASES=1: thread 0 of each CTA writes %globaltimer and clock64 at its start, its CTA sum, the
 row's rstd and its last store, and %smid).  Seven launches of M rows per configuration after three
-untimed ones (the median of their event times; the last one's stamps), 1 GiB or more of x (beyond L2), inputs random.
+untimed ones (``timing.time_calls``: the median of their event times; the last one's stamps; the
+runs of 2026-12-02 timed the same launches with a loop of their own, synchronising after each), 1 GiB or more of x (beyond L2), inputs random.
 
 Per configuration it prints:
 - the CTAs' median load (start -> CTA sum: the loads landed and were summed), exchange (CTA sum ->
@@ -65,7 +66,7 @@ CONFIGS = [
 ]
 
 #: ``--rows``: HYBRID with two rows a cluster (explore/2026-12-02-wide-rows) beside the policy's kernels;
-#: needs commit 34fca78 (the kernel's WIDE_ROWS, the launcher's ``rows``), removed after that run
+#: ran at commit bffd9a2 (the kernel's WIDE_ROWS, the launcher's ``rows``, removed after that run)
 CONFIGS_ROWS = [
     ("rmsnorm fp32 262144 policy", 262144, "float32", "rmsnorm", {}, 1024),
     ("rmsnorm fp32 262144 16x512x32 h3 d2 x2", 262144, "float32", "rmsnorm",
@@ -131,19 +132,11 @@ def main(argv) -> int:
                else CONFIGS_ROWS if "--rows" in argv else CONFIGS)
     for label, N, dt, op, kw, M, *extra in configs:
         cfg = wide.config(N, dt, (9, 0), gate=op == "rmsnorm_gate", **kw)
-        mod = kernels.load(wide.FILE, cfg.options + ("-DWIDE_PHASES=1",) + (extra[0] if extra else ()))
-        k = mod.get_function(cfg.kernel)
-        if cfg.smem_bytes:
-            k.max_dynamic_shared_size_bytes = cfg.smem_bytes
-        if cfg.cluster > wide.PORTABLE_CLUSTER:  # as wide._kernel: 16-CTA clusters must be allowed
-            import ctypes
-            rc = ctypes.CDLL("libcuda.so.1").cuFuncSetAttribute(
-                ctypes.c_void_p(int(k.kernel.ptr)), wide._CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-                ctypes.c_int(1))
-            assert rc == 0, rc
-        ptr = mod.get_global("wide_phase_log")
+        opts = ("-DWIDE_PHASES=1",) + (extra[0] if extra else ())
+        k = wide._kernel(cfg, 0, opts)  # the launcher's kernel set-up (shared memory, 16-CTA clusters)
+        log_ptr = kernels.load(wide.FILE, cfg.options + opts).get_global("wide_phase_log")
         cap = PHASE_CTAS  # the kernel's WIDE_PHASE_CTAS default (a module global's pointer carries no size)
-        log = cupy.ndarray((cap, SLOTS), cupy.uint64, ptr)
+        log = cupy.ndarray((cap, SLOTS), cupy.uint64, log_ptr)
         # bf16 as its upper 16 bits (CuPy has no bfloat16): the kernel reads only the bits
         ctype = {"float32": cupy.float32, "float16": cupy.float16, "bfloat16": cupy.uint16}[dt]
 
@@ -158,20 +151,13 @@ def main(argv) -> int:
         rstd = cupy.empty(M, cupy.float32)
         grid = wide.launch_grid(cfg, M)
         assert grid <= cap, (grid, cap)
-        args = (y, rstd, x, gt if gt is not None else cupy.uint64(0), w, np.int32(N), np.float32(1e-6),
-                np.float32(0.0), np.int64(M))
-        for _ in range(3):
-            k((grid,), (cfg.threads,), args, shared_mem=cfg.smem_bytes)
-        times = []
-        for _ in range(7):  # the last one's stamps are read; the median of the seven is the time
-            log.fill(0)
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            k((grid,), (cfg.threads,), args, shared_mem=cfg.smem_bytes)
-            end.record()
-            end.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, end))
-        ms = float(np.median(times))
+        ptr = lambda a: np.uint64(a.data.ptr if a is not None else 0)  # noqa: E731  (as wide.forward's)
+        args = (ptr(y), ptr(rstd), ptr(x), ptr(gt), ptr(w), np.int32(N), np.float32(1e-6), np.float32(0.0),
+                np.int64(M))
+        # every CTA writes all its slots each launch: the log holds the last launch's stamps
+        t = timing.time_calls(lambda i: wide._launch(k, grid, cfg, args, "cupy", 0), reps=7, warmup=3,
+                              framework="cupy")
+        ms = t.median_us / 1000
         L = cupy.asnumpy(log[:grid])
         np.save(out_dir / f"phases-{cfg.kernel}.npy", L)
         r = analyse(L, cfg.cluster)
