@@ -290,7 +290,7 @@ def test_makefile_installs_one_cuda_release_where_no_nvcc_is_on_path():
     assert re.search(r"command -v nvcc .*\|\|.*pip install", make.stdout, re.S), make.stdout
 
 
-needs_wheel = pytest.mark.skipif(infra.wheel_nvcc() is None, reason="no PyPI nvcc wheel in this interpreter")
+needs_wheel = pytest.mark.skipif(infra.wheel_nvcc() is None, reason="no nvcc from PyPI in this interpreter (make setup used the nvcc on PATH, or PyPI has none for this Python)")
 
 
 @needs_wheel
