@@ -140,6 +140,8 @@ def spills(cfg) -> int:
     return u.spill_stores_bytes + u.spill_loads_bytes
 
 
+#: The modes that take hreg / wdist (HYBRID; SPLIT_HYBRID where the package has it, 2026-12-03).
+_HYBRIDS = getattr(wide, "HYBRID_MODES", (wide.HYBRID,))
 #: Whether a HYBRID row's name ends in its launch bound, b<min blocks> (runs after run3 set it).
 NAME_BLOCKS = False
 #: The most spill bytes (stores + loads, ptxas) of a candidate that is still timed (these runs: 0;
@@ -150,8 +152,8 @@ MAX_SPILL_BYTES = 0
 def name_of(tag, cfg):
     return f"{tag}:{cfg.cluster}x{cfg.threads}x{cfg.ept}m{cfg.mode}" + (
         f"r{cfg.ring}" if cfg.ring else f"h{cfg.hreg}d{cfg.wdist}" + ("g" if cfg.gate_late else "")
-        if cfg.mode == wide.HYBRID else "") + (
-        f"b{cfg.min_blocks}" if NAME_BLOCKS and cfg.mode == wide.HYBRID else "") + (
+        if cfg.mode in _HYBRIDS else "") + (
+        f"b{cfg.min_blocks}" if NAME_BLOCKS and cfg.mode in _HYBRIDS else "") + (
         f"s{cfg.stagger_ns}" if getattr(cfg, "stagger_ns", 0) else "")
 
 
@@ -206,7 +208,7 @@ def main(argv) -> int:
                 shape = None if tag == "policy" else (cfg.cluster, cfg.threads, cfg.ept, cfg.mode)
                 kw = {} if tag == "policy" else dict(blocks=cfg.min_blocks, **(
                     dict(ring=cfg.ring) if cfg.mode in wide.RING_MODES else dict(
-                        hreg=cfg.hreg, wdist=cfg.wdist, gate_late=cfg.gate_late) if cfg.mode == wide.HYBRID else {}),
+                        hreg=cfg.hreg, wdist=cfg.wdist, gate_late=cfg.gate_late) if cfg.mode in _HYBRIDS else {}),
                     **(dict(stagger_ns=cfg.stagger_ns) if getattr(cfg, "stagger_ns", 0) else {}),
                     **(dict(wload=cfg.wload) if cfg.mode in wide.WLOAD_MODES else {}))
 
