@@ -59,10 +59,6 @@
 // shared memory (slices of 128 KiB at two CTAs an SM), the weight WIDE_WDIST chunks ahead; with
 // WIDE_GLATE the gate op loads only x in step 1 and reads g from global memory in step 5, beside
 // the weight (x alone on chip).
-// WIDE_MODE 10 (SPLIT_ROW): mode 9 on independent CTAs -- no cluster, so every SM runs them (a
-// cluster must fit one GPC: clustered launches leave some SMs idle) -- each taking its row and
-// slice from a ticket and exchanging the CTA sums through slots in global memory (see
-// exchange_rstd_global); the same bits as mode 9 at the same (CLUSTER, THREADS, EPT).
 // Batch invariance: the summation order depends only on the compile-time configuration, which
 // the launcher picks from N, the dtype and the GPU alone -- never from M or the row's position.
 // Numerics: silu(g) = __fdividef(g, 1 + __expf(-g)) and r = rsqrtf(__fdividef(sum, N) + eps),
@@ -90,19 +86,17 @@
 //                    (both: the weight's slice in shared memory), 5 mode 1 with the mbarrier
 //                    exchange; 7 / 8 persistent, the slice in registers, a cp.async ring (the
 //                    weight in shared memory / from L2); 9 mode 5 with the slice split between
-//                    registers and shared memory; 10 mode 9 without a cluster (SPLIT_ROW).
-//                    Modes 3, 4, 7 and 8 take gridDim.x / CLUSTER
+//                    registers and shared memory.  Modes 3, 4, 7 and 8 take gridDim.x / CLUSTER
 //                    clusters for M rows (the launcher: at most what the GPU holds at once, at
 //                    most M); the others M * CLUSTER blocks.
 //   WIDE_RING        modes 7, 8: the ring's chunk slots (1..16)
 //   WIDE_HREG        mode 9: chunks a thread keeps in registers (0: half of them)
 //   WIDE_WDIST       mode 9: how many chunks ahead of the stores the weight is loaded
 //   WIDE_GLATE       mode 9, the gate op: 1 reads g in the last step (0: with x in step 1)
-//                    (WIDE_HREG, WIDE_WDIST and WIDE_GLATE apply to mode 10 as to mode 9)
+//   WIDE_SMEM_ALIGN  where the dynamic shared memory starts (bytes; 128, see below)
 //   WIDE_WLOAD       modes 1 and 5: when the last step's weight is loaded -- 0 a chunk at a
 //                    time, 1 all chunks together, 2 with x's copies (see store_row_smem)
-// Kernel arguments: (out, rstd, x, gate, w, N, eps, w_offset, M); only modes 3, 4, 7 and 8 read M;
-// mode 10 takes a last one, ws: M * CLUSTER + 1 zeroed 64-bit words (exchange_rstd_global).
+// Kernel arguments: (out, rstd, x, gate, w, N, eps, w_offset, M); only modes 3, 4, 7 and 8 read M.
 // Before sm_90 (no clusters) the kernels compile to a trap: wide.supported() is False there.
 #include "convert.cuh"  // to_f32 / from_f32<T>
 
@@ -135,11 +129,7 @@
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define WIDE_HAS_CLUSTERS 1
-#if WIDE_MODE >= 10  // SPLIT modes: independent CTAs, no cluster (see split_ticket)
-#define WIDE_CLUSTER_DIMS
-#else
 #define WIDE_CLUSTER_DIMS __cluster_dims__(WIDE_CLUSTER, 1, 1)
-#endif
 #else
 #define WIDE_HAS_CLUSTERS 0
 #define WIDE_CLUSTER_DIMS
@@ -626,62 +616,6 @@ __device__ __forceinline__ float exchange_rstd_mbar(float cta, float* cta_sums, 
 }
 
 // ---------------------------------------------------------------------------------------
-// SPLIT_ROW (WIDE_MODE 10): a row's CLUSTER CTAs are independent CTAs, not a cluster
-
-// The workspace `ws` (the launcher zeroes it before every launch, M * CLUSTER + 1 words):
-// ws[0] the ticket counter, ws[1 + row * CLUSTER + rank] slice `rank`'s CTA sum of `row`, as
-// SPLIT_FULL | the float's bits (one 64-bit word: a reader sees 0 or the whole value, so no
-// fence is needed).
-#define SPLIT_FULL (1ull << 32)
-// WIDE_SPLIT_TICKET 1 (the launcher's builds): a CTA's (row, slice) is ticket / CLUSTER, ticket %
-// CLUSTER, tickets handed out in the order the CTAs start (an atomic add), so a CTA waits only
-// on CTAs that started before it or will start after it: once every ticket of a row is out,
-// its CTAs' sums are all on the way (no CTA waits before writing its own), and the only row
-// that can still be short is the newest one -- fewer than CLUSTER CTAs, which leave the rest of
-// the GPU free to start its missing CTAs.  No deadlock, whatever order the hardware starts
-// CTAs in, and whatever else shares the GPU.  0 (explorations only): blockIdx.x, which relies
-// on CTAs starting in index order.
-#ifndef WIDE_SPLIT_TICKET
-#define WIDE_SPLIT_TICKET 1
-#endif
-__device__ __forceinline__ unsigned long long split_ticket(unsigned long long* ws) {
-#if WIDE_SPLIT_TICKET
-    return atomicAdd(ws, 1ull);
-#else
-    return blockIdx.x;
-#endif
-}
-__device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned long long v) {
-    asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long long* p) {
-    unsigned long long v;
-    asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-// The row's CLUSTER CTA sums through its slots in global memory (L2): thread 0 writes this CTA's
-// into slot [rank]; thread i < CLUSTER waits for slot i to be full and puts it into cta_sums[i];
-// after a block barrier every thread returns r from them in rank order (rstd_of_cta_sums: the
-// bits of the cluster modes at the same shape).
-template <int CLUSTER>
-__device__ __forceinline__ float exchange_rstd_global(float cta, float* cta_sums, unsigned long long* slots,
-                                                      unsigned rank, int t, int N, float eps) {
-    if (t == 0) st_relaxed_u64(slots + rank, SPLIT_FULL | __float_as_uint(cta));
-    if (t < CLUSTER) {
-        float v = cta;
-        if (t != (int)rank) {
-            unsigned long long u;
-            while (((u = ld_relaxed_u64(slots + t)) & SPLIT_FULL) == 0) {
-            }
-            v = __uint_as_float((unsigned)u);
-        }
-        cta_sums[t] = v;
-    }
-    __syncthreads();
-    return rstd_of_cta_sums<CLUSTER>(cta_sums, N, eps);
-}
-
-// ---------------------------------------------------------------------------------------
 // persistent clusters (WIDE_MODE 3 and 4)
 
 __device__ __forceinline__ void cp_async_commit() {
@@ -731,11 +665,11 @@ __device__ __forceinline__ void cp_async_wait_group() {
 // returns only once every sum sent to it has landed, so it may exit; a cluster with no row
 // (the launcher starts none; tests do) copies nothing, passes its first cluster barrier and exits.
 // Dynamic shared memory: THREADS * EPT * (sizeof(WT) + STAGES * sizeof(T) * (1 + GATE)) bytes.
-template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT, int STAGES, bool SPLIT>
+template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT, int STAGES>
 __device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, float* __restrict__ rstd,
                                                         const T* __restrict__ x, const T* __restrict__ gate,
                                                         const WT* __restrict__ w, int N, long long M,
-                                                        float eps, float w_offset, unsigned long long* __restrict__ ws) {
+                                                        float eps, float w_offset) {
 #if WIDE_HAS_CLUSTERS
     constexpr int VEC = 16 / sizeof(T);
     constexpr int CHUNKS = EPT / VEC;
@@ -752,25 +686,16 @@ __device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, flo
     Pack<T, VEC>* sbuf = reinterpret_cast<Pack<T, VEC>*>(sw + SLICE);  // buffer b: x at b * XG * SLICE, gate after
 
     const int t = threadIdx.x;
-    unsigned rank;
-    long long row;  // SPLIT: the group of CLUSTER CTAs (tickets k * CLUSTER ..) stands for cluster k
-    if constexpr (SPLIT) {
-        if (t == 0) bars[0] = split_ticket(ws);
-        __syncthreads();
-        rank = (unsigned)(bars[0] % CLUSTER);
-        row = (long long)(bars[0] / CLUSTER);
-    } else {
-        if (t == 0) {
-            mbar_init(&bars[0], 1);
-            mbar_init(&bars[1], 1);
-        }
-        cluster_arrive_relaxed();  // its wait, below, proves every CTA runs and has its mbarriers
-        rank = cluster_rank();
-        row = blockIdx.x / CLUSTER;
+    if (t == 0) {
+        mbar_init(&bars[0], 1);
+        mbar_init(&bars[1], 1);
     }
+    cluster_arrive_relaxed();  // its wait, below, proves every CTA runs and has its mbarriers
+    const unsigned rank = cluster_rank();
     const int nvec = N / VEC;
     const int first = (int)rank * SLICE + t;
     const long long nclusters = gridDim.x / CLUSTER;
+    long long row = blockIdx.x / CLUSTER;
 
     // copies of row `r`'s vectors owned by this thread into buffer b
     auto issue_row = [&](long long r, int b) {
@@ -793,7 +718,7 @@ __device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, flo
         issue_row(row, 0);
     }
     cp_async_commit();
-    if constexpr (!SPLIT) cluster_wait_acquire();  // the first barrier's wait, its latency behind the copies in flight
+    cluster_wait_acquire();  // the first barrier's wait, its latency behind the copies in flight
     unsigned long long pol;
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
 
@@ -811,16 +736,10 @@ __device__ __forceinline__ void cluster_rows_persistent(T* __restrict__ out, flo
         // sum of squares of this thread's own vectors, in cluster_row_smem's order
         const float cta = cta_sumsq_smem<T, VEC, CHUNKS, THREADS>(sx, first, nvec, t, warp_sums[p]);
         // this CTA's sum into slot [rank] of set p of every CTA; wait for set p's CLUSTER sums
-        // (SPLIT: the row's slots in global memory; the next row's copies fly meanwhile)
-        float r;
-        if constexpr (SPLIT) {
-            r = exchange_rstd_global<CLUSTER>(cta, cta_sums[p], ws + 1 + row * CLUSTER, rank, t, N, eps);
-        } else {
-            if (t == 0) mbar_arrive_expect_tx(&bars[p], CLUSTER * 4);
-            if (t < CLUSTER) st_async_remote_f32(&cta_sums[p][rank], &bars[p], (unsigned)t, cta);
-            mbar_wait_parity(&bars[p], (unsigned)(it >> 1) & 1u);
-            r = rstd_of_cta_sums<CLUSTER>(cta_sums[p], N, eps);
-        }
+        if (t == 0) mbar_arrive_expect_tx(&bars[p], CLUSTER * 4);
+        if (t < CLUSTER) st_async_remote_f32(&cta_sums[p][rank], &bars[p], (unsigned)t, cta);
+        mbar_wait_parity(&bars[p], (unsigned)(it >> 1) & 1u);
+        const float r = rstd_of_cta_sums<CLUSTER>(cta_sums[p], N, eps);
         if (rank == 0 && t == 0) rstd[row] = r;
         T* yr = out + row * (long long)N;
         const T* xn = x + next * (long long)N;  // STAGES == 1: the next row, refilled slot by slot
@@ -1049,11 +968,10 @@ __device__ __forceinline__ void wide_phase(int k) {
 #else
 __device__ __forceinline__ void wide_phase(int) {}
 #endif
-template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT, bool SPLIT>
+template <typename T, typename WT, bool GATE, int CLUSTER, int THREADS, int EPT>
 __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* __restrict__ rstd,
                                                    const T* __restrict__ x, const T* __restrict__ gate,
-                                                   const WT* __restrict__ w, int N, float eps, float w_offset,
-                                                   unsigned long long* __restrict__ ws) {
+                                                   const WT* __restrict__ w, int N, float eps, float w_offset) {
 #if WIDE_HAS_CLUSTERS
     constexpr int VEC = 16 / sizeof(T);
     constexpr int CHUNKS = EPT / VEC;
@@ -1068,26 +986,17 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     static_assert(RC >= 1 && RC < CHUNKS && WD >= 1, "register chunks, weight distance");
     __shared__ float warp_sums[NWARPS];
     __shared__ float cta_sums[CLUSTER];
-    __shared__ unsigned long long bar;  // the mbarrier; SPLIT: the CTA's ticket
+    __shared__ unsigned long long bar;
     extern __shared__ WIDE_SMEM_ALIGNED uint4 wide_smem[];
     Pack<T, VEC>* sx = reinterpret_cast<Pack<T, VEC>*>(wide_smem);
     Pack<T, VEC>* sg = sx + SC * THREADS;  // GE only
 
     const int t = threadIdx.x;
     wide_phase(0);
-    unsigned rank;
-    long long row;
-    if constexpr (SPLIT) {  // slice `rank` of row `row` from the CTA's ticket (split_ticket)
-        if (t == 0) bar = split_ticket(ws);
-        __syncthreads();
-        row = (long long)(bar / CLUSTER);
-        rank = (unsigned)(bar % CLUSTER);
-    } else {
-        if (t == 0) mbar_init(&bar, 1);
-        cluster_arrive_relaxed();
-        rank = cluster_rank();
-        row = blockIdx.x / CLUSTER;
-    }
+    if (t == 0) mbar_init(&bar, 1);
+    cluster_arrive_relaxed();
+    const unsigned rank = cluster_rank();
+    const long long row = blockIdx.x / CLUSTER;
     const int nvec = N / VEC;
     const int first = (int)rank * SLICE + t;
     const T* xr = x + row * (long long)N;
@@ -1138,15 +1047,10 @@ __device__ __forceinline__ void cluster_row_hybrid(T* __restrict__ out, float* _
     }
     const float cta = cta_allreduce_sum<THREADS>(sumsq, warp_sums, t);
     wide_phase(1);
-    // steps 3 and 4: as cluster_row_mbar, or SPLIT's slots in global memory
-    float r;
-    if constexpr (SPLIT) {
-        r = exchange_rstd_global<CLUSTER>(cta, cta_sums, ws + 1 + row * CLUSTER, rank, t, N, eps);
-    } else {
-        if (t == 0) mbar_arrive_expect_tx(&bar, CLUSTER * 4);
-        cluster_wait_acquire();
-        r = exchange_rstd_mbar<CLUSTER>(cta, cta_sums, &bar, 0u, rank, t, N, eps);
-    }
+    // steps 3 and 4: as cluster_row_mbar
+    if (t == 0) mbar_arrive_expect_tx(&bar, CLUSTER * 4);
+    cluster_wait_acquire();
+    const float r = exchange_rstd_mbar<CLUSTER>(cta, cta_sums, &bar, 0u, rank, t, N, eps);
     if (rank == 0 && t == 0) rstd[row] = r;
     wide_phase(2);
     // step 5: y, the weight (and with GL the gate) WD chunks ahead of each store
@@ -1280,7 +1184,7 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 #define WIDE_SUFFIX WIDE_RING_SUFFIX(WIDE_RING)
 #define WIDE_RING_SUFFIX(K) WIDE_RING_SUFFIX2(K)
 #define WIDE_RING_SUFFIX2(K) _r##K
-#elif WIDE_MODE == 9 || WIDE_MODE == 10
+#elif WIDE_MODE == 9
 #if WIDE_GLATE
 #define WIDE_SUFFIX WIDE_HYBRID_SUFFIX(WIDE_HREG, WIDE_WDIST, _g)
 #else
@@ -1291,14 +1195,6 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
 #else
 #define WIDE_SUFFIX WIDE_WLOAD_SUFFIX
 #endif
-// The SPLIT modes' kernels take one more argument: the zeroed workspace (split_ticket, the slots).
-#if WIDE_MODE >= 10
-#define WIDE_WS_PARAM , unsigned long long* __restrict__ ws
-#define WIDE_WS ws
-#else
-#define WIDE_WS_PARAM
-#define WIDE_WS nullptr
-#endif
 #define WIDE_NAME(OP, DT, WDT) WIDE_NAME2(OP, DT, WDT, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE, WIDE_SUFFIX)
 #define WIDE_NAME2(OP, DT, WDT, C, T, E, M, S) WIDE_NAME3(OP, DT, WDT, C, T, E, M, S)
 #define WIDE_NAME3(OP, DT, WDT, C, T, E, M, S) OP##_cluster_##DT##_w##WDT##_c##C##_t##T##_e##E##_m##M##S
@@ -1308,20 +1204,19 @@ __device__ __forceinline__ void cluster_row_mbar(T* __restrict__ out, float* __r
         WIDE_NAME(OP, DT, WDT)(T* __restrict__ out, float* __restrict__ rstd,                      \
                                const T* __restrict__ x, const T* __restrict__ gate,                \
                                const WT* __restrict__ w, int N, float eps, float w_offset,         \
-                               long long M WIDE_WS_PARAM) {                                        \
+                               long long M) {                                                      \
         if (WIDE_MODE == 0)                                                                        \
             cluster_row<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, N,   \
                                                                            eps, w_offset);         \
-        else if (WIDE_MODE == 3 || WIDE_MODE == 4 || WIDE_MODE == 11 || WIDE_MODE == 12)           \
+        else if (WIDE_MODE == 3 || WIDE_MODE == 4)                                                 \
             cluster_rows_persistent<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT,             \
-                                    WIDE_MODE == 3 || WIDE_MODE == 11 ? 2 : 1, WIDE_MODE >= 11>(    \
-                out, rstd, x, gate, w, N, M, eps, w_offset, WIDE_WS);                              \
+                                    WIDE_MODE == 3 ? 2 : 1>(out, rstd, x, gate, w, N, M, eps, w_offset); \
         else if (WIDE_MODE == 7 || WIDE_MODE == 8)                                                 \
             cluster_rows_ring<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_RING,         \
                               WIDE_MODE == 7>(out, rstd, x, gate, w, N, M, eps, w_offset);         \
-        else if (WIDE_MODE == 9 || WIDE_MODE == 10)                                                \
-            cluster_row_hybrid<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT, WIDE_MODE == 10>(    \
-                out, rstd, x, gate, w, N, eps, w_offset, WIDE_WS);                                 \
+        else if (WIDE_MODE == 9)                                                                   \
+            cluster_row_hybrid<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, \
+                                                                                  N, eps, w_offset); \
         else if (WIDE_MODE == 5)                                                                   \
             cluster_row_mbar<T, WT, GATE, WIDE_CLUSTER, WIDE_THREADS, WIDE_EPT>(out, rstd, x, gate, w, \
                                                                                 N, eps, w_offset); \

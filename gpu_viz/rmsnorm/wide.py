@@ -103,7 +103,8 @@ PERSIST, PERSIST_1, MBAR = 3, 4, 5
 #: cp.async pipeline, ``ring`` chunks in flight through the reductions, the exchange and the stores
 #: (the exchange as PERSIST's); the weight's slice in shared memory, copied once.  RING_L2 -- the
 #: same with the weight read from global memory (L2) one chunk ahead of each store.  (Mode 6 was a
-#: row split without a cluster, tried and removed: benchmarks/NOTES.md, "sixth session".)
+#: row split without a cluster, tried and removed: benchmarks/NOTES.md, "sixth session"; modes 10-12,
+#: HYBRID, PERSIST and PERSIST_1 so split, the same: "twelfth session".)
 RING, RING_L2 = 7, 8
 RING_MODES = (RING, RING_L2)
 #: HYBRID -- one row per cluster as MBAR, a thread's first ``hreg`` chunks (default half) loaded into
@@ -112,20 +113,8 @@ RING_MODES = (RING, RING_L2)
 #: the weight read from global memory ``wdist`` chunks ahead of the stores; for the gate op with
 #: ``gate_late``, g read there too, beside the weight, instead of with x (x alone on chip).
 HYBRID = 9
-#: The SPLIT modes: a row's ``cluster`` CTAs are independent CTAs, not a thread-block cluster (a
-#: cluster must fit one GPC, so clustered launches leave some SMs without a CTA; these run on
-#: every SM).  Each CTA takes its slice from a ticket (an atomic add, in the order CTAs start: no
-#: deadlock whatever order they start in) and the CTA sums meet in slots in global memory, a
-#: workspace zeroed before each launch.  SPLIT_HYBRID is HYBRID so; SPLIT_PERSIST and
-#: SPLIT_PERSIST_1 are PERSIST and PERSIST_1 so (a persistent grid of CTA groups sized to what the
-#: GPU holds at once: the weight's slice in shared memory across rows, the next row's copies in
-#: flight while this row's sums meet).  Each adds a row in its cluster mode's order: the same bits
-#: at the same (cluster, threads, ept).
-SPLIT_HYBRID, SPLIT_PERSIST, SPLIT_PERSIST_1 = 10, 11, 12
-SPLIT_MODES = (SPLIT_HYBRID, SPLIT_PERSIST, SPLIT_PERSIST_1)
-HYBRID_MODES = (HYBRID, SPLIT_HYBRID)
-MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR, RING, RING_L2, HYBRID) + SPLIT_MODES
-PERSISTENT_MODES = (PERSIST, PERSIST_1, RING, RING_L2, SPLIT_PERSIST, SPLIT_PERSIST_1)
+MODES = (REGISTERS, SMEM, SMEM_W, PERSIST, PERSIST_1, MBAR, RING, RING_L2, HYBRID)
+PERSISTENT_MODES = (PERSIST, PERSIST_1, RING, RING_L2)
 #: Ring depths (chunk slots) the kernel takes.
 MAX_RING = 16
 #: When SMEM and MBAR load the weight for the last step (the kernel's WIDE_WLOAD): a chunk at a
@@ -152,14 +141,16 @@ WLOAD_MAX_BYTES = 64
 #: 16-bit 262144, fp32 131072 and 262144, the fp32 gate at 262144), and where the occupancy runs
 #: (explore/2026-12-02-wide-occupancy run1-2: HYBRID at more CTAs an SM) did the same (rmsnorm
 #: 16-bit 65536, fp32 131072 and 262144, the 16-bit gate at 131072), and where the late-gate run
-#: (explore/2026-12-02-wide-late-gate run1) did (rmsnorm 16-bit 262144, the fp32 gate at 262144);
+#: (explore/2026-12-02-wide-late-gate run1) did (rmsnorm 16-bit 262144, the fp32 gate at 262144),
+#: and where the run after the dynamic shared memory moved onto 128 bytes (explore/2026-12-03-wide-split2
+#: run2) did (rmsnorm 262144, every dtype);
 #: tests/test_rmsnorm_wide.py checks the table is those proposals, each later one over the earlier.
 POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
     "rmsnorm": {
         2: {32768: (4, 256, 32, MBAR), 65536: (2, 1024, 32, HYBRID), 131072: (4, 1024, 32, MBAR),
-            262144: (4, 1024, 64, HYBRID)},
+            262144: (8, 1024, 32, HYBRID)},
         4: {32768: (4, 512, 16, MBAR), 65536: (4, 1024, 16, MBAR), 131072: (4, 1024, 32, HYBRID),
-            262144: (8, 512, 64, HYBRID)}},
+            262144: (8, 1024, 32, HYBRID)}},
     "rmsnorm_gate": {
         2: {32768: (4, 256, 32, MBAR), 65536: (8, 256, 32, SMEM), 131072: (8, 1024, 16, HYBRID),
             262144: (16, 512, 32, SMEM)},
@@ -192,7 +183,7 @@ POLICY_RING: Dict[str, Dict[int, Dict[int, int]]] = {"rmsnorm": {2: {}, 4: {}},
 #: weight of x's dtype; :func:`config` gives an override of any of them, or an fp32 weight of a
 #: 16-bit x (ptxas spills 4-32 bytes at 32 registers with its packs), the estimate (not timed).
 POLICY_HYBRID: Dict[str, Dict[int, Dict[int, Tuple[int, int, int]]]] = {
-    "rmsnorm": {2: {65536: (3, 1, 2), 262144: (2, 2, 2)}, 4: {131072: (2, 1, 2), 262144: (6, 2, 2)}},
+    "rmsnorm": {2: {65536: (3, 1, 2), 262144: (2, 1, 2)}, 4: {131072: (2, 1, 2), 262144: (2, 1, 2)}},
     "rmsnorm_gate": {2: {131072: (1, 1, 2)}, 4: {262144: (4, 2, 2)}}}
 #: Per element size, the buckets whose POLICY entry for the gate op is HYBRID reading g in the last
 #: step (``gate_late``: the kernel's WIDE_GLATE; g streamed in ``wdist`` chunks ahead of the stores,
@@ -296,11 +287,11 @@ def smem_bytes_of(op: str, itemsize: int, weight_itemsize: int, shape: Tuple[int
         if ring < 1:
             raise ValueError(f"mode {mode} (RING / RING_L2) needs ring >= 1 chunk slots, got {ring}")
         return t * 16 * ring * (2 if op == "rmsnorm_gate" else 1) + (t * e * weight_itemsize if mode == RING else 0)
-    if mode in HYBRID_MODES:
+    if mode == HYBRID:
         rows = 2 if op == "rmsnorm_gate" and not gate_late else 1
         return t * (e - _hybrid_register_elements(itemsize, e, hreg)) * itemsize * rows
-    rows = itemsize * (2 if op == "rmsnorm_gate" else 1) * (2 if mode in (PERSIST, SPLIT_PERSIST) else 1)
-    weight = weight_itemsize if mode in (SMEM_W, PERSIST, PERSIST_1, SPLIT_PERSIST, SPLIT_PERSIST_1) else 0
+    rows = itemsize * (2 if op == "rmsnorm_gate" else 1) * (2 if mode == PERSIST else 1)
+    weight = weight_itemsize if mode in (SMEM_W, PERSIST, PERSIST_1) else 0
     return t * e * (rows + weight)
 
 
@@ -350,7 +341,7 @@ class WideConfig:
         return (f"{self.op}_cluster_{suf}_w{DTYPES[self.weight_dtype][0]}_c{self.cluster}"
                 f"_t{self.threads}_e{self.ept}_m{self.mode}"
                 + (f"_r{self.ring}" if self.mode in RING_MODES else f"_h{self.hreg}_d{self.wdist}"
-                   + ("_g" if self.gate_late else "") if self.mode in HYBRID_MODES else ("", "_wb", "_we")[self.wload]))
+                   + ("_g" if self.gate_late else "") if self.mode == HYBRID else ("", "_wb", "_we")[self.wload]))
 
     @property
     def options(self) -> Tuple[str, ...]:
@@ -361,7 +352,7 @@ class WideConfig:
                 f"-DWIDE_MIN_BLOCKS={self.min_blocks}", f"-DWIDE_MODE={self.mode}", f"-DWIDE_WLOAD={self.wload}") + (
                     (f"-DWIDE_RING={self.ring}",) if self.mode in RING_MODES else
                     (f"-DWIDE_HREG={self.hreg}", f"-DWIDE_WDIST={self.wdist}") + (
-                        ("-DWIDE_GLATE=1",) if self.gate_late else ()) if self.mode in HYBRID_MODES else ())
+                        ("-DWIDE_GLATE=1",) if self.gate_late else ()) if self.mode == HYBRID else ())
 
     @property
     def smem_bytes(self) -> int:
@@ -371,12 +362,6 @@ class WideConfig:
                              self.gate_late)
 
     @property
-    def split(self) -> bool:
-        """Whether the row's CTAs are independent CTAs (SPLIT_MODES: no cluster; the kernel takes a
-        zeroed workspace of :func:`split_workspace_words` 64-bit words as its last argument)."""
-        return self.mode in SPLIT_MODES
-
-    @property
     def persistent(self) -> bool:
         """Whether the grid is persistent (PERSIST, PERSIST_1, RING, RING_L2): a fixed number of clusters loops
         over the rows (:func:`launch_grid`)."""
@@ -384,7 +369,7 @@ class WideConfig:
 
     def as_dict(self) -> Dict:
         return dict(dataclasses.asdict(self), capacity=self.capacity, kernel=self.kernel, smem_bytes=self.smem_bytes,
-                    persistent=self.persistent, split=self.split)
+                    persistent=self.persistent)
 
 
 def reduction_order(cfg: WideConfig, n: int) -> Tuple:
@@ -466,10 +451,10 @@ def min_blocks(op: str, itemsize: int, weight_itemsize: int, threads: int, ept: 
     if mode == REGISTERS:
         data = (ept * itemsize // 4 if op == "rmsnorm" else ept) + ept * weight_itemsize // 4
         fit = SM_REGISTERS // (threads * (data + OVERHEAD_REGISTERS))
-    elif mode in RING_MODES or mode in HYBRID_MODES:
-        e = _hybrid_register_elements(itemsize, ept, hreg) if mode in HYBRID_MODES else ept
+    elif mode in RING_MODES or mode == HYBRID:
+        e = _hybrid_register_elements(itemsize, ept, hreg) if mode == HYBRID else ept
         data = e * itemsize // 4 if op == "rmsnorm" else e
-        if mode in HYBRID_MODES:
+        if mode == HYBRID:
             if op != "rmsnorm" and gate_late:  # x packed, g's packs of the last step in flight
                 data = e * itemsize // 4 + wdist * 4
             elif op != "rmsnorm":  # x's and g's packs live together until x * silu(g) is formed
@@ -603,7 +588,7 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     elif ring is not None:
         raise ValueError(f"ring={ring} with mode {mode}: the chunk ring is RING ({RING}) and RING_L2 ({RING_L2})'s only")
     h, d = 0, 1
-    if mode in HYBRID_MODES:
+    if mode == HYBRID:
         chunks = e // vec
         if chunks < 2:
             raise ValueError(f"HYBRID needs at least 2 chunks a thread, got ept={e} ({chunks} of {vec} elements)")
@@ -619,7 +604,7 @@ def config(n: int, dtype, cc, *, gate: bool = False, weight_dtype=None,
     if gate_late and not gate:
         raise ValueError("gate_late=True for rmsnorm: it says when the gate op reads its gate g; "
                          "pass gate=True (rmsnorm_gate) or leave gate_late out")
-    if gate_late and mode not in HYBRID_MODES:
+    if gate_late and mode != HYBRID:
         raise ValueError(f"gate_late=True with {op} mode {mode}: reading g in the last step is the gate op's "
                          f"HYBRID ({HYBRID}) only; pass shape=(cluster, threads, ept, {HYBRID}) with it")
     cfg = WideConfig(op, dt, wdt, c, t, e, vec, 1, mode, ring=ring or 0, hreg=h, wdist=d, gate_late=bool(gate_late))
@@ -739,7 +724,7 @@ def _kernel(cfg: WideConfig, device: int, extra_options: Tuple[str, ...] = ()):
     k = kernels.function(FILE, cfg.kernel, cfg.options + tuple(extra_options), device=device)
     if cfg.smem_bytes:  # above 48 KiB a kernel must opt in to its dynamic shared memory
         k.max_dynamic_shared_size_bytes = cfg.smem_bytes
-    if cfg.cluster > PORTABLE_CLUSTER and not cfg.split:
+    if cfg.cluster > PORTABLE_CLUSTER:
         lib = ctypes.CDLL("libcuda.so.1")
         rc = lib.cuFuncSetAttribute(ctypes.c_void_p(int(k.kernel.ptr)),
                                     _CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, ctypes.c_int(1))
@@ -848,9 +833,6 @@ def forward(x2d, weight, eps: float, out, *, gate=None, stream=None, weight_offs
     gp = ops[3][6] if gate is not None else 0
     args = (np.uint64(ops[2][6]), np.uint64(rp), np.uint64(xp), np.uint64(gp), np.uint64(ops[1][6]),
             np.int32(N), np.float32(eps), np.float32(weight_offset), np.int64(M))
-    if cfg.split:  # the zeroed tickets and slots; the allocator keeps it until the kernel is done
-        ws = _new_workspace(xf, split_workspace_words(cfg, M), device)
-        args += (np.uint64(int(ws.data_ptr()) if xf == "torch" else int(ws.data.ptr)),)
     k = _kernel(cfg, device)
     if stream is None:
         _launch(k, grid, cfg, args, xf, device)
@@ -885,24 +867,6 @@ def _active_clusters(cfg: WideConfig, device: int) -> int:
     """cuOccupancyMaxActiveClusters of ``cfg`` on ``device``, asked once (a persistent grid's
     size; it depends on the kernel and the GPU, not on M)."""
     return max_active_clusters(cfg, device)
-
-
-def split_workspace_words(cfg: WideConfig, M: int) -> int:
-    """64-bit words of a SPLIT kernel's workspace for M rows: the ticket counter, then one slot per
-    (row, CTA of the row) -- ``M * cluster + 1``, all zero before the launch."""
-    return check_int("M", M, minimum=0) * cfg.cluster + 1
-
-
-def _new_workspace(fw: str, words: int, device: int):
-    """``words`` zeroed 64-bit words on ``device`` from the framework's allocator, on its current
-    stream (a memset; under CUDA-graph capture, a memset node)."""
-    if fw == "torch":
-        import torch
-
-        return torch.zeros(words, dtype=torch.int64, device=f"cuda:{device}")
-    cupy = backend.require_cupy("the cluster RMSNorm path")
-    with cupy.cuda.Device(device):
-        return cupy.zeros(words, dtype=cupy.uint64)
 
 
 def _new_rstd(x2d, fw: str, M: int, device: int):
@@ -970,16 +934,6 @@ def max_active_clusters(cfg: WideConfig, device: int = 0) -> int:
     """
     backend.require_gpu("max_active_clusters")
     k = _kernel(cfg, device)
-    if cfg.split:  # groups of `cluster` independent CTAs: the CTAs every SM holds, over the group
-        per_sm = ctypes.c_int(0)
-        rc = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveBlocksPerMultiprocessor(
-            ctypes.byref(per_sm), ctypes.c_void_p(int(k.kernel.ptr)), ctypes.c_int(cfg.threads),
-            ctypes.c_size_t(cfg.smem_bytes))
-        if rc != 0:
-            raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed with CUresult {rc} for {cfg.kernel}")
-        cupy = backend.require_cupy("max_active_clusters")
-        sms = int(cupy.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"])
-        return per_sm.value * sms // cfg.cluster
     lc = _LaunchConfig(cfg.cluster * 1024, 1, 1, cfg.threads, 1, 1, cfg.smem_bytes, None, None, 0)
     n = ctypes.c_int(0)
     rc = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveClusters(ctypes.byref(n), ctypes.c_void_p(int(k.kernel.ptr)),
