@@ -125,6 +125,18 @@ def _need_nvcc():
         pytest.skip("nvcc not on PATH")
 
 
+#: Where the dynamic shared memory of kernels/rmsnorm_wide.cu must start (WIDE_SMEM_ALIGN): a
+#: multiple of 128 bytes.  16 bytes off (its old place after 112 or 176 bytes of static arrays),
+#: each warp's 512 bytes of cp.async copies cost 20 sectors instead of 16 (benchmarks/NOTES.md,
+#: "twelfth session").
+SMEM_ALIGN = 128
+
+
+def _window_start(static_bytes: int) -> int:
+    """Where a kernel with ``static_bytes`` of static shared memory starts its dynamic window."""
+    return -(-static_bytes // SMEM_ALIGN) * SMEM_ALIGN
+
+
 @functools.lru_cache(maxsize=None)
 def _sm90_report():
     """ptxas' report of every configuration in use, sm_90 (built once for the tests below)."""
@@ -144,15 +156,8 @@ def test_sm90_builds_every_configuration_without_spills():
         sets, bars = {wide.PERSIST: (2, 2), wide.PERSIST_1: (2, 2), wide.MBAR: (1, 1), wide.RING: (2, 2),
                       wide.RING_L2: (2, 2), wide.HYBRID: (1, 1)}.get(r["mode"], (1, 0))
         sums = 4 * sets * (r["threads"] // 32 + r["cluster"])
-        padded = -(-(sums + 16 * bars) // SMEM_ALIGN) * SMEM_ALIGN  # up to the dynamic window's start
-        assert r["shared_bytes"] <= (padded if r["smem_bytes"] else sums + 16 * bars), r  # an 8-byte mbarrier, aligned
-
-
-#: Where the dynamic shared memory of kernels/rmsnorm_wide.cu must start (WIDE_SMEM_ALIGN): a
-#: multiple of 128 bytes.  16 bytes off (its old place after 112 or 176 bytes of static arrays),
-#: each warp's 512 bytes of cp.async copies cost 20 sectors instead of 16 (benchmarks/NOTES.md,
-#: "twelfth session").
-SMEM_ALIGN = 128
+        static = sums + 16 * bars  # an 8-byte mbarrier, aligned; then up to the dynamic window
+        assert r["shared_bytes"] <= (_window_start(static) if r["smem_bytes"] else static), r
 
 
 def test_dynamic_shared_memory_starts_on_128_bytes():
@@ -669,8 +674,8 @@ def test_two_slot_sets_make_the_persistent_exchange_safe():
 
 def test_new_modes_build_on_every_arch():
     """sm_90: no spills, registers within the __launch_bounds__ cap, static shared memory only the
-    small arrays (warp totals, two slot sets, mbarriers) up to the dynamic window's 128 bytes; before sm_90 the same options compile
-    to the trap.  (The full list: benchmarks/explore/2026-12-02-wide-persistent/ptxas-sm90-new-modes.txt.)"""
+    small arrays (warp totals, two slot sets, mbarriers) up to the dynamic window's 128 bytes;
+    before sm_90 the same options compile to the trap.  (The full list: benchmarks/explore/2026-12-02-wide-persistent/ptxas-sm90-new-modes.txt.)"""
     _need_nvcc()
     cfgs = []
     for mode in NEW_MODES:
@@ -682,8 +687,8 @@ def test_new_modes_build_on_every_arch():
         (u,) = kernels.nvcc_compile(wide.FILE, "sm_90", cfg.options)
         assert u.kernel == cfg.kernel and u.spill_stores_bytes == 0 and u.spill_loads_bytes == 0, u
         assert u.stack_frame_bytes == 0 and u.registers <= wide.SM_REGISTERS // (cfg.threads * cfg.min_blocks), u
-        static = 4 * 2 * (cfg.threads // 32 + cfg.cluster) + 16  # then up to the 128-byte window
-        assert u.shared_bytes <= -(-static // SMEM_ALIGN) * SMEM_ALIGN and u.shared_bytes % SMEM_ALIGN == 0, u
+        static = 4 * 2 * (cfg.threads // 32 + cfg.cluster) + 16
+        assert u.shared_bytes <= _window_start(static) and u.shared_bytes % SMEM_ALIGN == 0, u
     for arch in ("sm_75", "sm_80", "sm_89"):
         for cfg in cfgs[::4]:
             (u,) = kernels.nvcc_compile(wide.FILE, arch, cfg.options)
