@@ -143,7 +143,8 @@ WLOAD_MAX_BYTES = 64
 #: 16-bit 65536, fp32 131072 and 262144, the 16-bit gate at 131072), and where the late-gate run
 #: (explore/2026-12-02-wide-late-gate run1) did (rmsnorm 16-bit 262144, the fp32 gate at 262144),
 #: and where the run after the dynamic shared memory moved onto 128 bytes (explore/2026-12-03-wide-split2
-#: run2) did (rmsnorm 262144, every dtype);
+#: run2) did (rmsnorm 262144, every dtype), and the 16-bit gate's run after it
+#: (explore/2026-12-03-wide-gate16 run1) did (the 16-bit gate at 262144);
 #: tests/test_rmsnorm_wide.py checks the table is those proposals, each later one over the earlier.
 POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
     "rmsnorm": {
@@ -153,7 +154,7 @@ POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
             262144: (8, 1024, 32, HYBRID)}},
     "rmsnorm_gate": {
         2: {32768: (4, 256, 32, MBAR), 65536: (8, 256, 32, SMEM), 131072: (8, 1024, 16, HYBRID),
-            262144: (16, 512, 32, SMEM)},
+            262144: (8, 1024, 32, HYBRID)},
         4: {32768: (4, 512, 16, REGISTERS), 65536: (8, 512, 16, SMEM), 131072: (16, 512, 16, SMEM),
             262144: (8, 512, 64, HYBRID)}},
 }
@@ -168,7 +169,7 @@ POLICY: Dict[str, Dict[int, Dict[int, Tuple[int, int, int, int]]]] = {
 POLICY_LOADS: Dict[str, Dict[int, Dict[int, Tuple[int, Optional[int]]]]] = {
     "rmsnorm": {2: {32768: (WLOAD_EARLY, None), 131072: (WLOAD_EARLY, 2)},
                 4: {32768: (WLOAD_BATCH, None), 65536: (WLOAD_EARLY, 2)}},
-    "rmsnorm_gate": {2: {32768: (WLOAD_EARLY, None), 262144: (WLOAD_BATCH, None)},
+    "rmsnorm_gate": {2: {32768: (WLOAD_EARLY, None)},
                      4: {65536: (WLOAD_BATCH, None), 131072: (WLOAD_BATCH, None)}},
 }
 #: Per POLICY entry of mode RING or RING_L2, its ring depth (chunk slots).
@@ -184,7 +185,7 @@ POLICY_RING: Dict[str, Dict[int, Dict[int, int]]] = {"rmsnorm": {2: {}, 4: {}},
 #: 16-bit x (ptxas spills 4-32 bytes at 32 registers with its packs), the estimate (not timed).
 POLICY_HYBRID: Dict[str, Dict[int, Dict[int, Tuple[int, int, int]]]] = {
     "rmsnorm": {2: {65536: (3, 1, 2), 262144: (2, 1, 2)}, 4: {131072: (2, 1, 2), 262144: (2, 1, 2)}},
-    "rmsnorm_gate": {2: {131072: (1, 1, 2)}, 4: {262144: (4, 2, 2)}}}
+    "rmsnorm_gate": {2: {131072: (1, 1, 2), 262144: (1, 1, 2)}, 4: {262144: (4, 2, 2)}}}
 #: Per element size, the buckets whose POLICY entry for the gate op is HYBRID reading g in the last
 #: step (``gate_late``: the kernel's WIDE_GLATE; g streamed in ``wdist`` chunks ahead of the stores,
 #: x alone kept on chip) where one H200 run measured it faster (explore/2026-12-02-wide-late-gate).
