@@ -90,13 +90,22 @@ def to_numpy64(a, name: str) -> np.ndarray:
     """A float64 numpy copy of ``a`` (torch tensor on any device, CuPy array, numpy/list/scalar).
 
     Raises:
-        TypeError: naming ``name`` when ``a`` is not an array numpy can read.
+        TypeError: naming ``name`` when ``a`` is not an array numpy can read (a string included)
+            or holds complex values.
     """
     fw = framework(a)
     if fw == "torch":
+        if a.is_complex():
+            raise TypeError(f"{name} must hold real numbers, got a complex tensor ({a.dtype})")
         return a.detach().to(device="cpu", dtype=_torch().float64).numpy()
     if fw == "cupy":
+        if a.dtype.kind == "c":
+            raise TypeError(f"{name} must hold real numbers, got a complex array ({a.dtype})")
         return a.get().astype(np.float64)
+    if isinstance(a, (str, bytes)):
+        raise TypeError(f"{name} must be an array (numpy, torch or CuPy), got {type(a).__name__}")
+    if np.iscomplexobj(a):  # float64 of a complex value drops its imaginary part: a wrong answer
+        raise TypeError(f"{name} must hold real numbers, got complex values")
     try:
         return np.asarray(a, dtype=np.float64)
     except (TypeError, ValueError):

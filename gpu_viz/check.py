@@ -90,12 +90,26 @@ def new_seed() -> int:
 
 
 def rng(seed: Optional[int] = None) -> np.random.Generator:
-    """A generator seeded with ``seed`` (None: :func:`new_seed`)."""
-    return np.random.default_rng(new_seed() if seed is None else seed)
+    """A generator seeded with ``seed`` (None: :func:`new_seed`; else an int >= 0).
+
+    Raises:
+        TypeError / ValueError: naming ``seed`` when it is not an int >= 0.
+    """
+    return np.random.default_rng(new_seed() if seed is None else check_int("seed", seed, minimum=0))
 
 
 def random_f32(n: int, seed: Optional[int] = None, scale: float = 1.0) -> np.ndarray:
-    """Fresh random float32 [n] values (standard normal x scale): never zeros, never a pattern."""
+    """Fresh random float32 [n] values (standard normal x scale): never zeros, never a pattern.
+
+    Raises:
+        TypeError / ValueError: naming ``n`` (an int >= 0), ``seed`` (see :func:`rng`) or
+            ``scale`` (a finite number).
+    """
+    n = check_int("n", n, minimum=0)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)):
+        raise TypeError(f"scale must be a number, got {type(scale).__name__} {scale!r}")
+    if not np.isfinite(scale):
+        raise ValueError(f"scale must be finite, got {scale!r}")
     return (rng(seed).standard_normal(n) * scale).astype(np.float32)
 
 

@@ -68,9 +68,13 @@ class Lesson:
         return kernels.snippet(self.kernel_file, *(regions or self.regions))
 
     def trace(self, seed: Optional[int] = None, **launch) -> Trace:
-        """Fresh inputs (``seed``: None = fresh entropy, kept in the Trace), then the silicon's
-        record on a GPU, else the CPU model's; its ``provenance`` says which."""
-        seed = new_seed() if seed is None else int(seed)
+        """Fresh inputs (``seed``: None = fresh entropy, kept in the Trace; else an int >= 0), then
+        the silicon's record on a GPU, else the CPU model's; its ``provenance`` says which.
+
+        Raises:
+            TypeError / ValueError: naming ``seed`` or the launch argument that is not as expected.
+        """
+        seed = new_seed() if seed is None else check_int("seed", seed, minimum=0)
         args, launch = self.inputs(seed, **launch)
         extra = self.source_lines(self.source(), **launch) if self.source_lines else {}
         layer = "record" if self.gpu and backend.has_gpu() else "model"

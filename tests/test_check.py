@@ -79,6 +79,22 @@ def test_check_int_names_the_argument(value, err):
     assert check.check_int("block", np.int64(7), 0, 10) == 7
 
 
+@pytest.mark.parametrize("kw,name,err", [(dict(n=-5), "n", ValueError), (dict(n=2.5), "n", TypeError),
+                                         (dict(n=4, seed=-1), "seed", ValueError),
+                                         (dict(n=4, seed="abc"), "seed", TypeError),
+                                         (dict(n=4, scale="x"), "scale", TypeError),
+                                         (dict(n=4, scale=float("nan")), "scale", ValueError)])
+def test_random_inputs_name_the_bad_argument(kw, name, err):
+    """Bug class: an argument numpy rejects with its own words ("negative dimensions are not
+    allowed", "expected non-negative integer") that never name the caller's argument."""
+    with pytest.raises(err, match=rf"^{name} must"):
+        check.random_f32(**kw)
+    if "seed" in kw:
+        with pytest.raises(err, match=r"^seed must"):
+            check.rng(kw["seed"])
+    assert check.random_f32(0).shape == (0,)
+
+
 def test_seeds_replay():
     assert np.array_equal(check.random_f32(5, seed=3), check.random_f32(5, seed=3))
     assert isinstance(check.new_seed(), int)

@@ -83,6 +83,7 @@ def _nb10_timings(rows, op):
     for ax, tm in zip(axes[0], timings):
         report.bar_chart(rows, provenance=label, timing=tm, op=op, ax=ax)
     fig.tight_layout()
+    report.fit_legends(fig)  # as the notebook does, after the layout
     return fig
 
 
@@ -265,6 +266,43 @@ def test_check_reports_overlapping_texts():
     problems = style.check(fig)
     assert len(problems) == 1
     assert "'first label' and 'second label' overlap" in problems[0]
+
+
+def test_check_reports_crowded_tick_labels():
+    """Bug class: shape labels whose boxes do not overlap yet stand closer than half an em read
+    as one token from the back of a room (notebook 10: "1024×40961024×8192")."""
+    fig, ax = plt.subplots(figsize=(3.2, 3))
+    ax.set_yticks([])
+    ax.set_xticks([0, 1, 2])
+    ax.set_xticklabels(["1024×4096", "1024×8192", "x"], fontsize=16)
+    ax.set_xlim(-0.5, 2.5)
+    problems = style.check(fig)
+    assert any(p.startswith("tick labels '1024×4096' and '1024×8192' are") for p in problems), problems
+    assert style.crowded_ticks(ax, which="y") == []
+    with pytest.raises(ValueError, match="which must be 'x', 'y' or 'xy'"):
+        style.crowded_ticks(ax, which="z")
+    fig.set_size_inches(10, 3)
+    assert [p for p in style.check(fig) if p.startswith("tick labels")] == []
+    plt.close(fig)
+
+
+def test_fit_legends_turns_crowded_shape_labels(op="rmsnorm_gate"):
+    """Notebook 10's pair on the newest record: laid out, its four shape labels stand closer than
+    half an em in the narrow axes; fit_legends turns them and lays the figure out again, so the
+    checker finds nothing (nothing past the edge either).  Roomy labels stay level."""
+    rec, label = _fused_record()
+    rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES and r["dtype"] == "float16"]
+    fig = _notebook10_pair(rows, label, op, fit=False)
+    assert any(style.crowded_ticks(ax, which="x") for ax in fig.axes)
+    report.fit_legends(fig)
+    assert style.check(fig) == []
+    assert all(t.get_rotation() == 30 for ax in fig.axes for t in ax.get_xticklabels())
+    plt.close(fig)
+    two = [r for r in rows if (r["M"], r["N"]) in bm.SEED_SHAPES[:2]]
+    fig = _notebook10_pair(two, label, op, fit=True)
+    assert style.check(fig) == []
+    assert all(t.get_rotation() == 0 for ax in fig.axes for t in ax.get_xticklabels())
+    plt.close(fig)
 
 
 def test_check_reports_a_figure_over_the_slide():

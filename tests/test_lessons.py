@@ -97,6 +97,12 @@ def test_trace_refuses_bad_launch_arguments_at_once(stem, arg, value):
     assert (arg in str(exc.value)) or ("grid * block" in str(exc.value)), str(exc.value)
 
 
+@pytest.mark.parametrize("seed,err", [(-1, ValueError), ("abc", TypeError), (1.5, TypeError)])
+def test_trace_names_a_bad_seed(seed, err):
+    with pytest.raises(err, match=r"^seed must"):
+        lessons.LESSONS["vector_add"].trace(seed=seed)
+
+
 def test_the_limits_leave_the_lessons_room():
     """The defaults and the notebooks' sizes are far inside the limits."""
     assert lessons.MAX_TRACE >= 2048 * 256 and lessons.MAX_BLOCKS >= 2048 * 16 and lessons.MAX_SPIN_CYCLES >= 20000 * 100

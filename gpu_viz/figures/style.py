@@ -43,6 +43,13 @@ PROVENANCE_COLOR = "#444444"
 
 #: Overlap below this, in CSS px on each axis, is not reported: glyph boxes touch, ink does not.
 OVERLAP_TOLERANCE_PX = 1.0
+#: The least space between neighbouring tick labels of one axis, in ems of their font: labels
+#: side by side closer than that read as one ("1024×40961024×8192") even where their boxes do
+#: not overlap (a word space is about 0.3 em).
+TICK_GAP_EM = 0.5
+#: The same for labels stacked as lines (y labels, turned x labels across their slant): the
+#: space between two lines of text set at 1.2 em.
+TICK_LINE_GAP_EM = 0.2
 
 
 def rc_params() -> Dict:
@@ -226,7 +233,9 @@ def check(fig) -> List[str]:
 
     Reports, one string each: a size over :data:`MAX_FIGSIZE_IN` inches; every drawn text under
     :data:`MIN_FONT_PT` points; every pair of drawn texts whose boxes overlap by more than
-    :data:`OVERLAP_TOLERANCE_PX` CSS px both ways; every text reaching past the figure's edge;
+    :data:`OVERLAP_TOLERANCE_PX` CSS px both ways; every pair of neighbouring tick labels of one
+    axis closer than :data:`TICK_GAP_EM` (side by side) or :data:`TICK_LINE_GAP_EM` (stacked) of
+    their font; every text reaching past the figure's edge;
     every legend covering a bar of its axes.  Boxes are measured with the figure's own renderer
     after a full draw.
     """
@@ -259,10 +268,48 @@ def check(fig) -> List[str]:
         if dx > OVERLAP_TOLERANCE_PX and dy > OVERLAP_TOLERANCE_PX:
             problems.append(f"texts {_short(t1.get_text())} and {_short(t2.get_text())} overlap "
                             f"({dx:.0f} x {dy:.0f} CSS px)")
+    problems += [f"tick labels {_short(a)} and {_short(b)} are {gap:.0f} CSS px apart; the least is "
+                 f"{least:.0f}" for ax in fig.axes for a, b, gap, least in crowded_ticks(ax, renderer)]
     for ax in fig.axes:
         for covered in legend_covers(ax, renderer):
             problems.append(f"the legend covers a bar ({covered})")
     return problems
+
+
+def crowded_ticks(ax, renderer=None, which: str = "xy") -> List[tuple]:
+    """Neighbouring major tick labels of ``ax`` (x labels side by side, y labels one above the
+    other; ``which``: "x", "y" or "xy") closer than :data:`TICK_GAP_EM` of their font side by side
+    or :data:`TICK_LINE_GAP_EM` stacked (y labels, turned x labels across their slant), as ``(text, text, gap, least)`` with
+    the gap and the least in CSS px (a negative gap: they overlap); ``[]`` where none are.  Only
+    labels drawn (visible, non-empty, inside the view) count."""
+    renderer = renderer or _renderer(ax.figure)
+    drawn = {id(t) for t in drawn_texts(ax.figure)}
+    css = 96 / ax.figure.dpi
+    out = []
+    if which not in ("x", "y", "xy"):
+        raise ValueError(f"which must be 'x', 'y' or 'xy', got {which!r}")
+    for axis, lo, hi in ((ax.xaxis, "x0", "x1"), (ax.yaxis, "y0", "y1")):
+        if axis.axis_name not in which:
+            continue
+        labels = [t for t in axis.get_ticklabels() if id(t) in drawn]
+        boxes = sorted(((t, t.get_window_extent(renderer)) for t in labels), key=lambda tb: getattr(tb[1], lo))
+        for (t1, b1), (t2, b2) in zip(boxes, boxes[1:]):
+            across = ("y0", "y1") if axis is ax.xaxis else ("x0", "x1")
+            if min(getattr(b1, across[1]), getattr(b2, across[1])) <= max(getattr(b1, across[0]), getattr(b2, across[0])):
+                continue  # not side by side (x labels on different rows, y labels in different columns)
+            gap = (getattr(b2, lo) - getattr(b1, hi)) * css
+            em = max(t1.get_fontsize(), t2.get_fontsize()) * PX_PER_PT
+            least = (TICK_GAP_EM if axis is ax.xaxis else TICK_LINE_GAP_EM) * em
+            turn = math.radians(t1.get_rotation() % 180)
+            if axis is ax.xaxis and t1.get_rotation() == t2.get_rotation() and math.sin(turn) > 0.1:
+                # turned labels lie side by side along their slant: the gap across it is the
+                # anchors' distance times the sine, less a label's height (its lines at 1.2 em)
+                step = abs(t2.get_window_extent(renderer).x1 - t1.get_window_extent(renderer).x1) * css
+                lines = max(t1.get_text().count("\n"), t2.get_text().count("\n")) + 1
+                gap, least = step * math.sin(turn) - lines * 1.2 * em, TICK_LINE_GAP_EM * em
+            if gap < least:
+                out.append((t1.get_text(), t2.get_text(), gap, least))
+    return out
 
 
 def legend_covers(ax, renderer=None, clearance_px: float = 0.0) -> List[str]:

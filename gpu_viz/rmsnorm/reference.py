@@ -52,8 +52,9 @@ def rmsnorm(x, weight, eps: float = 1e-6, gate=None, *, weight_offset: float = 0
         row give that row what the formula gives (NaN, or 0 where it gives 0).
 
     Raises:
-        TypeError: not an array, a non-number eps.  ValueError: weight not (N,), gate not x's
-            shape, a negative or non-finite eps.
+        TypeError: not an array of real numbers (a string, complex values), a non-number eps.
+        ValueError: x without a last dimension of N >= 1 (a 0-d x, N = 0), weight not (N,), gate
+            not x's shape, a negative or non-finite eps.
     """
     return _rmsnorm(x, weight, eps, gate, detach=True, offset=weight_offset, cast=cast)
 
@@ -73,10 +74,12 @@ def _rmsnorm(x, weight, eps, gate, detach: bool, offset: float = 0.0, cast: str 
     if cast == "llama" and framework(x) != "torch":
         raise TypeError("cast='llama' needs x as a torch tensor (its dtype is the rounding's)")
     eps = check_eps(eps)
-    in_dtype = x.dtype
+    in_dtype = getattr(x, "dtype", None)
     x64 = _float64(x, "x", detach=detach)
+    if x64.ndim < 1 or x64.shape[-1] < 1:
+        raise ValueError(f"x must have shape (..., N) with N >= 1, got {tuple(x64.shape)}")
     w64 = _float64(weight, "weight", like=x64, detach=detach)
-    if x64.ndim < 1 or tuple(w64.shape) != tuple(x64.shape[-1:]):
+    if tuple(w64.shape) != tuple(x64.shape[-1:]):
         raise ValueError(f"weight must have shape (N,) = {tuple(x64.shape[-1:])} to match x of shape "
                          f"{tuple(x64.shape)}, got {tuple(w64.shape)}")
     torch_ = framework(x64) == "torch"

@@ -306,13 +306,25 @@ LEGEND_CLEARANCE_PX = 8.0
 
 
 def fit_legends(fig) -> None:
-    """Raise the top of each axes of ``fig`` until its legend, as drawn, covers no bar (the
-    headroom :func:`bar_chart` leaves is an estimate made before the figure's layout).  Call it
-    after the last ``fig.tight_layout()`` when :func:`bar_chart` drew into axes of yours;
+    """Fit the texts of ``fig``'s bar charts to the figure as laid out: x tick labels that run
+    together (:func:`gpu_viz.figures.style.crowded_ticks`; a shape label is one unbroken token,
+    so narrow axes can bring "1024×4096" against "1024×8192") turn every panel's x labels 30
+    degrees, and the figure is laid out again; then the top of each axes is raised until its legend, as drawn, covers no bar
+    (the headroom :func:`bar_chart` leaves is an estimate made before the figure's layout).  Call
+    it after the last ``fig.tight_layout()`` when :func:`bar_chart` drew into axes of yours;
     :func:`bar_chart` calls it on a figure of its own.  A bar's top stays at least
     :data:`LEGEND_CLEARANCE_PX` CSS px below the legend."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
     from ..figures import style
 
+    renderer = style._renderer(fig)
+    turned = any(style.crowded_ticks(ax, renderer, which="x") for ax in fig.axes)
+    for ax in fig.axes if turned else ():  # every panel alike: a pair reads as one figure
+        for t in ax.get_xticklabels():
+            t.set(rotation=30, ha="right", rotation_mode="anchor")
+    if turned and not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+        fig.tight_layout()
     for ax in fig.axes:
         for _ in range(12):
             if not style.legend_covers(ax, clearance_px=LEGEND_CLEARANCE_PX):
