@@ -81,6 +81,47 @@ def test_interleaved_calls_see_the_same_host(monkeypatch):
         bench.time_calls_interleaved({"a": host.cost(1.0)}, rounds=0)
 
 
+class _QueuedGPU:
+    """A stand-in framework with a host clock and a GPU queue: a call costs its host time, then
+    queues its kernel behind the GPU's earlier work; an event completes when the host has recorded
+    it and the GPU has finished everything queued before it; sync waits for the GPU."""
+
+    def __init__(self):
+        self.host = self.gpu = 0.0
+
+    def event(self):
+        return {}
+
+    def record(self, ev):
+        ev["t"] = self.gpu = max(self.host, self.gpu)
+
+    def sync(self):
+        self.host = max(self.host, self.gpu)
+
+    def elapsed_ms(self, a, b):
+        return (b["t"] - a["t"]) / 1e3
+
+    def cost(self, host_us, kernel_us):
+        def call(i):
+            self.host += host_us
+            self.gpu = max(self.host, self.gpu) + kernel_us
+        return call
+
+
+def test_interleaved_windows_start_on_an_idle_gpu(monkeypatch):
+    """Bug class: a callable timed right after one that leaves GPU work queued (host 10 µs, kernel
+    30 µs a call) had its start events wait behind that work, so its samples measured its own
+    kernel (8 µs) instead of its cost per call (its host time, 14 µs).  Each window starts on an
+    idle GPU; a GPU-bound callable still measures its kernel's pace."""
+    gpu = _QueuedGPU()
+    monkeypatch.setattr(bench, "_framework", lambda name: gpu)
+    t = bench.time_calls_interleaved({"heavy": gpu.cost(10.0, 30.0), "light": gpu.cost(14.0, 8.0)},
+                                     reps=100, rounds=10, warmup=5)
+    assert t["light"].median_us == pytest.approx(14.0)
+    assert t["light"].p10_us == pytest.approx(14.0)
+    assert t["heavy"].median_us == pytest.approx(30.0, rel=0.05)
+
+
 @pytest.mark.gpu
 @pytest.mark.timing
 def test_cupy_timings_are_sane():
