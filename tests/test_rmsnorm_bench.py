@@ -891,6 +891,7 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys, out_given):
     rec = json.loads(path.read_text())
     assert list(rec)[-1] == "rows" and rec["copy_GBps"] == 1000.0 and rec["launch_floor_us"] == 2.0
     assert rec["launch_floor_call_us"] == 5.0 and rec["reps"] == 3 and rec["complete"] is True
+    assert rec["call_windows"] == bm.CALL_WINDOWS == "idle-start"  # per-call windows on an idle GPU
     assert rec["copy_kernel_floor_us"] == 3.0 and floor_calls == [(128 * 4096 * 2, 1 << 20)]
     assert {r["impl"] for r in rec["rows"] if r["op"] == "rmsnorm"} == {"eager", "native", "fused"}
     assert {r["impl"] for r in rec["rows"] if r["op"] == "rmsnorm_gate"} == {"eager", "compile", "fused"}

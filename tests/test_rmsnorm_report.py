@@ -320,3 +320,24 @@ def test_per_call_summary_says_when_the_host_was_noisy():
     together = [dict(r, rounds=10) for r in rows((14.0, 23.2, 15.0), (19.0, 28.9, 36.0))]
     assert R.per_call_summary(together)[2].endswith(
         "the host varied between sizes; at each size both shared their timing rounds.")
+
+
+def test_call_timing_caveat_marks_records_timed_before_idle_start_windows():
+    """Records made before each per-call window started on an idle GPU carry a caution beside
+    their per-call numbers (notebook 10 prints it); newer records, records without per-call rows
+    and no record carry none.  The committed record of 2026-12-03.2 is one of the older kind."""
+    from gpu_viz.rmsnorm import bench as bm, report
+
+    call = {"op": "rmsnorm", "M": 1024, "N": 4096, "dtype": "float16", "impl": "native", "timing": "call",
+            "median_us": 10.0}
+    assert report.call_timing_caveat({"rows": [call]}).startswith("Caution, per call:")
+    assert report.call_timing_caveat({"rows": [call], "call_windows": bm.CALL_WINDOWS}) is None
+    assert report.call_timing_caveat({"rows": [dict(call, timing="kernel")]}) is None
+    assert report.call_timing_caveat(None) is None
+    import json
+    from pathlib import Path
+
+    old = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+                      / "nvidia-h200-2026-12-03.2-fused.json").read_text())
+    assert "call_windows" not in old and report.call_timing_caveat(old)
+

@@ -89,6 +89,11 @@ DEFAULT_REPS = 100
 #: Per-call rows: a shape's providers share this many interleaved rounds of reps / CALL_ROUNDS
 #: calls each (gpu_viz.measure.timing.time_calls_interleaved); their rows carry ``"rounds"``.
 CALL_ROUNDS = 10
+#: How a record's per-call windows were timed, saved in the record: "idle-start" = each provider's
+#: window starts on an idle GPU (a synchronize before it).  Records without the key predate it:
+#: a provider timed right after one whose kernels were still queued (eager's) could measure its
+#: own kernel's pace instead of its cost per call (:func:`gpu_viz.rmsnorm.report.call_timing_caveat`).
+CALL_WINDOWS = "idle-start"
 
 #: The seed's four shapes (M, N) and its recorded H100 table (write-up 000, README at commit
 #: d801038): fp16 rmsnorm_gate, "call"-like timing (events around a Python loop that
@@ -1331,7 +1336,8 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
         plan=[{"op": op, "shapes": [list(s) for s in shapes], "dtypes": list(d), "providers": list(p),
                "timings": list(tm), "reps": r or reps} for op, shapes, d, p, tm, r in batches],
         shared_compiles=[list(k) for k in sorted(shared)],
-        estimate_s=est["total_s"], reps=reps, quick=bool(quick), complete=False, launcher=launcher_status)
+        estimate_s=est["total_s"], reps=reps, quick=bool(quick), complete=False, launcher=launcher_status,
+        call_windows=CALL_WINDOWS)
     if previous is not None:
         record["previous_record"] = {"file": previous.get("_file"), "date": previous.get("date"),
                                      "gpu": previous.get("gpu"), "limit": PREVIOUS_LIMIT}

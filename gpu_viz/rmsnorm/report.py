@@ -554,6 +554,21 @@ def per_call_summary(rows: Sequence[Dict], dtype: str = "float16",
 NOISY_CALL_SPREAD = 1.4
 
 
+def call_timing_caveat(record: Optional[Dict]) -> Optional[str]:
+    """The sentence to show beside a record's per-call numbers when they were timed before each
+    provider's window started on an idle GPU (no ``"call_windows"`` key, :data:`bench.CALL_WINDOWS`),
+    else None (also for None or a record without per-call rows)."""
+    if not record or record.get("call_windows") == bench.CALL_WINDOWS:
+        return None
+    if not any(r.get("timing") == CALL for r in record.get("rows", [])):
+        return None
+    return ("Caution, per call: this record was timed before each provider's window started on an "
+            "idle GPU.  A provider timed right after eager (torch.compile for the gate, F.rms_norm "
+            "for rmsnorm) can show its own kernel's pace instead of its cost per call where eager's "
+            "kernels were still queued -- at 1024 rows and up a per-call bar far below the same "
+            "provider's at 512 rows is that, not a faster call.")
+
+
 def launcher_line(status: Optional[str]) -> str:
     """One sentence on how the per-call rows' calls of ours were launched, from a record's
     ``"launcher"`` (None: a record from before the C++ launcher)."""
