@@ -103,13 +103,9 @@ def random_f32(n: int, seed: Optional[int] = None, scale: float = 1.0) -> np.nda
 
     Raises:
         TypeError / ValueError: naming ``n`` (an int >= 0), ``seed`` (see :func:`rng`) or
-            ``scale`` (a finite number).
+            ``scale`` (a number finite as a float32).
     """
-    n = check_int("n", n, minimum=0)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)):
-        raise TypeError(f"scale must be a number, got {type(scale).__name__} {scale!r}")
-    if not np.isfinite(scale):
-        raise ValueError(f"scale must be finite, got {scale!r}")
+    n, scale = check_int("n", n, minimum=0), check_f32_arg("scale", scale)
     return (rng(seed).standard_normal(n) * scale).astype(np.float32)
 
 

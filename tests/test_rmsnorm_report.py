@@ -340,4 +340,3 @@ def test_call_timing_caveat_marks_records_timed_before_idle_start_windows():
     old = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results"
                       / "nvidia-h200-2026-12-03.2-fused.json").read_text())
     assert "call_windows" not in old and report.call_timing_caveat(old)
-

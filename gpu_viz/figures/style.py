@@ -269,32 +269,32 @@ def check(fig) -> List[str]:
             problems.append(f"texts {_short(t1.get_text())} and {_short(t2.get_text())} overlap "
                             f"({dx:.0f} x {dy:.0f} CSS px)")
     problems += [f"tick labels {_short(a)} and {_short(b)} are {gap:.0f} CSS px apart; the least is "
-                 f"{least:.0f}" for ax in fig.axes for a, b, gap, least in crowded_ticks(ax, renderer)]
+                 f"{least:.0f}" for ax in fig.axes for a, b, gap, least in crowded_ticks(ax, renderer, drawn=texts)]
     for ax in fig.axes:
         for covered in legend_covers(ax, renderer):
             problems.append(f"the legend covers a bar ({covered})")
     return problems
 
 
-def crowded_ticks(ax, renderer=None, which: str = "xy") -> List[tuple]:
+def crowded_ticks(ax, renderer=None, which: str = "xy", drawn=None) -> List[tuple]:
     """Neighbouring major tick labels of ``ax`` (x labels side by side, y labels one above the
-    other; ``which``: "x", "y" or "xy") closer than :data:`TICK_GAP_EM` of their font side by side
-    or :data:`TICK_LINE_GAP_EM` stacked (y labels, turned x labels across their slant), as ``(text, text, gap, least)`` with
-    the gap and the least in CSS px (a negative gap: they overlap); ``[]`` where none are.  Only
-    labels drawn (visible, non-empty, inside the view) count."""
-    renderer = renderer or _renderer(ax.figure)
-    drawn = {id(t) for t in drawn_texts(ax.figure)}
-    css = 96 / ax.figure.dpi
-    out = []
+    other; ``which``: "x", "y" or "xy") closer than :data:`TICK_GAP_EM` of their font side by
+    side or :data:`TICK_LINE_GAP_EM` stacked (y labels, turned x labels across their slant), as
+    ``(text, text, gap, least)`` with the gap and the least in CSS px (a negative gap: they
+    overlap); ``[]`` where none are.  Only labels drawn (visible, non-empty, inside the view)
+    count: ``drawn``, the figure's :func:`drawn_texts` where the caller has them (else one draw)."""
     if which not in ("x", "y", "xy"):
         raise ValueError(f"which must be 'x', 'y' or 'xy', got {which!r}")
-    for axis, lo, hi in ((ax.xaxis, "x0", "x1"), (ax.yaxis, "y0", "y1")):
+    renderer = renderer or _renderer(ax.figure)
+    drawn = {id(t) for t in (drawn_texts(ax.figure) if drawn is None else drawn)}
+    css = 96 / ax.figure.dpi
+    out = []
+    for axis, lo, hi, across in ((ax.xaxis, "x0", "x1", ("y0", "y1")), (ax.yaxis, "y0", "y1", ("x0", "x1"))):
         if axis.axis_name not in which:
             continue
         labels = [t for t in axis.get_ticklabels() if id(t) in drawn]
         boxes = sorted(((t, t.get_window_extent(renderer)) for t in labels), key=lambda tb: getattr(tb[1], lo))
         for (t1, b1), (t2, b2) in zip(boxes, boxes[1:]):
-            across = ("y0", "y1") if axis is ax.xaxis else ("x0", "x1")
             if min(getattr(b1, across[1]), getattr(b2, across[1])) <= max(getattr(b1, across[0]), getattr(b2, across[0])):
                 continue  # not side by side (x labels on different rows, y labels in different columns)
             gap = (getattr(b2, lo) - getattr(b1, hi)) * css
@@ -303,10 +303,10 @@ def crowded_ticks(ax, renderer=None, which: str = "xy") -> List[tuple]:
             turn = math.radians(t1.get_rotation() % 180)
             if axis is ax.xaxis and t1.get_rotation() == t2.get_rotation() and math.sin(turn) > 0.1:
                 # turned labels lie side by side along their slant: the gap across it is the
-                # anchors' distance times the sine, less a label's height (its lines at 1.2 em)
-                step = abs(t2.get_window_extent(renderer).x1 - t1.get_window_extent(renderer).x1) * css
+                # anchors' (right ends') distance times the sine, less a label's height (1.2 em a line)
                 lines = max(t1.get_text().count("\n"), t2.get_text().count("\n")) + 1
-                gap, least = step * math.sin(turn) - lines * 1.2 * em, TICK_LINE_GAP_EM * em
+                gap = abs(b2.x1 - b1.x1) * css * math.sin(turn) - lines * 1.2 * em
+                least = TICK_LINE_GAP_EM * em
             if gap < least:
                 out.append((t1.get_text(), t2.get_text(), gap, least))
     return out

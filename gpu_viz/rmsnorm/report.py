@@ -306,20 +306,20 @@ LEGEND_CLEARANCE_PX = 8.0
 
 
 def fit_legends(fig) -> None:
-    """Fit the texts of ``fig``'s bar charts to the figure as laid out: x tick labels that run
-    together (:func:`gpu_viz.figures.style.crowded_ticks`; a shape label is one unbroken token,
-    so narrow axes can bring "1024×4096" against "1024×8192") turn every panel's x labels 30
-    degrees, and the figure is laid out again; then the top of each axes is raised until its legend, as drawn, covers no bar
-    (the headroom :func:`bar_chart` leaves is an estimate made before the figure's layout).  Call
-    it after the last ``fig.tight_layout()`` when :func:`bar_chart` drew into axes of yours;
-    :func:`bar_chart` calls it on a figure of its own.  A bar's top stays at least
-    :data:`LEGEND_CLEARANCE_PX` CSS px below the legend."""
+    """Fit the texts of ``fig``'s bar charts to the figure as laid out.  Where x tick labels run
+    together (:func:`gpu_viz.figures.style.crowded_ticks`; a shape label is one unbroken token, so
+    narrow axes can bring "1024×4096" against "1024×8192"), every panel's x labels turn 30 degrees
+    and the figure is laid out again.  Then the top of each axes is raised until its legend, as
+    drawn, covers no bar (the headroom :func:`bar_chart` leaves is an estimate made before the
+    figure's layout).  Call it after the last ``fig.tight_layout()`` when :func:`bar_chart` drew
+    into axes of yours; :func:`bar_chart` calls it on a figure of its own.  A bar's top stays at
+    least :data:`LEGEND_CLEARANCE_PX` CSS px below the legend."""
     from matplotlib.layout_engine import ConstrainedLayoutEngine
 
     from ..figures import style
 
-    renderer = style._renderer(fig)
-    turned = any(style.crowded_ticks(ax, renderer, which="x") for ax in fig.axes)
+    renderer, drawn = style._renderer(fig), style.drawn_texts(fig)
+    turned = any(style.crowded_ticks(ax, renderer, which="x", drawn=drawn) for ax in fig.axes)
     for ax in fig.axes if turned else ():  # every panel alike: a pair reads as one figure
         for t in ax.get_xticklabels():
             t.set(rotation=30, ha="right", rotation_mode="anchor")
