@@ -16,10 +16,34 @@ sys.path.insert(0, str(ROOT))
 from gpu_viz.measure import records  # noqa: E402
 
 
+# pytest's exit statuses of a run that reached its end: all passed, some failed, none selected
+_RAN_TO_THE_END = (0, 1, 5)
+
+
+def pytest_parts(logdir: Path):
+    """Each pytest part scripts/gpu-check ran (``pytest-gpu-<part>.exit``): ``{part: {"exit": n,
+    "junit": bool}}``.  A part cut short by its time limit (exit 124) or stopped by an error leaves
+    no JUnit file or a partial one; its exit status is what tells the reader."""
+    parts = {}
+    for path in sorted(logdir.glob("pytest-gpu-*.exit")):
+        part = path.name[len("pytest-gpu-"):-len(".exit")]
+        text = path.read_text().strip()
+        parts[part] = {"exit": int(text) if text.lstrip("-").isdigit() else text,
+                       "junit": (logdir / f"pytest-gpu-{part}.xml").is_file()}
+    return parts
+
+
 def pytest_summary(logdir: Path):
+    """pytest's counts, failures and passed node ids from ``pytest-gpu.xml``, with each part's exit
+    status; ``complete`` is False when any part did not reach its end.  None when no pytest ran."""
     xml = logdir / "pytest-gpu.xml"
-    if not xml.is_file():
+    parts = pytest_parts(logdir)
+    if not xml.is_file() and not parts:
         return None
+    complete = all(p["exit"] in _RAN_TO_THE_END and (p["junit"] or p["exit"] == 5) for p in parts.values())
+    if not xml.is_file():
+        return {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "seconds": 0.0, "failed": [],
+                "passed": [], "parts": parts, "complete": False}
     root = ET.parse(xml).getroot()
     suite = root if root.tag == "testsuite" else root.find("testsuite")
     failures, passed = [], []
@@ -36,7 +60,8 @@ def pytest_summary(logdir: Path):
     # cell needs a GPU (gpu_viz.measure.records.gpu_tests)
     return {"tests": int(suite.get("tests", 0)), "failures": int(suite.get("failures", 0)),
             "errors": int(suite.get("errors", 0)), "skipped": int(suite.get("skipped", 0)),
-            "seconds": float(suite.get("time", 0)), "failed": failures, "passed": sorted(passed)}
+            "seconds": float(suite.get("time", 0)), "failed": failures, "passed": sorted(passed),
+            "parts": parts, "complete": complete}
 
 
 def _node_id(case) -> str:
@@ -71,8 +96,12 @@ def main():
     scope = {"phases": args.phases.split() or "not given"}
     scope.update({k: os.environ[k] for k in ("GPU_CHECK_TESTS", "GPU_CHECK_SANITIZE", "GPU_CHECK_NOTEBOOKS",
                                              "GPU_CHECK_RECORDS") if k in os.environ})
+    tests = pytest_summary(args.logdir)
+    if tests and not tests["complete"]:
+        cut = {part: p["exit"] for part, p in tests["parts"].items() if p["exit"] not in _RAN_TO_THE_END}
+        print(f"pytest did not reach its end (exit status by part: {cut}); the record says complete: false")
     rec = records.new_record(rows=[], kind="gpu-check", scope=scope,
-                           pytest_gpu=pytest_summary(args.logdir),
+                           pytest_gpu=tests,
                            sanitizer=sanitizer_summary(args.logdir))
     status = args.logdir / "notebooks.json"
     if status.is_file():

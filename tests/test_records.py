@@ -126,6 +126,10 @@ def test_gpu_check_record_keeps_each_passed_test_and_cpu_mode_finds_it(tmp_path)
     found = records.gpu_tests("tests/test_reduction.py::test_every_block_size", tmp_path)
     assert (found["passed"], found["failed"]) == (1, 1) and "NVIDIA H200, 2026-12-01" in found["label"]
     assert records.gpu_tests("tests/test_reduction.py::test_other", tmp_path) is None
+    # one test's outcome, as notebook 10's CPU mode shows it: failures are {"test": id, ...} dicts
+    assert records.test_outcome(rec, "tests/test_reduction.py::test_every_block_size[2]") == "FAILED"
+    assert records.test_outcome(rec, "tests/test_reduction.py::test_every_block_size[1]") == "passed"
+    assert records.test_outcome(rec, "tests/test_reduction.py::test_other") == "not in that run"
     assert records.gpu_tests("tests/test_nothing.py", tmp_path) is None
 
 

@@ -379,6 +379,44 @@ def test_gpu_check_merges_both_parts_for_the_record(tmp_path):
     assert (s["tests"], s["failures"], s["errors"], s["skipped"], s["seconds"]) == (5, 1, 0, 2, 3.0), s
 
 
+def test_gpu_check_records_a_pytest_run_cut_short(tmp_path):
+    """A pytest part stopped by its time limit writes no JUnit file: the record must say the run
+    did not finish (its exit status, complete: false), not count the other part's tests as a clean
+    run (a 2026-12-03 run's second part timed out and the record read "4 tests, 0 failures")."""
+    script = (ROOT / "scripts" / "gpu-check").read_text()
+    func = re.search(r"^pytest_gpu\(\) {.*?^}", script, re.M | re.S).group(0)
+    slow = tmp_path / "slow-python"
+    slow.write_text("#!/bin/sh\nsleep 30\n")
+    slow.chmod(0o755)
+    env = {**os.environ, "LOGS": str(tmp_path), "PY": str(slow), "SUMMARY": str(tmp_path / "summary.txt"),
+           "GPU_VIZ_SEED": "1"}
+    subprocess.run(["bash", "-c", f'stamp() {{ date; }}; note() {{ echo "$*" >> "$SUMMARY"; }}\n{func}\n'
+                    'pytest_gpu other "gpu and not timing" 1'], check=True, env=env, timeout=60)
+    assert (tmp_path / "pytest-gpu-other.exit").read_text().strip() == "124"
+    (tmp_path / "pytest-gpu-timing.exit").write_text("0\n")
+    (tmp_path / "pytest-gpu-timing.xml").write_text(
+        '<testsuites><testsuite tests="1" failures="0" errors="0" skipped="0" time="1">'
+        '<testcase classname="tests.test_t" name="t"/></testsuite></testsuites>')
+    # merge_junit's output: only the part that finished
+    (tmp_path / "pytest-gpu.xml").write_text((tmp_path / "pytest-gpu-timing.xml").read_text())
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gpu_check_record
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    s = gpu_check_record.pytest_summary(tmp_path)
+    assert s["complete"] is False and s["parts"]["other"] == {"exit": 124, "junit": False}, s
+    # both parts at their end (one with a failing test): complete
+    (tmp_path / "pytest-gpu-other.exit").write_text("1\n")
+    (tmp_path / "pytest-gpu-other.xml").write_text((tmp_path / "pytest-gpu-timing.xml").read_text())
+    assert gpu_check_record.pytest_summary(tmp_path)["complete"] is True
+    # no JUnit file at all, a part interrupted: still a record that says so
+    (tmp_path / "pytest-gpu.xml").unlink()
+    (tmp_path / "pytest-gpu-other.exit").write_text("2\n")
+    s = gpu_check_record.pytest_summary(tmp_path)
+    assert s["complete"] is False and s["tests"] == 0
+
+
 def _defined_twice(path: Path):
     """(name, first line, second line) for each def/class bound twice in one module or class body:
     the later binding silently replaces the earlier one (a test that never runs, a helper that is

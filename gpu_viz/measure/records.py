@@ -5,6 +5,7 @@
 * :func:`results_dir`, :func:`load_records`, :func:`newest` -- the committed records the
   notebooks show in CPU mode: ``benchmarks/results/`` of a source checkout, or the copy the
   wheel ships (``gpu_viz/_results``), so an installed package (Colab) finds them too.
+* :func:`gpu_tests`, :func:`test_outcome` -- what the newest committed GPU test run says of a test.
 * :func:`label` -- the provenance of a record: "recorded on <GPU>, <date>, driver <v> (not live)".
 * :func:`lesson_device` -- the ONE GPU a lesson's figures describe: this GPU live, else the GPU of
   the committed hardware record, else the deck's L4 spec sheet; with its label.
@@ -254,3 +255,15 @@ def gpu_tests(prefix: str, directory: Optional[Path] = None) -> Optional[Dict]:
         if passed or failed:
             return {"passed": len(passed), "failed": len(failed), "tests": passed + failed, "label": label(rec)}
     return None
+
+
+def test_outcome(record: Dict, node_id: str) -> str:
+    """What a committed GPU test run (a ``*-gpu-check*.json`` record) says of one pytest node id:
+    ``"passed"``, ``"FAILED"`` or ``"not in that run"`` (skipped, deselected, or in a part cut short;
+    the record's ``pytest_gpu["complete"]`` says whether every part reached its end)."""
+    summary = record.get("pytest_gpu") or {}
+    if node_id in (summary.get("passed") or []):
+        return "passed"
+    if node_id in [f.get("test") for f in summary.get("failed") or []]:
+        return "FAILED"
+    return "not in that run"
