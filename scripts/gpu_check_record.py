@@ -2,7 +2,8 @@
 
 Usage: python scripts/gpu_check_record.py LOGDIR [--tag gpu-check]
 Writes benchmarks/results/<gpu>-<date>-<tag>.json: the run's environment, pytest's counts and
-failures (with each part's exit status and whether every part reached its end), every compute-sanitizer run's verdict, and every notebook's execution status.
+failures (with each part's exit status and whether every part reached its end), every
+compute-sanitizer run's verdict, and every notebook's execution status.
 """
 import argparse
 import os
