@@ -34,6 +34,12 @@ def pytest_parts(logdir: Path):
     return parts
 
 
+def _finished(part) -> bool:
+    """A part that reached its end: an exit status of one, and its JUnit file (none where nothing
+    was selected)."""
+    return part["exit"] in _RAN_TO_THE_END and (part["junit"] or part["exit"] == 5)
+
+
 def pytest_summary(logdir: Path):
     """pytest's counts, failures and passed node ids from ``pytest-gpu.xml``, with each part's exit
     status; ``complete`` is False when any part did not reach its end.  None when no pytest ran."""
@@ -41,7 +47,7 @@ def pytest_summary(logdir: Path):
     parts = pytest_parts(logdir)
     if not xml.is_file() and not parts:
         return None
-    complete = all(p["exit"] in _RAN_TO_THE_END and (p["junit"] or p["exit"] == 5) for p in parts.values())
+    complete = all(_finished(p) for p in parts.values())
     if not xml.is_file():
         return {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "seconds": 0.0, "failed": [],
                 "passed": [], "parts": parts, "complete": False}
@@ -99,7 +105,7 @@ def main():
                                              "GPU_CHECK_RECORDS") if k in os.environ})
     tests = pytest_summary(args.logdir)
     if tests and not tests["complete"]:
-        cut = {part: p["exit"] for part, p in tests["parts"].items() if p["exit"] not in _RAN_TO_THE_END}
+        cut = {part: p["exit"] for part, p in tests["parts"].items() if not _finished(p)}
         print(f"pytest did not reach its end (exit status by part: {cut}); the record says complete: false")
     rec = records.new_record(rows=[], kind="gpu-check", scope=scope,
                            pytest_gpu=tests,

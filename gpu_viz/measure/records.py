@@ -249,9 +249,8 @@ def gpu_tests(prefix: str, directory: Optional[Path] = None) -> Optional[Dict]:
     check needs a GPU.
     """
     for rec in load_records("*-gpu-check*.json", directory):
-        summary = rec.get("pytest_gpu") or {}
-        passed = [t for t in summary.get("passed") or [] if t.startswith(prefix)]
-        failed = [f["test"] for f in summary.get("failed") or [] if str(f.get("test", "")).startswith(prefix)]
+        passed, failed = _outcomes(rec)
+        passed, failed = [t for t in passed if t.startswith(prefix)], [t for t in failed if t.startswith(prefix)]
         if passed or failed:
             return {"passed": len(passed), "failed": len(failed), "tests": passed + failed, "label": label(rec)}
     return None
@@ -261,9 +260,12 @@ def test_outcome(record: Dict, node_id: str) -> str:
     """What a committed GPU test run (a ``*-gpu-check*.json`` record) says of one pytest node id:
     ``"passed"``, ``"FAILED"`` or ``"not in that run"`` (skipped, deselected, or in a part cut short;
     the record's ``pytest_gpu["complete"]`` says whether every part reached its end)."""
+    passed, failed = _outcomes(record)
+    return "passed" if node_id in passed else "FAILED" if node_id in failed else "not in that run"
+
+
+def _outcomes(record: Dict):
+    """(passed, failed): the node ids of a GPU test run record's passed and failed tests (its
+    failures are ``{"test": id, "kind": ..., "message": ...}``)."""
     summary = record.get("pytest_gpu") or {}
-    if node_id in (summary.get("passed") or []):
-        return "passed"
-    if node_id in [f.get("test") for f in summary.get("failed") or []]:
-        return "FAILED"
-    return "not in that run"
+    return summary.get("passed") or [], [str(f.get("test", "")) for f in summary.get("failed") or []]
