@@ -16,6 +16,7 @@ tests do).
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import datetime as _dt
 import os
@@ -23,6 +24,9 @@ import threading
 from typing import Optional, Tuple
 
 FORCE_CPU_ENV = "GPU_VIZ_FORCE_CPU"
+#: The emulator session the GPU paths run on inside ``gpu_viz.emulator.emulated()`` (None: the
+#: real GPU).  Only this module and ``gpu_viz.emulator`` read it.
+EMULATED: contextvars.ContextVar = contextvars.ContextVar("gpu_viz_emulated", default=None)
 
 GPU = "gpu"
 CPU = "cpu"
@@ -337,7 +341,13 @@ def has_gpu() -> bool:
 
 
 def require_gpu(what: str) -> Backend:
-    """Return the GPU backend, or raise :class:`GPUUnavailable` saying that ``what`` needs one."""
+    """Return the GPU backend, or raise :class:`GPUUnavailable` saying that ``what`` needs one.
+    Inside ``gpu_viz.emulator.emulated()`` the emulated GPU stands in (its architecture's)."""
+    session = EMULATED.get()
+    if session is not None:
+        arch = session.arch[3:]
+        return Backend(mode=GPU, device_name=f"emulated GPU ({session.arch})",
+                       compute_capability=(int(arch[:-1]), int(arch[-1])))
     backend = detect()
     if not backend.is_gpu:
         raise GPUUnavailable(f"{what} needs a CUDA GPU; running in CPU mode because {backend.reason}")
@@ -348,6 +358,11 @@ def require_cupy(what: str):
     """The ``cupy`` module, for code that is about to use the GPU: :func:`require_gpu` first, so
     CPU mode (CuPy missing included) raises :class:`GPUUnavailable` naming ``what``, never an
     ImportError.  Every GPU path of the package gets CuPy from here."""
+    session = EMULATED.get()
+    if session is not None:
+        from .emulator import runtime
+
+        return runtime.facade(session)
     require_gpu(what)
     import cupy
 
@@ -360,7 +375,11 @@ def today() -> str:
 
 
 def live_label() -> str:
-    """Provenance of data measured now: ``"measured on NVIDIA L4 (sm_89) just now"``."""
+    """Provenance of data measured now: ``"measured on NVIDIA L4 (sm_89) just now"`` (inside
+    ``gpu_viz.emulator.emulated()``: the emulator's label; nothing is measured there)."""
+    session = EMULATED.get()
+    if session is not None:
+        return session.label()
     backend = require_gpu("a live measurement")
     return f"measured on {backend.device_name} ({backend.sm}) just now, {today()}"
 

@@ -231,6 +231,11 @@ def load(name: str, options: Sequence[str] = (), name_expressions: Iterable[str]
         FileNotFoundError: no such file.
         KernelCompileError: with the NVRTC log, file and line.
     """
+    session = backend.EMULATED.get()
+    if session is not None:
+        from .emulator import runtime
+
+        return runtime.load(session, name, options, traced)
     b = backend.require_gpu(f"compiling {name}")
     kernel_path(name)
     options = (TRACED_OPTIONS if traced else ()) + tuple(options)
@@ -265,6 +270,11 @@ def function(name: str, kernel: str, options: Sequence[str] = (), name_expressio
     :class:`KernelAttributes` bundles them.  For a template, pass its instantiation both
     as ``kernel`` and in ``name_expressions``.
     """
+    session = backend.EMULATED.get()
+    if session is not None:
+        from .emulator import runtime
+
+        return runtime.function(session, name, kernel, options, traced)
     exprs = tuple(name_expressions)
     if "<" in kernel and kernel not in exprs:
         exprs = exprs + (kernel,)
@@ -293,6 +303,11 @@ def bind_record(mod, fields: Sequence[Tuple[str, object]], symbol: str = "rec") 
         ValueError: the struct's size in the module differs from ``8 * len(fields)`` (the Python
             producer and the .cu file disagree on the layout).
     """
+    session = backend.EMULATED.get()
+    if session is not None:
+        from .emulator import runtime
+
+        return runtime.bind_record(session, mod, fields, symbol)
     cupy = backend.require_cupy("a traced launch")
     words = np.array([int(v.data.ptr) if hasattr(v, "data") else int(v) for _, v in fields], dtype=np.uint64)
     ptr = mod.get_global(symbol)

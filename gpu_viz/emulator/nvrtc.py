@@ -1,0 +1,145 @@
+"""CUDA C -> PTX with NVRTC, with no GPU and no driver.
+
+NVRTC comes from the ``nvidia-cuda-nvrtc`` wheel through ``cuda-bindings`` (``cuda.bindings.nvrtc``)
+or, on a GPU machine, through CuPy's own binding; the CUDA headers (``cuda_fp16.h``, ``cuda_bf16.h``)
+from the ``nvidia-cuda-runtime`` / ``nvidia-cuda-cccl`` wheels or a CUDA toolkit.  The options are
+the GPU path's (``gpu_viz.kernels.BASE_OPTIONS``, ``kernels/`` on the include path) plus
+``-lineinfo``, which maps every PTX instruction to a line of the source.
+
+A compile error is :class:`gpu_viz.kernels.KernelCompileError` carrying NVRTC's own log.
+"""
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+#: The architecture emulated when none is named: sm_75 (T4), the lowest this course supports.
+DEFAULT_ARCH = "sm_75"
+ARCHES = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
+
+
+class NVRTCUnavailable(RuntimeError):
+    """NVRTC (or the CUDA headers) cannot be found: says what to install."""
+
+
+@functools.lru_cache(maxsize=1)
+def include_dirs() -> Tuple[str, ...]:
+    """Directories holding ``cuda_fp16.h`` (and ``nv/target``): the pip wheels, then a toolkit."""
+    found: List[str] = []
+    candidates = []
+    for sp in sys.path:
+        candidates += sorted(glob.glob(os.path.join(sp, "nvidia", "*", "include")))
+        candidates += sorted(glob.glob(os.path.join(sp, "nvidia", "cuda_runtime", "include")))
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env):
+            candidates.append(os.path.join(os.environ[env], "include"))
+    candidates += sorted(glob.glob("/usr/local/cuda*/include"))
+    for c in candidates:
+        if os.path.isfile(os.path.join(c, "cuda_fp16.h")) and c not in found:
+            found.append(c)
+            cccl = os.path.join(c, "cccl")
+            if os.path.isdir(cccl):
+                found.append(cccl)
+            break
+    return tuple(found)
+
+
+def _binding():
+    """('bindings', module) or ('cupy', module): whichever NVRTC binding loads."""
+    try:
+        from cuda.bindings import nvrtc as b  # type: ignore
+
+        err, major, minor = b.nvrtcVersion()
+        if int(err) == 0:
+            return "bindings", b
+    except Exception:  # noqa: BLE001  (not installed, or libnvrtc missing)
+        pass
+    try:
+        from cupy.cuda import nvrtc as c  # type: ignore
+
+        c.getVersion()
+        return "cupy", c
+    except Exception:  # noqa: BLE001
+        pass
+    raise NVRTCUnavailable(
+        "NVRTC is not available, so kernels cannot be compiled for the emulator: "
+        "pip install 'gpu-viz[emulator]' (it brings nvidia-cuda-nvrtc and cuda-bindings)")
+
+
+def version() -> Tuple[int, int]:
+    kind, b = _binding()
+    if kind == "bindings":
+        _, major, minor = b.nvrtcVersion()
+        return int(major), int(minor)
+    return tuple(int(v) for v in b.getVersion())
+
+
+def available() -> bool:
+    try:
+        _binding()
+        return True
+    except NVRTCUnavailable:
+        return False
+
+
+def compile_ptx(source: str, name: str, options: Sequence[str] = (), arch: str = DEFAULT_ARCH,
+                include: Sequence[str] = ()) -> Tuple[str, str]:
+    """Compile CUDA C ``source`` (file name ``name`` in messages) to PTX for ``arch``.
+
+    Returns:
+        (ptx, log).
+
+    Raises:
+        TypeError / ValueError: ``source`` not a string, ``arch`` not like "sm_80".
+        NVRTCUnavailable: no NVRTC.  gpu_viz.kernels.KernelCompileError: NVRTC's errors.
+    """
+    from ..kernels import KernelCompileError, _LOG_LINE
+
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a string of CUDA C, got {type(source).__name__}")
+    if not isinstance(arch, str) or not arch.startswith("sm_") or not arch[3:].isdigit():
+        raise ValueError(f"arch must be like 'sm_80', got {arch!r}")
+    opts = [f"-arch=compute_{arch[3:]}", "-lineinfo", *options]
+    for d in (*include, *include_dirs()):
+        opts.append(f"-I{d}")
+    kind, b = _binding()
+    if kind == "bindings":
+        err, prog = b.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+        try:
+            enc = [o.encode() for o in opts]
+            (err,) = b.nvrtcCompileProgram(prog, len(enc), enc)
+            _, n = b.nvrtcGetProgramLogSize(prog)
+            buf = b" " * n
+            b.nvrtcGetProgramLog(prog, buf)
+            log = buf.rstrip(b"\0").decode("utf-8", "replace")
+            if int(err) != 0:
+                m = _LOG_LINE.search(log)
+                raise KernelCompileError(name, int(m.group(2)) if m else None, log)
+            _, n = b.nvrtcGetPTXSize(prog)
+            ptx = b" " * n
+            b.nvrtcGetPTX(prog, ptx)
+        finally:
+            b.nvrtcDestroyProgram(prog)
+        return ptx.rstrip(b"\0").decode("utf-8", "replace"), log
+    prog = b.createProgram(source, name, [], [])
+    try:
+        try:
+            b.compileProgram(prog, opts)
+        except b.NVRTCError:
+            log = b.getProgramLog(prog)
+            m = _LOG_LINE.search(log)
+            raise KernelCompileError(name, int(m.group(2)) if m else None, log) from None
+        log = b.getProgramLog(prog)
+        return b.getPTX(prog), log
+    finally:
+        b.destroyProgram(prog)
+
+
+def kernel_dir() -> Path:
+    from ..kernels import KERNEL_DIR
+
+    return KERNEL_DIR
