@@ -1,8 +1,11 @@
 """CUDA C -> PTX with NVRTC, with no GPU and no driver.
 
-NVRTC comes from the ``nvidia-cuda-nvrtc`` wheel through ``cuda-bindings`` (``cuda.bindings.nvrtc``)
-or, on a GPU machine, through CuPy's own binding; the CUDA headers (``cuda_fp16.h``, ``cuda_bf16.h``)
-from the ``nvidia-cuda-runtime`` / ``nvidia-cuda-cccl`` wheels or a CUDA toolkit.  The options are
+NVRTC is the ``libnvrtc`` shared library of the ``nvidia-cuda-nvrtc`` wheel (or a CUDA toolkit),
+called through ``cuda-bindings`` (``cuda.bindings.nvrtc``) where that is installed, else through
+ctypes (NVRTC's C API is eight functions; the package does not require ``cuda-bindings``, whose
+major version must match the CUDA on the machine and which Colab pins for its own packages), or on a
+GPU machine through CuPy's binding.  The CUDA headers (``cuda_fp16.h``, ``cuda_bf16.h``) come from
+the ``nvidia-cuda-runtime`` / ``nvidia-cuda-cccl`` wheels or a CUDA toolkit.  The options are
 the GPU path's (``gpu_viz.kernels.BASE_OPTIONS``, ``kernels/`` on the include path) plus
 ``-lineinfo``, which maps every PTX instruction to a line of the source.
 
@@ -48,8 +51,79 @@ def include_dirs() -> Tuple[str, ...]:
     return tuple(found)
 
 
+@functools.lru_cache(maxsize=1)
+def _libnvrtc():
+    """libnvrtc through ctypes: the wheel's (site-packages/nvidia/*/lib), a toolkit's, or the loader's."""
+    import ctypes
+    import ctypes.util
+
+    paths = []
+    for sp in sys.path:
+        paths += sorted(glob.glob(os.path.join(sp, "nvidia", "*", "lib", "libnvrtc.so*")), reverse=True)
+        paths += sorted(glob.glob(os.path.join(sp, "nvidia", "*", "bin", "nvrtc64_*.dll")), reverse=True)
+    paths += sorted(glob.glob("/usr/local/cuda*/lib64/libnvrtc.so*"), reverse=True)
+    found = ctypes.util.find_library("nvrtc")
+    if found:
+        paths.append(found)
+    for p in paths:
+        if "builtins" in os.path.basename(p) or ".alt." in os.path.basename(p):
+            continue
+        try:
+            # libnvrtc dlopens libnvrtc-builtins by name: load the one beside it first, globally
+            for b in sorted(glob.glob(os.path.join(os.path.dirname(p), "libnvrtc-builtins.so*"))):
+                if ".alt." not in b:
+                    ctypes.CDLL(b, mode=ctypes.RTLD_GLOBAL)
+            lib = ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)
+            lib.nvrtcVersion
+            return lib
+        except OSError:
+            continue
+    return None
+
+
+class _CtypesNVRTC:
+    """The eight NVRTC calls the emulator needs, over ctypes."""
+
+    def __init__(self, lib):
+        import ctypes
+
+        self.c = ctypes
+        self.lib = lib
+
+    def version(self):
+        c = self.c
+        major, minor = c.c_int(), c.c_int()
+        self.lib.nvrtcVersion(c.byref(major), c.byref(minor))
+        return major.value, minor.value
+
+    def compile(self, source: str, name: str, opts: List[str]) -> Tuple[int, str, str]:
+        c = self.c
+        lib = self.lib
+        prog = c.c_void_p()
+        rc = lib.nvrtcCreateProgram(c.byref(prog), source.encode(), name.encode(), 0, None, None)
+        if rc != 0:
+            raise NVRTCUnavailable(f"nvrtcCreateProgram failed ({rc})")
+        try:
+            arr = (c.c_char_p * len(opts))(*[o.encode() for o in opts])
+            rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
+            n = c.c_size_t()
+            lib.nvrtcGetProgramLogSize(prog, c.byref(n))
+            buf = c.create_string_buffer(n.value)
+            lib.nvrtcGetProgramLog(prog, buf)
+            log = buf.value.decode("utf-8", "replace")
+            ptx = ""
+            if rc == 0:
+                lib.nvrtcGetPTXSize(prog, c.byref(n))
+                pbuf = c.create_string_buffer(n.value)
+                lib.nvrtcGetPTX(prog, pbuf)
+                ptx = pbuf.value.decode("utf-8", "replace")
+            return rc, log, ptx
+        finally:
+            lib.nvrtcDestroyProgram(c.byref(prog))
+
+
 def _binding():
-    """('bindings', module) or ('cupy', module): whichever NVRTC binding loads."""
+    """('bindings' | 'ctypes' | 'cupy', binding): whichever NVRTC binding loads."""
     try:
         from cuda.bindings import nvrtc as b  # type: ignore
 
@@ -58,6 +132,9 @@ def _binding():
             return "bindings", b
     except Exception:  # noqa: BLE001  (not installed, or libnvrtc missing)
         pass
+    lib = _libnvrtc()
+    if lib is not None:
+        return "ctypes", _CtypesNVRTC(lib)
     try:
         from cupy.cuda import nvrtc as c  # type: ignore
 
@@ -67,7 +144,8 @@ def _binding():
         pass
     raise NVRTCUnavailable(
         "NVRTC is not available, so kernels cannot be compiled for the emulator: "
-        "pip install 'gpu-viz[emulator]' (it brings nvidia-cuda-nvrtc and cuda-bindings)")
+        "pip install nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cuda-cccl (gpu-viz installs them on Linux "
+        "and Windows)")
 
 
 def version() -> Tuple[int, int]:
@@ -75,6 +153,8 @@ def version() -> Tuple[int, int]:
     if kind == "bindings":
         _, major, minor = b.nvrtcVersion()
         return int(major), int(minor)
+    if kind == "ctypes":
+        return b.version()
     return tuple(int(v) for v in b.getVersion())
 
 
@@ -107,6 +187,12 @@ def compile_ptx(source: str, name: str, options: Sequence[str] = (), arch: str =
     for d in (*include, *include_dirs()):
         opts.append(f"-I{d}")
     kind, b = _binding()
+    if kind == "ctypes":
+        rc, log, ptx = b.compile(source, name, opts)
+        if rc != 0:
+            m = _LOG_LINE.search(log)
+            raise KernelCompileError(name, int(m.group(2)) if m else None, log)
+        return ptx, log
     if kind == "bindings":
         err, prog = b.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
         try:
