@@ -9,6 +9,17 @@ A lesson named ``<stem>`` reads ``kernels/<stem>.cu`` and wires ``gpu_viz.record
 ``trace(*inputs, **launch)`` returning the same :class:`gpu_viz.trace.Trace`, each frames module
 an ``animation(trace, source, ...)``.  A notebook asks the lesson; it never picks a producer.
 Fresh random inputs come with their seed (``Trace.params["seed"]``), so a failing check replays.
+
+Producers, in the order :meth:`Lesson.trace` tries them:
+
+* ``"gpu"``: the traced kernel on the GPU (``record/<stem>.py``);
+* ``"emulator"`` (CPU mode): the same ``record/<stem>.py`` and the same traced kernel, its PTX
+  run by :mod:`gpu_viz.emulator` -- so what plays is the kernel the slide shows, and a learner who
+  edits ``kernels/<stem>.cu`` sees the edit.  Used up to :data:`MAX_EMULATED_THREADS` threads (a few
+  seconds of emulation);
+* ``"model"``: the hand-written numpy model (``model/<stem>.py``): larger launches in CPU mode,
+  and machines without NVRTC.  The tests hold emulator == model bit for bit, so the models stay as
+  an independent check of the emulator and of the kernels.
 """
 from __future__ import annotations
 
@@ -40,6 +51,10 @@ class Lesson:
         file: the kernel file when it is not ``<stem>.cu``.
         regions_for: ``regions_for(trace) -> regions`` when the code shown depends on the trace
             (the four phases: the guarded variant's phase 2 is reduce.cuh's).
+        cpu: the CPU producers to use, in order ("emulator", "model").
+        simulated: the arrays of the trace that only silicon knows (``%smid`` ...): in an emulated
+            trace they come from the emulator's named model and are listed in ``Trace.simulated``.
+        threads: ``threads(**launch) -> int``, the threads a launch runs (to choose the emulator).
     """
 
     stem: str
@@ -51,6 +66,9 @@ class Lesson:
     gpu: bool = True
     file: Optional[str] = None
     regions_for: Optional[Callable[[Trace], Tuple[str, ...]]] = None
+    cpu: Tuple[str, ...] = ("emulator", "model")
+    simulated: Tuple[str, ...] = ()
+    threads: Optional[Callable[..., int]] = None
 
     @property
     def kernel_file(self) -> str:
@@ -67,18 +85,43 @@ class Lesson:
         """The taught code of the lesson (its :attr:`regions`, or the ones named)."""
         return kernels.snippet(self.kernel_file, *(regions or self.regions))
 
-    def trace(self, seed: Optional[int] = None, **launch) -> Trace:
+    def producer(self, **launch) -> str:
+        """Which producer :meth:`trace` uses for ``launch``: "gpu", "emulator" or "model"."""
+        if self.gpu and backend.has_gpu():
+            return "gpu"
+        if "emulator" in self.cpu and self.gpu:
+            from . import emulator
+
+            if emulator.available() and (self.threads is None or self.threads(**launch) <= MAX_EMULATED_THREADS):
+                return "emulator"
+        return "model"
+
+    def trace(self, seed: Optional[int] = None, producer: Optional[str] = None, **launch) -> Trace:
         """Fresh inputs (``seed``: None = fresh entropy, kept in the Trace; else an int >= 0), then
-        the silicon's record on a GPU, else the CPU model's; its ``provenance`` says which.
+        the silicon's record on a GPU; in CPU mode the emulator's run of the same traced kernel, or
+        the CPU model's; its ``source`` and ``provenance`` say which.  ``producer`` forces one
+        ("gpu", "emulator", "model").
 
         Raises:
-            TypeError / ValueError: naming ``seed`` or the launch argument that is not as expected.
+            TypeError / ValueError: naming ``seed``, ``producer`` or the launch argument that is not
+            as expected.  GPUUnavailable: ``producer="gpu"`` in CPU mode.
         """
         seed = new_seed() if seed is None else check_int("seed", seed, minimum=0)
+        if producer is not None and producer not in PRODUCERS:
+            raise ValueError(f"producer must be one of {PRODUCERS} or None, got {producer!r}")
         args, launch = self.inputs(seed, **launch)
         extra = self.source_lines(self.source(), **launch) if self.source_lines else {}
-        layer = "record" if self.gpu and backend.has_gpu() else "model"
-        return self.module(layer).trace(*args, **launch, **extra, seed=seed)
+        which = producer or self.producer(**launch)
+        if which == "gpu":
+            backend.require_gpu(f"the {self.stem} trace on the GPU")
+            return self.module("record").trace(*args, **launch, **extra, seed=seed)
+        if which == "model":
+            return self.module("model").trace(*args, **launch, **extra, seed=seed)
+        from . import emulator
+
+        with emulator.emulated() as session:
+            tr = self.module("record").trace(*args, **launch, **extra, seed=seed)
+        return emulated_trace(tr, session, self.simulated)
 
     def source_for(self, trace: Trace) -> "kernels.Snippet":
         """The code the player shows beside ``trace`` (the lines its steps highlight)."""
@@ -91,6 +134,30 @@ class Lesson:
     def show(self, trace: Optional[Trace] = None, **options) -> None:
         """Display the player of ``trace`` (default: a new :meth:`trace`)."""
         self.animation(trace if trace is not None else self.trace(), **options).show()
+
+
+#: The producers a lesson trace can come from (:meth:`Lesson.trace`).
+PRODUCERS = ("gpu", "emulator", "model")
+#: The most threads a CPU-mode trace runs in the emulator (a few seconds on a 2-core machine);
+#: larger launches come from the CPU model.
+MAX_EMULATED_THREADS = 1 << 14
+
+
+def emulated_trace(tr: Trace, session, simulated: Tuple[str, ...] = ()) -> Trace:
+    """A trace the GPU producer made inside ``emulator.emulated()``, relabelled: source "emulator",
+    the emulator's provenance (with the simulated registers named), ``simulated`` arrays listed,
+    and the launches' hazards and counts in ``params["emulator"]``."""
+    import dataclasses as _dc
+
+    from .trace import EMULATOR_SOURCE
+
+    regs = sorted({r for run in session.runs for r in run.simulated})
+    prov = session.label() + (f"; {', '.join(regs)} simulated (the emulator's scheduling model)" if regs else "")
+    info = {"warp_instructions": sum(r.warp_instructions for r in session.runs),
+            "hazards": [h.text() for r in session.runs for h in r.hazards],
+            "approximate": sorted({a for r in session.runs for a in r.approximate})}
+    return _dc.replace(tr, source=EMULATOR_SOURCE, provenance=prov, simulated=tuple(simulated),
+                       params={**tr.params, "emulator": info})
 
 
 #: The most elements, threads or blocks one lesson trace records.  A trace keeps a record per
@@ -172,17 +239,25 @@ def _rmsnorm_deck_inputs(seed: int, d: int = 2048, block: int = 1024, variant: s
     return (x, w), {"block": block, "variant": variant, "prefill": prefill, "eps": eps}
 
 
+def _padded(n: int, block: int) -> int:
+    return -(-n // block) * block
+
+
 VECTOR_ADD = Lesson("vector_add", "03_warps_simt", ("vector_add",),
                     "64 elements need 64 threads -- exactly 2 warps; the whole vector is done in "
-                    "six warp-instructions", _vector_add_inputs, _vector_add_lines)
+                    "six warp-instructions", _vector_add_inputs, _vector_add_lines,
+                    simulated=("smid", "hw_warpid"),
+                    threads=lambda n=64, block=64, **_: _padded(n, block))
 DIVERGENCE = Lesson("divergence", "03_warps_simt", ("branch",),
-                    "lanes that disagree on a branch run one side, then the other", _divergence_inputs)
+                    "lanes that disagree on a branch run one side, then the other", _divergence_inputs,
+                    threads=lambda n=64, block=64, iters=8, **_: _padded(n, block) * max(1, iters // 8))
 GRID_STRIDE = Lesson("grid_stride", "06_grid_stride_loops", ("grid_stride",),
                      "2048 elements but only 1024 threads: each thread processes several elements in "
-                     "sequence", _grid_stride_inputs, _grid_stride_lines)
+                     "sequence", _grid_stride_inputs, _grid_stride_lines,
+                     threads=lambda n=_gs.DECK_N, grid=1, block=_gs.DECK_THREADS, **_: max(n, grid * block))
 SCHEDULING = Lesson("scheduling", "07_kernel_scheduling", ("scheduled_block",),
                     "Launch a grid of 2,048 blocks on 58 SMs. The GigaThread Engine fills all 58, and "
-                    "the remaining blocks wait in a hardware queue.", _scheduling_inputs)
+                    "the remaining blocks wait in a hardware queue.", _scheduling_inputs, cpu=("model",))
 def _rmsnorm_deck_regions(trace: Trace) -> Tuple[str, ...]:
     from .model import rmsnorm_deck as m
 
@@ -191,7 +266,8 @@ def _rmsnorm_deck_regions(trace: Trace) -> Tuple[str, ...]:
 
 RMSNORM_DECK = Lesson("rmsnorm_deck", "09_four_phase_trace", ("phase1", "phase2", "phase3", "phase4"),
                       "One block of 1024 threads turns one row of 2048 numbers into its normalized "
-                      "output, in four phases", _rmsnorm_deck_inputs, regions_for=_rmsnorm_deck_regions)
+                      "output, in four phases", _rmsnorm_deck_inputs, regions_for=_rmsnorm_deck_regions,
+                      threads=lambda d=2048, block=1024, **_: max(d, block))
 
 #: Every traced lesson, by stem.
 LESSONS: Dict[str, Lesson] = {les.stem: les for les in (VECTOR_ADD, DIVERGENCE, GRID_STRIDE, SCHEDULING,

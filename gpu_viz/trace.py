@@ -18,6 +18,8 @@ import numpy as np
 
 GPU_SOURCE = "gpu"
 MODEL_SOURCE = "model"
+EMULATOR_SOURCE = "emulator"
+SOURCES = (GPU_SOURCE, EMULATOR_SOURCE, MODEL_SOURCE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +48,8 @@ class Trace:
         params: launch configuration and inputs' description (``{"n": 64, "block": 32}``).
         arrays: name -> numpy array (shapes documented by each producer).
         steps: ordered steps for the player.
-        source: ``"gpu"`` (the kernel recorded it) or ``"model"`` (the CPU model computed it).
+        source: ``"gpu"`` (the kernel recorded it on silicon), ``"emulator"`` (the same kernel's PTX
+            ran in :mod:`gpu_viz.emulator`) or ``"model"`` (the CPU model computed it).
         provenance: the human label shown on every figure (``gpu_viz.backend.provenance``).
         simulated: names in ``arrays`` that come from a named model, not from silicon.
     """
@@ -60,8 +63,8 @@ class Trace:
     simulated: Tuple[str, ...] = ()
 
     def __post_init__(self):
-        if self.source not in (GPU_SOURCE, MODEL_SOURCE):
-            raise ValueError(f"Trace.source must be 'gpu' or 'model', got {self.source!r}")
+        if self.source not in SOURCES:
+            raise ValueError(f"Trace.source must be one of {SOURCES}, got {self.source!r}")
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:

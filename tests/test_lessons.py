@@ -20,18 +20,53 @@ def test_every_layer_carries_the_stem(stem):
     assert (ROOT / "notebooks" / f"{les.notebook}.ipynb").is_file()
 
 
+_SMALL = {"vector_add": {}, "divergence": {}, "grid_stride": {"n": 300},
+          "scheduling": {"blocks": 120}, "rmsnorm_deck": {"d": 64, "block": 64}}
+
+
 @pytest.mark.parametrize("stem", list(lessons.LESSONS))
-def test_trace_in_cpu_mode_is_the_labelled_model_and_plays(stem):
+def test_cpu_mode_uses_the_emulator_when_it_can_else_the_model(stem):
+    """CPU mode runs the traced kernel's own PTX in the emulator (labelled so), the scheduling
+    lesson's timeline excepted (a scheduling model, not a kernel's semantics); the model otherwise."""
+    if backend.has_gpu():
+        pytest.skip("CPU-mode behaviour")
+    from gpu_viz import emulator
+
+    les = lessons.LESSONS[stem]
+    tr = les.trace(seed=5, **_SMALL[stem])
+    if stem == "scheduling" or not emulator.available():
+        assert tr.source == "model" and backend.MODEL_LABEL in tr.provenance
+    else:
+        assert tr.source == "emulator" and emulator.LABEL in tr.provenance and "measured" not in tr.provenance.replace(
+            "nothing was measured", "")
+        assert tr.params["emulator"]["hazards"] == [], tr.params["emulator"]
+
+
+def test_a_launch_too_large_to_emulate_comes_from_the_model():
+    if backend.has_gpu():
+        pytest.skip("CPU-mode behaviour")
+    big = lessons.MAX_EMULATED_THREADS + 1
+    assert lessons.VECTOR_ADD.producer(n=big, block=256) == "model"
+    assert lessons.GRID_STRIDE.producer(n=big, grid=1, block=1024) == "model"
+    with pytest.raises(ValueError, match="producer must be one of"):
+        lessons.VECTOR_ADD.trace(seed=1, producer="silicon")
+
+
+@pytest.mark.parametrize("producer", ["emulator", "model"])
+@pytest.mark.parametrize("stem", list(lessons.LESSONS))
+def test_trace_in_cpu_mode_is_labelled_and_plays(stem, producer):
     if backend.has_gpu():
         pytest.skip("CPU-mode behaviour")
     les = lessons.LESSONS[stem]
-    small = {"vector_add": {}, "divergence": {}, "grid_stride": {"n": 300},
-             "scheduling": {"blocks": 120}, "rmsnorm_deck": {"d": 64, "block": 64}}[stem]
-    tr = les.trace(seed=5, **small)
-    assert tr.source == "model" and backend.MODEL_LABEL in tr.provenance
+    if producer == "emulator" and (stem == "scheduling" or not __import__("gpu_viz.emulator").emulator.available()):
+        pytest.skip("no emulated producer for this lesson here")
+    tr = les.trace(seed=5, producer=producer, **_SMALL[stem])
+    assert tr.source == producer
+    if producer == "model":
+        assert backend.MODEL_LABEL in tr.provenance
     an = les.animation(tr)
     assert len(an) >= 1 and an.provenance == tr.provenance
-    # a model's player never claims a run on the hardware, in its title or any frame's caption
+    # a model's or the emulator's player never claims a run on the hardware, in its title or captions
     claims = ("silicon", "measured on", "on the GPU", "recorded on")
     texts = [an.title, *(f.caption for f in an.frames)]
     assert not [t for t in texts for c in claims if c in t], texts[:3]

@@ -165,8 +165,10 @@ def test_record_without_a_gpu_is_the_labelled_model(rng):
 
     if backend.has_gpu():
         pytest.skip("CPU-mode behaviour")
-    t = RMSNORM_DECK.trace(x=rng.standard_normal(64).astype(np.float32), block=32)
+    t = RMSNORM_DECK.trace(x=rng.standard_normal(64).astype(np.float32), block=32, producer="model")
     assert t.source == "model" and t.provenance == backend.MODEL_LABEL
+    t = RMSNORM_DECK.trace(x=rng.standard_normal(64).astype(np.float32), block=32)
+    assert t.source in ("emulator", "model") and "measured on" not in t.provenance
     with pytest.raises(backend.GPUUnavailable):
         rec.trace(np.ones(4), block=4)
 

@@ -34,7 +34,7 @@ def test_signed_zero_and_dtype_and_missing():
 
 
 def test_bad_source_and_missing_array():
-    with pytest.raises(ValueError, match="'gpu' or 'model'"):
+    with pytest.raises(ValueError, match="Trace.source must be one of"):
         make({}, source="live")
     with pytest.raises(KeyError, match="has no array 'lanes'"):
         make({"x": np.ones(1)})["lanes"]

@@ -36,8 +36,9 @@ LINE_BYTES = 128
 #: Shared-memory banks and their width.
 BANKS = 32
 BANK_BYTES = 4
-#: The most bytes of one region whose every byte is tracked for races and initialisation.
-SHADOW_LIMIT = 64 << 20
+#: The most bytes of one region whose every byte is tracked for races and initialisation (the
+#: shadow costs about 100 bytes a byte); larger arrays are not checked for races.
+SHADOW_LIMIT = 1 << 20
 
 
 @dataclasses.dataclass

@@ -3,8 +3,7 @@
 NVRTC is the ``libnvrtc`` shared library of the ``nvidia-cuda-nvrtc`` wheel (or a CUDA toolkit),
 called through ``cuda-bindings`` (``cuda.bindings.nvrtc``) where that is installed, else through
 ctypes (NVRTC's C API is eight functions; the package does not require ``cuda-bindings``, whose
-major version must match the CUDA on the machine and which Colab pins for its own packages), or on a
-GPU machine through CuPy's binding.  The CUDA headers (``cuda_fp16.h``, ``cuda_bf16.h``) come from
+major version must match the CUDA on the machine and which Colab pins for its own packages).  The CUDA headers (``cuda_fp16.h``, ``cuda_bf16.h``) come from
 the ``nvidia-cuda-runtime`` / ``nvidia-cuda-cccl`` wheels or a CUDA toolkit.  The options are
 the GPU path's (``gpu_viz.kernels.BASE_OPTIONS``, ``kernels/`` on the include path) plus
 ``-lineinfo``, which maps every PTX instruction to a line of the source.
@@ -123,7 +122,7 @@ class _CtypesNVRTC:
 
 
 def _binding():
-    """('bindings' | 'ctypes' | 'cupy', binding): whichever NVRTC binding loads."""
+    """('bindings' | 'ctypes', binding): whichever NVRTC binding loads."""
     try:
         from cuda.bindings import nvrtc as b  # type: ignore
 
@@ -135,13 +134,6 @@ def _binding():
     lib = _libnvrtc()
     if lib is not None:
         return "ctypes", _CtypesNVRTC(lib)
-    try:
-        from cupy.cuda import nvrtc as c  # type: ignore
-
-        c.getVersion()
-        return "cupy", c
-    except Exception:  # noqa: BLE001
-        pass
     raise NVRTCUnavailable(
         "NVRTC is not available, so kernels cannot be compiled for the emulator: "
         "pip install nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cuda-cccl (gpu-viz installs them on Linux "
@@ -153,9 +145,7 @@ def version() -> Tuple[int, int]:
     if kind == "bindings":
         _, major, minor = b.nvrtcVersion()
         return int(major), int(minor)
-    if kind == "ctypes":
-        return b.version()
-    return tuple(int(v) for v in b.getVersion())
+    return b.version()
 
 
 def available() -> bool:
@@ -211,18 +201,6 @@ def compile_ptx(source: str, name: str, options: Sequence[str] = (), arch: str =
         finally:
             b.nvrtcDestroyProgram(prog)
         return ptx.rstrip(b"\0").decode("utf-8", "replace"), log
-    prog = b.createProgram(source, name, [], [])
-    try:
-        try:
-            b.compileProgram(prog, opts)
-        except b.NVRTCError:
-            log = b.getProgramLog(prog)
-            m = _LOG_LINE.search(log)
-            raise KernelCompileError(name, int(m.group(2)) if m else None, log) from None
-        log = b.getProgramLog(prog)
-        return b.getPTX(prog), log
-    finally:
-        b.destroyProgram(prog)
 
 
 def kernel_dir() -> Path:

@@ -257,7 +257,7 @@ def animation(trace: Trace, source: Optional[str] = None, warp: int = 0, title: 
     line lit.  ``source``: the code the steps' lines point into (default: the variant's,
     ``gpu_viz.model.rmsnorm_deck.source``)."""
     p = trace.params
-    where = "on the silicon" if trace.source == GPU_SOURCE else "in the CPU model"  # the title never claims a GPU run
+    where = {GPU_SOURCE: "on the silicon", "emulator": "in the emulator"}.get(trace.source, "in the CPU model")
     title = title or (f"Four phases {where}: RMSNorm of one row, d={p['d']}, {p['block']} threads "
                       f"({p['variant']} phase 2)")
     return Animation(frames(trace, warp=warp, kinds=kinds), title=title, provenance=trace.provenance,
