@@ -1065,14 +1065,17 @@ class Block:
             msg = f"did not finish in {L.time_limit:g} s of emulation ({L.issued:,} warp-instructions)"
         t = 0
         f, pc = L.kernel, 0
+        details = {"budget": L.budget, "issued": L.issued}
         if hot is not None:
             (f, pc), s = hot
             line = L.program.user_line(L.module.functions[f].code[pc])
+            nblocks = L.grid[0] * L.grid[1] * L.grid[2]
+            details.update(line=line, executions=s.warp_instructions, warps=nblocks * L.nwarps)
             msg += (f": line {line} ran {s.warp_instructions:,} times -- a loop that never ends? (does its "
                     "variable advance, and can its condition become false?)")
             w = next((w for w in self.warps if w.state == "run"), self.warps[0])
             t = w.id * WARP + (int(lanes_of(w.stack[-1].mask)[0]) if w.stack and w.stack[-1].mask else 0)
-        L.hazards.add(hz.Hazard(hz.RUNAWAY, msg, L.where(self, f, pc, t)))
+        L.hazards.add(hz.Hazard(hz.RUNAWAY, msg, L.where(self, f, pc, t), details=details))
 
     # -- warp-level synchronous operations -------------------------------------------------------------
 

@@ -373,7 +373,12 @@ def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps
                      wsync=np.array([st.warps[w].wsync for w in (threads // WARP).tolist()], np.int64),
                      seq=L.seq, pc=ins.index, atomic=is_atomic)
     o = offs.astype(np.int64)
-    found = mem.check_write(sh, o, total, who) if is_write else mem.check_read(sh, o, total, who)
+    found = []
+    if is_atomic:
+        # an atomic reads the old value: reading bytes nothing wrote is an uninitialised read
+        unset = ~sh.init[mem.bytes_of(o, total)].all(axis=1)
+        found += [mem.Conflict("uninitialized", int(p), None, int(o[p])) for p in np.flatnonzero(unset)[:1]]
+    found += mem.check_write(sh, o, total, who) if is_write else mem.check_read(sh, o, total, who)
     for c in found[:2]:
         t = int(threads[c.pos])
         el = region.element(c.offset if c.kind != "uninitialized" else c.offset)

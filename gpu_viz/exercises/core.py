@@ -44,6 +44,8 @@ class Verdict:
     solution: bool = dataclasses.field(default=False, compare=False)
     #: A short reason a verdict is not graded here ("needs a GPU runtime"), for the solution's line.
     not_graded_because: str = dataclasses.field(default="", compare=False)
+    #: (task, program, case, inputs) of a kernel exercise's failing launch: :meth:`show` replays it.
+    replay: object = dataclasses.field(default=None, compare=False, repr=False)
 
     def text(self) -> str:
         if self.solution:
@@ -58,6 +60,16 @@ class Verdict:
 
     def __repr__(self) -> str:  # a notebook cell's last expression shows the verdict as text
         return self.text()
+
+    def show(self, **options) -> None:
+        """Play the learner's run of the launch this verdict is about (a kernel exercise), in the
+        emulator, with the failing elements and lanes marked.  Prints why when there is none."""
+        if self.replay is None:
+            print(f"[{self.exercise}] no run to show (only kernel exercises that ran have one)")
+            return
+        from ..frames import run as run_frames
+
+        run_frames.replay(self, **options).show()
 
     def require(self) -> "Verdict":
         """The reference solutions' check: raise AssertionError (the full verdict) when the answer
@@ -123,7 +135,32 @@ def get(exercise_id: str) -> Exercise:
 
 
 def _load_all() -> None:
-    from . import kernel_lab, predict  # noqa: F401  (each registers its exercises)
+    """Import every module of the package: each notebook's module registers its exercises (no list
+    of them is kept anywhere)."""
+    import importlib
+    import pkgutil
+
+    from .. import exercises as pkg
+
+    for m in pkgutil.iter_modules(pkg.__path__):
+        if not m.name.startswith("_"):
+            importlib.import_module(f"{pkg.__name__}.{m.name}")
+
+
+def exercise_source(name: str) -> str:
+    """The CUDA of an exercise, ``kernels/exercises/<name>.cu`` (a starter, a solution, the deck's
+    version), as on disk.
+
+    Raises:
+        FileNotFoundError: naming the files that exist.
+    """
+    from ..kernels import KERNEL_DIR
+
+    path = KERNEL_DIR / "exercises" / f"{name}.cu"
+    if not path.is_file():
+        have = sorted(p.stem for p in (KERNEL_DIR / "exercises").glob("*.cu"))
+        raise FileNotFoundError(f"no exercise source {name!r} in {path.parent}; there are {have}")
+    return path.read_text(encoding="utf-8")
 
 
 def exercises(notebook: Optional[str] = None) -> List[Exercise]:

@@ -41,9 +41,9 @@ def record(what: str, out=None) -> Path:
 
         return probes.record(out)
     if what == "exercises":
-        from ..exercises import kernel_lab
+        from ..exercises import kernel_task
 
-        return kernel_lab.record(out)
+        return kernel_task.record(out)
     if what == "decoder":
         from . import decoder
 

@@ -1,0 +1,144 @@
+"""Notebook 03 (warps and SIMT): write vector add's index and guard.
+
+The checker runs the learner's ``vector_add`` at launch shapes that catch each classic mistake
+(one block; several; a block size that is not a multiple of 32; one element; a grid with a block
+more than needed) and names the mistake from *which elements were written*: every candidate
+index formula below predicts a set of written elements, and the first that matches every launch
+is the one the kernel used.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import numpy as np
+
+from .core import KERNEL, Exercise, exercise_source, register
+from .kernel_task import PAD, Case, KernelTask, Observation, Param
+
+ID = "03.vector_add"
+
+#: (n, block, grid): grid is ceil(n / block) except the last-but-one launch, which has one block
+#: more than it needs (a guard must protect those threads too).
+SHAPES = ((64, 64, 1), (100, 32, 4), (1000, 96, 11), (4097, 256, 17), (1, 1024, 1), (50, 64, 2), (5000, 1000, 5))
+
+
+def _inputs(case: Case, rng):
+    n = case.sizes["n"]
+    return {"A": rng.standard_normal(n).astype(np.float32), "B": rng.standard_normal(n).astype(np.float32), "n": n}
+
+
+def _reference(case: Case, inputs):
+    # the float32 sum, correctly rounded: what every right kernel computes, bit for bit
+    return {"C": (inputs["A"] + inputs["B"]).astype(np.float64)}
+
+
+def _tolerance(case, inputs, name):
+    return 0.0
+
+
+def _written_by(case: Case, index, guard) -> np.ndarray:
+    """Which of the n + PAD elements a kernel with ``index(b, t, B, G)`` and ``guard(i, t, n)`` writes."""
+    n = case.sizes["n"]
+    G, B = case.grid[0], case.block[0]
+    b, t = np.meshgrid(np.arange(G), np.arange(B), indexing="ij")
+    i = index(b, t, B, G).reshape(-1)
+    keep = guard(i, t.reshape(-1), n) & (i >= 0) & (i < n + PAD)
+    w = np.zeros(n + PAD, bool)
+    w[i[keep]] = True
+    return w
+
+
+_LT = lambda i, t, n: i < n            # noqa: E731
+_ALL = lambda i, t, n: np.ones(i.shape, bool)  # noqa: E731
+_RIGHT = lambda b, t, B, G: b * B + t  # noqa: E731
+
+#: (message, index, guard): the classic mistakes, each as the elements it writes.
+INDEX_MISTAKES = (
+    ("every thread writes C[0]: the index is never set to the thread's element. Each thread's element is "
+     "i = blockIdx.x * blockDim.x + threadIdx.x.", lambda b, t, B, G: 0 * (b + t), _ALL),
+    ("there is no guard: the last block has threads past the end, and they write C[n] and beyond. Guard "
+     "the store (and the loads) with `if (i < n)`.", _RIGHT, _ALL),
+    ("the guard is `i <= n`: one thread too many writes C[n], one past the end. The last element is "
+     "C[n - 1]: guard with `i < n`.", _RIGHT, lambda i, t, n: i <= n),
+    ("the guard compares threadIdx.x with n: in a block other than the first, threads with a small threadIdx.x "
+     "have i >= n and write past the end. Compare the element index i with n.", _RIGHT, lambda i, t, n: t < n),
+    ("the index ignores blockIdx.x: every block writes the first blockDim.x elements, and the rest are never "
+     "written. Each block must start blockIdx.x * blockDim.x elements in.", lambda b, t, B, G: t, _LT),
+    ("the index ignores blockIdx.x (and has no guard): every block writes the first blockDim.x elements.",
+     lambda b, t, B, G: t, _ALL),
+    ("the index multiplies blockIdx.x by gridDim.x: a block's first element is blockIdx.x * blockDim.x "
+     "(blockDim = threads per block; gridDim = blocks in the grid).", lambda b, t, B, G: b * G + t, _LT),
+    ("the index is blockIdx.x * blockDim.x without threadIdx.x: all threads of a block write the same "
+     "element.", lambda b, t, B, G: b * B, _LT),
+    ("the index swaps the roles: threadIdx.x * blockDim.x + blockIdx.x jumps a block's threads blockDim.x "
+     "elements apart. Use blockIdx.x * blockDim.x + threadIdx.x.", lambda b, t, B, G: t * B + b, _LT),
+    ("the index is off by one (i + 1): C[0] is never written and the last thread writes past the end.",
+     lambda b, t, B, G: b * B + t + 1, _LT),
+    ("the index is off by one (i + 1), and the guard stops one early: C[0] is never written.",
+     lambda b, t, B, G: b * B + t + 1, lambda i, t, n: i < n),
+)
+
+#: (message, C as a function of A and B): right elements, wrong values.
+VALUE_MISTAKES = (
+    ("C[i] = A[i] - B[i]: the kernel subtracts; the task is C = A + B.", lambda A, B: A - B),
+    ("C[i] = B[i] - A[i]: the kernel subtracts; the task is C = A + B.", lambda A, B: B - A),
+    ("C[i] = A[i] * B[i]: the kernel multiplies; the task is C = A + B.", lambda A, B: A * B),
+    ("C[i] = A[i]: B is never added.", lambda A, B: A),
+    ("C[i] = B[i]: A is never added.", lambda A, B: B),
+    ("C[i] = 2 A[i]: the kernel adds A to itself; the task is A + B.", lambda A, B: A + A),
+    ("C[i] = 2 B[i]: the kernel adds B to itself; the task is A + B.", lambda A, B: B + B),
+)
+
+
+def explain_index(obs: List[Observation]) -> Optional[str]:
+    for msg, index, guard in INDEX_MISTAKES:
+        if all(np.array_equal(o.written("C"), _written_by(o.case, index, guard)) for o in obs):
+            o = next(o for o in obs if not o.ok)
+            return f"{msg} (first seen at {o.case.label()})"
+    return None
+
+
+def explain_values(obs: List[Observation]) -> Optional[str]:
+    right = [o for o in obs if np.array_equal(o.written("C"), _written_by(o.case, _RIGHT, _LT))]
+    if len(right) != len(obs):
+        return None
+    for msg, f in VALUE_MISTAKES:
+        if all(np.array_equal(o.outputs["C"][:o.length("C")], f(o.inputs["A"], o.inputs["B"]).astype(np.float32))
+               for o in obs):
+            return msg
+    return None
+
+
+def _budget(case: Case) -> int:
+    return 20 * case.grid[0] * -(-case.block[0] // 32) * 24 + 20_000
+
+
+TASK = KernelTask(
+    id=ID, kernel="vector_add",
+    params=(Param("A", "in", "float32"), Param("B", "in", "float32"), Param("C", "out", "float32"),
+            Param("n", "scalar", "int32")),
+    cases=tuple(Case((g,), (b,), {"n": n}) for n, b, g in SHAPES),
+    make_inputs=_inputs, reference=_reference, tolerance=_tolerance,
+    explanations=(explain_index, explain_values), budget=_budget,
+    success=f"right at all {len(SHAPES)} launch shapes (one block, many, blocks that are not a multiple of "
+            "32, one element, a spare block), and no write past n.")
+
+
+def _cells():
+    start = exercise_source("vector_add.start")
+    solution = exercise_source("vector_add.solution")
+    ph = f"from gpu_viz import exercises as ex\ncode = r'''\n{start}'''\nex.check({ID!r}, code)"
+    sol = f"from gpu_viz import exercises as ex\ncode = r'''\n{solution}'''\nex.check({ID!r}, code).require()"
+    return ph, sol
+
+
+_ph, _sol = _cells()
+register(Exercise(
+    ID, "03_warps_simt", KERNEL, "Write vector add's index",
+    "**Exercise: write the kernel.** Give each thread its element `i` and guard the write, so that "
+    "`C = A + B` is right for any `n` and any block size. The checker runs your kernel at seven launch shapes "
+    "(one of them with a spare block) with poisoned output -- on the GPU if there is one, else in the "
+    "emulator, from your kernel's PTX -- and names the mistake from which elements were written.",
+    _ph, _sol, "## Six warp-instructions?", lambda: {"shapes (n, block, grid)": list(SHAPES)},
+    lambda code: TASK.grade(code),
+    tuple(m for m, _i, _g in INDEX_MISTAKES[:4]) + ("C = A - B",)))

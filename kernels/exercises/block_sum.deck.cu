@@ -1,0 +1,15 @@
+// The deck's phase 2, as the slides show it: right only when blockDim.x is 1024.  Fix it.
+extern "C" __global__ void block_sum(const float* x, float* out, int n) {
+    __shared__ float smem[32];
+    unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    float v = 0.0f;
+    for (int i = tid; i < n; i += blockDim.x) v += x[i];
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    if (lane == 0) smem[warp] = v;
+    __syncthreads();
+    if (tid < 32) {
+        v = smem[tid];                     // FIX ME: only (blockDim.x + 31) / 32 warps wrote a partial
+        for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+        if (tid == 0) out[0] = v;
+    }
+}

@@ -1,0 +1,10 @@
+// expect: correct
+extern "C" __global__ void grid_stride(const float* x, float* y, float alpha, int n, unsigned* visits) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const size_t stride = (size_t)blockDim.x * gridDim.x;
+    while (i < (size_t)n) {
+        atomicAdd(&visits[i], 1u);
+        y[i] = alpha * x[i];
+        i += stride;
+    }
+}

@@ -1,0 +1,7 @@
+// expect: the stride is blockDim.x
+extern "C" __global__ void grid_stride(const float* x, float* y, float alpha, int n, unsigned* visits) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x) {
+        atomicAdd(&visits[i], 1u);
+        y[i] = alpha * x[i];
+    }
+}

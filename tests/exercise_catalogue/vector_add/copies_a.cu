@@ -1,0 +1,5 @@
+// expect: B is never added
+extern "C" __global__ void vector_add(const float* A, const float* B, float* C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) C[i] = A[i];
+}

@@ -1,0 +1,5 @@
+// expect: there is no guard
+extern "C" __global__ void vector_add(const float* A, const float* B, float* C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    C[i] = A[i] + B[i];
+}
