@@ -756,7 +756,10 @@ class Block:
                 ev["values"] = _as_values(arr[sub], t)
                 ev["threads"] = sub.copy()
         ev.update(extra)
-        L.events.append(ev)
+        if L.events and L.events[-1]["seq"] == L.seq and L.events[-1]["pc"] == pc:
+            L.events[-1].update(ev)          # the same execution: a memory access logged it first
+        else:
+            L.events.append(ev)
 
     # -- control flow -------------------------------------------------------------------------------
 

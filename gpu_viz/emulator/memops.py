@@ -233,7 +233,28 @@ def access(st, ins: Instr, space: Optional[str], addrs: np.ndarray, nbytes: int,
             _spaced(st, ins, sp, pos, a[pos], idx, nbytes, nvec, write, out, atomic)
     if L.record:
         st._event(st.cur_func, ins.index, st.cur_warps, idx, addrs=addrs.copy(), space=space or "generic",
-                  nbytes=total, write=write is not None or atomic is not None)
+                  nbytes=total, write=write is not None or atomic is not None,
+                  elements=_element_names(st, space, addrs), mem_threads=idx.copy())
+    return out
+
+
+def _element_names(st, space: Optional[str], addrs: np.ndarray) -> List[str]:
+    """Each lane's access as ``name[k]`` (for the players), or its address when it is no element."""
+    out = []
+    for a in addrs.tolist():
+        sp, off = space, a
+        if space is None:
+            if mem.SHARED_WINDOW <= a < mem.SHARED_WINDOW + mem.WINDOW_SIZE:
+                sp, off = "shared", a - mem.SHARED_WINDOW
+            elif mem.LOCAL_WINDOW <= a < mem.LOCAL_WINDOW + mem.WINDOW_SIZE:
+                sp, off = "local", a - mem.LOCAL_WINDOW
+            else:
+                sp = "global"
+        if sp == "local":
+            out.append(f"local+{off}")
+            continue
+        r = (st.shared if sp == "shared" else st.L.device.space).region_at(off)
+        out.append(r.element(off - r.base) if r is not None else f"0x{a:x}")
     return out
 
 

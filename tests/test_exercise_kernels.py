@@ -1,0 +1,201 @@
+"""The write-the-kernel exercises judge the run: a catalogue of right and wrong kernels
+(tests/exercise_catalogue/<task>/*.cu, each headed ``// expect: correct`` or ``// expect: <a fragment
+of the message>``), graded in CPU mode by the emulator -- every wrong one fails with the message that
+names its mistake, every right one passes, and no kernel exercise is left ungraded.  On a GPU (marked
+``gpu``) the silicon grades the same catalogue and must agree.
+
+Also: any answer (not a string, empty, not CUDA, a hang) gets a verdict, never a traceback; a
+kernel that hangs on the GPU runs in a child process that is stopped; the exercise sources compile
+for the four architectures; a failing verdict replays the learner's run in the player.
+"""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_viz import backend, emulator, exercises as ex, kernels
+from gpu_viz.exercises import kernel_task
+from gpu_viz.exercises.core import KERNEL, exercise_source
+
+ROOT = Path(__file__).resolve().parent.parent
+CATALOGUE = Path(__file__).resolve().parent / "exercise_catalogue"
+#: catalogue folder -> the exercises it grades.
+TASKS = {"vector_add": ("03.vector_add",), "grid_stride": ("06.grid_stride",), "block_sum": ("09.block_sum",)}
+#: The block-sum catalogue takes 2-4 s a kernel in the emulator; these run in the fast lane, the rest are slow.
+FAST_BLOCK_SUM = {"ok_braces_lane_id", "deck_unguarded", "missing_syncthreads", "pow2_tree"}
+
+needs_emulator = pytest.mark.skipif(not emulator.available(), reason="NVRTC is not installed (the emulator's compiler)")
+
+
+@pytest.fixture
+def cpu_mode(monkeypatch):
+    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason="test", cause=backend.CAUSE_FORCED_CPU))
+
+
+def _catalogue():
+    out = []
+    for folder, eids in TASKS.items():
+        for f in sorted((CATALOGUE / folder).glob("*.cu")):
+            expect = re.match(r"// expect: (.*)", f.read_text(encoding="utf-8")).group(1).strip()
+            slow = folder == "block_sum" and f.stem not in FAST_BLOCK_SUM
+            for eid in eids:
+                out.append(pytest.param(eid, f, expect, id=f"{eid}-{f.stem}",
+                                        marks=[pytest.mark.slow] if slow else []))
+    return out
+
+
+CATALOGUE_CASES = _catalogue()
+
+
+def test_the_catalogue_is_large_enough():
+    """At least 40 wrong and 8 right kernels across the kernel exercises, each exercise covered."""
+    expects = [c.values[2] for c in CATALOGUE_CASES]
+    assert sum(e != "correct" for e in expects) >= 40 and sum(e == "correct" for e in expects) >= 8
+    kernel_ids = {e.id for e in ex.exercises() if e.kind == KERNEL}
+    covered = {c.values[0] for c in CATALOGUE_CASES} | {"09.fix_deck"}
+    assert kernel_ids <= covered, kernel_ids - covered
+
+
+@needs_emulator
+@pytest.mark.parametrize("eid, path, expect", CATALOGUE_CASES)
+def test_catalogue_in_cpu_mode(eid, path, expect, cpu_mode):
+    v = ex.check(eid, path.read_text(encoding="utf-8"))
+    if expect == "correct":
+        assert v.ok is True, v.text()
+    else:
+        assert v.ok is False and expect in v.message, v.text()
+    # the feedback never holds the reference solution's lines (those the starting code already has aside)
+    stem = {"03.vector_add": "vector_add", "06.grid_stride": "grid_stride"}.get(eid, "block_sum")
+    def code_lines(name):
+        return [ln.split("//")[0].strip() for ln in exercise_source(name).splitlines()]
+
+    given = set(code_lines(f"{stem}.start"))
+    body = [ln for ln in code_lines(f"{stem}.solution") if len(ln) > 25 and ln not in given]
+    assert not [ln for ln in body if ln in v.text()], v.text()
+
+
+@needs_emulator
+@pytest.mark.parametrize("eid", [e.id for e in ex.exercises() if e.kind == KERNEL])
+def test_every_kernel_exercise_is_graded_in_cpu_mode(eid, cpu_mode):
+    """The reference solution passes, and the starting code gets a verdict (never ok=None)."""
+    e = ex.get(eid)
+    ns = {}
+    exec(e.solution.rsplit("\n", 1)[0], ns)
+    assert ex.check(eid, ns["code"]).ok is True
+    ns = {}
+    exec(e.placeholder.rsplit("\n", 1)[0], ns)
+    v = ex.check(eid, ns["code"])
+    assert v.ok is False, v.text()
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    (None, "no answer yet"), (42, "must be a string"), ("", "empty"), ("   \n", "empty"),
+    ("print('hello')", "no kernel in your source"), (b"__global__", "must be a string"),
+    ("__global__ void vector_add(float* A) { }  // no extern C", None)])
+def test_bad_answers_get_a_verdict(answer, fragment, cpu_mode):
+    v = ex.check("03.vector_add", answer)
+    assert isinstance(v, ex.Verdict)
+    if answer is None:
+        assert v.ok is None
+    else:
+        assert v.ok is False
+    if fragment:
+        assert fragment in v.message, v.text()
+
+
+@needs_emulator
+def test_a_compile_error_shows_nvrtcs_message_at_the_learners_line(cpu_mode):
+    v = ex.check("03.vector_add", 'extern "C" __global__ void vector_add(const float* A, const float* B, float* C, int n) {\n'
+                                  '    int i = blockIdx.x * blockDim.x + threadIdx.x\n    C[i] = 1;\n}\n')
+    assert v.ok is False and "does not compile" in v.message and "line 3" in v.message, v.text()
+
+
+@needs_emulator
+def test_a_right_kernel_is_never_failed_for_its_source_text(cpu_mode):
+    """Names, braces, macros, helpers: nothing in the text can fail a right run."""
+    src = ('#define ELEMENT(b, t, d) ((b) * (d) + (t))\n'
+           'static __device__ __noinline__ float plus(float a, float b) { return a + b; }\n'
+           'extern "C" __global__ void vector_add(const float* __restrict__ first, const float* second,\n'
+           '                                      float* result, int count) {\n'
+           '    const int element_index = ELEMENT(blockIdx.x, threadIdx.x, blockDim.x);\n'
+           '    if (!(element_index >= count)) { result[element_index] = plus(first[element_index], second[element_index]); }\n'
+           '}\n')
+    v = ex.check("03.vector_add", src)
+    assert v.ok is True, v.text()
+
+
+def test_a_hanging_kernel_in_the_child_process_is_stopped():
+    """The GPU path's child process (here running the emulator, as on a machine with no GPU): a kernel
+    that never ends is stopped after the timeout and the verdict says so; the parent lives on."""
+    if not emulator.available():
+        pytest.skip("NVRTC is not installed")
+    from gpu_viz.exercises.warps_simt import TASK
+
+    src = ('extern "C" __global__ void vector_add(const float* A, const float* B, float* C, int n) {\n'
+           '    int i = blockIdx.x * blockDim.x + threadIdx.x; while (i < n) C[i] = A[i] + B[i];\n}\n')
+    cases = TASK.cases_with_inputs(seed=1)[:1]
+    jobs = [(c, i, TASK._buffers(c, i)[0]) for c, i in cases]
+    with pytest.raises(kernel_task._GradingError, match="did not finish within 3 s.*separate process"):
+        kernel_task.run_in_child(src, TASK.kernel, TASK.params, jobs, timeout=3, emulate=True)
+
+
+def test_the_child_process_returns_what_the_kernel_wrote():
+    if not emulator.available():
+        pytest.skip("NVRTC is not installed")
+    from gpu_viz.exercises.warps_simt import TASK
+
+    cases = TASK.cases_with_inputs(seed=2)[:2]
+    jobs = [(c, i, TASK._buffers(c, i)[0]) for c, i in cases]
+    outs = kernel_task.run_in_child(exercise_source("vector_add.solution"), TASK.kernel, TASK.params, jobs,
+                                    timeout=60, emulate=True)
+    for (c, i), o in zip(cases, outs):
+        n = c.sizes["n"]
+        np.testing.assert_array_equal(o["C"][:n], i["A"] + i["B"])
+        assert np.isnan(o["C"][n:]).all()
+
+
+@needs_emulator
+def test_a_failing_verdict_replays_the_learners_run(cpu_mode):
+    from gpu_viz.widgets import Animation
+
+    v = ex.check("09.block_sum", (CATALOGUE / "block_sum" / "missing_syncthreads.cu").read_text(encoding="utf-8"))
+    assert v.ok is False and v.replay is not None
+    from gpu_viz.frames import run as run_frames
+
+    an = run_frames.replay(v)
+    assert isinstance(an, Animation) and len(an) >= 2
+    assert "emulated on the CPU" in an.provenance
+    # the race is marked on the frame where it happened, and that frame's caption says so
+    assert any("race on smem" in f.caption and "stroke-width=\"4" in f.markup.replace("'", '"') for f in an.frames) \
+        or any("race on smem" in f.caption for f in an.frames), [f.caption for f in an.frames][:5]
+    assert all(f.line is None or 1 <= f.line <= len(an.source.splitlines()) for f in an.frames)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(kernels.find_tool("nvcc") is None, reason="no nvcc")
+@pytest.mark.parametrize("path", sorted((ROOT / "kernels" / "exercises").glob("*.cu")) +
+                         sorted(CATALOGUE.glob("*/*.cu")), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_exercise_kernels_compile_for_every_arch(path, tmp_path):
+    """Every starter, solution and catalogue kernel builds for sm_75/80/89/90 with nvcc (the ones that
+    must not compile excepted)."""
+    import subprocess
+
+    if "does not compile" in path.read_text(encoding="utf-8").splitlines()[0] or "it does not compile" in \
+            path.read_text(encoding="utf-8").splitlines()[0]:
+        pytest.skip("a kernel that must not compile")
+    gencode = [a for arch in kernels.ARCHES for a in ("-gencode", f"arch=compute_{arch[3:]},code={arch}")]
+    r = subprocess.run([kernels.find_tool("nvcc"), "-fatbin", "-std=c++17", *gencode, f"-I{kernels.KERNEL_DIR}",
+                        "-o", str(tmp_path / "k.fatbin"), str(path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("eid, path, expect", CATALOGUE_CASES)
+def test_catalogue_on_the_gpu_agrees(eid, path, expect):
+    """On silicon (values) plus the emulator's hazard pass, the same verdict as in CPU mode."""
+    v = ex.check(eid, path.read_text(encoding="utf-8"))
+    if expect == "correct":
+        assert v.ok is True, v.text()
+    else:
+        assert v.ok is False and expect in v.message, v.text()
