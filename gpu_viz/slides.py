@@ -109,8 +109,8 @@ def vendor_complete(vendor_dir: Path) -> bool:
 def _stamp_matches(vendor_dir: Path, slides_dir: Path) -> bool:
     """True when ``vendor_dir`` was vendored from the versions ``slides_dir/package.json`` pins."""
     try:
-        stamp = json.loads((vendor_dir / VENDOR_STAMP).read_text())["packages"]
-        pins = json.loads((slides_dir / "package.json").read_text())["dependencies"]
+        stamp = json.loads((vendor_dir / VENDOR_STAMP).read_text(encoding="utf-8"))["packages"]
+        pins = json.loads((slides_dir / "package.json").read_text(encoding="utf-8"))["dependencies"]
     except (OSError, ValueError, KeyError):
         return False
     return stamp == pins
@@ -127,7 +127,7 @@ def _npm_ci(slides_dir: Path) -> None:
         raise SlidesError(f"{slides_dir}/package-lock.json is missing; it pins the vendored npm packages")
     print(f"[slides] npm ci in {slides_dir} (pinned by package-lock.json)", flush=True)
     proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=slides_dir,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, encoding="utf-8", errors="replace")
     if proc.returncode != 0:
         raise SlidesError(f"`npm ci` failed in {slides_dir} (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
 
@@ -202,9 +202,9 @@ def vendor(vendor_dir: Path, vendor_from: Optional[Path] = None, slides_dir: Pat
     versions = {}
     for package in VENDOR_FILES:
         _copy_package(node_modules, package, vendor_dir)
-        meta = json.loads((node_modules / package / "package.json").read_text())
+        meta = json.loads((node_modules / package / "package.json").read_text(encoding="utf-8"))
         versions[package] = meta.get("version")
-    (vendor_dir / VENDOR_STAMP).write_text(json.dumps({"packages": versions}, indent=1) + "\n")
+    (vendor_dir / VENDOR_STAMP).write_text(json.dumps({"packages": versions}, indent=1) + "\n", encoding="utf-8")
     return how
 
 
@@ -516,7 +516,7 @@ class BuildResult:
         if not manifest.is_file():
             raise FileNotFoundError(f"no manifest.json in {out_dir}: not a `gpu-viz slides` build")
         decks = []
-        for d in json.loads(manifest.read_text())["decks"]:
+        for d in json.loads(manifest.read_text(encoding="utf-8"))["decks"]:
             html = out_dir / Path(d["html"]).name if d.get("html") else None
             decks.append(Deck(name=d["name"], title=d["title"], source=Path(d["source"]),
                               executed=out_dir / "executed" / Path(d["executed"]).name, html=html,
@@ -846,7 +846,7 @@ def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, 
         log(f"[slides]   {d.name}: {'deck ' + str(d.html) if d.html else 'NO DECK: ' + d.error}")
     listed = _with_earlier_decks(decks, out_dir) if only else decks
     index = write_index(listed, out_dir)
-    (out_dir / "manifest.json").write_text(json.dumps({"decks": [d.as_dict() for d in listed]}, indent=1) + "\n")
+    (out_dir / "manifest.json").write_text(json.dumps({"decks": [d.as_dict() for d in listed]}, indent=1) + "\n", encoding="utf-8")
     log(f"[slides] index: {index}")
     return BuildResult(out_dir=out_dir, executed_dir=executed_dir, index=index, decks=decks, vendored=how)
 
@@ -872,7 +872,7 @@ def _check_out(out: Path) -> Optional[str]:
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".gpu-viz-write-test-{os.getpid()}"
-        probe.write_text("")
+        probe.write_text("", encoding="utf-8")
         probe.unlink()
     except OSError as exc:
         if exc.filename is None:
