@@ -66,7 +66,9 @@ def _why(exc: OSError) -> str:
 
 
 def _lock(fd: int) -> bool:
-    """Take an exclusive, non-blocking lock on ``fd``; False when another process holds it."""
+    """Take an exclusive, non-blocking lock on ``fd``; False when another process holds it.  A file
+    system without locks (some network mounts) cannot tell: the build goes on unlocked there."""
+    os.lseek(fd, 0, os.SEEK_SET)
     try:
         import fcntl
     except ImportError:  # Windows
@@ -79,9 +81,27 @@ def _lock(fd: int) -> bool:
             return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
     except BlockingIOError:
         return False
+    except OSError as exc:
+        if exc.errno in (_errno.EAGAIN, _errno.EACCES):
+            return False
+    return True
+
+
+def _read_fd(fd: int) -> str:
+    """The lock file's text (the holder's pid); "" where the holder's lock keeps it from being read."""
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        return os.read(fd, 64).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+
+
+def _write_fd(fd: int, text: str) -> None:
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.ftruncate(fd, 0)
+    os.write(fd, text.encode("ascii"))
 
 
 class OwnedFolder:
@@ -136,15 +156,14 @@ class OwnedFolder:
             raise FolderError(f"{self.option} {root}: cannot write there: {_why(exc)}", exc.errno) from None
         if not _lock(fd):
             try:
-                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
+                holder = _read_fd(fd) or "?"
             finally:
                 os.close(fd)
             self._cleanup_made()  # (the lock file is the other build's)
             raise FolderError(f"{self.option} {root}: another gpu-viz build (process {holder}) is writing there; "
                               f"wait for it to finish, or choose another {self.option}")
         self._lock_fd = fd
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+        _write_fd(fd, str(os.getpid()))
         try:
             self._read_ledger()
         except BaseException:
@@ -178,7 +197,8 @@ class OwnedFolder:
             shutil.rmtree(staging, ignore_errors=True)
         present = self._present()
         if not known and self._adopt is not None:
-            adopted = self._adopt(self.root) & set(present)
+            adopted = {rel for rel in self._adopt(self.root) & set(present)
+                       if (self.root / rel).is_file() and not (self.root / rel).is_symlink()}
             files = {rel: [sha256_file(self.root / rel)] for rel in adopted}
             self.adopted = len(adopted)
         for rel in present:

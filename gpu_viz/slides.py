@@ -21,6 +21,12 @@ outputs still reference (those render from the embedded state through the html-m
 
 Mode: notebooks run in CPU mode when this machine has no usable GPU (they label that
 themselves), live on a GPU otherwise; the index says which, and on what GPU, per deck.
+
+Safety: ``<out>`` (and a separate ``--executed-dir``) is an :class:`gpu_viz.outdir.OwnedFolder`: the
+build refuses a folder holding files it did not write (unless ``--force``, and even then never
+overwrites or deletes one), writes every file whole, and lets one build write there at a time.
+Notebooks execute in kernels started by this process (:func:`run_notebooks`), at most one per
+notebook and core; one Ctrl-C or SIGTERM stops them all and writes nothing unfinished.
 """
 from __future__ import annotations
 
@@ -249,6 +255,18 @@ def vendor(vendor_dir: Path, vendor_from: Optional[Path] = None, slides_dir: Pat
     return how
 
 
+def _earlier_executed(root: Path) -> set:
+    """The executed copies an earlier build wrote in ``root`` (they carry its metadata), by name."""
+    found = set()
+    for p in Path(root).glob(NOTEBOOK_GLOB):
+        try:
+            if f'"{BUILD_METADATA_KEY}"' in p.read_text(encoding="utf-8"):
+                found.add(p.name)
+        except (OSError, UnicodeDecodeError):
+            continue
+    return found
+
+
 def _earlier_build(root: Path) -> set:
     """The files of a ``gpu-viz slides`` build that predates the ledger (:mod:`gpu_viz.outdir`),
     taken as the build's own: with a ``manifest.json`` listing decks, its index, manifest, decks,
@@ -263,7 +281,7 @@ def _earlier_build(root: Path) -> set:
     if built:
         found |= {"index.html", "manifest.json"}
         found |= {p.name for p in root.glob("[0-9][0-9]_*.slides.html")} | {p.name for p in root.glob("[0-9][0-9]_*.pdf")}
-        found |= {f"executed/{p.name}" for p in (root / "executed").glob(NOTEBOOK_GLOB)}
+        found |= {f"executed/{name}" for name in _earlier_executed(root / "executed")}
     try:
         stamp = json.loads((root / "vendor" / VENDOR_STAMP).read_text(encoding="utf-8"))
         stamped = set(stamp["packages"]) == set(VENDOR_FILES)
@@ -1122,7 +1140,8 @@ def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, 
         if execute and _inside(executed_dir, out_dir):
             executed_in, executed_prefix = out, executed_dir.resolve().relative_to(out_dir.resolve()).as_posix()
         elif execute:
-            executed_in = stack.enter_context(OwnedFolder(executed_dir, "--executed-dir", force=force))
+            executed_in = stack.enter_context(OwnedFolder(executed_dir, "--executed-dir", force=force,
+                                                          adopt=_earlier_executed))
             executed_prefix = ""
         how = vendor(out_dir / "vendor", vendor_from=vendor_from, folder=out)
         log(f"[slides] vendor/: {how} ({out_dir / 'vendor'})")

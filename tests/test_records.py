@@ -351,3 +351,19 @@ def test_gpu_viz_bench_in_cpu_mode_with_a_bad_record_names_it_and_does_not_raise
     out, err = capsys.readouterr()
     assert "needs a CUDA GPU" in out and "Traceback" not in err
     assert "2026-12-05-fused.json is skipped" in err and "2026-12-06-fused.json is skipped" in err
+
+
+def test_every_reader_of_a_record_hears_of_a_skipped_newer_run_of_its_tag(tmp_path):
+    """Notebook 08 picks its record from load_records() by its rows, not through newest(): the
+    record it shows still says that a newer run of its tag was skipped; a skipped file of another
+    tag is not news to it."""
+    base = {"gpu": "NVIDIA H200", "copy_GBps": 1.0, "launch_floor_us": 1.0,
+            "rows": [{"op": "rmsnorm", "impl": "eager"}]}
+    records.save_record(dict(base, date="2026-11-20"), tag="fused", directory=tmp_path)
+    _write(tmp_path / "nvidia-h200-2026-11-22-fused.json", '{"date": "2026-11-22", "gpu": "NVIDIA H200"}')
+    _write(tmp_path / "nvidia-h200-2026-11-23-probes.json", "null")
+    shown = next(r for r in records.load_records(directory=tmp_path)
+                 if any(row.get("impl") == "eager" for row in r.get("rows", [])))
+    lab = records.label(shown)
+    assert "the newer record nvidia-h200-2026-11-22-fused.json was skipped (has no 'rows', 'copy_GBps', 'launch_floor_us')" in lab
+    assert "probes" not in lab

@@ -361,15 +361,24 @@ def test_a_bad_chromium_variable_stops_the_pdfs_with_a_clear_line(monkeypatch, t
 
 
 def test_a_chromium_that_does_not_start_is_an_error_naming_it(monkeypatch):
-    pytest.importorskip("playwright")
-    from playwright.sync_api import sync_playwright
+    """A browser that does not start (here: playwright's error for $GPU_VIZ_CHROMIUM=/bin/true, as it
+    reads, with its log) is one line naming the executable and the variable, not a traceback.
+    (Tests start no Playwright of their own: tests/test_browser.py; this one stands in for it.)"""
+    from types import SimpleNamespace
 
     from gpu_viz import pdf
 
+    def launch(executable_path, args):
+        raise RuntimeError("BrowserType.launch: Target page, context or browser has been closed\n"
+                           "Browser logs:\n\n<launching> /bin/true --headless ...\n<launched> pid=1")
+
     monkeypatch.setenv(pdf.CHROMIUM_ENV, "/bin/true")
-    with sync_playwright() as pw:
-        with pytest.raises(slides.SlidesError, match=r"Chromium at /bin/true \(\$GPU_VIZ_CHROMIUM\) did not start: "):
-            pdf._launch(pw, pdf.chromium_path())
+    pw = SimpleNamespace(chromium=SimpleNamespace(launch=launch))
+    with pytest.raises(slides.SlidesError) as exc:
+        pdf._launch(pw, pdf.chromium_path())
+    assert str(exc.value) == ("Chromium at /bin/true ($GPU_VIZ_CHROMIUM) did not start: BrowserType.launch: Target "
+                              "page, context or browser has been closed; set $GPU_VIZ_CHROMIUM to a working "
+                              "Chromium, or skip the PDFs with --no-pdf")
 
 
 # ----------------------------------------------------------------------------- a full disk
@@ -532,3 +541,22 @@ def test_a_failing_notebook_reports_its_exception_and_cell(tmp_path, fake_vendor
     index = (out / "index.html").read_text(encoding="utf-8")
     assert "ValueError: learner typo (cell 2: raise ValueError(&#39;learner typo&#39;))" in index
     assert "\x1b" not in index and "\x1b" not in (out / "manifest.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_a_separate_executed_dir_is_owned_like_out(tmp_path, fake_vendor, capsys):
+    """--executed-dir outside OUT is an output too: rebuilt in place, an earlier build's copies
+    (no ledger yet) taken as the build's own, a notebook the user keeps there never replaced."""
+    nbs, out, exe = tmp_path / "nbs", tmp_path / "out", tmp_path / "executed"
+    _notebook(nbs, "01_first", "print(1)")
+    args = _slides("--notebooks", nbs, "--out", out, "--executed-dir", exe, "--vendor-from", fake_vendor)
+    assert cli.main(args) == 0 and (exe / "01_first.ipynb").is_file()
+    (exe / outdir.LEDGER).unlink()
+    assert cli.main(args) == 0
+    (exe / outdir.LEDGER).unlink()
+    mine = exe / "01_first.ipynb"
+    mine.write_text(nbformat.writes(new_notebook()), encoding="utf-8")   # the user's own, same name
+    before = mine.read_bytes()
+    assert cli.main(args) == 2 and "--executed-dir" in capsys.readouterr().err
+    assert cli.main(args + ["--force"]) == 2 and "will not overwrite" in capsys.readouterr().err
+    assert mine.read_bytes() == before

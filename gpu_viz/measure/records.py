@@ -304,6 +304,12 @@ def _scan(pattern: str, directory: Optional[Path]):
             continue
         rec["_file"] = p.name
         recs.append(rec)
+    for rec in recs:  # a skipped run of the same tag at or after this one: its label will say so
+        mine, tag = (rec.get("date", ""), _sequence(rec["_file"])), record_tag(rec["_file"])
+        newer = [(n, why) for n, why in skipped if record_tag(n) == tag
+                 and (_name_order(n) is None or _name_order(n) >= mine)]
+        if newer:
+            rec["_skipped_newer"] = newer
     return sorted(recs, key=_order, reverse=True), skipped
 
 
@@ -311,25 +317,18 @@ def load_records(pattern: str = "*.json", directory: Optional[Path] = None) -> L
     """Every usable committed record matching ``pattern`` (in :func:`results_dir` unless
     ``directory``), newest first (date, then the same day's sequence number), each with its file
     name as ``"_file"``.  A file that is not a usable record (unreadable, not JSON, a folder, or
-    :func:`problem`) is left out and said once on stderr, by path and reason; this never raises."""
+    :func:`problem`) is left out and said once on stderr, by path and reason; this never raises.
+
+    A record with a skipped file of its own tag dated at or after it (by the date and run in the
+    file's name) carries those as ``"_skipped_newer"`` ``[(file, reason)]``, and its :func:`label`
+    says so: its numbers may not be the newest run's."""
     return _scan(pattern, directory)[0]
 
 
 def newest(pattern: str, directory: Optional[Path] = None) -> Optional[Dict]:
-    """The newest usable record matching ``pattern`` (see :func:`load_records`), or None.
-
-    When a file that sorts at or after it (by the date and run in its name; or a name without a
-    date) was skipped, the record carries those as ``"_skipped_newer"`` ``[(file, reason)]`` and
-    its :func:`label` says so: its numbers are not the newest run's."""
-    recs, skipped = _scan(pattern, directory)
-    if not recs:
-        return None
-    rec = recs[0]
-    mine = (rec.get("date", ""), _sequence(rec["_file"]))
-    newer = [(n, why) for n, why in skipped if _name_order(n) is None or _name_order(n) >= mine]
-    if newer:
-        rec["_skipped_newer"] = newer
-    return rec
+    """The newest usable record matching ``pattern`` (see :func:`load_records`), or None."""
+    recs = load_records(pattern, directory)
+    return recs[0] if recs else None
 
 
 def skipped_note(pattern: str, directory: Optional[Path] = None) -> str:
