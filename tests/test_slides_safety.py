@@ -560,3 +560,22 @@ def test_a_separate_executed_dir_is_owned_like_out(tmp_path, fake_vendor, capsys
     assert cli.main(args) == 2 and "--executed-dir" in capsys.readouterr().err
     assert cli.main(args + ["--force"]) == 2 and "will not overwrite" in capsys.readouterr().err
     assert mine.read_bytes() == before
+
+
+def test_a_full_disk_during_the_javascript_copy_names_the_file(tmp_path, fake_vendor, small_disk, capsys):
+    """The vendor copy on a full disk: one line naming the file and the system's reason (it was
+    9.6 KB of Python tuples from shutil.copytree), and no half-copied file under its name."""
+    import shutil
+
+    big = tmp_path / "vendor"
+    shutil.copytree(fake_vendor, big)
+    (big / "mathjax" / "MathJax.js").write_bytes(b"/* big */" + b" " * (2 << 20))
+    free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
+    with open(small_disk / "filler", "wb") as f:   # leave 1 MiB: the 2 MiB file cannot fit
+        f.write(b"\0" * max(0, free - (1 << 20)))
+    out = small_disk / "out"
+    assert cli.main(_slides("--vendor-only", "--out", out, "--vendor-from", big)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"gpu-viz slides: could not write {out / 'vendor' / 'mathjax' / 'MathJax.js'}: No space left on "
+                   "device (the disk is full: free some space and build again; the earlier file is unchanged)"), err
+    assert not (out / "vendor" / "mathjax" / "MathJax.js").exists() and not (out / outdir.STAGING).exists()
