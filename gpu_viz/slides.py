@@ -280,7 +280,7 @@ def _earlier_build(root: Path) -> set:
         built = False
     if built:
         found |= {"index.html", "manifest.json"}
-        found |= {p.name for p in root.glob("[0-9][0-9]_*.slides.html")} | {p.name for p in root.glob("[0-9][0-9]_*.pdf")}
+        found |= {p.name for pattern in ("[0-9][0-9]_*.slides.html", "[0-9][0-9]_*.pdf") for p in root.glob(pattern)}
         found |= {f"executed/{name}" for name in _earlier_executed(root / "executed")}
     try:
         stamp = json.loads((root / "vendor" / VENDOR_STAMP).read_text(encoding="utf-8"))
@@ -1066,7 +1066,8 @@ def _check_roles(out_dir: Path, notebooks_dir: Path, executed_dir: Path, execute
     if out_dir.resolve() == notebooks_dir.resolve():
         raise SlidesError(f"--out {out_dir} is the notebooks folder (--notebooks {notebooks_dir}): the decks would "
                           "be written among the sources; choose another --out")
-    if execute and (executed_dir.resolve() == notebooks_dir.resolve() or (explicit and _inside(executed_dir, notebooks_dir))):
+    same = executed_dir.resolve() == notebooks_dir.resolve()
+    if execute and (same or (explicit and _inside(executed_dir, notebooks_dir))):
         raise SlidesError(f"--executed-dir {executed_dir} is the notebooks folder or inside it (--notebooks "
                           f"{notebooks_dir}): the executed copies, with their outputs, would replace or sit among "
                           "the sources; choose a folder outside it (default: OUT/executed)")
@@ -1202,7 +1203,8 @@ def _cli(args) -> int:
     vendor_from = Path(args.vendor_from) if args.vendor_from else None
     try:
         if args.vendor_only:
-            how = vendor(out / "vendor", vendor_from=vendor_from, refresh=vendor_from is None, force=args.force)
+            with _stopped_by_signals():
+                how = vendor(out / "vendor", vendor_from=vendor_from, refresh=vendor_from is None, force=args.force)
             print(f"vendor/ {how}: {out / 'vendor'}")
             return 0
         result = build(out_dir=out, notebooks_dir=Path(args.notebooks), only=args.only,

@@ -21,7 +21,6 @@ import glob
 import hashlib
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
