@@ -367,3 +367,27 @@ def test_every_reader_of_a_record_hears_of_a_skipped_newer_run_of_its_tag(tmp_pa
     lab = records.label(shown)
     assert "the newer record nvidia-h200-2026-11-22-fused.json was skipped (has no 'rows', 'copy_GBps', 'launch_floor_us')" in lab
     assert "probes" not in lab
+
+
+def test_a_record_is_saved_whole_or_not_at_all(tmp_path):
+    """Bug class: a truncated record.  On a full disk (a 64 KiB tmpfs, where it can be mounted)
+    save_record raises and leaves no record file at all, and an earlier save of the same run
+    (``replace=``) stays whole."""
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        rec = {"date": "2026-11-20", "gpu": "NVIDIA H200", "rows": [{"op": "x", "note": "y" * 100}]}
+        first = records.save_record(rec, tag="t", directory=disk)
+        big = dict(rec, rows=[{"op": "x", "note": "y" * 200_000}])
+        with pytest.raises(OSError):
+            records.save_record(big, tag="t", directory=disk, replace=first)
+        with pytest.raises(OSError):
+            records.save_record(big, tag="t", directory=disk)
+        assert sorted(p.name for p in disk.iterdir()) == [first.name]
+        assert json.loads(first.read_text(encoding="utf-8")) == rec
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import platform
 import re
 import shutil
@@ -96,9 +97,25 @@ def save_record(record: Dict, tag: str = "", directory: Optional[Path] = None,
     (then ``.3``, ...), and :func:`load_records` orders it after the first.  ``replace``: the path
     an earlier save of this same record returned (a run that saves as it goes, e.g.
     :func:`gpu_viz.rmsnorm.bench.full_record` after every shape): rewritten in place.
+
+    The file is written whole: beside its name, then renamed, so a full disk or a kill mid-write
+    never leaves a truncated record (that would be skipped, or an earlier save of a run lost).
+
+    Raises:
+        OSError: the folder cannot be written (no record file is left behind).
     """
     path = Path(replace) if replace is not None else _new_path(record, tag, directory)
-    path.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    data = (json.dumps(record, indent=1, sort_keys=False) + "\n").encode("utf-8")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
     return path
 
 
