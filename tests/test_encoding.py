@@ -43,7 +43,8 @@ def locale_dependent_io(tree: ast.AST):
         f = node.func
         if isinstance(f, ast.Name) and f.id == "open" and _text_mode(node, 1):
             found.append((node.lineno, "open()"))
-        elif isinstance(f, ast.Attribute) and f.attr in ("read_text", "write_text"):
+        elif isinstance(f, ast.Attribute) and f.attr in ("read_text", "write_text") and \
+                len(node.args) < (2 if f.attr == "write_text" else 1):  # (an encoding given by position)
             found.append((node.lineno, f".{f.attr}()"))
         elif isinstance(f, ast.Attribute) and f.attr == "open" and _text_mode(node, 0) and not (
                 isinstance(f.value, ast.Name) and f.value.id in ("os", "tarfile", "zipfile", "webbrowser")):
@@ -65,10 +66,11 @@ def test_the_io_check_catches_the_pattern():
     code = textwrap.dedent("""
         open(p); open(p, "w"); open(p, "rb"); open(p, encoding="utf-8")
         path.read_text(); path.write_text(s, encoding="utf-8"); path.open("w"); path.open("rb")
+        path.read_text("utf-8"); path.write_text(s, "utf-8"); path.write_text(s)
         subprocess.run(cmd, text=True); subprocess.run(cmd, text=True, encoding="utf-8"); os.open(p, 0)
     """)
     assert sorted(w for _line, w in locale_dependent_io(ast.parse(code))) == sorted(
-        ["open()", "open()", ".read_text()", ".open()", "subprocess.run(text=True)"])
+        ["open()", "open()", ".read_text()", ".open()", ".write_text()", "subprocess.run(text=True)"])
 
 
 @pytest.fixture(scope="module")
