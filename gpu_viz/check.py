@@ -71,6 +71,18 @@ def check_f32_arg(name: str, value, minimum: Optional[float] = None) -> float:
     return v
 
 
+def check_tolerance(name: str, value) -> float:
+    """``value`` as a float tolerance, checked: TypeError unless a real number (bool not), ValueError
+    unless finite and >= 0; both naming ``name``.  (Every comparison with a NaN tolerance is False,
+    so ``atol=nan`` would pass every element; ``inf`` passes every finite one.)"""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return v
+
+
 def positive_int_arg(text: str) -> int:
     """argparse type: an integer >= 1 (argparse names the option in its error message)."""
     import argparse
@@ -188,8 +200,11 @@ def compare(name: str, got, want, *, atol: float = 0.0, rtol: float = 0.0, seed:
     the report (a block of rows of a larger comparison, see :meth:`Report.merge`).
 
     Raises:
-        ValueError: the shapes differ.  TypeError: not an array.
+        ValueError: the shapes differ, or ``atol`` / ``rtol`` is not a finite number >= 0 (a NaN
+            tolerance would pass every element).  TypeError: not an array, or a tolerance that is
+            not a real number.
     """
+    atol, rtol = check_tolerance("atol", atol), check_tolerance("rtol", rtol)
     g, kind = _as_float64(got, name)
     w, _ = _as_float64(want, "want")
     if kind == "torch" and framework(w) != "torch":

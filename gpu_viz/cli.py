@@ -20,9 +20,11 @@ def _info(args) -> int:
 
 
 def main(argv=None) -> int:
-    from . import doctor, slides
+    from . import doctor, slides, words
     from .measure import lessons
     from .rmsnorm import report
+
+    words.readable_streams()  # a Latin-1 / cp1252 terminal prints the tables too (dashes as ASCII)
 
     parser = argparse.ArgumentParser(prog="gpu-viz", description=__doc__)
     sub = parser.add_subparsers(dest="command", metavar="command")

@@ -77,10 +77,11 @@ def ptx(file: str, kernel: str) -> Tuple[Optional[str], str]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "k.ptx"
         proc = subprocess.run([nvcc, f"-arch={compute}", "-ptx", "-std=c++17", f"-I{kernels.KERNEL_DIR}",
-                               "-o", str(out), str(kernels.kernel_path(file))], capture_output=True, text=True)
+                               "-o", str(out), str(kernels.kernel_path(file))], capture_output=True, text=True,
+                               encoding="utf-8", errors="replace")
         if proc.returncode != 0:
             return None, _with_why(f"PTX not shown: nvcc failed: {_first_line(proc.stderr)}", nvrtc_error)
-        return _entry(out.read_text(), kernel), _with_why(f"PTX from nvcc {where}", nvrtc_error)
+        return _entry(out.read_text(encoding="utf-8"), kernel), _with_why(f"PTX from nvcc {where}", nvrtc_error)
 
 
 def _nvrtc_cubin(file: str, arch: str) -> bytes:
@@ -127,7 +128,8 @@ def sass(file: str, kernel: str) -> Tuple[Optional[str], str]:
             if nvcc is None:
                 return None, _with_why("SASS not shown: no GPU (NVRTC) and no nvcc to build a cubin", why)
             proc = subprocess.run([nvcc, f"-arch={arch}", "-cubin", "-std=c++17", f"-I{kernels.KERNEL_DIR}",
-                                   "-o", str(cubin), str(kernels.kernel_path(file))], capture_output=True, text=True)
+                                   "-o", str(cubin), str(kernels.kernel_path(file))], capture_output=True, text=True,
+                                   encoding="utf-8", errors="replace")
             if proc.returncode != 0:
                 return None, _with_why(f"SASS not shown: nvcc failed: {_first_line(proc.stderr)}", why)
             origin = "nvcc"
@@ -152,7 +154,8 @@ def _cuobjdump(cubin, kernel: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join(os.path.dirname(t) for t in (cuobjdump, find_tool("nvdisasm")) if t) \
         + os.pathsep + env.get("PATH", "")
-    return subprocess.run([cuobjdump, "-sass", "-fun", kernel, str(cubin)], capture_output=True, text=True, env=env)
+    return subprocess.run([cuobjdump, "-sass", "-fun", kernel, str(cubin)], capture_output=True, text=True,
+                          encoding="utf-8", errors="replace", env=env)
 
 
 def _instruction_rows(listing: str) -> list:

@@ -21,6 +21,7 @@ import html
 import json
 import os
 import platform
+import re
 import sys
 from typing import Dict, List, Optional
 
@@ -48,7 +49,8 @@ class Report:
         mode: ``"gpu"`` or ``"cpu"`` (from :func:`gpu_viz.backend.detect`).
         reason: why CPU mode ("" in GPU mode).
         problem: a short name for what is wrong: ``"ok"``, ``"forced-cpu"``, ``"cpu-runtime"``,
-            ``"driver-too-old"``, ``"cupy-missing"``, ``"nvrtc-headers"``, ``"nvrtc-missing"``,
+            ``"driver-too-old"``, ``"cupy-missing"``, ``"cupy-broken"`` (installed, fails to import),
+            ``"nvrtc-headers"``, ``"nvrtc-missing"``,
             ``"ptx-too-new"`` or ``"other"``.
         items: the facts, in display order.
         advice: what to do, in plain words (empty when all is well).
@@ -171,7 +173,7 @@ def diagnose(show: bool = False) -> Report:
 
 
 #: Every problem name the doctor reports (``Report.problem``).
-PROBLEMS = ("ok", "forced-cpu", "cpu-runtime", "driver-too-old", "cupy-missing", "nvrtc-headers",
+PROBLEMS = ("ok", "forced-cpu", "cpu-runtime", "driver-too-old", "cupy-missing", "cupy-broken", "nvrtc-headers",
             "nvrtc-missing", "ptx-too-new", "other")
 
 #: The problem for each backend cause (every one in :data:`gpu_viz.backend.CAUSES`).  "other"
@@ -180,7 +182,7 @@ PROBLEM_OF_CAUSE = {
     backend.CAUSE_OK: "ok",
     backend.CAUSE_FORCED_CPU: "forced-cpu",
     backend.CAUSE_CUPY_MISSING: "cupy-missing",
-    backend.CAUSE_CUPY_BROKEN: "cupy-missing",  # same fix: (re)install the wheel for the driver
+    backend.CAUSE_CUPY_BROKEN: "cupy-broken",  # installed: what to do depends on why the import fails
     backend.CAUSE_NO_DRIVER: "cpu-runtime",
     backend.CAUSE_NO_DEVICE: "cpu-runtime",
     backend.CAUSE_DRIVER_TOO_OLD: "driver-too-old",
@@ -250,6 +252,21 @@ def _advise(b, driver_v, runtime_v, nvrtc_text, torch):
         steps.append(f"On Colab: {COLAB_GPU_STEPS}." if colab else
                      "On your own machine: install the NVIDIA driver (nvidia-smi should list the GPU), then "
                      "`pip install cupy-cuda12x` (CUDA 12 drivers) or `pip install cupy-cuda13x` (CUDA 13).")
+        return problem, steps + [cpu_note]
+    if problem == "cupy-broken":
+        why = re.sub(r"^CuPy failed to import \((.*)\)$", r"\1", b.reason, flags=re.S)
+        steps = [f"CuPy is installed, but importing it fails: {why}."]
+        if re.search(r"PermissionError|NotADirectoryError|FileNotFoundError|Read-only file system|"
+                     r"Permission denied|Not a directory", b.reason):
+            steps.append(
+                "CuPy makes its kernel cache folder (~/.cupy, in your home folder "
+                f"{os.environ.get('HOME', '?')}) when it is imported, and cannot make it here. Point "
+                "CUPY_CACHE_DIR at a folder you can write: `export CUPY_CACHE_DIR=/tmp/cupy-cache` (in a "
+                "notebook, `%env CUPY_CACHE_DIR=/tmp/cupy-cache` in its first cell), then restart the kernel.")
+        else:
+            wheel = CUPY_WHEELS.get((driver_v or 12000) // 1000, "cupy-cuda12x")
+            steps.append(f"Reinstall the CuPy wheel for your driver: `pip install --force-reinstall {wheel}`, "
+                         "then restart the kernel.")
         return problem, steps + [cpu_note]
     if problem == "nvrtc-headers":
         major = (runtime_v or 12000) // 1000

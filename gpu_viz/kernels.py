@@ -95,7 +95,7 @@ def kernel_path(name: str) -> Path:
 
 def read_source(name: str) -> str:
     """The text of ``kernels/<name>``, exactly as on disk (what the slides show)."""
-    return kernel_path(name).read_text()
+    return kernel_path(name).read_text(encoding="utf-8")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -413,7 +413,7 @@ def nvcc_compile(name: str, arch: str, options: Sequence[str] = (), traced: bool
         out = Path(cubin) if cubin is not None else Path(tmp) / "out.cubin"
         cmd = [nvcc, f"-arch={arch}", "-cubin", "-std=c++17", "-Xptxas", "-v", f"-I{KERNEL_DIR}",
                *(TRACED_OPTIONS if traced else ()), *options, "-o", str(out), str(src)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
         _raise_compile_error(name, log)

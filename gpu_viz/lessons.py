@@ -128,8 +128,22 @@ class Lesson:
         return self.source(*self.regions_for(trace)) if self.regions_for else self.source()
 
     def animation(self, trace: Trace, **options):
-        """The lesson's :class:`gpu_viz.widgets.Animation` of ``trace``."""
-        return self.module("frames").animation(trace, self.source_for(trace).text, **options)
+        """The lesson's :class:`gpu_viz.widgets.Animation` of ``trace``.
+
+        Raises:
+            TypeError: ``trace`` is not a Trace.  ValueError: it lacks what this lesson's player
+                reads (another lesson's trace), naming its kernel.
+        """
+        if not isinstance(trace, Trace):
+            raise TypeError(f"{self.stem}: trace must be a Trace (from {self.stem.upper()}.trace()), "
+                            f"got {type(trace).__name__}")
+        try:
+            return self.module("frames").animation(trace, self.source_for(trace).text, **options)
+        except KeyError as exc:  # an array or parameter this lesson's frames read is not in it
+            missing = exc.args[0] if exc.args else exc
+            raise ValueError(f"{self.stem}: the {self.stem} player cannot show this trace of kernel {trace.kernel!r} "
+                             f"(no {missing!r} in it): is it another lesson's? Make it with "
+                             f"{self.stem.upper()}.trace()") from exc
 
     def show(self, trace: Optional[Trace] = None, **options) -> None:
         """Display the player of ``trace`` (default: a new :meth:`trace`)."""
@@ -176,7 +190,7 @@ MAX_ITERS = 4096
 def _vector_add_inputs(seed: int, n: int = 64, block: int = 64):
     from .model import vector_add as m
 
-    m.check_launch(n, block, min_n=1)
+    n, block = m.check_launch(n, block, min_n=1)
     check_int("n", n, 1, MAX_TRACE)
     return (random_f32(n, seed), random_f32(n, seed + 1)), {"block": block}
 
@@ -191,9 +205,9 @@ def _divergence_inputs(seed: int, n: int = 64, block: int = 64, iters: int = 8,
                        kernel: str = "divergent_branch"):
     from .model import vector_add as m
 
-    m.check_launch(n, block, min_n=1)
+    n, block = m.check_launch(n, block, min_n=1)
     check_int("n", n, 1, MAX_TRACE)
-    check_int("iters", iters, 0, MAX_ITERS)
+    iters = check_int("iters", iters, 0, MAX_ITERS)
     return (random_f32(n, seed),), {"block": block, "iters": iters, "kernel": kernel}
 
 
@@ -201,7 +215,7 @@ def _grid_stride_inputs(seed: int, n: int = _gs.DECK_N, grid: int = 1, block: in
                         alpha: float = 2.0):
     from .model import grid_stride as m
 
-    m.check_shape(n, grid, block)
+    n, grid, block = m.check_shape(n, grid, block)
     check_int("n", n, 0, MAX_TRACE)
     if grid * block > MAX_TRACE:
         raise ValueError(f"grid * block must be <= {MAX_TRACE} threads for a trace, got {grid} * {block}")
@@ -215,9 +229,10 @@ def _grid_stride_lines(snip, **_launch) -> Dict:
 
 def _scheduling_inputs(seed: int, blocks: int = _sch.DECK_BLOCKS, threads: int = _sch.DEFAULT_THREADS,
                        spin_cycles: int = _sch.DEFAULT_SPIN, fma_iters: int = 0):
-    check_int("blocks", blocks, 1, MAX_BLOCKS)
-    check_int("spin_cycles", spin_cycles, 0, MAX_SPIN_CYCLES)
-    check_int("fma_iters", fma_iters, 0, MAX_FMA_ITERS)
+    # Python ints from here on: numpy integers would wrap in the model's products
+    blocks, threads = check_int("blocks", blocks, 1, MAX_BLOCKS), check_int("threads", threads)
+    spin_cycles = check_int("spin_cycles", spin_cycles, 0, MAX_SPIN_CYCLES)
+    fma_iters = check_int("fma_iters", fma_iters, 0, MAX_FMA_ITERS)
     launch = {"blocks": blocks, "threads": threads, "spin_cycles": spin_cycles, "fma_iters": fma_iters}
     if not backend.has_gpu():
         # the CPU model models the GPU the committed records were made on, so its timeline and

@@ -19,19 +19,51 @@ import threading
 from pathlib import Path
 from typing import List, Optional
 
-from .slides import SLIDE_HEIGHT, SLIDE_WIDTH, BuildResult, SlidesError, write_index
+from .outdir import OwnedFolder
+from .slides import SLIDE_HEIGHT, SLIDE_WIDTH, BuildResult, SlidesError, _earlier_build, write_index
 
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
+#: The variable that names the Chromium to drive (else /usr/bin/chromium, else one on PATH).
+CHROMIUM_ENV = "GPU_VIZ_CHROMIUM"
+
+
 def chromium_path() -> Optional[str]:
-    """The Chromium executable to drive, or None."""
-    for cand in (os.environ.get("GPU_VIZ_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                 shutil.which("chromium-browser")):
+    """The Chromium executable to drive: ``$GPU_VIZ_CHROMIUM`` when set, else ``/usr/bin/chromium``,
+    else ``chromium`` / ``chromium-browser`` on PATH; None when there is none.
+
+    Raises:
+        SlidesError: ``$GPU_VIZ_CHROMIUM`` is set but names no executable file (it is never
+            passed over silently for another browser).
+    """
+    named = os.environ.get(CHROMIUM_ENV)
+    if named:
+        found = shutil.which(named) if os.sep not in named else (named if Path(named).is_file() else None)
+        if found is None or not Path(found).is_file():
+            raise SlidesError(f"${CHROMIUM_ENV}={named!r}: no such file; set it to the Chromium executable "
+                              f"(e.g. /usr/bin/chromium), or unset it")
+        if not os.access(found, os.X_OK):
+            raise SlidesError(f"${CHROMIUM_ENV}={named!r}: not an executable file; set it to the Chromium "
+                              "executable, or unset it")
+        return found
+    for cand in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
         if cand and Path(cand).is_file():
             return cand
     return None
+
+
+def _launch(pw, exe: str):
+    """Chromium at ``exe`` through playwright; a browser that does not start is a SlidesError
+    naming it (and ``$GPU_VIZ_CHROMIUM`` when that chose it), with playwright's first line."""
+    try:
+        return pw.chromium.launch(executable_path=exe, args=LAUNCH_ARGS)
+    except Exception as exc:  # playwright's Error: a long log; its first line says what happened
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        chosen = f" (${CHROMIUM_ENV})" if os.environ.get(CHROMIUM_ENV) else ""
+        raise SlidesError(f"Chromium at {exe}{chosen} did not start: {first[:300]}; set ${CHROMIUM_ENV} to a "
+                          "working Chromium, or skip the PDFs with --no-pdf") from None
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -79,14 +111,22 @@ def render(build_dir: Path, *, browser=None, out_dir: Optional[Path] = None) -> 
     Returns the PDF paths (in deck order) and, when writing into the build, relinks its index page
     to them.
 
+    Each PDF is written whole into a folder the build owns (:class:`gpu_viz.outdir.OwnedFolder`): a
+    PDF of the same name that the build did not write is never replaced.
+
     Raises:
         FileNotFoundError: ``build_dir`` holds no ``gpu-viz slides`` build (no manifest.json).
-        SlidesError: Chromium or playwright is missing, or a deck did not print.
+        SlidesError: Chromium or playwright is missing or does not start, or a deck did not print.
+        FolderError: the target folder holds files the build did not write, or a file cannot be written.
     """
     build = BuildResult.load(Path(build_dir))
     target = Path(out_dir) if out_dir is not None else build.out_dir
-    target.mkdir(parents=True, exist_ok=True)
     decks = [d for d in build.decks if d.html is not None and d.html.is_file()]
+    with OwnedFolder(target, "--out", adopt=_earlier_build) as folder:
+        return _render(build, decks, folder, browser, target == build.out_dir)
+
+
+def _render(build, decks, folder, browser, relink: bool) -> List[Path]:
     server = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(build.out_dir)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -95,7 +135,7 @@ def render(build_dir: Path, *, browser=None, out_dir: Optional[Path] = None) -> 
     try:
         if browser is not None:
             for d in decks:
-                made.append(_print_one(browser, base, d, target))
+                made.append(_print_one(browser, base, d, folder))
         else:
             exe = chromium_path()
             if exe is None:
@@ -107,23 +147,29 @@ def render(build_dir: Path, *, browser=None, out_dir: Optional[Path] = None) -> 
                 raise SlidesError(f"PDFs need the playwright package ({exc}): pip install playwright, "
                                   "or skip them with --no-pdf") from None
             with sync_playwright() as pw:
-                b = pw.chromium.launch(executable_path=exe, args=LAUNCH_ARGS)
+                b = _launch(pw, exe)
                 try:
                     for d in decks:
-                        made.append(_print_one(b, base, d, target))
+                        made.append(_print_one(b, base, d, folder))
                 finally:
                     b.close()
     finally:
         server.shutdown()
-    if target == build.out_dir:
-        write_index(build.decks, build.out_dir)
+    if relink:
+        write_index(build.decks, build.out_dir, folder=folder)
     return made
 
 
-def _print_one(browser, base, deck, target: Path) -> Path:
-    pdf_path = target / deck.html.name.replace(".slides.html", ".pdf")
-    try:
-        _print_deck(browser, base, deck.html.name, pdf_path)
-    except Exception as exc:  # playwright's errors: say which deck
-        raise SlidesError(f"{deck.name}: printing the deck to PDF failed: {exc}") from exc
-    return pdf_path
+def _print_one(browser, base, deck, folder: OwnedFolder) -> Path:
+    name = deck.html.name.replace(".slides.html", ".pdf")
+
+    def make(path: Path) -> None:
+        try:
+            _print_deck(browser, base, deck.html.name, path)
+        except OSError:
+            raise
+        except Exception as exc:  # playwright's errors: say which deck, in one line
+            first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+            raise SlidesError(f"{deck.name}: printing the deck to PDF failed: {first[:300]}") from exc
+
+    return folder.produce(name, make)

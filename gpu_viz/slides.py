@@ -21,10 +21,17 @@ outputs still reference (those render from the embedded state through the html-m
 
 Mode: notebooks run in CPU mode when this machine has no usable GPU (they label that
 themselves), live on a GPU otherwise; the index says which, and on what GPU, per deck.
+
+Safety: ``<out>`` (and a separate ``--executed-dir``) is an :class:`gpu_viz.outdir.OwnedFolder`: the
+build refuses a folder holding files it did not write (unless ``--force``, and even then never
+overwrites or deletes one), writes every file whole, and lets one build write there at a time.
+Notebooks execute in kernels started by this process (:func:`run_notebooks`), at most one per
+notebook and core; one Ctrl-C or SIGTERM stops them all and writes nothing unfinished.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime as _dt
 import fnmatch
@@ -35,15 +42,17 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .check import positive_int_arg
 from .data import CHECKOUT, course_dir
+from .outdir import FolderError, OwnedFolder
 
 SLIDES_DIR = course_dir("slides", "_slides")
 TEMPLATES_DIR = SLIDES_DIR / "templates"
@@ -109,9 +118,9 @@ def vendor_complete(vendor_dir: Path) -> bool:
 def _stamp_matches(vendor_dir: Path, slides_dir: Path) -> bool:
     """True when ``vendor_dir`` was vendored from the versions ``slides_dir/package.json`` pins."""
     try:
-        stamp = json.loads((vendor_dir / VENDOR_STAMP).read_text())["packages"]
-        pins = json.loads((slides_dir / "package.json").read_text())["dependencies"]
-    except (OSError, ValueError, KeyError):
+        stamp = json.loads((vendor_dir / VENDOR_STAMP).read_text(encoding="utf-8"))["packages"]
+        pins = json.loads((slides_dir / "package.json").read_text(encoding="utf-8"))["dependencies"]
+    except (OSError, ValueError, KeyError, TypeError):
         return False
     return stamp == pins
 
@@ -127,16 +136,23 @@ def _npm_ci(slides_dir: Path) -> None:
         raise SlidesError(f"{slides_dir}/package-lock.json is missing; it pins the vendored npm packages")
     print(f"[slides] npm ci in {slides_dir} (pinned by package-lock.json)", flush=True)
     proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=slides_dir,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, encoding="utf-8", errors="replace")
     if proc.returncode != 0:
         raise SlidesError(f"`npm ci` failed in {slides_dir} (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
 
 
-def _copy_package(node_modules: Path, package: str, vendor_dir: Path) -> None:
+#: What the vendored copy of a package leaves out of a folder it copies (source maps, ES modules
+#: the decks do not load, unpacked sources).
+_VENDOR_SKIP = ("*.map", "*.esm.js", "unpacked")
+
+
+def _package_files(node_modules: Path, package: str) -> List[Tuple[Path, str]]:
+    """``(source file, path under vendor/)`` of what the decks load from one npm package."""
     dest_name, items = VENDOR_FILES[package]
     src_root = node_modules / package
     if not src_root.is_dir():
         raise SlidesError(f"npm package {package!r} is missing from {node_modules}; run `npm ci` in slides/")
+    pairs = []
     for item in items:
         matches = sorted(src_root.glob(item)) if any(c in item for c in "*?[") else [src_root / item]
         for src in matches:
@@ -144,21 +160,44 @@ def _copy_package(node_modules: Path, package: str, vendor_dir: Path) -> None:
                 if item == "LICENSE" or item.endswith(".txt"):
                     continue
                 raise SlidesError(f"{src} is missing from npm package {package!r}; the pinned version changed?")
-            # dist/x.js -> <dest>/x.js for jquery and html-manager (flat), keep layout for the others
-            rel = src.relative_to(src_root)
-            if dest_name in ("jquery", "html-manager") and rel.parts[0] == "dist":
-                rel = Path(*rel.parts[1:])
-            dst = vendor_dir / dest_name / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if src.is_dir():
-                shutil.copytree(src, dst, dirs_exist_ok=True,
-                                ignore=shutil.ignore_patterns("*.map", "*.esm.js", "unpacked"))
-            else:
-                shutil.copy2(src, dst)
+            files = [src] if src.is_file() else sorted(
+                p for p in src.rglob("*") if p.is_file()
+                and not any(fnmatch.fnmatch(part, pat) for part in p.relative_to(src).parts for pat in _VENDOR_SKIP))
+            for f in files:
+                # dist/x.js -> <dest>/x.js for jquery and html-manager (flat), keep layout for the others
+                rel = f.relative_to(src_root)
+                if dest_name in ("jquery", "html-manager") and rel.parts[0] == "dist":
+                    rel = Path(*rel.parts[1:])
+                pairs.append((f, f"{dest_name}/{rel.as_posix()}"))
+    return pairs
+
+
+def _tree_files(root: Path) -> List[Tuple[Path, str]]:
+    """``(file, path under root)`` of every file under ``root``."""
+    return [(p, p.relative_to(root).as_posix()) for p in sorted(Path(root).rglob("*")) if p.is_file()]
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it (links resolved)."""
+    path, folder = Path(path).resolve(), Path(folder).resolve()
+    return path == folder or folder in path.parents
+
+
+def _put_vendor(folder: OwnedFolder, prefix: str, pairs: Sequence[Tuple[Path, str]],
+                extra: Sequence[Tuple[str, bytes]] = ()) -> None:
+    """Make ``<folder>/<prefix>`` hold exactly ``pairs`` (copied) and ``extra`` (written): files of
+    ours that are not among them are removed; a file the build did not write is never touched."""
+    keep = {f"{prefix}/{rel}" for _src, rel in pairs} | {f"{prefix}/{rel}" for rel, _data in extra}
+    folder.copy_files((src, f"{prefix}/{rel}") for src, rel in pairs)
+    if extra:
+        folder.write_many([(f"{prefix}/{rel}", data) for rel, data in extra])
+    for rel in folder.owned(prefix):
+        if rel not in keep:
+            folder.remove(rel)
 
 
 def vendor(vendor_dir: Path, vendor_from: Optional[Path] = None, slides_dir: Path = SLIDES_DIR,
-           refresh: bool = False) -> str:
+           refresh: bool = False, *, folder: Optional[OwnedFolder] = None, force: bool = False) -> str:
     """Make ``vendor_dir`` hold every script the decks load; return how ("kept", "copied", "npm").
 
     Order: copy ``vendor_from`` when given (a complete vendor folder); else keep a complete
@@ -166,20 +205,32 @@ def vendor(vendor_dir: Path, vendor_from: Optional[Path] = None, slides_dir: Pat
     already-vendored ``slides_dir/build/vendor`` (e.g. carried to a machine with no npm); else run
     ``npm ci`` (pinned by ``slides_dir/package-lock.json``) and copy from node_modules.
 
+    ``vendor_dir`` lies in an output folder the build owns (``folder``, else its parent is claimed,
+    see :class:`gpu_viz.outdir.OwnedFolder`; ``force`` as there): only files of ours are replaced
+    or removed, each file whole.
+
     Raises:
-        SlidesError: ``vendor_from`` incomplete, or no node_modules and no npm (the message says
-            what to do).
+        SlidesError: ``vendor_from`` incomplete or inside ``vendor_dir`` (it would be replaced by
+            its own copy), or no node_modules and no npm (the message says what to do).
+        FolderError: the output folder holds files the build did not write (see OwnedFolder).
     """
     vendor_dir = Path(vendor_dir)
     if vendor_from is not None:
         vendor_from = Path(vendor_from)
+        if _inside(vendor_from, vendor_dir) and vendor_from.resolve() != vendor_dir.resolve():
+            raise SlidesError(f"--vendor-from {vendor_from} is inside the output's vendor folder {vendor_dir}, which "
+                              "the build replaces: copy it somewhere else first and pass that")
         if not vendor_complete(vendor_from):
             missing = [r for r in VENDOR_REQUIRED if not (vendor_from / r).is_file()]
             raise SlidesError(f"--vendor-from {vendor_from}: not a complete vendor folder, missing {missing}")
-        if vendor_from.resolve() != vendor_dir.resolve():
-            if vendor_dir.exists():
-                shutil.rmtree(vendor_dir)
-            shutil.copytree(vendor_from, vendor_dir)
+    if folder is None:
+        with OwnedFolder(vendor_dir.parent, "--out", force=force, adopt=_earlier_build) as owned:
+            return vendor(vendor_dir, vendor_from, slides_dir, refresh, folder=owned)
+    prefix = vendor_dir.resolve().relative_to(folder.root.resolve()).as_posix()
+    if vendor_from is not None:
+        if vendor_from.resolve() == vendor_dir.resolve():
+            return "kept"
+        _put_vendor(folder, prefix, _tree_files(vendor_from))
         return "copied"
     if not refresh and vendor_complete(vendor_dir):
         return "kept"
@@ -189,23 +240,56 @@ def vendor(vendor_dir: Path, vendor_from: Optional[Path] = None, slides_dir: Pat
     carried = slides_dir / "build" / "vendor"
     if (not have_modules and vendor_complete(carried) and _stamp_matches(carried, slides_dir)
             and carried.resolve() != vendor_dir.resolve()):
-        if vendor_dir.exists():
-            shutil.rmtree(vendor_dir)
-        shutil.copytree(carried, vendor_dir)
+        _put_vendor(folder, prefix, _tree_files(carried))
         return "copied"
     if not have_modules:
         _npm_ci(slides_dir)
         how = "npm"
-    if vendor_dir.exists():
-        shutil.rmtree(vendor_dir)
-    vendor_dir.mkdir(parents=True)
-    versions = {}
+    pairs, versions = [], {}
     for package in VENDOR_FILES:
-        _copy_package(node_modules, package, vendor_dir)
-        meta = json.loads((node_modules / package / "package.json").read_text())
+        pairs += _package_files(node_modules, package)
+        meta = json.loads((node_modules / package / "package.json").read_text(encoding="utf-8"))
         versions[package] = meta.get("version")
-    (vendor_dir / VENDOR_STAMP).write_text(json.dumps({"packages": versions}, indent=1) + "\n")
+    stamp = (json.dumps({"packages": versions}, indent=1) + "\n").encode("utf-8")
+    _put_vendor(folder, prefix, pairs, extra=[(VENDOR_STAMP, stamp)])
     return how
+
+
+def _earlier_executed(root: Path) -> set:
+    """The executed copies an earlier build wrote in ``root`` (they carry its metadata), by name."""
+    found = set()
+    for p in Path(root).glob(NOTEBOOK_GLOB):
+        try:
+            if f'"{BUILD_METADATA_KEY}"' in p.read_text(encoding="utf-8"):
+                found.add(p.name)
+        except (OSError, UnicodeDecodeError):
+            continue
+    return found
+
+
+def _earlier_build(root: Path) -> set:
+    """The files of a ``gpu-viz slides`` build that predates the ledger (:mod:`gpu_viz.outdir`),
+    taken as the build's own: with a ``manifest.json`` listing decks, its index, manifest, decks,
+    PDFs and executed copies; a ``vendor/`` stamped with the pinned packages' names (VENDORED.json)."""
+    root = Path(root)
+    found = set()
+    try:
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+        built = isinstance(manifest, dict) and isinstance(manifest.get("decks"), list)
+    except (OSError, ValueError):
+        built = False
+    if built:
+        found |= {"index.html", "manifest.json"}
+        found |= {p.name for pattern in ("[0-9][0-9]_*.slides.html", "[0-9][0-9]_*.pdf") for p in root.glob(pattern)}
+        found |= {f"executed/{name}" for name in _earlier_executed(root / "executed")}
+    try:
+        stamp = json.loads((root / "vendor" / VENDOR_STAMP).read_text(encoding="utf-8"))
+        stamped = set(stamp["packages"]) == set(VENDOR_FILES)
+    except (OSError, ValueError, KeyError, TypeError):
+        stamped = False
+    if stamped:
+        found |= {f"vendor/{rel}" for _p, rel in _tree_files(root / "vendor")}
+    return found
 
 
 # ----------------------------------------------------------------------------- preprocessing
@@ -516,7 +600,7 @@ class BuildResult:
         if not manifest.is_file():
             raise FileNotFoundError(f"no manifest.json in {out_dir}: not a `gpu-viz slides` build")
         decks = []
-        for d in json.loads(manifest.read_text())["decks"]:
+        for d in json.loads(manifest.read_text(encoding="utf-8"))["decks"]:
             html = out_dir / Path(d["html"]).name if d.get("html") else None
             decks.append(Deck(name=d["name"], title=d["title"], source=Path(d["source"]),
                               executed=out_dir / "executed" / Path(d["executed"]).name, html=html,
@@ -602,17 +686,92 @@ def kernel_config():
     return cfg
 
 
-def execute_notebook(source: Path, executed: Path, timeout: int = 600, kernel_name: str = "python3",
-                     force_cpu: bool = False) -> Dict:
-    """Execute ``source`` top to bottom with nbclient (widget state stored); write ``executed``.
+class BuildInterrupted(Exception):
+    """The build was stopped by a signal: Ctrl-C (SIGINT), SIGTERM or SIGHUP.  Nothing it had not
+    finished was written; ``signum`` is the signal's number (the CLI exits 128 + signum)."""
 
-    The kernel runs with the notebook's folder as working directory and this process's
-    environment, plus ``GPU_VIZ_FORCE_CPU=1`` when ``force_cpu``.  The executed copy is written
-    even when a cell fails, so the error can be read in it.
+    def __init__(self, signum: int):
+        self.signum = signum
+        name = {signal.SIGINT: "Ctrl-C (SIGINT)"}.get(signum) or signal.Signals(signum).name
+        super().__init__(f"stopped by {name}: every deck, index and manifest already in the output folder is as "
+                         "it was before this build (a file is only ever replaced whole)")
 
-    Returns:
-        ``{"mode", "gpu", "date", "seconds", "error"}``; ``error`` is "" on success.
-    """
+
+@contextlib.contextmanager
+def _stopped_by_signals():
+    """Turn SIGTERM and SIGHUP (and Ctrl-C's KeyboardInterrupt) into :class:`BuildInterrupted` in
+    the main thread, for the duration of a build; the previous handlers come back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, _frame):
+        raise BuildInterrupted(signum)
+
+    wanted = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+    before = {s: signal.signal(s, stop) for s in wanted}
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise BuildInterrupted(signal.SIGINT) from None
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def effective_jobs(requested: int, notebooks: int, gpu: bool = False) -> int:
+    """How many notebooks execute at once: ``requested``, at most one per notebook and one per
+    usable core (each runs its own kernel process); one on a GPU (timings must not be shared)."""
+    if gpu:
+        return 1
+    return max(1, min(int(requested), int(notebooks), usable_cores()))
+
+
+#: ANSI escape sequences (colours, cursor moves) as IPython writes them into tracebacks.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape codes (the colours of an IPython traceback)."""
+    return _ANSI.sub("", text)
+
+
+def failure_text(nb, exc: BaseException) -> str:
+    """One line saying why a notebook's execution failed: the exception's type and message and the
+    cell it came from (``ValueError: learner typo (cell 4: raise ValueError('learner typo'))``),
+    without escape codes; from the notebook's error output, else from ``exc``."""
+    def first_line(cell) -> str:
+        src = cell.get("source", "")
+        src = "".join(src) if isinstance(src, list) else src
+        return next((ln.strip() for ln in src.splitlines() if ln.strip()), "")[:120]
+
+    def one_line(text) -> str:
+        return " ".join(strip_ansi(str(text)).split())
+
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                value = one_line(out.get("evalue", "")) or "(no message)"
+                return f"{out.get('ename', 'Error')}: {value} (cell {i}: {first_line(cell)})"
+    # no error output: a timeout or a dead kernel; the cell that was running has started but not ended
+    running = [i for i, c in enumerate(nb.cells) if c.get("cell_type") == "code"
+               and "iopub.execute_input" in c.get("metadata", {}).get("execution", {})
+               and "shell.execute_reply" not in c.get("metadata", {}).get("execution", {})]
+    where = f" (cell {running[-1]}: {first_line(nb.cells[running[-1]])})" if running else ""
+    message = one_line(str(exc).strip().splitlines()[0] if str(exc).strip() else "") or "(no message)"
+    return f"{type(exc).__name__}: {message}{where}"
+
+
+async def _run_notebook(source: Path, timeout: int, kernel_name: str, force_cpu: bool, clients: list):
+    """Execute ``source`` top to bottom with nbclient (widget state stored); ``(nb, info)``."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
@@ -627,28 +786,138 @@ def execute_notebook(source: Path, executed: Path, timeout: int = 600, kernel_na
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, store_widget_state=True,
                             resources={"metadata": {"path": str(Path(source).parent.resolve())}},
                             config=kernel_config())
+    clients.append(client)
     t0 = time.perf_counter()
     error = ""
     try:
-        client.execute(env=env)
+        await client.async_execute(env=env)
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-        error = f"{type(exc).__name__}: {str(exc)[-3000:]}"
+        error = failure_text(nb, exc)
     except Exception as exc:  # kernel failed to start, etc.
-        error = f"{type(exc).__name__}: {exc}"
+        error = f"{type(exc).__name__}: {' '.join(strip_ansi(str(exc)).split())}"
     seconds = time.perf_counter() - t0
     info = {"mode": mode, "gpu": gpu, "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "seconds": round(seconds, 1), "error": error}
     nb.metadata[BUILD_METADATA_KEY] = {k: v for k, v in info.items() if k != "error"}
     if error:
         nb.metadata[BUILD_METADATA_KEY]["error"] = error[:2000]
-    executed.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, str(executed))
+    return nb, info
+
+
+#: How long an interrupted build waits for its kernels to shut down (they die with this process
+#: anyway: ipykernel polls its parent's pid).
+KERNEL_STOP_S = 20
+
+
+def run_notebooks(jobs: Sequence[Tuple[Path, int, bool]], at_once: int = 1, kernel_name: str = "python3"):
+    """Execute each ``(source, timeout, force_cpu)``, ``at_once`` at a time; ``[(nb, info)]`` in order.
+
+    Every notebook runs in its own kernel process, started and watched from one event loop in a
+    helper thread of this process: no worker processes to outlive it (the kernels themselves stop
+    when this process ends).  A signal in the main thread (Ctrl-C, or SIGTERM through
+    :func:`_stopped_by_signals`) cancels every notebook at once, shuts their kernels down and
+    propagates; nothing is returned for a run cut short.
+    """
+    import asyncio
+
+    results: list = [None] * len(jobs)
+    clients: list = []
+    loop = asyncio.new_event_loop()
+
+    async def main():
+        gate = asyncio.Semaphore(max(1, at_once))
+
+        async def one(k, source, timeout, force_cpu):
+            async with gate:
+                results[k] = await _run_notebook(Path(source), timeout, kernel_name, force_cpu, clients)
+
+        await asyncio.gather(*(one(k, *job) for k, job in enumerate(jobs)))
+
+    task = loop.create_task(main())
+    failure: list = []
+
+    def work():
+        # nbclient's own SIGINT/SIGTERM handlers need the main thread: here they stand down, so a
+        # signal reaches this build instead of only ending the current notebook's kernel
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(task)
+        except BaseException as exc:  # noqa: BLE001 -- handed to the main thread
+            failure.append(exc)
+        finally:
+            # nbclient's helper tasks (its kernel-alive poll) end with the loop, not after it
+            rest = asyncio.all_tasks(loop)
+            for t in rest:
+                t.cancel()
+            loop.run_until_complete(asyncio.gather(*rest, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    worker = threading.Thread(target=work, name="gpu-viz-notebooks", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except BaseException:
+        for client in clients:
+            client.shutdown_kernel = "immediate"
+        with contextlib.suppress(RuntimeError):  # the loop already closed
+            loop.call_soon_threadsafe(task.cancel)
+        worker.join(KERNEL_STOP_S)
+        raise
+    finally:
+        _stop_kernels(clients)
+    if failure and not isinstance(failure[0], asyncio.CancelledError):
+        raise failure[0]
+    return results
+
+
+def _stop_kernels(clients) -> None:
+    """After :func:`run_notebooks`: no kernel of ours is left running, and nbclient's exit hooks
+    (which would shut down, at interpreter exit, a kernel already shut down) are withdrawn."""
+    import atexit
+
+    for client in clients:
+        atexit.unregister(client._cleanup_kernel)
+        process = getattr(getattr(getattr(client, "km", None), "provisioner", None), "process", None)
+        if process is not None and process.poll() is None:
+            try:  # the kernel leads its own session (jupyter_client starts it so): its group goes too
+                os.killpg(process.pid, signal.SIGKILL)
+            except (AttributeError, OSError):
+                with contextlib.suppress(OSError):
+                    process.kill()
+
+
+def execute_notebook(source: Path, executed: Path, timeout: int = 600, kernel_name: str = "python3",
+                     force_cpu: bool = False) -> Dict:
+    """Execute ``source`` top to bottom with nbclient (widget state stored); write ``executed``.
+
+    The kernel runs with the notebook's folder as working directory and this process's
+    environment, plus ``GPU_VIZ_FORCE_CPU=1`` when ``force_cpu``.  The executed copy is written
+    (whole: beside its name, then renamed) even when a cell fails, so the error can be read in it.
+
+    Returns:
+        ``{"mode", "gpu", "date", "seconds", "error"}``; ``error`` is "" on success, else one line:
+        the exception's type, message and cell (:func:`failure_text`).
+    """
+    import nbformat
+
+    nb, info = run_notebooks([(Path(source), timeout, force_cpu)], 1, kernel_name)[0]
+    _write_whole(Path(executed), nbformat.writes(nb).encode("utf-8"))
     return info
 
 
-def _execute_job(args):
-    source, executed, timeout, force_cpu = args
-    return execute_notebook(Path(source), Path(executed), timeout=timeout, force_cpu=force_cpu)
+def _write_whole(path: Path, data: bytes) -> None:
+    """``data`` at ``path``, written beside it and renamed into place (never half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def exporter():
@@ -683,17 +952,23 @@ def exporter():
     return SlidesExporter(config=c)
 
 
-def render_deck(executed: Path, out_html: Path, title: Optional[str] = None) -> Path:
-    """Render one executed notebook to ``out_html`` (a reveal.js deck loading ``vendor/`` beside it)."""
+def deck_html(executed: Path, name: str, title: Optional[str] = None) -> str:
+    """One executed notebook as a reveal.js deck (HTML loading ``vendor/`` beside it), checked offline;
+    ``name`` is the deck's file name (``NN_topic.slides.html``)."""
     import nbformat
 
     nb = nbformat.read(str(executed), as_version=4)
     if title:
         nb.metadata["title"] = title
-    body, _resources = exporter().from_notebook_node(nb, resources={"metadata": {"name": out_html.stem}})
-    _check_offline(body, out_html.name)
-    out_html.parent.mkdir(parents=True, exist_ok=True)
-    out_html.write_text(body, encoding="utf-8")
+    body, _resources = exporter().from_notebook_node(nb, resources={"metadata": {"name": Path(name).stem}})
+    _check_offline(body, name)
+    return body
+
+
+def render_deck(executed: Path, out_html: Path, title: Optional[str] = None) -> Path:
+    """Render one executed notebook to ``out_html`` (:func:`deck_html`), written whole."""
+    out_html = Path(out_html)
+    _write_whole(out_html, deck_html(executed, out_html.name, title).encode("utf-8"))
     return out_html
 
 
@@ -729,8 +1004,9 @@ def _shows_records(source: Path) -> bool:
         return False
 
 
-def write_index(decks: Sequence[Deck], out_dir: Path, built_at: Optional[str] = None) -> Path:
-    """Write ``out_dir/index.html`` linking every deck with its title, mode, GPU and date."""
+def index_html(decks: Sequence[Deck], out_dir: Path, built_at: Optional[str] = None) -> str:
+    """The index page of ``decks`` in ``out_dir``: each deck with its title, mode, GPU, date, PDF
+    (when one is there) and, for a failed one, why."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True)
@@ -745,13 +1021,22 @@ def write_index(decks: Sequence[Deck], out_dir: Path, built_at: Optional[str] = 
                     else None),
             "mode": ("GPU: " + (d.gpu or "?")) if d.mode == "gpu" else (
                 (CPU_RECORDS_LABEL if _shows_records(d.source) else CPU_TRACES_LABEL) if d.mode == "cpu" else d.mode),
-            "date": d.date, "error": d.error.splitlines()[0][:300] if d.error else "",
+            "date": d.date, "error": strip_ansi(d.error).splitlines()[0][:300] if d.error else "",
         })
-    page = tmpl.render(decks=rows, built_at=built_at or _dt.datetime.now(_dt.timezone.utc).strftime(
+    return tmpl.render(decks=rows, built_at=built_at or _dt.datetime.now(_dt.timezone.utc).strftime(
         "%Y-%m-%d %H:%M UTC"))
-    index = Path(out_dir) / "index.html"
-    index.write_text(page, encoding="utf-8")
-    return index
+
+
+def write_index(decks: Sequence[Deck], out_dir: Path, built_at: Optional[str] = None,
+                folder: Optional[OwnedFolder] = None) -> Path:
+    """Write ``out_dir/index.html`` (:func:`index_html`), whole, through ``folder`` (the build's
+    output folder), else claiming ``out_dir`` for it: an ``index.html`` the build did not write is
+    never replaced (FolderError)."""
+    page = index_html(decks, out_dir, built_at)
+    if folder is not None:
+        return folder.write_text("index.html", page)
+    with OwnedFolder(Path(out_dir), "--out", force=True, adopt=_earlier_build) as owned:
+        return owned.write_text("index.html", page)
 
 
 # ----------------------------------------------------------------------------- build
@@ -768,67 +1053,79 @@ def _with_earlier_decks(built: Sequence[Deck], out_dir: Path) -> List[Deck]:
     return sorted([*built, *kept], key=lambda d: d.name)
 
 
+def _check_roles(out_dir: Path, notebooks_dir: Path, executed_dir: Path, execute: bool, explicit: bool) -> None:
+    """A build's inputs are never its outputs: the notebooks folder is not the output folder, and the
+    executed copies are never written into the notebooks folder (nor, for an ``--executed-dir`` the
+    user gave, anywhere under it).
+
+    Raises:
+        SlidesError: naming the arguments.
+    """
+    if not notebooks_dir.exists():
+        return
+    if out_dir.resolve() == notebooks_dir.resolve():
+        raise SlidesError(f"--out {out_dir} is the notebooks folder (--notebooks {notebooks_dir}): the decks would "
+                          "be written among the sources; choose another --out")
+    same = executed_dir.resolve() == notebooks_dir.resolve()
+    if execute and (same or (explicit and _inside(executed_dir, notebooks_dir))):
+        raise SlidesError(f"--executed-dir {executed_dir} is the notebooks folder or inside it (--notebooks "
+                          f"{notebooks_dir}): the executed copies, with their outputs, would replace or sit among "
+                          "the sources; choose a folder outside it (default: OUT/executed)")
+
+
 def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, only: Optional[str] = None,
           execute: bool = True, executed_dir: Optional[Path] = None, timeout: int = 600, jobs: int = 1,
-          vendor_from: Optional[Path] = None, force_cpu: bool = False, log=print) -> BuildResult:
+          vendor_from: Optional[Path] = None, force_cpu: bool = False, log=print, force: bool = False) -> BuildResult:
     """Execute (unless ``execute=False``) and render every ``NN_*.ipynb``; write the index.
+
+    The build writes only into folders it owns (:class:`gpu_viz.outdir.OwnedFolder`): ``out_dir``
+    (and ``executed_dir`` when it lies elsewhere) must be new, empty, or hold only files an earlier
+    build wrote, unless ``force``; a file it did not write is never overwritten or deleted.  Each
+    file is written whole, so a failed or interrupted build leaves every earlier deck as it was.
 
     Args:
         out_dir: where decks, ``index.html``, ``vendor/`` and ``manifest.json`` go.
         notebooks_dir: where the ``NN_topic.ipynb`` sources are.
         only: comma-separated globs/substrings of notebook names (``"03*,rmsnorm"``).
         execute: False renders the executed copies already in ``executed_dir``.
-        executed_dir: executed notebooks (default ``out_dir/executed``).
+        executed_dir: executed notebooks (default ``out_dir/executed``); never the notebooks folder.
         timeout: per-cell timeout, s.
-        jobs: notebooks executed in parallel (separate kernels); CPU mode only, a GPU build runs one
-            at a time so that no notebook's timings are disturbed by another's kernels.
+        jobs: notebooks executed at once (each in its own kernel), at most one per notebook and per
+            core (:func:`effective_jobs`); CPU mode only, a GPU build runs one at a time so that no
+            notebook's timings are disturbed by another's kernels.
         vendor_from: a complete vendor folder to copy instead of npm (see :func:`vendor`).
         force_cpu: execute in CPU mode even on a GPU machine (``GPU_VIZ_FORCE_CPU=1`` for the kernels).
+        force: build into a folder that holds files the build did not write (they stay untouched).
 
     Returns:
         :class:`BuildResult`; a deck whose notebook failed still gets a page (showing the error
         cell) and its ``error`` is set.
 
     Raises:
-        SlidesError: no notebook matched, an executed copy is missing with ``execute=False``,
-            or the JavaScript cannot be vendored.
+        SlidesError: no notebook matched, an input is an output, an executed copy is missing with
+            ``execute=False``, or the JavaScript cannot be vendored.
+        FolderError: the output folder holds files the build did not write, another build is
+            writing there, or a file cannot be written (the path and the system's reason).
+        BuildInterrupted: Ctrl-C, SIGTERM or SIGHUP; nothing unfinished was written.
     """
     import nbformat
 
-    out_dir = Path(out_dir)
+    if str(out_dir) == "":
+        raise SlidesError("--out is empty: name the output folder (e.g. --out slides-build)")
+    out_dir, notebooks_dir = Path(out_dir), Path(notebooks_dir)
+    explicit = executed_dir is not None
     executed_dir = Path(executed_dir) if executed_dir else out_dir / "executed"
-    sources = find_notebooks(Path(notebooks_dir), only)
+    _check_roles(out_dir, notebooks_dir, executed_dir, execute, explicit)
+    sources = find_notebooks(notebooks_dir, only)
     if not sources:
         raise SlidesError(f"no notebook matches {NOTEBOOK_GLOB!r}"
                           + (f" and --only {only!r}" if only else "") + f" in {notebooks_dir}")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    how = vendor(out_dir / "vendor", vendor_from=vendor_from)
-    log(f"[slides] vendor/: {how} ({out_dir / 'vendor'})")
-
     decks = []
     for src in sources:
         nb = nbformat.read(str(src), as_version=4)
         decks.append(Deck(name=src.stem, title=notebook_title(nb, src.stem), source=src,
                           executed=executed_dir / src.name))
-    if execute:
-        mode, gpu = _mode_now(force_cpu)
-        if gpu and jobs > 1:
-            log(f"[slides] GPU mode: executing one notebook at a time (--jobs {jobs} ignored): notebooks that "
-                "share a GPU would disturb each other's timings")
-            jobs = 1
-        log(f"[slides] executing {len(decks)} notebook(s) in {'GPU mode on ' + str(gpu) if gpu else 'CPU mode'}"
-            f", {jobs} at a time")
-        jobs_args = [(str(d.source), str(d.executed), timeout, force_cpu) for d in decks]
-        if jobs > 1 and len(decks) > 1:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                infos = list(pool.map(_execute_job, jobs_args))
-        else:
-            infos = [_execute_job(a) for a in jobs_args]
-        for d, info in zip(decks, infos):
-            d.mode, d.gpu, d.date, d.seconds, d.error = (info["mode"], info["gpu"], info["date"],
-                                                         info["seconds"], info["error"])
-            log(f"[slides]   {d.name}: {'FAILED' if d.error else 'ok'} in {d.seconds:.1f} s")
-    else:
+    if not execute:
         for d in decks:
             if not d.executed.is_file():
                 raise SlidesError(f"--no-execute: no executed copy of {d.source.name} in {executed_dir}; "
@@ -837,70 +1134,90 @@ def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, 
             d.mode, d.gpu = meta.get("mode", "not executed"), meta.get("gpu")
             d.date, d.seconds, d.error = meta.get("date", ""), meta.get("seconds", 0.0), meta.get("error", "")
 
-    for d in decks:
-        try:
-            d.html = render_deck(d.executed, out_dir / f"{d.name}.slides.html", title=d.title)
-        except Exception as exc:
-            d.html = None
-            d.error = (d.error + "\n" if d.error else "") + f"render failed: {type(exc).__name__}: {exc}"
-        log(f"[slides]   {d.name}: {'deck ' + str(d.html) if d.html else 'NO DECK: ' + d.error}")
-    listed = _with_earlier_decks(decks, out_dir) if only else decks
-    index = write_index(listed, out_dir)
-    (out_dir / "manifest.json").write_text(json.dumps({"decks": [d.as_dict() for d in listed]}, indent=1) + "\n")
+    with _stopped_by_signals(), contextlib.ExitStack() as stack:
+        out = stack.enter_context(OwnedFolder(out_dir, "--out", force=force, adopt=_earlier_build))
+        if out.adopted:
+            log(f"[slides] {out_dir}: an earlier build's {out.adopted} files taken as this build's own")
+        if execute and _inside(executed_dir, out_dir):
+            executed_in, executed_prefix = out, executed_dir.resolve().relative_to(out_dir.resolve()).as_posix()
+        elif execute:
+            executed_in = stack.enter_context(OwnedFolder(executed_dir, "--executed-dir", force=force,
+                                                          adopt=_earlier_executed))
+            executed_prefix = ""
+        how = vendor(out_dir / "vendor", vendor_from=vendor_from, folder=out)
+        log(f"[slides] vendor/: {how} ({out_dir / 'vendor'})")
+
+        if execute:
+            mode, gpu = _mode_now(force_cpu)
+            at_once = effective_jobs(jobs, len(decks), gpu=bool(gpu))
+            if gpu and jobs > 1:
+                log(f"[slides] GPU mode: executing one notebook at a time (--jobs {jobs} ignored): notebooks that "
+                    "share a GPU would disturb each other's timings")
+            elif at_once < jobs:
+                log(f"[slides] --jobs {jobs}: {at_once} at a time ({len(decks)} notebook(s), "
+                    f"{usable_cores()} core(s))")
+            log(f"[slides] executing {len(decks)} notebook(s) in {'GPU mode on ' + str(gpu) if gpu else 'CPU mode'}"
+                f", {at_once} at a time")
+            ran = run_notebooks([(d.source, timeout, force_cpu) for d in decks], at_once)
+            for d, (nb, info) in zip(decks, ran):
+                d.mode, d.gpu, d.date, d.seconds, d.error = (info["mode"], info["gpu"], info["date"],
+                                                             info["seconds"], info["error"])
+                rel = f"{executed_prefix}/{d.executed.name}" if executed_prefix else d.executed.name
+                executed_in.write_bytes(rel, nbformat.writes(nb).encode("utf-8"))
+                log(f"[slides]   {d.name}: {'FAILED: ' + d.error if d.error else 'ok'} in {d.seconds:.1f} s")
+
+        for d in decks:
+            name = f"{d.name}.slides.html"
+            try:
+                body = deck_html(d.executed, name, title=d.title)
+            except Exception as exc:  # nbconvert's errors: the deck is reported, the build goes on
+                d.html = None
+                d.error = ((d.error + "\n") if d.error else "") + (
+                    f"render failed: {type(exc).__name__}: {' '.join(strip_ansi(str(exc)).split())}")
+            else:
+                d.html = out.write_text(name, body)
+            log(f"[slides]   {d.name}: {'deck ' + str(d.html) if d.html else 'NO DECK: ' + d.error}")
+        listed = _with_earlier_decks(decks, out_dir) if only else decks
+        index = write_index(listed, out_dir, folder=out)
+        out.write_text("manifest.json", json.dumps({"decks": [d.as_dict() for d in listed]}, indent=1) + "\n")
     log(f"[slides] index: {index}")
     return BuildResult(out_dir=out_dir, executed_dir=executed_dir, index=index, decks=decks, vendored=how)
 
 
 # ----------------------------------------------------------------------------- CLI
 def _os_error_message(exc: OSError, out: Path) -> str:
-    """One line for an OSError of the build: names --out when the path is (in) the output folder."""
-    what = exc.strerror or str(exc)
+    """One line for an OSError: the system's reason and the path, naming --out when the path is
+    (in) the output folder -- never Python's tuple of the error."""
+    what = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
     path = Path(exc.filename) if exc.filename else None
-    try:
-        in_out = path is not None and (path.resolve() == out.resolve() or out.resolve() in path.resolve().parents
-                                       or path.resolve() in out.resolve().parents)
-    except (OSError, RuntimeError):
-        in_out = False
-    if in_out:
-        return (f"cannot create or write the output folder --out {out}: {what} ({path}); "
-                "pass --out a folder you can write")
-    return f"{what}" + (f": {path}" if path else "")
-
-
-def _check_out(out: Path) -> Optional[str]:
-    """Create ``out`` and try writing in it; an error message naming --out, or None when it is usable."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".gpu-viz-write-test-{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        if exc.filename is None:
-            exc.filename = str(out)
-        return _os_error_message(exc, out)
-    return None
+    if path is not None and (_inside(path, out) or _inside(out, path)):
+        return f"--out {out}: {what} ({path}); pass --out a folder you can write"
+    return what + (f": {path}" if path else "")
 
 
 def _cli(args) -> int:
-    out = Path(args.out)
-    problem = _check_out(out)
-    if problem:
-        print(f"gpu-viz slides: {problem}", file=sys.stderr)
+    if args.out == "":
+        print("gpu-viz slides: --out is empty: name the output folder (e.g. --out slides-build)", file=sys.stderr)
         return 2
+    out = Path(args.out)
     vendor_from = Path(args.vendor_from) if args.vendor_from else None
     try:
         if args.vendor_only:
-            how = vendor(out / "vendor", vendor_from=vendor_from, refresh=vendor_from is None)
+            with _stopped_by_signals():
+                how = vendor(out / "vendor", vendor_from=vendor_from, refresh=vendor_from is None, force=args.force)
             print(f"vendor/ {how}: {out / 'vendor'}")
             return 0
         result = build(out_dir=out, notebooks_dir=Path(args.notebooks), only=args.only,
                        execute=not args.no_execute, executed_dir=Path(args.executed_dir) if args.executed_dir
                        else None, timeout=args.timeout, jobs=args.jobs, vendor_from=vendor_from,
-                       force_cpu=args.cpu)
-    except SlidesError as exc:
+                       force_cpu=args.cpu, force=args.force)
+    except BuildInterrupted as exc:
+        print(f"gpu-viz slides: {exc}", file=sys.stderr)
+        return 128 + exc.signum
+    except (SlidesError, FolderError) as exc:
         print(f"gpu-viz slides: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
+    except OSError as exc:  # not through the output folder's writer (e.g. reading a notebook)
         print(f"gpu-viz slides: {_os_error_message(exc, out)}", file=sys.stderr)
         return 2
     failed = [d for d in result.decks if not d.ok]
@@ -910,14 +1227,23 @@ def _cli(args) -> int:
     if not args.no_pdf and len(failed) < len(result.decks):
         from . import pdf
 
-        if pdf.chromium_path() is None or importlib.util.find_spec("playwright") is None:
+        try:
+            exe = pdf.chromium_path()
+        except SlidesError as exc:  # $GPU_VIZ_CHROMIUM names no browser
+            print(f"gpu-viz slides: {exc}; the decks are built, the PDFs are not", file=sys.stderr)
+            return 2
+        if exe is None or importlib.util.find_spec("playwright") is None:
             # the decks are built; the PDFs are the one part that needs a browser
             print("gpu-viz slides: PDFs skipped: they need Chromium (apt-get install chromium, or set "
                   "$GPU_VIZ_CHROMIUM) and the playwright package; the decks are built", file=sys.stderr)
             return 1 if failed else 0
         try:
-            made = pdf.render(out)
-        except SlidesError as exc:
+            with _stopped_by_signals():
+                made = pdf.render(out)
+        except BuildInterrupted as exc:
+            print(f"gpu-viz slides: PDFs {exc}", file=sys.stderr)
+            return 128 + exc.signum
+        except (SlidesError, FolderError) as exc:
             print(f"gpu-viz slides: {exc}", file=sys.stderr)
             return 2
         print(f"{len(made)} PDFs written beside the decks (one page per slide)")
@@ -936,7 +1262,8 @@ def register_cli(subparsers) -> None:
     """Add the ``slides`` subcommand to ``gpu-viz``."""
     p = subparsers.add_parser("slides", help="execute the notebooks and render offline reveal.js decks",
                               description=CLI_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default=str(DEFAULT_OUT), help=f"output folder (default: {DEFAULT_OUT})")
+    p.add_argument("--out", default=str(DEFAULT_OUT),
+                   help=f"output folder: new, empty, or an earlier build's (default: {DEFAULT_OUT})")
     p.add_argument("--notebooks", default=str(DEFAULT_NOTEBOOKS), help="folder of NN_topic.ipynb notebooks")
     p.add_argument("--only", metavar="PATTERN", help="comma-separated notebook numbers (10), globs (0[1-3]*) or substrings of names (rmsnorm)")
     p.add_argument("--no-execute", action="store_true", help="render the executed copies already built")
@@ -950,6 +1277,9 @@ def register_cli(subparsers) -> None:
                    help="skip the PDFs (reveal.js print mode through headless Chromium; needs playwright)")
     p.add_argument("--vendor-from", metavar="DIR",
                    help="copy the vendored JavaScript from DIR (a complete vendor/ folder) instead of npm")
+    p.add_argument("--force", action="store_true",
+                   help="build into an --out folder that holds files a gpu-viz build did not write (they are "
+                        "still never overwritten or deleted; without --force such a folder is refused)")
     p.set_defaults(func=_cli)
 
 

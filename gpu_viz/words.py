@@ -84,3 +84,52 @@ def wrap_even(text: str, width: int) -> List[str]:
             lines = even
             break
     return [ln.replace(_NBSP, " ") for ln in lines]
+
+
+#: The codec error handler (:mod:`codecs`) that :func:`readable_streams` gives a terminal which
+#: cannot show every character (a Latin-1 or cp1252 console): a dash, a bound, an arrow or a mark
+#: is written in ASCII ("-", "<=", "->", "ok"), a word joiner is dropped, anything else is its
+#: ASCII base letter or "?", so a table still prints where it would raise UnicodeEncodeError.
+ENCODE_FALLBACK = "gpu-viz-ascii"
+_ASCII_FOR = {"\u2013": "-", "\u2014": "--", "\u2212": "-", "\u2265": ">=", "\u2264": "<=", "\u2260": "!=",
+              "\u2248": "~", "\u00d7": "x", "\u2026": "...", "\u2192": "->", "\u2190": "<-", "\u25b6": ">",
+              "\u25c0": "<", "\u2713": "ok", "\u2717": "x", "\u00b5": "u", "\u03bc": "u", "\u2018": "'",
+              "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2022": "*", "\u00b7": ".", "\u00a0": " ",
+              "\u2009": " ", "\u202f": " ", WORD_JOINER: "", "\u200b": ""}
+
+
+def _ascii_fallback(exc: UnicodeError):
+    import unicodedata
+
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = []
+    for ch in exc.object[exc.start:exc.end]:
+        if ch in _ASCII_FOR:
+            out.append(_ASCII_FOR[ch])
+        else:
+            base = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode("ascii")
+            out.append(base or "?")
+    return "".join(out), exc.end
+
+
+def readable_streams(*streams) -> None:
+    """Let ``streams`` (default: stdout and stderr) print any text: on an encoding other than
+    UTF-8 (a Latin-1 or cp1252 terminal) a character it cannot encode is written as ASCII by
+    :data:`ENCODE_FALLBACK` instead of raising UnicodeEncodeError.  Streams without
+    ``reconfigure`` (a notebook's, a test's capture) are left as they are."""
+    import codecs
+    import sys
+
+    try:
+        codecs.lookup_error(ENCODE_FALLBACK)
+    except LookupError:
+        codecs.register_error(ENCODE_FALLBACK, _ascii_fallback)
+    for stream in streams or (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None)
+        try:
+            utf8 = encoding is not None and codecs.lookup(encoding).name == "utf-8"
+        except LookupError:
+            utf8 = False
+        if not utf8 and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors=ENCODE_FALLBACK)

@@ -28,7 +28,7 @@ def pytest_parts(logdir: Path):
     parts = {}
     for path in sorted(logdir.glob("pytest-gpu-*.exit")):
         part = path.name[len("pytest-gpu-"):-len(".exit")]
-        text = path.read_text().strip()
+        text = path.read_text(encoding="utf-8").strip()
         parts[part] = {"exit": int(text) if text.lstrip("-").isdigit() else text,
                        "junit": (logdir / f"pytest-gpu-{part}.xml").is_file()}
     return parts
@@ -85,7 +85,7 @@ def sanitizer_summary(logdir: Path):
         m = re.match(r"sanitize-(.+)-(memcheck|racecheck|synccheck|initcheck)\.log", log.name)
         if not m:
             continue
-        text = log.read_text(errors="replace")
+        text = log.read_text(encoding="utf-8", errors="replace")
         found = re.findall(r"(?:ERROR|RACECHECK) SUMMARY: (\d+) (?:error|hazard)", text)
         rows.append({"script": m.group(1), "tool": m.group(2),
                      "errors": int(found[-1]) if found else None,
@@ -113,7 +113,7 @@ def main():
     status = args.logdir / "notebooks.json"
     if status.is_file():
         import json
-        rec["notebooks"] = json.loads(status.read_text())
+        rec["notebooks"] = json.loads(status.read_text(encoding="utf-8"))
     print(records.save_record(rec, tag=args.tag, directory=ROOT / "benchmarks" / "results"))
 
 

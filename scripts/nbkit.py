@@ -97,6 +97,6 @@ def write(path, cells):
         "language_info": {"name": "python"},
     })
     nbformat.validate(nb)
-    with open(path, "w") as f:
+    with open(path, "w", encoding="utf-8") as f:
         nbformat.write(nb, f)
     return path

@@ -88,8 +88,8 @@ def main():
         pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(18)
         text.append(s.getvalue())
     rec = records.new_record(rows=rows, kind="per-call-profile", calls=CALLS)
-    (out / "profile_per_call.json").write_text(json.dumps(rec, indent=1))
-    (out / "profile_per_call.txt").write_text("\n".join(text))
+    (out / "profile_per_call.json").write_text(json.dumps(rec, indent=1), encoding="utf-8")
+    (out / "profile_per_call.txt").write_text("\n".join(text), encoding="utf-8")
     print("\n".join(t for t in text if "µs per call" in t))
 
 

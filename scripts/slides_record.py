@@ -27,15 +27,15 @@ def main():
     ap.add_argument("env_record", type=Path)
     ap.add_argument("--tag", default="slides")
     args = ap.parse_args()
-    env_rec = json.loads(args.env_record.read_text())
-    manifest = json.loads((args.build / "manifest.json").read_text())
+    env_rec = json.loads(args.env_record.read_text(encoding="utf-8"))
+    manifest = json.loads((args.build / "manifest.json").read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "browser.xml"
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                str(ROOT / "tests" / "test_browser.py"), "-k", "course_deck",
                                f"--junitxml={junit}"],
                               env=dict(os.environ, GPU_VIZ_SLIDES_BUILD=str(args.build.resolve())),
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, encoding="utf-8", errors="replace")
         suite = ET.parse(junit).getroot()
         suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
         cases = []

@@ -140,7 +140,7 @@ def main(argv=None) -> int:
     bad = 0
     for path in paths:
         try:
-            original = path.read_text()
+            original = path.read_text(encoding="utf-8")
             nb = nbformat.reads(original, as_version=4)
         except OSError as exc:
             print(f"strip_notebooks: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
@@ -160,7 +160,7 @@ def main(argv=None) -> int:
                 print(f"{path}:\n  " + "\n  ".join(problems))
         elif text != original:
             try:
-                path.write_text(text)
+                path.write_text(text, encoding="utf-8")
             except OSError as exc:
                 print(f"strip_notebooks: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
                 return 2

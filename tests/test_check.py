@@ -98,3 +98,18 @@ def test_random_inputs_name_the_bad_argument(kw, name, err):
 def test_seeds_replay():
     assert np.array_equal(check.random_f32(5, seed=3), check.random_f32(5, seed=3))
     assert isinstance(check.new_seed(), int)
+
+
+@pytest.mark.parametrize("tol", ["atol", "rtol"])
+@pytest.mark.parametrize("value,err", [(float("nan"), ValueError), (float("inf"), ValueError), (-1e-3, ValueError),
+                                       (np.float32("nan"), ValueError), ("1e-3", TypeError), (True, TypeError),
+                                       (None, TypeError)])
+def test_a_tolerance_that_would_pass_anything_is_refused(tol, value, err):
+    """Bug class: every comparison with a NaN tolerance is False, so compare/assert_close with
+    atol=nan or rtol=nan passed every element (inf passed every finite one)."""
+    got, want = np.ones(4), np.zeros(4)
+    for fn in (check.compare, check.assert_close):
+        with pytest.raises(err, match=tol):
+            fn("y", got, want, **{tol: value})
+    assert not check.compare("y", got, want, **{tol: 0.5}).ok  # a real tolerance still judges
+    assert check.compare("y", got, want, **{tol: np.float64(0.5), "atol": 1.0}).ok

@@ -527,3 +527,39 @@ def test_notebooks_print_the_mode_in_words():
     for nb in sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb")):
         text = nb.read_text()
         assert not re.search(r"describe\(\)|\.reason\b", text), f"{nb.name}: print describe(plain=True) / plain_reason"
+
+
+def test_cupy_installed_but_home_not_writable_is_not_called_missing(tmp_path):
+    """Bug class: every import failure of an installed CuPy was reported as "CuPy is not installed"
+    (with a pip line that changes nothing).  CuPy makes ~/.cupy when imported; with $HOME not a
+    writable folder the import fails, and the doctor says that, and what to set (CUPY_CACHE_DIR)."""
+    import importlib.util
+    import os
+    import subprocess
+
+    if importlib.util.find_spec("cupy") is None:
+        pytest.skip("CuPy is not installed here")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("CUPY_CACHE_DIR", backend.FORCE_CPU_ENV)}
+    env["HOME"] = str(a_file / "home")  # under a file: no folder can be made there
+    proc = subprocess.run([sys.executable, "-m", "gpu_viz.cli", "doctor"], env=env, capture_output=True,
+                          text=True, encoding="utf-8", timeout=300)
+    out = proc.stdout + proc.stderr
+    assert "CuPy is not installed" not in out, out
+    assert "CuPy is installed, but importing it fails" in out and "CUPY_CACHE_DIR" in out, out
+    env["CUPY_CACHE_DIR"] = str(tmp_path / "cache")  # the advice works
+    proc = subprocess.run([sys.executable, "-c", "import cupy"], env=env, capture_output=True, text=True,
+                          encoding="utf-8", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_broken_cupy_is_told_apart_from_a_missing_one(env, monkeypatch):
+    env(None)
+    broken = backend.Backend(mode=backend.CPU, cause=backend.CAUSE_CUPY_BROKEN,
+                             reason="CuPy failed to import (OSError: libnvrtc.so.12: cannot open shared object file)")
+    monkeypatch.setattr(backend, "detect", lambda refresh=False: broken)
+    rep = doctor.report(show=False)
+    advice = " ".join(rep.advice)
+    assert rep.problem == "cupy-broken" and "not installed" not in advice
+    assert "importing it fails: OSError: libnvrtc.so.12" in advice and "pip install --force-reinstall" in advice

@@ -175,3 +175,76 @@ def test_the_player_of_the_largest_allowed_trace_is_quick_or_refused(stem):
         assert "at most" in str(exc) and time.perf_counter() - t0 < 2.0, str(exc)
         return
     assert len(an) <= 60 and time.perf_counter() - t0 < 30.0, (len(an), time.perf_counter() - t0)
+
+
+# ----------------------------------------------------------------------------- numpy and bool launch arguments
+#: Every integer launch argument of each lesson, at a small value the lesson accepts.
+_INT_ARGS = {"vector_add": {"n": 64, "block": 64}, "divergence": {"n": 64, "block": 64, "iters": 8},
+             "grid_stride": {"n": 300, "grid": 2, "block": 128},
+             "scheduling": {"blocks": 120, "threads": 128, "spin_cycles": 1000, "fma_iters": 0},
+             "rmsnorm_deck": {"d": 64, "block": 64}}
+
+
+def test_every_lesson_lists_its_integer_arguments():
+    assert set(_INT_ARGS) == set(lessons.LESSONS)
+
+
+@pytest.mark.parametrize("stem,arg", [(s, a) for s, args in _INT_ARGS.items() for a in args])
+@pytest.mark.parametrize("kind", ["uint32", "int32", "uint64", "int64"])
+def test_a_numpy_integer_launch_argument_is_its_value(stem, arg, kind):
+    """Bug class: numpy integers reaching the launch arithmetic (a uint32 block raised OverflowError
+    at -(-n // block); an int32 grid of 2**22 wrapped to a trace of 0 threads).  Each is taken as
+    the Python int it holds: the trace equals the one made with the int."""
+    import numpy as np
+
+    if backend.has_gpu():
+        pytest.skip("CPU-mode traces (the model) compared")
+    les, args = lessons.LESSONS[stem], _INT_ARGS[stem]
+    want = les.trace(seed=2, **args)
+    got = les.trace(seed=2, **dict(args, **{arg: getattr(np, kind)(args[arg])}))
+    assert got.diff(want) == []
+    assert got.params == want.params and all(type(v) is not getattr(np, kind) for v in got.params.values())
+
+
+@pytest.mark.parametrize("stem,arg", [(s, a) for s, args in _INT_ARGS.items() for a in args])
+def test_a_bool_launch_argument_is_refused_naming_it(stem, arg):
+    """``block=True`` ran a 1-thread block: a bool is not a count."""
+    with pytest.raises((TypeError, ValueError), match=arg):
+        lessons.LESSONS[stem].trace(seed=1, **dict(_INT_ARGS[stem], **{arg: True}))
+
+
+def test_a_numpy_grid_past_the_trace_limit_is_refused_not_wrapped():
+    import numpy as np
+
+    with pytest.raises(ValueError, match=r"grid \* block must be <= \d+ threads for a trace, got 4194304 \* 1024"):
+        lessons.GRID_STRIDE.trace(seed=1, grid=np.int32(2**22))
+
+
+@pytest.mark.parametrize("stem", list(lessons.LESSONS))
+def test_another_lessons_trace_is_a_clear_error(stem):
+    """Bug class: a trace passed to the wrong lesson's player raised a bare KeyError ('warps')."""
+    if backend.has_gpu():
+        pytest.skip("CPU-mode traces")
+    les = lessons.LESSONS[stem]
+    for other in lessons.LESSONS.values():
+        if other is les:
+            continue
+        tr = other.trace(seed=1, **{k: v for k, v in _INT_ARGS[other.stem].items() if k not in ("threads",)})
+        try:
+            les.animation(tr)
+        except (TypeError, ValueError) as exc:
+            assert stem in str(exc), str(exc)
+        else:
+            raise AssertionError(f"{stem}'s player showed {other.stem}'s trace")
+    with pytest.raises(TypeError, match="trace must be a Trace"):
+        les.show({"warps": 2})
+
+
+def test_show_outside_a_notebook_prints_one_line_not_the_html(capsys):
+    """Bug class: show() in a plain Python script printed the player's whole HTML (up to 1.2 MB)."""
+    if backend.has_gpu():
+        pytest.skip("CPU-mode trace")
+    lessons.VECTOR_ADD.show(lessons.VECTOR_ADD.trace(seed=1))
+    out = capsys.readouterr().out
+    assert len(out) < 1000 and "<div" not in out and "static_html()" in out, out[:2000]
+    assert out.startswith("<Animation 'C = A + B on 64 elements")

@@ -198,5 +198,9 @@ def test_recorded_path(tmp_path, monkeypatch):
                 chip.draw_chip(info, latency=levels, bandwidth={"DRAM": 4050}, provenance=label)):
         assert any(label in t.get_text() for t in fig.findobj(matplotlib.text.Text))
     plt.close("all")
-    with pytest.raises(KeyError, match="no 'device' entry"):
+    with pytest.raises(ValueError, match="no 'device' entry"):
         M.recorded_device({"gpu": "x"})
+    # a partial device names the field it lacks (it was a bare KeyError: 'compute_capability')
+    partial = dict(rec, device={k: v for k, v in rec["device"].items() if k != "compute_capability"})
+    with pytest.raises(ValueError, match="device.compute_capability"):
+        M.recorded_device(partial)

@@ -3,6 +3,8 @@ folder by default, never the installed package), found in a checkout or an insta
 import json
 from pathlib import Path
 
+import pytest
+
 from gpu_viz.measure import records
 
 
@@ -40,8 +42,8 @@ def test_course_dirs_are_the_checkout_s_or_the_wheel_s(tmp_path, monkeypatch):
 
 def test_newest_and_label(tmp_path):
     for date in ("2026-11-29", "2026-11-30"):
-        records.save_record({"date": date, "gpu": "NVIDIA H200", "rows": []}, tag="fused", directory=tmp_path)
-    rec = records.newest("*-fused.json", tmp_path)
+        records.save_record({"date": date, "gpu": "NVIDIA H200", "rows": []}, tag="run", directory=tmp_path)
+    rec = records.newest("*-run.json", tmp_path)
     assert rec["date"] == "2026-11-30" and records.label(rec) == "recorded on NVIDIA H200, 2026-11-30 (not live)"
     assert records.newest("*-nothing.json", tmp_path) is None
     rec["driver"] = "580.159.04"
@@ -154,25 +156,25 @@ def _device_fields():
 def test_a_record_never_replaces_another(tmp_path):
     """Two runs of one GPU on one date with one tag keep both files; the later is the newest,
     for every reader that goes through load_records / newest, also against another tag's files."""
-    first = records.save_record({"date": "2026-12-01", "gpu": "NVIDIA H200", "run": 1, "rows": []},
-                                tag="fused", directory=tmp_path)
+    first = records.save_record({"date": "2026-12-01", "gpu": "NVIDIA H200", "bench": 1, "rows": []},
+                                tag="bench", directory=tmp_path)
     for run in (2, 3):
-        records.save_record({"date": "2026-12-01", "gpu": "NVIDIA H200", "run": run, "rows": []},
-                            tag="fused", directory=tmp_path)
-    records.save_record({"date": "2026-12-01", "gpu": "NVIDIA H200", "run": 9, "rows": []},
-                        tag="quick-fused", directory=tmp_path)
-    names = sorted(p.name for p in tmp_path.glob("*-fused.json"))
-    assert names == ["nvidia-h200-2026-12-01-fused.json", "nvidia-h200-2026-12-01-quick-fused.json",
-                     "nvidia-h200-2026-12-01.2-fused.json", "nvidia-h200-2026-12-01.3-fused.json"]
-    assert first.name == names[0] and json.loads(first.read_text())["run"] == 1
-    assert [r["run"] for r in records.load_records("*[0-9]-fused.json", tmp_path)] == [3, 2, 1]
-    assert records.newest("*[0-9]-fused.json", tmp_path)["run"] == 3
+        records.save_record({"date": "2026-12-01", "gpu": "NVIDIA H200", "bench": run, "rows": []},
+                            tag="bench", directory=tmp_path)
+    records.save_record({"date": "2026-12-01", "gpu": "NVIDIA H200", "bench": 9, "rows": []},
+                        tag="quick-bench", directory=tmp_path)
+    names = sorted(p.name for p in tmp_path.glob("*-bench.json"))
+    assert names == ["nvidia-h200-2026-12-01-bench.json", "nvidia-h200-2026-12-01-quick-bench.json",
+                     "nvidia-h200-2026-12-01.2-bench.json", "nvidia-h200-2026-12-01.3-bench.json"]
+    assert first.name == names[0] and json.loads(first.read_text())["bench"] == 1
+    assert [r["bench"] for r in records.load_records("*[0-9]-bench.json", tmp_path)] == [3, 2, 1]
+    assert records.newest("*[0-9]-bench.json", tmp_path)["bench"] == 3
     # an older date stays older whatever its sequence number
-    records.save_record({"date": "2026-11-30", "gpu": "NVIDIA H200", "run": 0, "rows": []}, tag="fused",
+    records.save_record({"date": "2026-11-30", "gpu": "NVIDIA H200", "bench": 0, "rows": []}, tag="bench",
                         directory=tmp_path)
-    records.save_record({"date": "2026-11-30", "gpu": "NVIDIA H200", "run": -1, "rows": []}, tag="fused",
+    records.save_record({"date": "2026-11-30", "gpu": "NVIDIA H200", "bench": -1, "rows": []}, tag="bench",
                         directory=tmp_path)
-    assert [r["run"] for r in records.load_records("*[0-9]-fused.json", tmp_path)] == [3, 2, 1, -1, 0]
+    assert [r["bench"] for r in records.load_records("*[0-9]-bench.json", tmp_path)] == [3, 2, 1, -1, 0]
     untagged = records.save_record({"date": "2026-12-01", "gpu": "NVIDIA L4", "rows": []}, directory=tmp_path)
     again = records.save_record({"date": "2026-12-01", "gpu": "NVIDIA L4", "rows": []}, directory=tmp_path)
     assert (untagged.name, again.name) == ("nvidia-l4-2026-12-01.json", "nvidia-l4-2026-12-01.2.json")
@@ -190,3 +192,202 @@ def test_gpus_named_sees_through_the_slides_typography():
         assert records.gpus_named(words.keep_whole(ref) + " beside NVIDIA L4") == {"L4"}, ref
     assert words.plain(words.keep_whole(label)) == label
 
+
+
+# ----------------------------------------------------------------------------- bad records
+COMMITTED = records.results_dir()
+
+
+def _hardware_record(date="2026-12-01"):
+    """A complete hardware record (the committed one, re-dated)."""
+    rec = json.loads(next(COMMITTED.glob("*-hardware.json")).read_text(encoding="utf-8"))
+    return dict(rec, date=date)
+
+
+def _write(path, text):
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    return path
+
+
+_BAD_RECORDS = {
+    "empty list": ("[]", "not a JSON object but a list"),
+    "null": ("null", "not a JSON object but null"),
+    "a string": ('"fast"', "not a JSON object but the string 'fast'"),
+    "a number": ("3", "not a JSON object but the number 3"),
+    "truncated": ('{"date": "2026-11-29", "gpu": "NVIDIA H200", "rows": [', "not valid JSON"),
+    "non-string date": ('{"date": 20261209, "gpu": "NVIDIA H200", "rows": []}', "date is the number 20261209, not a date"),
+    "not a date": ('{"date": "yesterday", "gpu": "NVIDIA H200", "rows": []}', "date is 'yesterday', not a date"),
+    "future date": ('{"date": "2099-01-01", "gpu": "NVIDIA H200", "rows": []}', "date is 2099-01-01, in the future"),
+    "unknown GPU": ('{"date": "2026-11-29", "rows": []}', "has no 'gpu'"),
+    "empty GPU name": ('{"date": "2026-11-29", "gpu": " ", "rows": []}', "gpu is the string ' ', expected name"),
+    "rows not a list": ('{"date": "2026-11-29", "gpu": "NVIDIA H200", "rows": {}}', "rows is an object"),
+    "not UTF-8": (b'{"date": "2026-11-29", "gpu": "NVIDIA \xff"}', "not UTF-8 text"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BAD_RECORDS))
+def test_a_bad_record_is_skipped_and_said_once_by_name_and_reason(tmp_path, capsys, case):
+    """Bug class: one bad file in benchmarks/results made every reader raise (load_records on [],
+    null, a string, a non-string date).  Each shape is left out, said once on stderr by its file
+    name and reason; the good record beside it is still read, and nothing raises."""
+    text, reason = _BAD_RECORDS[case]
+    good = records.save_record({"date": "2026-11-20", "gpu": "NVIDIA H200", "rows": []}, tag="t", directory=tmp_path)
+    bad = _write(tmp_path / "nvidia-h200-2026-11-29-t.json", text)
+    for _ in range(3):
+        assert [r["_file"] for r in records.load_records(directory=tmp_path)] == [good.name]
+        assert records.newest("*-t.json", tmp_path)["_file"] == good.name
+    err = capsys.readouterr().err
+    assert err.count(bad.name) == 1 and reason in err, err
+    assert (str(bad), err.split("skipped: ", 1)[1].strip()) in records.skipped_records()
+
+
+def test_a_folder_and_an_unreadable_file_are_skipped(tmp_path, capsys):
+    (tmp_path / "nvidia-h200-2026-11-29-t.json").mkdir()
+    (tmp_path / "nvidia-h200-2026-11-28-t.json").symlink_to(tmp_path / "gone")  # reading it fails
+    assert records.load_records(directory=tmp_path) == [] and records.newest("*.json", tmp_path) is None
+    err = capsys.readouterr().err
+    assert "2026-11-29-t.json is skipped: a folder" in err
+    assert "2026-11-28-t.json is skipped: cannot be read: No such file or directory" in err
+
+
+def test_a_skipped_newer_record_is_said_where_its_numbers_would_have_been(tmp_path):
+    """Bug class: a stale record passing for the newest.  A truncated newest run is skipped; the
+    older run shown in its place says so in its label, and two runs of a day never read alike."""
+    base = {"gpu": "NVIDIA H200", "driver": "580.1", "copy_GBps": 4000.0, "launch_floor_us": 2.0,
+            "checks": [], "skipped": [], "rows": [{"op": "rmsnorm"}]}
+    first = records.save_record(dict(base, date="2026-12-03"), tag="fused", directory=tmp_path)
+    second = records.save_record(dict(base, date="2026-12-03"), tag="fused", directory=tmp_path)
+    assert records.label(records.newest("*-fused.json", tmp_path)) == \
+        "recorded on NVIDIA H200, 2026-12-03, run 2, driver 580.1 (not live)"
+    third = tmp_path / "nvidia-h200-2026-12-03.3-fused.json"
+    text = second.read_text(encoding="utf-8")
+    third.write_text(text[:len(text) // 2], encoding="utf-8")  # cut short
+    rec = records.newest("*-fused.json", tmp_path)
+    assert rec["_file"] == second.name
+    lab = records.label(rec)
+    assert lab.startswith("recorded on NVIDIA H200, 2026-12-03, run 2, driver 580.1 (not live); ")
+    assert f"the newer record {third.name} was skipped (not valid JSON" in lab
+    # an older skipped file is not news: the newest usable record's label is its own
+    third.unlink()
+    _write(tmp_path / "nvidia-h200-2026-12-02-fused.json", "[]")
+    assert records.label(records.newest("*-fused.json", tmp_path)) == \
+        "recorded on NVIDIA H200, 2026-12-03, run 2, driver 580.1 (not live)"
+    assert first.is_file()
+
+
+def test_a_fused_record_without_the_keys_notebook_10_reads_is_skipped(tmp_path):
+    rec = {"date": "2026-12-03", "gpu": "NVIDIA H200", "rows": []}
+    records.save_record(rec, tag="fused", directory=tmp_path)
+    assert records.newest("*-fused.json", tmp_path) is None
+    assert "has no 'copy_GBps', 'launch_floor_us'" in records.skipped_note("*-fused.json", tmp_path)
+    assert records.problem(dict(rec, copy_GBps=float("nan"), launch_floor_us=1),
+                           "x-2026-12-03-fused.json") == "copy_GBps is the number nan, expected number"
+    assert records.problem(dict(rec, copy_GBps=1, launch_floor_us=1, skipped={}),
+                           "x-2026-12-03-quick-fused.json") == "skipped is an object, expected list"
+
+
+@pytest.mark.parametrize("damage", ["no compute_capability", "device is a list", "capability of one number",
+                                    "sm_count a string", "no latency"])
+def test_a_partial_hardware_record_is_skipped_and_the_older_one_says_so(tmp_path, monkeypatch, damage):
+    """Bug class: a newer hardware record with a partial `device` raised KeyError:
+    'compute_capability' in notebooks 01, 02, 04, 05, 07 and 10 (records.lesson_device).  It is
+    skipped; the CPU models use the older hardware record, whose label says the newer was skipped;
+    with no other, the deck's L4 spec sheet, and the label says why."""
+    from gpu_viz import backend, device
+
+    monkeypatch.setattr(backend, "has_gpu", lambda: False)
+    monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
+    bad = _hardware_record("2026-12-05")
+    if damage == "no compute_capability":
+        del bad["device"]["compute_capability"]
+    elif damage == "device is a list":
+        bad["device"] = []
+    elif damage == "capability of one number":
+        bad["device"]["compute_capability"] = [9]
+    elif damage == "sm_count a string":
+        bad["device"]["sm_count"] = "132"
+    else:
+        del bad["latency"]
+    bad_path = records.save_record(bad, tag="hardware", directory=tmp_path)
+    info, lab = records.lesson_device()  # no usable record: the L4, and why
+    assert info.name == device.spec_sheet(device.DECK_GPU).name
+    assert lab.startswith(backend.MODEL_LABEL) and f"the record {bad_path.name} was skipped" in lab
+    assert "L4 spec sheet" in lab
+    older = records.save_record(_hardware_record("2026-12-01"), tag="hardware", directory=tmp_path)
+    info, lab = records.lesson_device()
+    assert info.name == "NVIDIA H200" and info.compute_capability == (9, 0)
+    assert lab.startswith("recorded on NVIDIA H200, 2026-12-01") and f"the newer record {bad_path.name} was skipped" in lab
+    assert records.recorded_device()[1] == lab and older.is_file()
+    from gpu_viz.measure import memory
+
+    assert memory.recorded_hardware()[1] == lab
+
+
+def test_missing_says_which_record_was_skipped(tmp_path):
+    assert records.missing("probes", tmp_path).startswith("no committed record yet: run `gpu-viz record probes")
+    _write(tmp_path / "nvidia-h200-2026-12-01-probes.json", "null")
+    said = records.missing("probes", tmp_path)
+    assert said.startswith("no usable committed record (the record nvidia-h200-2026-12-01-probes.json was "
+                           "skipped (not a JSON object but null)): run `gpu-viz record probes"), said
+
+
+def test_every_committed_record_is_usable():
+    """The committed records all pass the schema: a reader never skips one of them."""
+    bad = [(p.name, records.problem(json.loads(p.read_text(encoding="utf-8")), p.name))
+           for p in sorted(records.results_dir().glob("*.json"))]
+    assert [b for b in bad if b[1]] == []
+
+
+def test_gpu_viz_bench_in_cpu_mode_with_a_bad_record_names_it_and_does_not_raise(tmp_path, monkeypatch, capsys):
+    """`gpu-viz bench` without a GPU prints the newest committed record: a bad one beside it is
+    skipped, named on stderr, never a traceback."""
+    from gpu_viz import backend, cli
+
+    monkeypatch.setattr(backend, "has_gpu", lambda: False)
+    monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
+    for name in ("nvidia-h200-2026-12-05-fused.json", "nvidia-h200-2026-12-06-fused.json"):
+        _write(tmp_path / name, {"nvidia-h200-2026-12-05-fused.json": "[]"}.get(name, '"x"'))
+    assert cli.main(["bench"]) == 2
+    out, err = capsys.readouterr()
+    assert "needs a CUDA GPU" in out and "Traceback" not in err
+    assert "2026-12-05-fused.json is skipped" in err and "2026-12-06-fused.json is skipped" in err
+
+
+def test_every_reader_of_a_record_hears_of_a_skipped_newer_run_of_its_tag(tmp_path):
+    """Notebook 08 picks its record from load_records() by its rows, not through newest(): the
+    record it shows still says that a newer run of its tag was skipped; a skipped file of another
+    tag is not news to it."""
+    base = {"gpu": "NVIDIA H200", "copy_GBps": 1.0, "launch_floor_us": 1.0,
+            "rows": [{"op": "rmsnorm", "impl": "eager"}]}
+    records.save_record(dict(base, date="2026-11-20"), tag="fused", directory=tmp_path)
+    _write(tmp_path / "nvidia-h200-2026-11-22-fused.json", '{"date": "2026-11-22", "gpu": "NVIDIA H200"}')
+    _write(tmp_path / "nvidia-h200-2026-11-23-probes.json", "null")
+    shown = next(r for r in records.load_records(directory=tmp_path)
+                 if any(row.get("impl") == "eager" for row in r.get("rows", [])))
+    lab = records.label(shown)
+    assert "the newer record nvidia-h200-2026-11-22-fused.json was skipped (has no 'rows', 'copy_GBps', 'launch_floor_us')" in lab
+    assert "probes" not in lab
+
+
+def test_a_record_is_saved_whole_or_not_at_all(tmp_path):
+    """Bug class: a truncated record.  On a full disk (a 64 KiB tmpfs, where it can be mounted)
+    save_record raises and leaves no record file at all, and an earlier save of the same run
+    (``replace=``) stays whole."""
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        rec = {"date": "2026-11-20", "gpu": "NVIDIA H200", "rows": [{"op": "x", "note": "y" * 100}]}
+        first = records.save_record(rec, tag="t", directory=disk)
+        big = dict(rec, rows=[{"op": "x", "note": "y" * 200_000}])
+        with pytest.raises(OSError):
+            records.save_record(big, tag="t", directory=disk, replace=first)
+        with pytest.raises(OSError):
+            records.save_record(big, tag="t", directory=disk)
+        assert sorted(p.name for p in disk.iterdir()) == [first.name]
+        assert json.loads(first.read_text(encoding="utf-8")) == rec
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)

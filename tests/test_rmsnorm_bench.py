@@ -792,9 +792,12 @@ def test_run_loop_reports_a_timing_failure(monkeypatch):
     assert rows.skipped[0]["impl"] == "fused" and "timing failed" in rows.skipped[0]["reason"]
 
 
-def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeypatch, tmp_path):
+@pytest.mark.parametrize("newer", [None, "truncated", "[]", "null", '"x"', "a folder", "partial"])
+def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeypatch, tmp_path, newer):
     """Notebook 10's cells in CPU mode with one (hand-made) record in the results folder:
-    nothing is timed, and everything shown carries the record's GPU and date."""
+    nothing is timed, and everything shown carries the record's GPU and date.  A newer record that
+    is not usable (cut short, not an object, a folder, lacking the copy bandwidth) breaks nothing:
+    it is skipped, and the label of the record shown says so."""
     import json
     from pathlib import Path
 
@@ -805,7 +808,16 @@ def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeyp
     matplotlib.use("Agg")
     rec = _record()
     rec["kernels"] = {}
-    (tmp_path / "nvidia-h200-2026-11-29-fused.json").write_text(json.dumps(rec))
+    (tmp_path / "nvidia-h200-2026-11-29-fused.json").write_text(json.dumps(rec), encoding="utf-8")
+    bad = tmp_path / "nvidia-h200-2026-11-30-fused.json"
+    if newer == "a folder":
+        bad.mkdir()
+    elif newer == "truncated":
+        bad.write_text(json.dumps(rec)[:5000], encoding="utf-8")
+    elif newer == "partial":
+        bad.write_text(json.dumps({k: v for k, v in rec.items() if k != "copy_GBps"}), encoding="utf-8")
+    elif newer is not None:
+        bad.write_text(newer, encoding="utf-8")
     monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
     monkeypatch.setattr(bm, "kernel_report_any", lambda arch=None: ([], "stand-in (test)"))
     shown = []
@@ -819,6 +831,10 @@ def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeyp
             exec(compile(cell.source, "<nb10>", "exec"), ns)
     tables = [o for o in shown if isinstance(o, report.Table)]
     label = "recorded on NVIDIA H200, 2026-11-29 (not live)"
+    if newer is not None:
+        label += f"; the newer record {bad.name} was skipped ("
+        assert ns["label"].startswith(label), ns["label"]
+        label = ns["label"]
     assert any("write-up fused µs" in t.header for t in tables)
     assert all(label in t.caption for t in tables if "write-up fused µs" in t.header or "GB/s" in t.header)
     assert any(t.header == ["check", "passed", "detail"] for t in tables)

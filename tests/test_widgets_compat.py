@@ -66,12 +66,14 @@ def drive(anim):
     assert meta == {"gpu_viz": {"player": True, "frames": n}}
     # show(): the static player, then the live twin as its own output (what a saved notebook keeps)
     import IPython.display as ipd
-    calls, orig = [], ipd.display
+    from gpu_viz.widgets import player
+    calls, orig, here = [], ipd.display, player.in_notebook
     ipd.display = lambda *a, **k: calls.append((a, k))
+    player.in_notebook = lambda: True  # this script is no notebook: show() would print one line
     try:
         anim.show()
     finally:
-        ipd.display = orig
+        ipd.display, player.in_notebook = orig, here
     (static, ks), (live, kl) = calls
     assert "text/html" in static[0] and 'data-live="' in static[0]["text/html"]
     assert ks["metadata"] == {"gpu_viz": {"player": True, "frames": n}} and ks["raw"]

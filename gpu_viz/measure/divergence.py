@@ -27,7 +27,7 @@ def cost(n: int = 1 << 22, block: int = 256, iters: int = 256, reps: int = 50) -
     Raises:
         GPUUnavailable in CPU mode.
     """
-    model.check_launch(n, block, min_n=1)
+    n, block = model.check_launch(n, block, min_n=1)
     model.check_iters(iters)
     cp = backend.require_cupy("measuring the cost of divergence")
     x = random_f32(n)

@@ -75,7 +75,7 @@ def measure(ncu: Optional[str] = None) -> List[Dict]:
         raise RuntimeError("ncu (Nsight Compute) not found: the hit-rate record needs it")
     cmd = [ncu, "--csv", "--metrics", ",".join(METRICS), "--kernel-name", "regex:rownorm_",
            sys.executable, "-m", "gpu_viz.measure.hit_rates", "--launch"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=600)
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
         raise RuntimeError(f"ncu failed ({proc.returncode}): {tail[:400]}")

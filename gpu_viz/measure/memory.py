@@ -617,13 +617,19 @@ def summarize_levels(points: Sequence, l2_bytes: int) -> Dict[str, Dict]:
 
 
 def recorded_device(record: Dict) -> device.DeviceInfo:
-    """The DeviceInfo stored in a hardware record (``record["device"]``), its ``source`` naming the record.
+    """The DeviceInfo stored in a hardware record (``record["device"]``), its ``source`` naming the
+    record (:func:`gpu_viz.measure.records.label`).
 
     Raises:
-        KeyError: the record has no ``device`` entry.
+        ValueError: the record has no ``device`` entry, or one that lacks a field or holds a value
+            of the wrong kind (:data:`gpu_viz.measure.records.DEVICE_SCHEMA`); the message names it.
     """
-    if "device" not in record:
-        raise KeyError("recorded_device: the record has no 'device' entry (not a hardware record?)")
+    name = record.get("_file", "the record") if isinstance(record, dict) else "the record"
+    if not isinstance(record, dict) or "device" not in record:
+        raise ValueError(f"recorded_device: {name} has no 'device' entry (not a hardware record?)")
+    why = records._kind_problem("device", record["device"])
+    if why:
+        raise ValueError(f"recorded_device: {name}: {why}")
     d = dict(record["device"])
     fields = {f.name for f in dataclasses.fields(device.DeviceInfo)}
     kw = {k: v for k, v in d.items() if k in fields}
@@ -632,6 +638,5 @@ def recorded_device(record: Dict) -> device.DeviceInfo:
     # own source loses its "live: " (it was live when recorded, it is not now)
     how = str(d.get("source", "?"))
     how = how[len("live: "):] if how.startswith("live: ") else how
-    kw["source"] = (f"{backend.recorded_label(record.get('gpu', d.get('name', '?')), record.get('date', '?'), record.get('driver'))}"
-                    f", read by {how}")
+    kw["source"] = f"{records.label(dict(record, gpu=record.get('gpu', d.get('name', '?'))))}, read by {how}"
     return device.DeviceInfo(**kw)

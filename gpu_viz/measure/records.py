@@ -5,6 +5,11 @@
 * :func:`results_dir`, :func:`load_records`, :func:`newest` -- the committed records the
   notebooks show in CPU mode: ``benchmarks/results/`` of a source checkout, or the copy the
   wheel ships (``gpu_viz/_results``), so an installed package (Colab) finds them too.
+* :func:`problem` -- a record checked against :data:`RECORD_SCHEMA` and :data:`TAG_SCHEMAS`.  A
+  file that is not a usable record (unreadable, not JSON, not an object, dated in the future, no
+  GPU, a hardware record whose ``device`` lacks a field, ...) is left out and said aloud: once on
+  stderr, by file and reason (:func:`skipped_records`), and in the label of the older record
+  shown in its place (:func:`label`), so a stale number never passes for the newest one.
 * :func:`gpu_tests`, :func:`test_outcome` -- what the newest committed GPU test run says of a test.
 * :func:`label` -- the provenance of a record: "recorded on <GPU>, <date>, driver <v> (not live)".
 * :func:`lesson_device` -- the ONE GPU a lesson's figures describe: this GPU live, else the GPU of
@@ -18,13 +23,16 @@
 """
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import os
 import platform
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from .. import backend
 from ..data import course_dir
@@ -40,7 +48,8 @@ def _driver_version() -> str:
     if smi:
         try:
             out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
+                                 capture_output=True, text=True, encoding="utf-8", errors="replace",
+                                 timeout=20).stdout.strip().splitlines()
             if out:
                 return out[0].strip()
         except Exception:
@@ -88,9 +97,25 @@ def save_record(record: Dict, tag: str = "", directory: Optional[Path] = None,
     (then ``.3``, ...), and :func:`load_records` orders it after the first.  ``replace``: the path
     an earlier save of this same record returned (a run that saves as it goes, e.g.
     :func:`gpu_viz.rmsnorm.bench.full_record` after every shape): rewritten in place.
+
+    The file is written whole: beside its name, then renamed, so a full disk or a kill mid-write
+    never leaves a truncated record (that would be skipped, or an earlier save of a run lost).
+
+    Raises:
+        OSError: the folder cannot be written (no record file is left behind).
     """
     path = Path(replace) if replace is not None else _new_path(record, tag, directory)
-    path.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
+    data = (json.dumps(record, indent=1, sort_keys=False) + "\n").encode("utf-8")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
     return path
 
 
@@ -107,40 +132,243 @@ def _new_path(record: Dict, tag: str, directory: Optional[Path]) -> Path:
 
 
 _SEQ = re.compile(r"-\d{4}-\d{2}-\d{2}\.(\d+)(?:-|\.json$)")
+#: A record's file name: ``<gpu-slug>-<YYYY-MM-DD>[.N][-tag].json``.
+_NAME = re.compile(r"-(\d{4}-\d{2}-\d{2})(?:\.(\d+))?(?:-(.+))?\.json$")
+
+
+def _sequence(name: str) -> int:
+    """The ``.N`` of a record's file name (:func:`save_record`): its run on that date, 1 without one."""
+    m = _SEQ.search(name)
+    return int(m.group(1)) if m else 1
 
 
 def _order(rec: Dict):
     """Newest first: the record's date, then its sequence number on that date (the ``.N`` of
     :func:`save_record`'s file name; 1 without one)."""
-    m = _SEQ.search(rec.get("_file", ""))
-    return rec.get("date", ""), int(m.group(1)) if m else 1
+    return rec.get("date", ""), _sequence(rec.get("_file", ""))
 
 
-def load_records(pattern: str = "*.json", directory: Optional[Path] = None) -> List[Dict]:
-    """Every committed record matching ``pattern`` (in :func:`results_dir` unless ``directory``),
-    newest first (date, then the same day's sequence number), each with its file name as ``"_file"``."""
-    directory = Path(directory) if directory else results_dir()
-    recs = []
-    for p in sorted(directory.glob(pattern)):
+def _name_order(name: str):
+    """The order of a record by its file name alone (for a file that could not be used):
+    ``(date, sequence)``, or None when the name carries no date."""
+    m = _NAME.search(name)
+    return (m.group(1), int(m.group(2) or 1)) if m else None
+
+
+# -- the schema ------------------------------------------------------------------------------------
+#: What every record holds (DESIGN.md section 5): key -> (kind, required).  Kinds: "date" (an ISO
+#: date, not after today), "name" (a non-empty string), "text" (a string), "number" (int or float,
+#: finite, not bool), "count" (an int >= 0), "object", "list", "list of objects", "device" (a
+#: hardware record's :data:`DEVICE_SCHEMA`), "compute capability" ([major, minor]); "|null": or null.
+RECORD_SCHEMA: Dict[str, Tuple[str, bool]] = {
+    "date": ("date", True), "gpu": ("name", True), "sm": ("text", False), "driver": ("text|null", False),
+    "cuda": ("text|null", False), "torch": ("text|null", False), "cupy": ("text|null", False),
+    "rows": ("list of objects", False),
+}
+#: What a record of a tag (the ``-<tag>.json`` of its file name, or the tag's last word) holds
+#: besides: the keys its readers (notebooks, figures, ``gpu-viz bench``) use without a fallback.
+TAG_SCHEMAS: Dict[str, Dict[str, Tuple[str, bool]]] = {
+    "hardware": {"device": ("device", True), "latency": ("list of objects", True),
+                 "dram_latency": ("object", True), "bandwidth_vs_size": ("list of objects", True),
+                 "occupancy_sweep": ("list of objects", True), "host_bandwidth": ("object", True),
+                 "copy_GBps": ("number", True)},
+    "fused": {"rows": ("list of objects", True), "copy_GBps": ("number", True),
+              "launch_floor_us": ("number", True), "checks": ("list of objects", False),
+              "skipped": ("list", False)},
+    "divergence": {"rows": ("list of objects", True), "divergence_ratio": ("number", True)},
+    "scheduling": {"rows": ("list of objects", True), "scheduling": ("object", True)},
+    "decoder": {"rows": ("list of objects", True)},
+    "probes": {"rows": ("list of objects", True)},
+}
+#: A hardware record's ``device``: the :class:`gpu_viz.device.DeviceInfo` fields it carries.
+DEVICE_SCHEMA: Dict[str, Tuple[str, bool]] = {
+    "name": ("name", True), "compute_capability": ("compute capability", True), "sm_count": ("count", True),
+    "fp32_cores_per_sm": ("count|null", True), "max_threads_per_block": ("count", True),
+    "max_threads_per_sm": ("count", True), "max_blocks_per_sm": ("count", True), "warp_size": ("count", True),
+    "regs_per_sm": ("count", True), "regs_per_block": ("count", True), "smem_per_sm_bytes": ("count", True),
+    "smem_per_block_bytes": ("count", True), "smem_per_block_optin_bytes": ("count", True),
+    "l2_bytes": ("count", True), "mem_bytes": ("count", True), "mem_bus_bits": ("count|null", True),
+    "mem_clock_khz": ("count|null", True), "clock_khz": ("count|null", True), "source": ("text", False),
+    "peak_bandwidth_override_GBps": ("number|null", False),
+}
+
+
+def _json_kind(value) -> str:
+    """A JSON value's kind in words, for a message: ``a list``, ``null``, ``the string '...'``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    return {dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
+
+
+def _kind_problem(kind: str, value) -> Optional[str]:
+    """Why ``value`` is not of ``kind`` (see :data:`RECORD_SCHEMA`), or None."""
+    if kind.endswith("|null"):
+        return None if value is None else _kind_problem(kind[:-len("|null")], value)
+    if kind == "date":
+        if not isinstance(value, str):
+            return f"is {_json_kind(value)}, not a date (YYYY-MM-DD)"
         try:
-            rec = json.loads(p.read_text())
+            day = _dt.date.fromisoformat(value)
         except ValueError:
+            return f"is {value!r}, not a date (YYYY-MM-DD)"
+        latest = _dt.datetime.now(_dt.timezone.utc).date() + _dt.timedelta(days=1)  # a timezone ahead
+        return f"is {value}, in the future (today is {backend.today()})" if day > latest else None
+    if kind == "device":
+        if not isinstance(value, dict):
+            return f"is {_json_kind(value)}, not an object of the GPU's attributes"
+        return _fields_problem(value, DEVICE_SCHEMA, "device.")
+    integer = isinstance(value, int) and not isinstance(value, bool)
+    checks = {
+        "text": lambda v: isinstance(v, str),
+        "name": lambda v: isinstance(v, str) and bool(v.strip()),
+        "number": lambda v: (isinstance(v, (int, float)) and not isinstance(v, bool)
+                             and abs(v) != float("inf") and v == v),
+        "count": lambda v: integer and v >= 0,
+        "object": lambda v: isinstance(v, dict),
+        "list": lambda v: isinstance(v, list),
+        "list of objects": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+        "compute capability": lambda v: (isinstance(v, (list, tuple)) and len(v) == 2 and all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v)),
+    }
+    if kind not in checks:  # a kind the table does not know: a bug in the schema, not in the record
+        raise ValueError(f"records: unknown schema kind {kind!r}")
+    return None if checks[kind](value) else f"is {_json_kind(value)}, expected {kind}"
+
+
+def _fields_problem(obj: Dict, schema: Dict[str, Tuple[str, bool]], prefix: str = "") -> Optional[str]:
+    missing = [k for k, (_kind, required) in schema.items() if required and k not in obj]
+    if missing:
+        return f"has no {', '.join(repr(prefix + k) for k in missing)}"
+    for key, (kind, _required) in schema.items():
+        if key in obj:
+            why = _kind_problem(kind, obj[key])
+            if why:
+                return f"{prefix}{key} {why}"
+    return None
+
+
+def record_tag(name: str) -> str:
+    """The tag of a record's file name (``nvidia-h200-2026-12-01-hardware.json`` -> ``"hardware"``,
+    ``...-quick-fused.json`` -> ``"quick-fused"``); "" without one."""
+    m = _NAME.search(name)
+    return (m.group(3) or "") if m else ""
+
+
+def problem(record, name: str = "") -> Optional[str]:
+    """Why ``record`` (a parsed JSON value, from the file ``name``) is not a usable record, or None.
+
+    Checks :data:`RECORD_SCHEMA`, then the :data:`TAG_SCHEMAS` entry of the file's tag (or of the
+    tag's last word: a ``quick-fused`` record is a ``fused`` one), or the hardware entry for a
+    record with a ``device``.
+    """
+    if not isinstance(record, dict):
+        return f"not a JSON object but {_json_kind(record)}"
+    why = _fields_problem(record, RECORD_SCHEMA)
+    if why:
+        return why
+    tag = record_tag(name)
+    schema = TAG_SCHEMAS.get(tag) or TAG_SCHEMAS.get(tag.rsplit("-", 1)[-1])
+    if schema is None and "device" in record:
+        schema = TAG_SCHEMAS["hardware"]
+    return _fields_problem(record, schema) if schema else None
+
+
+# -- reading ---------------------------------------------------------------------------------------
+#: Every record file skipped so far in this process, ``(path, reason)``: each is said once on stderr.
+_SKIPPED: Dict[Tuple[str, str], None] = {}
+
+
+def skipped_records() -> List[Tuple[str, str]]:
+    """``(path, reason)`` of every record file left out so far, in the order first met."""
+    return list(_SKIPPED)
+
+
+def _read(path: Path):
+    """``(record, None)`` for a usable record file, else ``(None, reason)``."""
+    try:
+        if path.is_dir():
+            return None, "a folder, not a record file"
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror or exc}"
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text (byte {exc.start})"
+    try:
+        rec = json.loads(text)
+    except ValueError as exc:
+        return None, f"not valid JSON ({exc})"
+    why = problem(rec, path.name)
+    return (None, why) if why else (rec, None)
+
+
+def _scan(pattern: str, directory: Optional[Path]):
+    """``(usable records newest first, skipped [(file name, reason)])`` of the files matching ``pattern``."""
+    directory = Path(directory) if directory else results_dir()
+    recs, skipped = [], []
+    for p in sorted(directory.glob(pattern)):
+        rec, why = _read(p)
+        if why is not None:
+            skipped.append((p.name, why))
+            if (str(p), why) not in _SKIPPED:
+                _SKIPPED[(str(p), why)] = None
+                print(f"gpu-viz: the record {p} is skipped: {why}", file=sys.stderr, flush=True)
             continue
         rec["_file"] = p.name
         recs.append(rec)
-    return sorted(recs, key=_order, reverse=True)
+    for rec in recs:  # a skipped run of the same tag at or after this one: its label will say so
+        mine, tag = (rec.get("date", ""), _sequence(rec["_file"])), record_tag(rec["_file"])
+        newer = [(n, why) for n, why in skipped if record_tag(n) == tag
+                 and (_name_order(n) is None or _name_order(n) >= mine)]
+        if newer:
+            rec["_skipped_newer"] = newer
+    return sorted(recs, key=_order, reverse=True), skipped
+
+
+def load_records(pattern: str = "*.json", directory: Optional[Path] = None) -> List[Dict]:
+    """Every usable committed record matching ``pattern`` (in :func:`results_dir` unless
+    ``directory``), newest first (date, then the same day's sequence number), each with its file
+    name as ``"_file"``.  A file that is not a usable record (unreadable, not JSON, a folder, or
+    :func:`problem`) is left out and said once on stderr, by path and reason; this never raises.
+
+    A record with a skipped file of its own tag dated at or after it (by the date and run in the
+    file's name) carries those as ``"_skipped_newer"`` ``[(file, reason)]``, and its :func:`label`
+    says so: its numbers may not be the newest run's."""
+    return _scan(pattern, directory)[0]
 
 
 def newest(pattern: str, directory: Optional[Path] = None) -> Optional[Dict]:
-    """The newest record matching ``pattern`` (see :func:`load_records`), or None."""
+    """The newest usable record matching ``pattern`` (see :func:`load_records`), or None."""
     recs = load_records(pattern, directory)
     return recs[0] if recs else None
 
 
+def skipped_note(pattern: str, directory: Optional[Path] = None) -> str:
+    """The files matching ``pattern`` that are skipped, in words: ``"the record X was skipped
+    (why)"``, ``; ``-joined; "" when none is."""
+    return "; ".join(f"the record {n} was skipped ({why})" for n, why in _scan(pattern, directory)[1])
+
+
 def label(record: Dict) -> str:
-    """The provenance of a saved record: ``recorded on <gpu>, <date>, driver <v> (not live)``."""
-    return backend.recorded_label(record.get("gpu", "unknown GPU"), record.get("date", "unknown date"),
+    """The provenance of a saved record: ``recorded on <gpu>, <date>[, run N], driver <v> (not live)``.
+
+    ``run N``: the record is its GPU's Nth of that date and tag (``<date>.N`` in its file name), so
+    two runs of one day never read alike.  A record :func:`newest` chose over a newer file it had
+    to skip says so after the label: ``...; the newer record <file> was skipped (<why>)``.
+    """
+    date = record.get("date", "unknown date")
+    seq = _sequence(record.get("_file", ""))
+    text = backend.recorded_label(record.get("gpu", "unknown GPU"), f"{date}, run {seq}" if seq > 1 else date,
                                   record.get("driver"))
+    newer = record.get("_skipped_newer")
+    if newer:
+        text += "; " + "; ".join(f"the newer record {n} was skipped ({why})" for n, why in newer)
+    return text
 
 
 #: The heading of a column or panel that shows the deck's L4 numbers beside another GPU's.
@@ -162,10 +390,12 @@ LESSON_RECORDS: Dict[str, tuple] = {
 }
 
 
-def missing(what: str) -> str:
-    """The line CPU mode prints where a figure's record is not committed: how to make it."""
-    return (f"no committed record yet: run `gpu-viz record {what} --out benchmarks/results` on a GPU "
-            "(and commit the file) to show it here")
+def missing(what: str, directory: Optional[Path] = None) -> str:
+    """The line CPU mode prints where a figure's record is not committed (or every committed one
+    is skipped: which, and why): how to make one."""
+    note = skipped_note(f"*-{what}.json", directory)
+    return (f"{'no usable committed record (' + note + ')' if note else 'no committed record yet'}: run "
+            f"`gpu-viz record {what} --out benchmarks/results` on a GPU (and commit the file) to show it here")
 
 
 def recorded(tag: str, directory: Optional[Path] = None):
@@ -225,7 +455,9 @@ def lesson_device():
     info, lab = recorded_device()
     if info is not None:
         return info, lab
-    return device.spec_sheet(device.DECK_GPU), backend.MODEL_LABEL
+    note = skipped_note("*-hardware.json")  # a hardware record there is, but not a usable one: say so
+    return device.spec_sheet(device.DECK_GPU), backend.MODEL_LABEL + (
+        f"; {note}: the CPU models use the deck's L4 spec sheet instead" if note else "")
 
 
 def recorded_device():

@@ -83,7 +83,7 @@ def trace(x: np.ndarray, block: int = 64, iters: int = 8, kernel: str = "diverge
     """
     x = as_f32("x", x)
     n = x.shape[0]
-    check_launch(n, block, min_n=1)
+    n, block = check_launch(n, block, min_n=1)
     check_iters(iters)
     branch = divergence_branch(n, block, kernel)
     i = np.arange(n)

@@ -7,6 +7,8 @@ every field is deterministic and a GPU test asserts model == silicon bit for bit
 """
 from __future__ import annotations
 
+from typing import Tuple
+
 import numpy as np
 
 from .. import backend
@@ -18,8 +20,9 @@ from ..words import count
 DECK_N, DECK_THREADS = 2048, 1024
 
 
-def check_shape(n: int, grid: int, block: int) -> None:
-    """Validate a grid-stride launch.
+def check_shape(n: int, grid: int, block: int) -> Tuple[int, int, int]:
+    """Validate a grid-stride launch; return ``(n, grid, block)`` as Python ints (numpy integers
+    would wrap: ``np.int32(2**22) * 1024`` is 0 threads).
 
     Raises:
         TypeError / ValueError naming the argument and what was expected.
@@ -27,6 +30,7 @@ def check_shape(n: int, grid: int, block: int) -> None:
     for name, v in (("n", n), ("grid", grid), ("block", block)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+    n, grid, block = int(n), int(grid), int(block)
     if n < 0:
         raise ValueError(f"n must be >= 0 elements, got {n}")
     if n >= 2**31:
@@ -35,6 +39,7 @@ def check_shape(n: int, grid: int, block: int) -> None:
         raise ValueError(f"block must be 1..1024 threads (CUDA's per-block cap), got {block}")
     if not 1 <= grid <= 2**31 - 1:
         raise ValueError(f"grid must be 1..2**31-1 blocks, got {grid}")
+    return n, grid, block
 
 
 def passes(n: int, threads: int) -> int:
@@ -85,7 +90,7 @@ def trace(x: np.ndarray, alpha: float = 2.0, grid: int = 1, block: int = DECK_TH
     """
     x = as_f32("x", x)
     n = x.shape[0]
-    check_shape(n, grid, block)
+    n, grid, block = check_shape(n, grid, block)
     T = grid * block
     a32 = check_f32("alpha", alpha)
     y = np.full(n, np.nan, np.float32)

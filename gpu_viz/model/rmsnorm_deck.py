@@ -101,9 +101,10 @@ def check_launch(d: int, block: int, variant: str = GUARDED) -> Tuple[int, int]:
         ValueError: ``d`` not in 1..2**24 (float32 must hold d exactly), ``block`` not in 1..1024,
             an unknown ``variant``, or the deck variant with ``block % 32 != 0``.
     """
-    if int(d) != d or not 1 <= int(d) <= 1 << 24:
+    # a bool is an int to Python (block=True was a 1-thread block): neither is a count
+    if isinstance(d, bool) or int(d) != d or not 1 <= int(d) <= 1 << 24:
         raise ValueError(f"d (row length) must be an integer in 1..2**24, got {d!r}")
-    if int(block) != block or not 1 <= int(block) <= 1024:
+    if isinstance(block, (bool, np.bool_)) or int(block) != block or not 1 <= int(block) <= 1024:
         raise ValueError(f"block (threads per block) must be an integer in 1..1024, got {block!r}")
     _check_variant(variant)
     if variant == DECK and block % WARP:

@@ -8,7 +8,7 @@ and are listed in ``Trace.simulated``.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -37,8 +37,9 @@ VECTOR_ADD_STEPS = (
 VECTOR_ADD_FIELDS = ("block", "thread", "index", "warp", "lane", "smid", "hw_warpid")
 
 
-def check_launch(n: int, block: int, *, n_name: str = "n", min_n: int = 0) -> None:
-    """Validate an element count and a block size.
+def check_launch(n: int, block: int, *, n_name: str = "n", min_n: int = 0) -> Tuple[int, int]:
+    """Validate an element count and a block size; return them as Python ints (a numpy integer
+    argument, unsigned or 32-bit, would wrap or overflow in the launch arithmetic).
 
     Raises:
         TypeError / ValueError naming the argument and what was expected.
@@ -46,12 +47,14 @@ def check_launch(n: int, block: int, *, n_name: str = "n", min_n: int = 0) -> No
     for name, v in ((n_name, n), ("block", block)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+    n, block = int(n), int(block)
     if n < min_n:
         raise ValueError(f"{n_name} must be >= {min_n}, got {n}")
     if n >= 2**31:
         raise ValueError(f"{n_name} must be < 2**31 (the kernel takes an int), got {n}")
     if not 1 <= block <= 1024:
         raise ValueError(f"block must be 1..1024 threads (CUDA's per-block cap), got {block}")
+    return n, block
 
 
 def as_f32(name: str, arr, n: Optional[int] = None) -> np.ndarray:
@@ -102,7 +105,7 @@ def trace(A: np.ndarray, B: np.ndarray, block: int = 64, *, sm_count: Optional[i
     A = as_f32("A", A)
     n = A.shape[0]
     B = as_f32("B", B, n)
-    check_launch(n, block, min_n=1)
+    n, block = check_launch(n, block, min_n=1)
     sm_count = sm_count or _L4.sm_count
     grid = -(-n // block)
     t = np.arange(grid * block, dtype=np.int64)

@@ -50,7 +50,7 @@ def trace(x: np.ndarray, block: int = 64, iters: int = 8, kernel: str = "diverge
     """
     x = model.as_f32("x", x)
     n = x.shape[0]
-    model.check_launch(n, block, min_n=1)
+    n, block = model.check_launch(n, block, min_n=1)
     model.check_iters(iters)
     branch_ref = model.divergence_branch(n, block, kernel)
     cp = backend.require_cupy("the divergence demo")

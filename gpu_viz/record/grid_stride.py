@@ -30,7 +30,7 @@ def trace(x: np.ndarray, alpha: float = 2.0, grid: int = 1, block: int = model.D
     """
     x = model.as_f32("x", x)
     n = x.shape[0]
-    model.check_shape(n, grid, block)
+    n, grid, block = model.check_shape(n, grid, block)
     a32 = check_f32("alpha", alpha)
     cp = backend.require_cupy("the traced grid-stride loop")
     size = max(n, 1)  # cupy cannot hand a kernel a zero-size buffer's pointer reliably
@@ -59,9 +59,9 @@ def scale(x, alpha: float = 2.0, grid: Optional[int] = None, block: int = 256, o
     cp = backend.require_cupy("scale()")
     if not isinstance(x, cp.ndarray) or x.dtype != cp.float32 or x.ndim != 1:
         raise TypeError(f"x must be a 1-D cupy float32 array, got {type(x).__name__}")
-    model.check_shape(int(x.size), grid or 1, block)
+    _n, checked_grid, block = model.check_shape(int(x.size), grid or 1, block)
     a32 = check_f32("alpha", alpha)
-    grid = grid or 4 * device.current().sm_count
+    grid = checked_grid if grid else 4 * device.current().sm_count
     if out is not None and (not isinstance(out, cp.ndarray) or out.dtype != cp.float32 or out.shape != x.shape):
         raise TypeError(f"out must be a cupy float32 array of shape {x.shape}")
     y = cp.full_like(x, np.nan) if out is None else out

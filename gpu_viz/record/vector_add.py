@@ -37,7 +37,7 @@ def trace(A: np.ndarray, B: np.ndarray, block: int = 64, *, region_lines=None, s
     A = model.as_f32("A", A)
     n = A.shape[0]
     B = model.as_f32("B", B, n)
-    model.check_launch(n, block, min_n=1)
+    n, block = model.check_launch(n, block, min_n=1)
     cp = backend.require_cupy("the traced vector add")
     grid = -(-n // block)
     T = grid * block

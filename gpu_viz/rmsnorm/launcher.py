@@ -161,7 +161,7 @@ def _build_lock(target: Path):
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    with open(target.with_name(target.name + ".lock"), "a") as f:
+    with open(target.with_name(target.name + ".lock"), "a", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
@@ -199,7 +199,8 @@ def _compile(target: Path, name: str, ext: str, timeout: float) -> Path:
         with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
             out = Path(tmp) / (name + ext)
             try:
-                r = subprocess.run(compile_command(out, std, name), capture_output=True, text=True, timeout=timeout)
+                r = subprocess.run(compile_command(out, std, name), capture_output=True, text=True,
+                                   encoding="utf-8", errors="replace", timeout=timeout)
             except subprocess.TimeoutExpired:
                 raise LauncherUnavailable(f"the compile took more than {timeout:.0f} s") from None
             except OSError as e:  # (the compiler's own; the cache dir's reach build() as OSError)
@@ -249,7 +250,8 @@ def _build_in_child(timeout: float = BUILD_TIMEOUT_S) -> Path:
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
         r = subprocess.run([sys.executable, "-c", code], env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                           text=True, timeout=timeout + 120, start_new_session=sys.platform != "win32")
+                           text=True, encoding="utf-8", errors="replace", timeout=timeout + 120,
+                           start_new_session=sys.platform != "win32")
     except subprocess.TimeoutExpired:
         raise LauncherUnavailable(f"the build took more than {timeout + 120:.0f} s") from None
     except OSError as e:

@@ -186,6 +186,23 @@ _BOX = (f"box-sizing:border-box;max-width:{PLAYER_WIDTH}px;font-family:{_svg.FON
         f"font-size:18px;line-height:22px;color:#111;text-align:left;padding:{PAD}px")
 
 
+def in_notebook() -> bool:
+    """Whether an IPython shell runs here (Jupyter, Colab, nbclient, the IPython prompt) to display
+    rich output; a plain ``python`` script or prompt has none."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
+
+
+def _outside_notebook(summary: str, html_call: str) -> str:
+    """What ``show()`` prints where no notebook can draw: the object in one line, and how to keep
+    its drawing as a web page (``html_call``: the method that returns its HTML)."""
+    return (f"{summary}\n(drawn in a notebook: Jupyter or Colab. Here, keep it as a web page: "
+            f"pathlib.Path('player.html').write_text({html_call}, encoding='utf-8'))")
+
+
 class Still:
     """One drawing with its title and provenance, for a picture that does not move (no controls).
 
@@ -208,9 +225,13 @@ class Still:
                 + f'<div style="margin-top:4px">{self.markup}</div></div>')
 
     def show(self) -> None:
-        """Display it (HTML: notebooks, nbconvert and decks render it alike)."""
+        """Display it (HTML: notebooks, nbconvert and decks render it alike); outside a notebook,
+        one line saying what it is (:func:`in_notebook`)."""
         from IPython.display import HTML, display
 
+        if not in_notebook():
+            print(_outside_notebook(f"<Still {self.title!r}; {self.provenance}>", "still._repr_html_()"))
+            return
         display(HTML(self._repr_html_()))
 
 
@@ -442,7 +463,12 @@ class Animation:
 
     def show(self):
         """Display the player: the static one, and the live one where a widget manager runs
-        (each hides while the other shows; see :meth:`_ipython_display_`)."""
+        (each hides while the other shows; see :meth:`_ipython_display_`).  Outside a notebook (a
+        script, a plain Python prompt) there is nothing to draw it: one line says what it is and
+        how to keep it, instead of its whole HTML on the terminal."""
+        if not in_notebook():
+            print(_outside_notebook(self._bundle()[0]["text/plain"], "animation.static_html()"))
+            return
         self._ipython_display_()
 
 
