@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import itertools
 import types
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -109,7 +110,8 @@ class Device:
 
     def __init__(self):
         self.space = mem.Space("global")
-        self._names: Dict[str, int] = {}
+        #: {program serial: {name: Region}}: each module's __device__ variables on this device.
+        self.module_globals: Dict[int, Dict[str, mem.Region]] = {}
 
     def _place(self, host: np.ndarray, name: Optional[str], initialized: bool, readonly: bool = False) -> DeviceArray:
         if not host.flags.c_contiguous:
@@ -155,6 +157,8 @@ class Device:
 
 # -- programs ---------------------------------------------------------------------------------------
 
+_SERIAL = itertools.count()
+
 class Program:
     """A compiled module: its PTX parsed, executors compiled per function on first launch.
 
@@ -172,7 +176,7 @@ class Program:
         self.arch = arch
         self.log = log
         self._exec: Dict[str, list] = {}
-        self._globals: Dict[int, Dict[str, mem.Region]] = {}
+        self.serial = next(_SERIAL)
         self._user_files = {k for k, p in self.module.files.items() if Path(p).name == Path(source_name).name}
 
     @property
@@ -219,15 +223,14 @@ class Program:
         return out
 
     def globals_on(self, device: Device) -> Dict[str, mem.Region]:
-        """This module's ``.global`` / ``.const`` variables, allocated once per device."""
-        key = id(device)
-        if key not in self._globals:
-            regs = {}
-            for v in self.module.variables.values():
-                if v.space in ("global", "const") and not v.extern:
-                    regs[v.name] = device.variable(v)
-            self._globals[key] = regs
-        return self._globals[key]
+        """This module's ``.global`` / ``.const`` variables, allocated once per device (kept on the
+        device, so a new device never sees an old one's)."""
+        regs = device.module_globals.get(self.serial)
+        if regs is None:
+            regs = {v.name: device.variable(v) for v in self.module.variables.values()
+                    if v.space in ("global", "const") and not v.extern}
+            device.module_globals[self.serial] = regs
+        return regs
 
     def launch(self, kernel: str, grid, block, args: Sequence, device: Optional[Device] = None, **options) -> Run:
         """Run ``kernel`` once (see :class:`~gpu_viz.emulator.machine.Launch` for the options).

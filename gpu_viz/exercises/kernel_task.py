@@ -512,7 +512,8 @@ def run_in_child(code: str, kernel: str, params: Sequence[Param], jobs, timeout:
             json.dump(meta, f)
         cmd = [sys.executable, "-m", "gpu_viz.exercises.gpu_child", tmp]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                                  timeout=timeout)
         except subprocess.TimeoutExpired:
             raise _GradingError(
                 f"your kernel did not finish within {timeout:g} s, so it was stopped (it ran in a separate "
