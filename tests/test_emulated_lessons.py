@@ -109,12 +109,9 @@ def test_a_new_device_never_sees_an_old_devices_module_variables():
     import gc
 
     prog = emulator.compile_file("vector_add.cu", traced=True)
-    seen = set()
-    for _ in range(20):
+    for _ in range(20):          # CPython reuses a collected object's id within a few rounds
         dev = emulator.Device()
         regs = prog.globals_on(dev)
-        assert all(dev.space.region_at(r.base) is r for r in regs.values())
-        seen.add(id(dev))
+        assert regs and all(dev.space.region_at(r.base) is r for r in regs.values())
         del dev, regs
         gc.collect()
-    assert len(seen) < 20 or True   # ids are reused by CPython; the check above is what matters
