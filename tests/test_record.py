@@ -1,10 +1,12 @@
-"""The GPU producers' plumbing (gpu_viz.record.*), on a fake device, in CPU mode.
+"""The GPU producers' plumbing (gpu_viz.record.*) in CPU mode.
 
-The kernels are emulated in numpy from the CPU models, so that every producer's Python -- buffer
+The traced lesson kernels run for real in the emulator (``gpu_viz.emulator.emulated()``: the same
+producer, the same traced kernel, its PTX executed on the CPU), so every producer's Python -- buffer
 poisoning, the record struct it binds, argument order, read-back, reshapes, dtypes, its checks --
-runs here.  This proves nothing about silicon (the gpu-marked tests do); it catches plumbing bugs
-before the GPU run.  It also checks that without a GPU (CuPy missing included) every producer
-raises GPUUnavailable, never an ImportError.
+runs here against the kernel itself; tests/test_emulated_lessons.py holds the results to the CPU
+models bit for bit.  The scheduling producer needs the CUDA occupancy API and the GPU's timers, so
+it runs on a fake device computed from its CPU model.  Without a GPU (CuPy missing included) every
+producer raises GPUUnavailable, never an ImportError.
 """
 import importlib
 import os
@@ -16,13 +18,9 @@ import types
 import numpy as np
 import pytest
 
-from gpu_viz import backend, kernels, lessons, occupancy
-from gpu_viz.model import divergence as dv_model
-from gpu_viz.model import grid_stride as gs_model
+from gpu_viz import backend, emulator, kernels, lessons, occupancy
 from gpu_viz.model import reduction as red_model
-from gpu_viz.model import rmsnorm_deck as deck_model
 from gpu_viz.model import scheduling as sc_model
-from gpu_viz.model import vector_add as va_model
 
 
 class _DevArray(np.ndarray):
@@ -47,62 +45,15 @@ def _fake_cupy():
 
 
 def _emulate(file, name, bound):
-    """A launcher for kernel ``name`` of ``file`` that computes its outputs and records with the models."""
+    """The scheduling kernel on the fake device: its outputs from the CPU model."""
     def launch(grid, block, args):
         g, b = grid[0], block[0]
-        T = g * b
-        rec = bound.get(file, {})
-        if name == "vector_add":
-            A, B, C, n = args
-            tr = va_model.trace(np.asarray(A), np.asarray(B), b)
-            r = np.asarray(rec["thread"]).reshape(T, len(va_model.VECTOR_ADD_FIELDS))
-            for k, f in enumerate(va_model.VECTOR_ADD_FIELDS):
-                r[:, k] = tr[f]
-            ok = tr["index"] < n
-            v = np.asarray(rec["vals"]).reshape(T, 3)
-            for k, f in enumerate("abc"):
-                v[ok, k] = tr[f][ok]
-            C[:] = tr["c"][:n]
-        elif name in dv_model.DIVERGENCE_KERNELS:
-            x, y, n, iters = args
-            tr = dv_model.trace(np.asarray(x)[:n], b, int(iters), name)
-            y[:] = tr["y"]
-            rec["branch"][:] = tr["branch"]
-            rec["active"][:] = tr["active"]
-        elif name == "scale_grid_stride":
-            x, y, alpha, n = args
-            tr = gs_model.trace(np.asarray(x)[:n], float(alpha), g, b)
-            y[:n] = tr["y"]
-            for f in ("block", "thread", "pass", "visits"):
-                rec[f][:n] = tr[f]
-        elif name == "scheduled_block":
-            spin, fma, smid, t0, t1, c0, c1, sink = args
-            tr = sc_model.trace(g, b, int(spin), int(fma))
-            for dst, f in ((smid, "smid"), (t0, "t_start"), (t1, "t_end"), (c0, "clk_start"), (c1, "clk_end")):
-                dst[:g] = tr[f] + (1000 if f in ("t_start", "t_end") else 0)
-        elif name in deck_model.KERNELS.values():
-            x, w, y, d, eps = args
-            variant = next(k for k, v in deck_model.KERNELS.items() if v == name)
-            tr = deck_model.trace(np.asarray(x), np.asarray(w), b, float(eps), variant, bool(rec["prefill"]))
-            y[:] = tr["y"]
-            for f in ("local", "warp_lanes", "smem", "w0_lanes", "scalars"):
-                got = tr[f]
-                dst = rec[f]
-                keep = ~np.isnan(got)  # the kernel writes only what the model records
-                dst[keep] = got[keep]
-        elif name == red_model.SEED_KERNEL:
-            p, corrected, levels, finish, out = args
-            r = red_model.seed_reduce(np.asarray(p), bool(corrected))
-            levels[:] = r["levels"]
-            finish[:] = r["finish"]
-            out[:] = r["out"]
-        elif name == red_model.BLOCK_REDUCE_KERNEL:
-            v, out = args
-            v = np.asarray(v, np.float32)
-            out[:b] = red_model.block_reduce_sum(v)[0]
-            out[b:] = red_model.block_reduce_sum((2 * v).astype(np.float32))[0]
-        else:
-            raise AssertionError(f"no emulation for {name}")
+        if name != "scheduled_block":
+            raise AssertionError(f"the fake device runs only scheduled_block (the others run in the emulator), got {name}")
+        spin, fma, smid, t0, t1, c0, c1, sink = args
+        tr = sc_model.trace(g, b, int(spin), int(fma))
+        for dst, f in ((smid, "smid"), (t0, "t_start"), (t1, "t_end"), (c0, "clk_start"), (c1, "clk_end")):
+            dst[:g] = tr[f] + (1000 if f in ("t_start", "t_end") else 0)
 
     launch.num_regs, launch.shared_size_bytes = 10, 0
     return launch
@@ -126,39 +77,29 @@ def fake_device(monkeypatch):
     return bound
 
 
-VA_FIELDS = ("block", "thread", "index", "warp", "lane", "a", "b", "c", "A", "B", "smid", "hw_warpid")
+needs_emulator = pytest.mark.skipif(not emulator.available(), reason="NVRTC is not installed")
 
 
-def test_every_producer_through_its_lesson(fake_device):
-    """LESSON.trace() on a 'GPU' goes through gpu_viz.record.<stem> and gives the model's Trace."""
-    for stem, launch, names in (
-            ("vector_add", dict(n=70, block=64), VA_FIELDS),
-            ("divergence", dict(n=100, block=64, iters=5), ("x", "y", "branch", "active", "lane", "warp", "block")),
-            ("grid_stride", dict(n=2500, grid=1, block=1024), ("x", "y", "block", "thread", "pass", "visits")),
-            ("rmsnorm_deck", dict(d=700, block=96), ("x", "w", "local", "warp_lanes", "smem", "w0_lanes",
-                                                      "scalars", "y"))):
-        les = lessons.LESSONS[stem]
-        gpu = les.trace(seed=7, **launch)
-        assert gpu.source == "gpu" and gpu.params["seed"] == 7, stem
-        args, kw = les.inputs(7, **launch)
-        extra = les.source_lines(les.source(), **kw) if les.source_lines else {}
-        cpu = les.module("model").trace(*args, **kw, **extra, seed=7)
-        cpu.assert_equal(gpu, names=names)
-        assert [s.line for s in cpu.steps] == [s.line for s in gpu.steps], stem
-
-
-def test_producers_bind_every_record_field(fake_device):
+@needs_emulator
+def test_producers_bind_every_record_field(monkeypatch):
     """What each traced producer binds, in the order its .cu file declares the struct."""
-    lessons.VECTOR_ADD.trace(n=64, block=64)
-    lessons.DIVERGENCE.trace(n=64)
-    lessons.GRID_STRIDE.trace(n=100, grid=2, block=32)
-    lessons.RMSNORM_DECK.trace(d=64, block=64, variant="deck", prefill=False)
-    assert {f: list(v) for f, v in fake_device.items()} == {
+    from gpu_viz.emulator import runtime
+
+    bound = {}
+    real = runtime.bind_record
+    monkeypatch.setattr(runtime, "bind_record", lambda session, prog, fields, symbol="rec": (
+        bound.__setitem__(prog.source_name, dict(fields)), real(session, prog, fields, symbol))[1])
+    with emulator.emulated():
+        lessons.VECTOR_ADD.trace(n=64, block=64, producer="emulator")
+        lessons.DIVERGENCE.trace(n=64, producer="emulator")
+        lessons.GRID_STRIDE.trace(n=100, grid=2, block=32, producer="emulator")
+        lessons.RMSNORM_DECK.trace(d=64, block=64, variant="deck", prefill=False, producer="emulator")
+    assert {f: list(v) for f, v in bound.items()} == {
         "vector_add.cu": ["thread", "vals"], "divergence.cu": ["branch", "active"],
         "grid_stride.cu": ["block", "thread", "pass", "visits"],
         "rmsnorm_deck.cu": ["local", "warp_lanes", "smem", "w0_lanes", "scalars", "prefill"]}
-    assert fake_device["rmsnorm_deck.cu"]["prefill"] == 0
-    for file, fields in fake_device.items():  # the struct in the .cu file, field by field
+    assert bound["rmsnorm_deck.cu"]["prefill"] == 0
+    for file, fields in bound.items():  # the struct in the .cu file, field by field
         src = kernels.read_source(file)
         decl = src[src.index("struct "):src.index("__device__", src.index("struct "))]
         for f in fields:
@@ -177,15 +118,17 @@ def test_scheduling_producer(fake_device):
     assert_equal("smid", tr["smid"], np.arange(300, dtype=np.uint32) % 58)
 
 
-def test_reduction_producers(fake_device):
+@needs_emulator
+def test_reduction_producers():
     from gpu_viz.record import reduction as record
 
     ones = np.ones(96, np.float32)
-    got = record.seed_reduce(ones)
+    with emulator.emulated():
+        got = record.seed_reduce(ones)
+        out = record.block_reduce(np.arange(1, 8, dtype=np.float32))
     want = red_model.seed_reduce(ones)
     for k in ("levels", "finish", "out"):
         np.testing.assert_array_equal(got[k], want[k])
-    out = record.block_reduce(np.arange(1, 8, dtype=np.float32))
     assert out.shape == (2, 7) and (out[0] == 28).all() and (out[1] == 56).all()
 
 
