@@ -164,12 +164,34 @@ def diagnose(show: bool = False) -> Report:
         items.append(Item("torch", torch_err + " (needed for the PyTorch baselines only)"))
     widgets, w_err = _import("ipywidgets")
     items.append(Item("ipywidgets", getattr(widgets, "__version__", "?") if widgets else w_err, bool(widgets)))
+    emu = emulator_status()
+    items.append(Item("Emulator (CPU mode)", emu, None if b.is_gpu else not emu.startswith("unavailable")))
 
     problem, advice = _advise(b, driver_v, runtime_v, nvrtc_text, torch)
+    if not b.is_gpu and emu.startswith("unavailable"):
+        advice.append("Without NVRTC the emulator cannot run kernels: the lessons' traces come from the CPU models "
+                      "and the write-the-kernel exercises are not graded. Install it: `pip install "
+                      "'gpu-viz[emulator]'` (nvidia-cuda-nvrtc and the CUDA headers), then restart the kernel.")
     rep = Report(mode=b.mode, reason=b.reason, problem=problem, items=items, advice=advice)
     if show:
         print(rep.text())
     return rep
+
+
+def emulator_status() -> str:
+    """The emulator's compiler and headers: "NVRTC 13.0, headers in ..." or "unavailable (why)"."""
+    from . import emulator
+    from .emulator import nvrtc
+
+    try:
+        major, minor = nvrtc.version()
+    except emulator.NVRTCUnavailable as exc:
+        return f"unavailable ({str(exc).split(':')[0]})"
+    inc = nvrtc.include_dirs()
+    if not inc:
+        return (f"unavailable (NVRTC {major}.{minor}, but no CUDA headers (cuda_fp16.h): "
+                "pip install nvidia-cuda-runtime nvidia-cuda-cccl)")
+    return f"NVRTC {major}.{minor}, CUDA headers in {inc[0]}: kernels run on the CPU, from their PTX"
 
 
 #: Every problem name the doctor reports (``Report.problem``).
@@ -231,8 +253,9 @@ def _advise(b, driver_v, runtime_v, nvrtc_text, torch):
     the advice in plain words.  Raises ValueError for a cause the doctor does not map."""
     problem = _problem(b, driver_v, runtime_v, nvrtc_text)
     colab = in_colab()
-    cpu_note = ("Meanwhile the course runs in CPU mode: every trace comes from the CPU model and nothing is "
-                "timed; recorded GPU numbers carry their GPU and date.")
+    cpu_note = ("Meanwhile the course runs in CPU mode: the lessons' kernels and your own run in the emulator "
+                "(from their PTX; the CPU models where it cannot), nothing is timed, and recorded GPU numbers "
+                "carry their GPU and date.")
     if problem == "ok":
         advice = []
         if torch is not None and not getattr(getattr(torch, "version", None), "cuda", None):

@@ -15,8 +15,8 @@ from typing import List, Optional
 
 import numpy as np
 
-from .core import KERNEL, Exercise, exercise_source, register
-from .kernel_task import Case, KernelTask, Observation, Param
+from .core import KERNEL, Exercise, register
+from .kernel_task import Case, KernelTask, Observation, Param, kernel_cells
 
 ID_WRITE = "09.block_sum"
 ID_FIX = "09.fix_deck"
@@ -219,15 +219,7 @@ TASK_WRITE = _task(ID_WRITE)
 TASK_FIX = _task(ID_FIX)
 
 
-def _cells(eid: str, start_name: str):
-    start = exercise_source(start_name)
-    solution = exercise_source("block_sum.solution")
-    ph = f"from gpu_viz import exercises as ex\ncode = r'''\n{start}'''\nex.check({eid!r}, code)"
-    sol = f"from gpu_viz import exercises as ex\ncode = r'''\n{solution}'''\nex.check({eid!r}, code).require()"
-    return ph, sol
-
-
-_ph, _sol = _cells(ID_WRITE, "block_sum.start")
+_ph, _sol = kernel_cells(ID_WRITE, "block_sum.start", "block_sum.solution")
 register(Exercise(
     ID_WRITE, "09_four_phase_trace", KERNEL, "Write the block reduction",
     "**Exercise: write the kernel.** Finish `block_sum`: shuffle within each warp, one partial per warp "
@@ -239,7 +231,7 @@ register(Exercise(
     lambda code: TASK_WRITE.grade(code), ("missing __syncthreads", "missing lane guard", "smem[tid] unguarded",
                                           "partial warp (block not a multiple of 32)", "power-of-two tree")))
 
-_ph, _sol = _cells(ID_FIX, "block_sum.deck")
+_ph, _sol = kernel_cells(ID_FIX, "block_sum.deck", "block_sum.solution")
 register(Exercise(
     ID_FIX, "09_four_phase_trace", KERNEL, "Fix the deck's smem[tid] fault",
     "**Exercise: fix the deck's kernel.** This is the deck's phase 2. Fix it so that it is right at every "

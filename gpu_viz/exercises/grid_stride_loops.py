@@ -13,8 +13,8 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
-from .core import KERNEL, Exercise, exercise_source, register
-from .kernel_task import PAD, Case, KernelTask, Observation, Param
+from .core import KERNEL, Exercise, register
+from .kernel_task import PAD, Case, KernelTask, Observation, Param, kernel_cells
 
 ID = "06.grid_stride"
 
@@ -183,15 +183,7 @@ TASK = KernelTask(
     narrow_index_fails=True, budget=_budget, runaway_explanations=(explain_runaway,))
 
 
-def _cells():
-    start = exercise_source("grid_stride.start")
-    solution = exercise_source("grid_stride.solution")
-    ph = f"from gpu_viz import exercises as ex\ncode = r'''\n{start}'''\nex.check({ID!r}, code)"
-    sol = f"from gpu_viz import exercises as ex\ncode = r'''\n{solution}'''\nex.check({ID!r}, code).require()"
-    return ph, sol
-
-
-_ph, _sol = _cells()
+_ph, _sol = kernel_cells(ID, "grid_stride.start", "grid_stride.solution")
 register(Exercise(
     ID, "06_grid_stride_loops", KERNEL, "Write the grid-stride loop",
     "**Exercise: write the kernel.** Turn the body into a grid-stride loop so that every element is "

@@ -372,6 +372,17 @@ class _GradingError(Exception):
     pass
 
 
+def kernel_cells(eid: str, start: str, solution: str) -> Tuple[str, str]:
+    """(the learner's cell, the reference solution's cell) of a kernel exercise, from its
+    ``kernels/exercises/<name>.cu`` files: the source in a string, graded, the verdict shown."""
+    from .core import exercise_source
+
+    def cell(name, last):
+        return (f"from gpu_viz import exercises as ex\ncode = r'''\n{exercise_source(name)}'''\n"
+                f"v = ex.check({eid!r}, code)\n{last}")
+    return cell(start, "v"), cell(solution, "v.require()")
+
+
 def _first_bad(obs: List[Observation]) -> Optional[int]:
     return next((k for k, o in enumerate(obs) if not o.ok), None)
 

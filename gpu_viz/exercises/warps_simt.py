@@ -12,8 +12,8 @@ from typing import List, Optional
 
 import numpy as np
 
-from .core import KERNEL, Exercise, exercise_source, register
-from .kernel_task import PAD, Case, KernelTask, Observation, Param
+from .core import KERNEL, Exercise, register
+from .kernel_task import PAD, Case, KernelTask, Observation, Param, kernel_cells
 
 ID = "03.vector_add"
 
@@ -124,15 +124,7 @@ TASK = KernelTask(
             "32, one element, a spare block), and no write past n.")
 
 
-def _cells():
-    start = exercise_source("vector_add.start")
-    solution = exercise_source("vector_add.solution")
-    ph = f"from gpu_viz import exercises as ex\ncode = r'''\n{start}'''\nex.check({ID!r}, code)"
-    sol = f"from gpu_viz import exercises as ex\ncode = r'''\n{solution}'''\nex.check({ID!r}, code).require()"
-    return ph, sol
-
-
-_ph, _sol = _cells()
+_ph, _sol = kernel_cells(ID, "vector_add.start", "vector_add.solution")
 register(Exercise(
     ID, "03_warps_simt", KERNEL, "Write vector add's index",
     "**Exercise: write the kernel.** Give each thread its element `i` and guard the write, so that "
