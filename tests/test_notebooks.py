@@ -10,7 +10,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest_slides import built_slides  # noqa: F401  (session fixture: one CPU-mode build)
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 

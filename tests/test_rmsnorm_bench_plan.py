@@ -2,7 +2,6 @@
 share of copy and their baselines (a provider that cannot run a shape), the same-run comparison
 with the previous record, the shared dynamic-M compile.  Records here are hand-made, never GPU
 results."""
-import sys
 
 import numpy as np
 import pytest

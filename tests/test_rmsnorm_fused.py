@@ -26,7 +26,7 @@ torch = pytest.importorskip("torch")
 
 from gpu_viz import backend, check, ops  # noqa: E402
 from gpu_viz.rmsnorm import fused, reference  # noqa: E402
-from gpu_viz.rmsnorm.dtypes import DTYPES, torch_dtype  # noqa: E402
+from gpu_viz.rmsnorm.dtypes import torch_dtype  # noqa: E402
 from gpu_viz.rmsnorm.tolerances import tolerance  # noqa: E402
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -460,10 +460,17 @@ def _cpu_launch_stubs(monkeypatch):
     return asked
 
 
-#: (weight_offset, cast) -> whether the call needs the _x kernels.  -0.0 and 1e-50 are 0 as the
-#: kernel's float32 argument: the plain output is the same bits.
-_OUT_CASES = {(0.0, "fp32"): False, (-0.0, "fp32"): False, (1e-50, "fp32"): False, (1.0, "fp32"): True,
-              (-2.5, "fp32"): True, (0.0, "llama"): True, (1.0, "llama"): True}
+#: (weight_offset, cast, whether the call needs the _x kernels).  -0.0 and 1e-50 are 0 as the
+#: kernel's float32 argument: the plain output is the same bits.  (A tuple, not a dict keyed by
+#: (offset, cast): -0.0 == 0.0, so a dict would keep one of the two and never run the other.)
+_OUT_CASES = ((0.0, "fp32", False), (-0.0, "fp32", False), (1e-50, "fp32", False), (1.0, "fp32", True),
+              (-2.5, "fp32", True), (0.0, "llama", True), (1.0, "llama", True))
+
+
+def test_the_out_cases_hold_both_zeros():
+    """-0.0 and 0.0 are separate cases: the sign bit of the offset is what the first one checks."""
+    zeros = [math.copysign(1.0, o) for o, cast, _ in _OUT_CASES if o == 0.0 and cast == "fp32"]
+    assert sorted(zeros) == [-1.0, 1.0]
 
 
 @pytest.mark.parametrize("path", ["launch", "plan"])
@@ -483,7 +490,7 @@ def test_the_host_picks_the_x_kernels_exactly_for_an_offset_or_the_llama_cast(mo
                         x = torch.zeros(3 * N + 1, dtype=TORCH_DTYPE[dt])[int(misaligned):][:3 * N].view(3, N)
                         x2 = torch.zeros(3, N, dtype=TORCH_DTYPE[dt]) if op != "rmsnorm" else None
                         w = torch.ones(N, dtype=TORCH_DTYPE[wdt])
-                        for (offset, cast), want_ext in _OUT_CASES.items():
+                        for offset, cast, want_ext in _OUT_CASES:
                             info = fused._validate(x, w, x2 if op == "rmsnorm_gate" else None, 1e-6,
                                                    residual=x2 if op == "rmsnorm_add" else None,
                                                    weight_offset=offset, cast=cast)
@@ -508,7 +515,7 @@ def test_the_host_picks_the_x_kernels_exactly_for_an_offset_or_the_llama_cast(mo
 
 
 def test_forced_config_names_the_build_its_call_needs():
-    for (offset, cast), want_ext in _OUT_CASES.items():
+    for offset, cast, want_ext in _OUT_CASES:
         for weight_dtype in (None, "float32"):
             cfg = ops.forced_config(3, 768, "bfloat16", variant="block", block=96, ept=8, vec=8, op="rmsnorm_add",
                                     weight_dtype=weight_dtype, weight_offset=offset, cast=cast)

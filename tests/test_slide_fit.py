@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest_slides import COURSE_NOTEBOOKS, built_slides  # noqa: F401
+from conftest_slides import COURSE_NOTEBOOKS
 from slide_fit import problems, slides
 from test_browser import DeckPage, _serve
 

@@ -6,13 +6,12 @@ The browser checks of the same decks are in tests/test_browser.py; the builds ar
 import json
 import re
 import shutil
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from conftest_slides import COURSE_NOTEBOOKS, DATA, built_slides, selftest_slides  # noqa: F401
+from conftest_slides import COURSE_NOTEBOOKS, DATA
 from gpu_viz import backend, cli, slides
 
 VIEW = slides.WIDGET_VIEW_MIME

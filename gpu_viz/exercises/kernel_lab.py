@@ -287,7 +287,7 @@ def source_hazards(code: str, partial_warps: bool) -> List[str]:
 
 def _diagnose_block_sum(eid: str, bad: Dict[int, float], flaky: List[int], nan_all: bool,
                         sizes=BLOCK_SIZES, hazards=()) -> Verdict:
-    span = "every block size 1..1024" if sizes == BLOCK_SIZES else f"every multiple of 32 up to 1024"
+    span = "every block size 1..1024" if sizes == BLOCK_SIZES else "every multiple of 32 up to 1024"
     if nan_all:
         return Verdict(eid, False, "out[0] was never written at any block size: thread 0 must write the total.")
     if not bad and not flaky and hazards:

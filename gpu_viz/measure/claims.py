@@ -165,7 +165,7 @@ def latency_hiding(compute_per_load: int = 16) -> str:
     from .. import backend
     from ..exercises.core import info, source_label
     from ..model import latency as lm
-    from . import memory, records
+    from . import memory
 
     i = info()
     per_sched = i.max_threads_per_sm // 32 // 4
