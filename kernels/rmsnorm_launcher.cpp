@@ -343,6 +343,18 @@ PyObject* guarded(F&& body) {
   return nullptr;
 }
 
+// The start call() and insert() share: the arguments read inside guarded(); body(a) for a call
+// this path keys, unkeyed() for one it does not, nullptr where they set a Python error.
+template <typename Unkeyed, typename Body>
+PyObject* with_args(const char* name, PyObject* const* args, Py_ssize_t nargs, Unkeyed&& unkeyed, Body&& body) {
+  return guarded([&]() -> PyObject* {
+    Args a;
+    const int keyed = read_args(name, args, nargs, a);
+    if (keyed < 0) return nullptr;
+    return keyed == 0 ? unkeyed() : body(a);
+  });
+}
+
 PyObject* as_python(std::vector<at::Tensor>& outs) {
   if (outs.size() == 1) return THPVariable_Wrap(std::move(outs[0]));
   PyObject* y = THPVariable_Wrap(std::move(outs[0]));
@@ -365,10 +377,7 @@ PyObject* as_python(std::vector<at::Tensor>& outs) {
 //   Answers MISS (0) for a layout without a plan, NO_PLAN (1) for one that takes Python's path,
 //   NO_CONTEXT (2) when no CUDA context could be made current (Python launches through CuPy).
 PyObject* call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return guarded([&]() -> PyObject* {
-    Args a;
-    const int keyed = read_args("call", args, nargs, a);
-    if (keyed <= 0) return keyed < 0 ? nullptr : PyLong_FromLong(kMiss);
+  return with_args("call", args, nargs, [] { return PyLong_FromLong(kMiss); }, [&](Args& a) -> PyObject* {
     auto it = g_plans.find(a.key);
     if (it == g_plans.end()) return PyLong_FromLong(kMiss);
     if (!it->second) return PyLong_FromLong(kNoPlan);
@@ -400,11 +409,7 @@ PyObject* call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 //   (owner: an object kept alive with the plan, the Python plan holding the kernel); None
 //   marks the layout as Python's every call.  False when the call is not one this path keys.
 PyObject* insert(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return guarded([&]() -> PyObject* {
-    Args a;
-    const int keyed = read_args("insert", args, nargs, a);
-    if (keyed < 0) return nullptr;
-    if (keyed == 0) Py_RETURN_FALSE;
+  return with_args("insert", args, nargs, []() -> PyObject* { Py_RETURN_FALSE; }, [&](Args& a) -> PyObject* {
     std::shared_ptr<Plan> plan;
     if (args[7] != Py_None) {
       auto p = std::make_shared<Plan>();

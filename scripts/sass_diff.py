@@ -14,8 +14,8 @@ first on ``PYTHONPATH`` to dump that one): the fused kernels of every module bui
 weight, extended output) for each arch, and the wide kernel of every configuration its policy
 uses (sm_90: the only arch that runs it; before sm_90 it compiles to a trap), and the hardware
 probes of ``kernels/probes.cu`` for each arch.  Each kernel's
-SASS goes to ``OUT_DIR/<file>/<arch>/<kernel>.sass``, lines normalised: the ``/*addr*/`` columns
-and the encodings are dropped, so a moved function body compares equal.
+SASS goes to ``OUT_DIR/<file>/<arch>/<kernel>.sass``, each instruction with its encoding (so the
+scheduling control bits count too); only the ``/*addr*/`` column is dropped.
 
 ``compare`` prints, per file and arch, how many kernels are identical, differ, or exist on one
 side only, and the first differing lines of each that differs; it exits 1 when any differs.
@@ -33,7 +33,6 @@ from typing import Dict, Iterable, List, Tuple
 
 FUNCTION = re.compile(r"^\s*Function : (\S+)\s*$")
 ADDRESS = re.compile(r"/\*[0-9a-f]{4,}\*/")
-ENCODING = re.compile(r"^\s*/\* 0x[0-9a-f]+ \*/\s*$")
 
 
 def _split_sass(text: str) -> Dict[str, str]:
@@ -46,11 +45,11 @@ def _split_sass(text: str) -> Dict[str, str]:
             current = m.group(1)
             out[current] = []
             continue
-        if current is None or ENCODING.match(line) or not line.strip():
+        if current is None or not line.strip():
             continue
-        line = ADDRESS.sub("", line).split("/* 0x")[0].rstrip()
-        if line.strip():
-            out[current].append(" ".join(line.split()))
+        line = " ".join(ADDRESS.sub("", line).split())  # the encodings stay: control bits included
+        if line:
+            out[current].append(line)
     return {k: "\n".join(v) + "\n" for k, v in out.items()}
 
 
@@ -106,8 +105,11 @@ def dump(out: Path, arches: List[str], only: str, workers: int) -> int:
 
 def compare(before: Path, after: Path, show: int = 12) -> int:
     differ = 0
-    for folder in sorted({p.relative_to(before) for p in before.glob("*/*")}
-                         | {p.relative_to(after) for p in after.glob("*/*")}):
+    a_dirs = {p.relative_to(before) for p in before.glob("*/*")}
+    b_dirs = {p.relative_to(after) for p in after.glob("*/*")}
+    for folder in sorted(a_dirs ^ b_dirs):
+        print(f"{folder}: dumped {'before' if folder in a_dirs else 'after'} only (not compared)")
+    for folder in sorted(a_dirs & b_dirs):
         a = {p.name: p.read_text() for p in (before / folder).glob("*.sass")}
         b = {p.name: p.read_text() for p in (after / folder).glob("*.sass")}
         same = sorted(k for k in a.keys() & b.keys() if a[k] == b[k])

@@ -196,6 +196,7 @@ SOURCES = {"vector_add start": sources.VECTOR_ADD_START, "vector_add ref": sourc
            **{f"block_sum {k}": s for k, s in sources.BLOCK_SUM_WRONG.items()}}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(kernels.find_tool("nvcc") is None, reason="no nvcc")
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_exercise_kernels_compile_for_every_arch(name):
@@ -383,9 +384,9 @@ def test_never_written_outranks_the_source_hazards():
 def test_10_floor_is_a_reference_from_the_bench_run_and_says_when_it_was_beaten(cpu_mode):
     """The copy bandwidth of 10.floor in CPU mode is the bench run's (the run that timed the kernel the
     checker shows), named; the verdict calls it a reference and explains a kernel faster than it."""
-    from gpu_viz.rmsnorm import bench as bm
+    from gpu_viz.rmsnorm import bench_record as brec
 
-    rec = bm.newest_record()
+    rec = brec.newest_record()
     if rec is None or not rec.get("copy_GBps"):
         pytest.skip("no committed bench record with a copy bandwidth")
     g = ex.given("10.floor")

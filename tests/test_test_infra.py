@@ -293,6 +293,7 @@ def test_makefile_installs_one_cuda_release_where_no_nvcc_is_on_path():
 needs_wheel = pytest.mark.skipif(infra.wheel_nvcc() is None, reason="no nvcc from PyPI in this interpreter (make setup used the nvcc on PATH, or PyPI has none for this Python)")
 
 
+@pytest.mark.slow
 @needs_wheel
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_89", "sm_90"])
 def test_the_wheels_nvcc_builds_alone(tmp_path, arch):
@@ -343,6 +344,22 @@ def test_timing_tests_are_marked_and_all_need_the_gpu():
     assert rc == 0 and {t.split("[")[0] for t in timing} == TIMING, timing
     rc, stray = _collect("-m", "timing and not gpu")
     assert rc == pytest.ExitCode.NO_TESTS_COLLECTED and not stray, stray
+
+
+#: The fast lane (`make test-fast`): its pytest marker expression, read from the Makefile.
+def _fast_marks() -> str:
+    return re.search(r"^FAST_MARKS := (.+)$", (ROOT / "Makefile").read_text(), re.M).group(1).strip()
+
+
+@pytest.mark.slow
+def test_the_fast_lane_builds_for_no_architecture():
+    """A build check that compiles for the architectures (a test id naming sm_NN) is marked slow:
+    the fast lane leaves nvcc's minutes to `make test`."""
+    assert _fast_marks() == "not slow and not browser and not gpu"
+    rc, fast = _collect("-m", _fast_marks())
+    assert rc == 0 and fast
+    per_arch = [t for t in fast if re.search(r"[\[-]sm_\d+[\]-]", t)]
+    assert not per_arch, per_arch
 
 
 def test_gpu_check_runs_the_timing_tests_alone():
