@@ -230,7 +230,7 @@ def measure(cfg: Config = Config(), dtype: str = "float16", shapes=SHAPES, varia
                 def run(i, norm=norm):
                     return step(cfg, W, i, norm, S)
                 if variant == "compile":
-                    from ..rmsnorm.bench import compile_checked
+                    from ..rmsnorm.providers import compile_checked
 
                     compiled = compile_checked(lambda i: run(i), (inp,))
                     fn = compiled

@@ -15,8 +15,10 @@ from pathlib import Path
 from .. import backend, check, words
 from ..measure import records
 from ..measure.timing import CALL, KERNEL
-from . import bench
-from .bench import OPS, PROVIDERS, RMSNORM_GATE, SEED_H100
+from . import bench, bench_record, plan, targets
+from .dtypes import OPS, RMSNORM_GATE
+from .plan import SEED_H100
+from .providers import PROVIDERS, WIDE_PROVIDERS
 from .dtypes import dtype_name
 
 def _fmt(v, spec="{:,.2f}"):
@@ -370,7 +372,7 @@ def seed_comparison(rows: Sequence[Dict], provenance: str, dtype: str = "float16
 
 
 def checks_table(checks: Sequence[Tuple[str, bool, str]]) -> Table:
-    """:func:`gpu_viz.rmsnorm.bench.summary_checks` output as a :class:`Table`."""
+    """:func:`gpu_viz.rmsnorm.targets.summary_checks` output as a :class:`Table`."""
     def words_(text):  # the comparison signs a reader expects
         return str(text).replace(">=", "≥").replace("<=", "≤")
 
@@ -395,7 +397,7 @@ def _one_per_key(rows: Sequence[Dict]) -> Dict[Tuple, Dict]:
 
 
 def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str,
-               skipped: Sequence[Dict] = (), shapes=bench.WIDE_SHAPES, timing: str = KERNEL
+               skipped: Sequence[Dict] = (), shapes=plan.WIDE_SHAPES, timing: str = KERNEL
                ) -> Tuple[Optional[Table], List[str]]:
     """The wide rows as the share of the copy bandwidth: ``(table, sentences)``.
 
@@ -437,7 +439,7 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
             line = [OP_WORDS[op], f"{M}x{N}"]  # unbroken: one line a row on a slide
             line += [ours_pct(by.get((op, "fused", M, N, d, timing))) for d in dts]
             for p in shown:
-                if p not in bench.WIDE_PROVIDERS[op]:
+                if p not in WIDE_PROVIDERS[op]:
                     line.append("n/a")
                     continue
                 cells = [pct(by.get((op, p, M, N, d, timing))) for d in dts]
@@ -468,7 +470,7 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
     return Table(header, body, caption), said
 
 
-def per_call_rows(rows: Sequence[Dict], dtype: str = "float16", shapes=bench.CALL_SHAPES,
+def per_call_rows(rows: Sequence[Dict], dtype: str = "float16", shapes=plan.CALL_SHAPES,
                   impls=("native", "fused", "native_grad", "fused_grad")) -> List[Dict]:
     """The rmsnorm per-call rows (``"timing": "call"``) at ``shapes`` in ``dtype``, one per
     (impl, shape) (:func:`_one_per_key`), ordered by impl then M."""
@@ -522,7 +524,7 @@ def per_call_chart(rows: Sequence[Dict], provenance: Optional[str] = None, dtype
 
 
 def per_call_summary(rows: Sequence[Dict], dtype: str = "float16",
-                     grad_factor: float = bench.CALL_GRAD_FACTOR) -> List[str]:
+                     grad_factor: float = targets.CALL_GRAD_FACTOR) -> List[str]:
     """Sentences on the per-call rows of ``dtype``: at how many sizes ours is no slower than
     F.rms_norm, and within ``grad_factor`` x with a grad-requiring weight, with the ratios' range."""
     sel = per_call_rows(rows, dtype)
@@ -624,15 +626,15 @@ def invariance_summary(inv: Optional[Dict]) -> List[str]:
 
 def _cmd_bench(args) -> int:
     if args.dry_run:  # the plan and its time estimate: no GPU needed, nothing measured
-        print(bench.plan_text(quick=args.quick, reps=args.reps))
+        print(plan.plan_text(quick=args.quick, reps=args.reps))
         return 0
     if not backend.has_gpu():
         print(f"gpu-viz bench needs a CUDA GPU: {backend.detect().describe()}")
-        rec = bench.newest_record()
+        rec = bench_record.newest_record()
         if rec:
             print(f"The newest committed record is {rec['_file']} ({records.label(rec)}).")
         return 2
-    record = bench.full_record(quick=args.quick, out=args.out, tag=args.tag, reps=args.reps)
+    record = bench_record.full_record(quick=args.quick, out=args.out, tag=args.tag, reps=args.reps)
     rows = record["rows"]
     print()
     print(table(rows, provenance=backend.live_label()).plain())
