@@ -24,28 +24,22 @@ themselves), live on a GPU otherwise; the index says which, and on what GPU, per
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as _dt
 import fnmatch
 import functools
-import importlib.util
 import html
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence
 
-from .check import positive_int_arg
 from .data import CHECKOUT, course_dir
+from .deck_vendor import SLIDES_DIR, VENDOR_URLS, SlidesError, vendor
 
-SLIDES_DIR = course_dir("slides", "_slides")
 TEMPLATES_DIR = SLIDES_DIR / "templates"
 TEMPLATE_NAME = "gpu_viz_reveal"
 #: slides/build in a checkout; ./slides-build (the current folder) for an installed package
@@ -57,35 +51,6 @@ PLAYER_METADATA_KEY = "gpu_viz"  # same key as gpu_viz.widgets.player.PLAYER_MET
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
 
-#: What each deck loads, relative to the deck (decks sit beside vendor/).
-VENDOR_URLS = {
-    "reveal_url_prefix": "vendor/reveal.js",
-    "require_js_url": "vendor/requirejs/require.js",
-    "jquery_url": "vendor/jquery/jquery.min.js",
-    "mathjax_url": "vendor/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe",
-    "widget_renderer_url": "vendor/html-manager/embed-amd.js",
-}
-
-#: npm package -> (destination under vendor/, files/folders to copy from the package).
-#: Only what the decks load: MathJax 2 is pruned to the TeX -> CommonHTML path.
-VENDOR_FILES = {
-    "reveal.js": ("reveal.js", ["dist/reveal.js", "dist/reveal.css", "dist/reset.css", "dist/theme",
-                                "plugin/notes/notes.js", "LICENSE"]),
-    "requirejs": ("requirejs", ["require.js"]),
-    "jquery": ("jquery", ["dist/jquery.min.js", "LICENSE.txt"]),
-    "mathjax": ("mathjax", ["MathJax.js", "config/TeX-AMS_CHTML-full.js", "config/Safe.js", "extensions",
-                            "jax/input/TeX", "jax/output/CommonHTML", "jax/output/PreviewHTML",
-                            "jax/element", "fonts/HTML-CSS/TeX/woff", "localization/en", "LICENSE"]),
-    "@jupyter-widgets/html-manager": ("html-manager", ["dist/embed-amd.js", "dist/*.woff", "dist/*.woff2",
-                                                       "dist/*.ttf", "dist/*.eot", "dist/*.svg"]),
-}
-#: The files whose presence means a vendor/ folder is complete (checked before reuse).
-VENDOR_REQUIRED = [
-    "reveal.js/dist/reveal.js", "reveal.js/plugin/notes/notes.js", "reveal.js/dist/theme/white.css",
-    "requirejs/require.js", "jquery/jquery.min.js", "mathjax/MathJax.js",
-    "mathjax/config/TeX-AMS_CHTML-full.js", "html-manager/embed-amd.js",
-]
-VENDOR_STAMP = "VENDORED.json"
 #: The slide in CSS px: a 720p projector's screen (reveal.js scales it by 1.5 to fill 1920x1080).
 SLIDE_WIDTH, SLIDE_HEIGHT = 1280, 720
 #: The smallest text a slide may show, in CSS px at that size (read from the back of a room).
@@ -93,119 +58,6 @@ MIN_TEXT_PX = 18
 #: Cell tags honoured on slides: code hidden (output kept), or the whole cell left out.
 HIDE_INPUT_TAGS = ("hide-input", "remove-input")
 REMOVE_CELL_TAGS = ("remove-cell",)
-
-
-class SlidesError(RuntimeError):
-    """A slide build step failed; the message says which and what to do."""
-
-
-# ----------------------------------------------------------------------------- vendoring
-def vendor_complete(vendor_dir: Path) -> bool:
-    """True when ``vendor_dir`` holds every file a deck loads (see ``VENDOR_REQUIRED``)."""
-    vendor_dir = Path(vendor_dir)
-    return all((vendor_dir / rel).is_file() for rel in VENDOR_REQUIRED)
-
-
-def _stamp_matches(vendor_dir: Path, slides_dir: Path) -> bool:
-    """True when ``vendor_dir`` was vendored from the versions ``slides_dir/package.json`` pins."""
-    try:
-        stamp = json.loads((vendor_dir / VENDOR_STAMP).read_text())["packages"]
-        pins = json.loads((slides_dir / "package.json").read_text())["dependencies"]
-    except (OSError, ValueError, KeyError):
-        return False
-    return stamp == pins
-
-
-def _npm_ci(slides_dir: Path) -> None:
-    npm = shutil.which("npm")
-    if npm is None:
-        raise SlidesError(
-            "the decks' JavaScript is not vendored yet and npm is not installed. Either install Node.js/npm "
-            "(then `gpu-viz slides` runs `npm ci` in slides/), or pass --vendor-from DIR with a vendor/ "
-            "folder built elsewhere (e.g. slides/build/vendor copied from a machine that has npm).")
-    if not (slides_dir / "package-lock.json").is_file():
-        raise SlidesError(f"{slides_dir}/package-lock.json is missing; it pins the vendored npm packages")
-    print(f"[slides] npm ci in {slides_dir} (pinned by package-lock.json)", flush=True)
-    proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=slides_dir,
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SlidesError(f"`npm ci` failed in {slides_dir} (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
-
-
-def _copy_package(node_modules: Path, package: str, vendor_dir: Path) -> None:
-    dest_name, items = VENDOR_FILES[package]
-    src_root = node_modules / package
-    if not src_root.is_dir():
-        raise SlidesError(f"npm package {package!r} is missing from {node_modules}; run `npm ci` in slides/")
-    for item in items:
-        matches = sorted(src_root.glob(item)) if any(c in item for c in "*?[") else [src_root / item]
-        for src in matches:
-            if not src.exists():
-                if item == "LICENSE" or item.endswith(".txt"):
-                    continue
-                raise SlidesError(f"{src} is missing from npm package {package!r}; the pinned version changed?")
-            # dist/x.js -> <dest>/x.js for jquery and html-manager (flat), keep layout for the others
-            rel = src.relative_to(src_root)
-            if dest_name in ("jquery", "html-manager") and rel.parts[0] == "dist":
-                rel = Path(*rel.parts[1:])
-            dst = vendor_dir / dest_name / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if src.is_dir():
-                shutil.copytree(src, dst, dirs_exist_ok=True,
-                                ignore=shutil.ignore_patterns("*.map", "*.esm.js", "unpacked"))
-            else:
-                shutil.copy2(src, dst)
-
-
-def vendor(vendor_dir: Path, vendor_from: Optional[Path] = None, slides_dir: Path = SLIDES_DIR,
-           refresh: bool = False) -> str:
-    """Make ``vendor_dir`` hold every script the decks load; return how ("kept", "copied", "npm").
-
-    Order: copy ``vendor_from`` when given (a complete vendor folder); else keep a complete
-    ``vendor_dir`` (unless ``refresh``); else copy from ``slides_dir/node_modules``; else copy the
-    already-vendored ``slides_dir/build/vendor`` (e.g. carried to a machine with no npm); else run
-    ``npm ci`` (pinned by ``slides_dir/package-lock.json``) and copy from node_modules.
-
-    Raises:
-        SlidesError: ``vendor_from`` incomplete, or no node_modules and no npm (the message says
-            what to do).
-    """
-    vendor_dir = Path(vendor_dir)
-    if vendor_from is not None:
-        vendor_from = Path(vendor_from)
-        if not vendor_complete(vendor_from):
-            missing = [r for r in VENDOR_REQUIRED if not (vendor_from / r).is_file()]
-            raise SlidesError(f"--vendor-from {vendor_from}: not a complete vendor folder, missing {missing}")
-        if vendor_from.resolve() != vendor_dir.resolve():
-            if vendor_dir.exists():
-                shutil.rmtree(vendor_dir)
-            shutil.copytree(vendor_from, vendor_dir)
-        return "copied"
-    if not refresh and vendor_complete(vendor_dir):
-        return "kept"
-    node_modules = slides_dir / "node_modules"
-    how = "copied"
-    have_modules = all((node_modules / p).is_dir() for p in VENDOR_FILES)
-    carried = slides_dir / "build" / "vendor"
-    if (not have_modules and vendor_complete(carried) and _stamp_matches(carried, slides_dir)
-            and carried.resolve() != vendor_dir.resolve()):
-        if vendor_dir.exists():
-            shutil.rmtree(vendor_dir)
-        shutil.copytree(carried, vendor_dir)
-        return "copied"
-    if not have_modules:
-        _npm_ci(slides_dir)
-        how = "npm"
-    if vendor_dir.exists():
-        shutil.rmtree(vendor_dir)
-    vendor_dir.mkdir(parents=True)
-    versions = {}
-    for package in VENDOR_FILES:
-        _copy_package(node_modules, package, vendor_dir)
-        meta = json.loads((node_modules / package / "package.json").read_text())
-        versions[package] = meta.get("version")
-    (vendor_dir / VENDOR_STAMP).write_text(json.dumps({"packages": versions}, indent=1) + "\n")
-    return how
 
 
 # ----------------------------------------------------------------------------- preprocessing
@@ -849,112 +701,3 @@ def build(out_dir: Path = DEFAULT_OUT, notebooks_dir: Path = DEFAULT_NOTEBOOKS, 
     (out_dir / "manifest.json").write_text(json.dumps({"decks": [d.as_dict() for d in listed]}, indent=1) + "\n")
     log(f"[slides] index: {index}")
     return BuildResult(out_dir=out_dir, executed_dir=executed_dir, index=index, decks=decks, vendored=how)
-
-
-# ----------------------------------------------------------------------------- CLI
-def _os_error_message(exc: OSError, out: Path) -> str:
-    """One line for an OSError of the build: names --out when the path is (in) the output folder."""
-    what = exc.strerror or str(exc)
-    path = Path(exc.filename) if exc.filename else None
-    try:
-        in_out = path is not None and (path.resolve() == out.resolve() or out.resolve() in path.resolve().parents
-                                       or path.resolve() in out.resolve().parents)
-    except (OSError, RuntimeError):
-        in_out = False
-    if in_out:
-        return (f"cannot create or write the output folder --out {out}: {what} ({path}); "
-                "pass --out a folder you can write")
-    return f"{what}" + (f": {path}" if path else "")
-
-
-def _check_out(out: Path) -> Optional[str]:
-    """Create ``out`` and try writing in it; an error message naming --out, or None when it is usable."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".gpu-viz-write-test-{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        if exc.filename is None:
-            exc.filename = str(out)
-        return _os_error_message(exc, out)
-    return None
-
-
-def _cli(args) -> int:
-    out = Path(args.out)
-    problem = _check_out(out)
-    if problem:
-        print(f"gpu-viz slides: {problem}", file=sys.stderr)
-        return 2
-    vendor_from = Path(args.vendor_from) if args.vendor_from else None
-    try:
-        if args.vendor_only:
-            how = vendor(out / "vendor", vendor_from=vendor_from, refresh=vendor_from is None)
-            print(f"vendor/ {how}: {out / 'vendor'}")
-            return 0
-        result = build(out_dir=out, notebooks_dir=Path(args.notebooks), only=args.only,
-                       execute=not args.no_execute, executed_dir=Path(args.executed_dir) if args.executed_dir
-                       else None, timeout=args.timeout, jobs=args.jobs, vendor_from=vendor_from,
-                       force_cpu=args.cpu)
-    except SlidesError as exc:
-        print(f"gpu-viz slides: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"gpu-viz slides: {_os_error_message(exc, out)}", file=sys.stderr)
-        return 2
-    failed = [d for d in result.decks if not d.ok]
-    for d in failed:
-        print(f"gpu-viz slides: {d.name} FAILED: {d.error[:1500]}", file=sys.stderr)
-    print(f"{len(result.decks) - len(failed)} of {len(result.decks)} decks built; open {result.index}")
-    if not args.no_pdf and len(failed) < len(result.decks):
-        from . import pdf
-
-        if pdf.chromium_path() is None or importlib.util.find_spec("playwright") is None:
-            # the decks are built; the PDFs are the one part that needs a browser
-            print("gpu-viz slides: PDFs skipped: they need Chromium (apt-get install chromium, or set "
-                  "$GPU_VIZ_CHROMIUM) and the playwright package; the decks are built", file=sys.stderr)
-            return 1 if failed else 0
-        try:
-            made = pdf.render(out)
-        except SlidesError as exc:
-            print(f"gpu-viz slides: {exc}", file=sys.stderr)
-            return 2
-        print(f"{len(made)} PDFs written beside the decks (one page per slide)")
-    return 1 if failed else 0
-
-
-#: What ``gpu-viz slides --help`` says (the module docstring is for the package's readers).
-CLI_DESCRIPTION = """\
-Execute the course notebooks (live on a GPU, in CPU mode without one) and render each as an
-offline reveal.js deck at 1280x720: NN_topic.slides.html, its PDF (one page per slide; needs
-Chromium), and index.html linking them all.  Open index.html in a browser, no server needed.
-In a deck: -> / Space next slide, <- back, S speaker notes, F full screen, Esc overview."""
-
-
-def register_cli(subparsers) -> None:
-    """Add the ``slides`` subcommand to ``gpu-viz``."""
-    p = subparsers.add_parser("slides", help="execute the notebooks and render offline reveal.js decks",
-                              description=CLI_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default=str(DEFAULT_OUT), help=f"output folder (default: {DEFAULT_OUT})")
-    p.add_argument("--notebooks", default=str(DEFAULT_NOTEBOOKS), help="folder of NN_topic.ipynb notebooks")
-    p.add_argument("--only", metavar="PATTERN", help="comma-separated notebook numbers (10), globs (0[1-3]*) or substrings of names (rmsnorm)")
-    p.add_argument("--no-execute", action="store_true", help="render the executed copies already built")
-    p.add_argument("--executed-dir", help="where executed notebooks go / are read (default: OUT/executed)")
-    p.add_argument("--timeout", type=positive_int_arg, default=600, help="per-cell timeout in seconds, >= 1 (default 600)")
-    p.add_argument("--jobs", type=positive_int_arg, default=1, help="notebooks executed in parallel, >= 1 (default 1)")
-    p.add_argument("--vendor-only", action="store_true",
-                   help="only (re)build OUT/vendor (the decks' JavaScript, from npm); execute and render nothing")
-    p.add_argument("--cpu", action="store_true", help="execute in CPU mode even on a GPU machine")
-    p.add_argument("--no-pdf", action="store_true",
-                   help="skip the PDFs (reveal.js print mode through headless Chromium; needs playwright)")
-    p.add_argument("--vendor-from", metavar="DIR",
-                   help="copy the vendored JavaScript from DIR (a complete vendor/ folder) instead of npm")
-    p.set_defaults(func=_cli)
-
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="gpu-viz")
-    register_cli(parser.add_subparsers(dest="command", required=True))
-    a = parser.parse_args(["slides"] + sys.argv[1:])
-    sys.exit(a.func(a))

@@ -260,6 +260,149 @@ def _calls_per_graph(buffers: int, pilot_us: float, target_us: float = 1000.0, m
     return int(-(-calls // buffers) * buffers)
 
 
+@dataclasses.dataclass
+class _Shape:
+    """One (op, M, N, dtype) of a run: its input sets, and how its providers are checked."""
+
+    op: str
+    M: int
+    N: int
+    dt: str
+    sets: List[Dict]
+    eps: float
+    device: object
+    timers: _Timers
+    seed: int
+    verbose: bool
+
+    @property
+    def buffers(self) -> int:
+        return len(self.sets)
+
+    @property
+    def key(self) -> Dict:
+        return {"op": self.op, "M": self.M, "N": self.N, "dtype": self.dt}
+
+    def release(self, collect: bool = True) -> None:
+        """The poisoned blocks, the last output and any garbage (e.g. the last timing's graph) go
+        back to the driver before the next timing, as in the recorded runs."""
+        if str(self.device) != "cpu":
+            import torch
+
+            if collect:
+                gc.collect()
+            torch.cuda.empty_cache()
+
+    def checked(self, fn, collect: bool = True) -> Tuple[bool, str]:
+        """Poison, run, compare with float64 a block of rows at a time (:func:`check_rows`: no
+        multi-GB float64 temporaries, which slowed every later timing in the process ~9 % on the
+        H200), free the output (``collect``: and run the garbage collector, ~0.1-0.2 s with
+        torch.compile's objects alive)."""
+        import torch
+
+        s0 = self.sets[0]
+        try:
+            _poison_pool(torch, self.M, self.N, self.device)
+            y = fn(s0)
+            self.timers.sync()
+            return check_rows(self.op, y, s0["x"], s0["weight"], s0.get("gate"), self.eps, self.dt, seed=self.seed)
+        finally:
+            y = None
+            self.release(collect)
+
+    def skip(self, out: "Rows", impl: str, reason: str) -> None:
+        out.skipped.append(dict(self.key, impl=impl, reason=reason))
+        if self.verbose:
+            print(f"  skip {self.op} {impl} {self.M}x{self.N} {self.dt}: {reason}")
+
+    def caller(self, fn):
+        return lambda i: fn(self.sets[i % self.buffers])
+
+
+def _correct_providers(sh: _Shape, providers, out: "Rows", compile_backend, shared_compiles) -> List[Tuple]:
+    """Step 1, correctness first: every provider set up and checked before anything is timed;
+    ``(provider, fn)`` of the right ones, the others skipped with why."""
+    ok_fns = []
+    for p in providers:
+        try:
+            share = p == "compile" and sh.M >= 2 and (sh.op, sh.N, sh.dt) in shared_compiles
+            fn = setup(sh.op, p, sh.sets[0]["weight"], sh.eps, sample=sh.sets[0], compile_backend=compile_backend,
+                       shared_compile=share)
+            # no garbage collection between these checks: nothing is timed until all are done, and
+            # one collection below leaves the same state for the first timing
+            ok, detail = sh.checked(fn, collect=False)
+        except (ProviderUnavailable, CompileFellBack) as exc:
+            ok, detail = False, str(exc)
+        except Exception as exc:  # a provider that raises is reported, not fatal
+            ok, detail = False, f"raised {type(exc).__name__}: {exc}"
+        if not ok:
+            sh.skip(out, p, detail)
+            continue
+        ok_fns.append((p, fn))
+    sh.release()
+    return ok_fns
+
+
+def _time_kernels(sh: _Shape, ok_fns, reps: int, timed: Dict, failed: Dict) -> None:
+    """Step 2a: kernel-only times, one provider after another (a pilot pass over the sets sizes
+    the calls per graph replay)."""
+    for p, fn in ok_fns:
+        t0 = time.perf_counter()
+        try:
+            pilot = sh.timers.kernel(sh.caller(fn), 3, sh.buffers)  # one pass over the sets
+            k = _calls_per_graph(sh.buffers, pilot.median_us)
+            t = sh.timers.kernel(sh.caller(fn), reps, k)
+            timed.setdefault(p, []).append(
+                make_row(sh.op, p, sh.M, sh.N, sh.dt, t, buffers=sh.buffers, calls_per_graph=k))
+        except Exception as exc:  # e.g. a launch CUDA-graph capture refuses: say so, go on
+            failed[p] = f"timing failed: {type(exc).__name__}: {exc}"
+            _sync_quietly(sh.timers)
+        if sh.verbose:
+            print(f"  {sh.op:12s} {p:10s} {sh.M:>6d}x{sh.N:<6d} {sh.dt:8s} "
+                  f"{time.perf_counter() - t0:5.1f} s ({sh.buffers} buffer sets)")
+
+
+def _keep_timed(sh: _Shape, ok_fns, timed: Dict, failed: Dict, out: "Rows") -> None:
+    """Step 3: the timed rows kept, each of ours checked again after timing (a wrong output
+    drops its rows), the failed timings skipped with why."""
+    for p, fn in ok_fns:
+        if p in failed:
+            sh.skip(out, p, failed[p])
+            continue
+        out.extend(timed.get(p, []))
+        if not post_check(p, sh.op, sh.M, sh.N, sh.dt):
+            sh.release()  # a torch baseline at a wide shape: checked in full before timing
+            continue
+        try:  # every launch of ours checked: the output after timing is still right
+            ok, detail = sh.checked(fn)
+        except Exception as exc:
+            ok, detail = False, f"raised {type(exc).__name__}: {exc}"
+        if not ok:
+            out[:] = [r for r in out if not (r["impl"] == p and r["M"] == sh.M and r["N"] == sh.N
+                                             and r["dtype"] == sh.dt)]
+            out.skipped.append(dict(sh.key, impl=p, reason="wrong after timing: " + detail))
+
+
+def _run_shape(sh: _Shape, providers, timings, reps: int, out: "Rows", compile_backend, shared_compiles) -> None:
+    """Check, then time, one shape's providers into ``out``: the right ones timed, rotating over
+    the input sets; per-call times of all of them in interleaved rounds (the host's speed drifts
+    between windows of calls: each provider sees the same)."""
+    ok_fns = _correct_providers(sh, providers, out, compile_backend, shared_compiles)
+    timed: Dict[str, List[Dict]] = {}
+    failed: Dict[str, str] = {}
+    if bench.KERNEL in timings:
+        _time_kernels(sh, ok_fns, reps, timed, failed)
+    if bench.CALL in timings:
+        live = [(p, fn) for p, fn in ok_fns if p not in failed]
+        together, rounds = _time_calls_together(sh.timers, live, sh.caller, reps, failed)
+        for p, t in together.items():
+            extra = {"buffers": sh.buffers}
+            if rounds:  # timed in the same interleaved rounds as the shape's other providers
+                extra["rounds"] = rounds
+            timed.setdefault(p, []).append(make_row(sh.op, p, sh.M, sh.N, sh.dt, t, **extra))
+    _keep_timed(sh, ok_fns, timed, failed, out)
+
+
 def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, device, timers: _Timers,
          l2_bytes: int, verbose: bool, compile_backend=None, seed: Optional[int] = None,
          shared_compiles: frozenset = frozenset()) -> Rows:
@@ -271,108 +414,11 @@ def _run(op: str, shapes, dtypes, providers, timings, reps: int, eps: float, dev
     gen.manual_seed(seed)
     for (M, N) in shapes:
         for dt in dtypes:
-            nbytes = fewest_bytes(op, M, N, dt)
-            buffers = bench.rotation_count(nbytes, l2_bytes)
+            buffers = bench.rotation_count(fewest_bytes(op, M, N, dt), l2_bytes)
             sets = make_inputs(op, M, N, dt, device, generator=gen, count=buffers)
-            weight = sets[0]["weight"]
-            key = {"op": op, "M": M, "N": N, "dtype": dt}
-
-            def release(collect: bool = True):
-                # the poisoned blocks, the last output and any garbage (e.g. the last timing's
-                # graph) go back to the driver before the next timing, as in the recorded runs
-                if str(device) != "cpu":
-                    if collect:
-                        gc.collect()
-                    torch.cuda.empty_cache()
-
-            def checked(fn, collect: bool = True):
-                """Poison, run, compare with float64 a block of rows at a time
-                (:func:`check_rows`: no multi-GB float64 temporaries, which slowed every later
-                timing in the process ~9 % on the H200), free the output (``collect``: and
-                run the garbage collector, ~0.1-0.2 s with torch.compile's objects alive)."""
-                try:
-                    _poison_pool(torch, M, N, device)
-                    y = fn(sets[0])
-                    timers.sync()
-                    return check_rows(op, y, sets[0]["x"], weight, sets[0].get("gate"), eps, dt, seed=seed)
-                finally:
-                    y = None
-                    release(collect)
-
-            ok_fns = []
-            # 1. correctness first: every provider checked before anything is timed
-            for p in providers:
-                try:
-                    share = p == "compile" and M >= 2 and (op, N, dt) in shared_compiles
-                    fn = setup(op, p, weight, eps, sample=sets[0], compile_backend=compile_backend,
-                               shared_compile=share)
-                    # no garbage collection between these checks: nothing is timed until all
-                    # are done, and one collection below leaves the same state for the first timing
-                    ok, detail = checked(fn, collect=False)
-                except (ProviderUnavailable, CompileFellBack) as exc:
-                    ok, detail = False, str(exc)
-                except Exception as exc:  # a provider that raises is reported, not fatal
-                    ok, detail = False, f"raised {type(exc).__name__}: {exc}"
-                if not ok:
-                    out.skipped.append(dict(key, impl=p, reason=detail))
-                    if verbose:
-                        print(f"  skip {op} {p} {M}x{N} {dt}: {detail}")
-                    continue
-                ok_fns.append((p, fn))
-            release()
-            # 2. time the ones that were right, rotating over `buffers` input sets: kernel-only
-            # times one provider after another; per-call times of all of them in interleaved
-            # rounds (the host's speed drifts between windows of calls: each provider sees the same)
-            def caller(fn):
-                return lambda i: fn(sets[i % buffers])
-
-            timed: Dict[str, List[Dict]] = {}
-            failed: Dict[str, str] = {}
-            for p, fn in ok_fns:
-                if bench.KERNEL not in timings:
-                    continue
-                t0 = time.perf_counter()
-                try:
-                    pilot = timers.kernel(caller(fn), 3, buffers)  # one pass over the sets
-                    k = _calls_per_graph(buffers, pilot.median_us)
-                    t = timers.kernel(caller(fn), reps, k)
-                    timed.setdefault(p, []).append(
-                        make_row(op, p, M, N, dt, t, buffers=buffers, calls_per_graph=k))
-                except Exception as exc:  # e.g. a launch CUDA-graph capture refuses: say so, go on
-                    failed[p] = f"timing failed: {type(exc).__name__}: {exc}"
-                    _sync_quietly(timers)
-                if verbose:
-                    print(f"  {op:12s} {p:10s} {M:>6d}x{N:<6d} {dt:8s} "
-                          f"{time.perf_counter() - t0:5.1f} s ({buffers} buffer sets)")
-            if bench.CALL in timings:
-                live = [(p, fn) for p, fn in ok_fns if p not in failed]
-                together, rounds = _time_calls_together(timers, live, caller, reps, failed)
-                for p, t in together.items():
-                    extra = {"buffers": buffers}
-                    if rounds:  # timed in the same interleaved rounds as the shape's other providers
-                        extra["rounds"] = rounds
-                    timed.setdefault(p, []).append(make_row(op, p, M, N, dt, t, **extra))
-            for p, fn in ok_fns:
-                if p in failed:
-                    out.skipped.append(dict(key, impl=p, reason=failed[p]))
-                    if verbose:
-                        print(f"  skip {op} {p} {M}x{N} {dt}: {failed[p]}")
-                    continue
-                out.extend(timed.get(p, []))
-                if not post_check(p, op, M, N, dt):
-                    release()  # a torch baseline at a wide shape: checked in full before timing
-                    ok = True
-                else:
-                    # every launch of ours checked: the output after timing is still right
-                    try:
-                        ok, detail = checked(fn)
-                    except Exception as exc:
-                        ok, detail = False, f"raised {type(exc).__name__}: {exc}"
-                if not ok:
-                    out[:] = [r for r in out if not (r["impl"] == p and r["M"] == M and r["N"] == N
-                                                     and r["dtype"] == dt)]
-                    out.skipped.append(dict(key, impl=p, reason="wrong after timing: " + detail))
-            sets = ok_fns = None  # this shape's buffers go before the next shape's are made
+            _run_shape(_Shape(op, M, N, dt, sets, eps, device, timers, seed, verbose), providers, timings, reps,
+                       out, compile_backend, shared_compiles)
+            sets = None  # this shape's buffers go before the next shape's are made
             if str(device) != "cpu":
                 torch.cuda.empty_cache()
     add_speedups(out)

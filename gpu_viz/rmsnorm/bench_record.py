@@ -13,7 +13,7 @@ from .. import backend, check, kernels
 from ..measure import records
 from ..measure import timing as bench
 from .bench import CALL_WINDOWS, DEFAULT_REPS, DTYPES, check_rows, dtype_name, run
-from .dtypes import RMSNORM_GATE, torch_dtype
+from .dtypes import KERNEL_OPS, RMSNORM, RMSNORM_ADD, RMSNORM_GATE, torch_dtype
 from .dtypes import check_op as _check_op
 from .plan import INVARIANCE_M, INVARIANCE_N, estimate, plan_steps, record_batches, record_plan
 from .providers import (EPS, ProviderUnavailable, _liger_rms_norm, available, clear_shared_compiles,
@@ -42,23 +42,23 @@ def batch_invariance(Ns=INVARIANCE_N, Ms=INVARIANCE_M, dtypes=DTYPES, seed: Opti
     gen.manual_seed(check.new_seed() if seed is None else seed)
     checked = []
     Mx = max(Ms)
-    for op in ("rmsnorm", "rmsnorm_gate", "rmsnorm_add"):
+    for op in KERNEL_OPS:
         for dt in dtypes:
             tdt = torch_dtype(dt)
             for N in Ns:
                 x = torch.randn(Mx, N, device="cuda", generator=gen).to(tdt)
-                x2 = None if op == "rmsnorm" else (2 * torch.randn(Mx, N, device="cuda", generator=gen)).to(tdt)
+                x2 = None if op == RMSNORM else (2 * torch.randn(Mx, N, device="cuda", generator=gen)).to(tdt)
                 w = (1 + 0.5 * torch.randn(N, device="cuda", generator=gen)).to(tdt)
 
                 def f(m):
-                    if op == "rmsnorm":
+                    if op == RMSNORM:
                         return fused.rmsnorm(x[:m], w, EPS)
-                    if op == "rmsnorm_gate":
+                    if op == RMSNORM_GATE:
                         return fused.rmsnorm_gate(x[:m], x2[:m], w, EPS)
                     return fused.rmsnorm_add(x[:m], x2[:m], w, EPS)[0]
 
                 full = f(Mx)
-                if op == "rmsnorm_add":
+                if op == RMSNORM_ADD:
                     ref = ref_add(x[:64], x2[:64], w, EPS)[0]
                     atol, rtol = tolerance(dt)
                     ok_ref = check.compare(op, full[:64], ref, atol=atol, rtol=rtol).ok

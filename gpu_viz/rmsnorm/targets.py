@@ -68,9 +68,22 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL, previous: Optional[
     every = unique_rows(record.get("rows", []))
     rows = [r for r in every if r.get("timing") == timing]
     skipped = record.get("skipped", [])
-    out: List[Tuple[str, bool, str]] = []
-    copy = record.get("copy_GBps")
     wide = _has_wide(record)
+    out = _bandwidth_checks(rows, record.get("copy_GBps"), wide) + _baseline_checks(rows, skipped)
+    if wide:
+        out += _wide_baseline_checks(record, rows, skipped)
+    out += _floor_checks(record, rows) + _per_call_checks(every) + _invariance_check(record)
+    if previous is not None:
+        out += previous_record_checks(record, previous)
+    else:
+        out += [(c["check"], bool(c["passed"]), c["detail"]) for c in record.get("vs_previous", [])]
+    return out
+
+
+def _bandwidth_checks(rows: List[Dict], copy, wide: bool) -> List[Tuple[str, bool, str]]:
+    """Check 1: fused >= BANDWIDTH_TARGET of the copy at BANDWIDTH_SHAPES (fp16, bf16) and, with
+    wide rows, at every WIDE_SHAPES shape in every dtype, both ops."""
+    out = []
     bw_points = [(s, d) for s in BANDWIDTH_SHAPES for d in ("float16", "bfloat16")]
     bw_points += [(s, d) for s in WIDE_SHAPES for d in DTYPES] if wide else []
     for op in OPS:
@@ -83,6 +96,13 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL, previous: Optional[
             share = r["GBps"] / copy
             out.append((name, share >= BANDWIDTH_TARGET,
                         f"{r['GBps']:,.0f} GB/s = {share:.1%} of copy {copy:,.0f} GB/s"))
+    return out
+
+
+def _baseline_checks(rows: List[Dict], skipped: List[Dict]) -> List[Tuple[str, bool, str]]:
+    """Check 2: fused faster than native and compile (the gate: compile) wherever fused was
+    measured; a missing baseline fails, with why it was skipped."""
+    out = []
     baselines = {RMSNORM: ("native", "compile"), RMSNORM_GATE: ("compile",)}
     for r in rows:
         if r["impl"] != "fused":
@@ -97,12 +117,17 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL, previous: Optional[
             out.append((name, r["median_us"] < br["median_us"],
                         f"fused {r['median_us']:.2f} µs vs {b} {br['median_us']:.2f} µs "
                         f"({br['median_us'] / r['median_us']:.2f}x)"))
-    if wide:
-        out += _wide_baseline_checks(record, rows, skipped)
+    return out
+
+
+def _floor_checks(record: Dict, rows: List[Dict]) -> List[Tuple[str, bool, str]]:
+    """Check 4: fused at FLOOR_SHAPE within FLOOR_FACTOR x the launch floor (with a bare copy
+    kernel's time beside it, where the record has one)."""
+    out = []
     floor = record.get("launch_floor_us")
+    M, N = FLOOR_SHAPE
     for op in OPS:
         for dt in ("float16", "bfloat16"):
-            M, N = FLOOR_SHAPE
             name = f"{op} fused {M}x{N} {dt}: within {FLOOR_FACTOR}x of the launch floor"
             r = _find(rows, op=op, impl="fused", M=M, N=N, dtype=dt)
             if r is None or not floor:
@@ -114,6 +139,13 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL, previous: Optional[
                 detail += (f"; a bare copy kernel moving the same x -> y bytes: {bare:.2f} µs = "
                            f"{bare / floor:.2f}x")
             out.append((name, r["median_us"] <= FLOOR_FACTOR * floor, detail))
+    return out
+
+
+def _per_call_checks(every: List[Dict]) -> List[Tuple[str, bool, str]]:
+    """Check 5: rmsnorm per call at CALL_SHAPES, fused within 1x of native, fused_grad within
+    CALL_GRAD_FACTOR x native_grad."""
+    out = []
     calls = [r for r in every if r.get("timing") == bench.CALL and (r["M"], r["N"]) in CALL_SHAPES]
     for r in calls:
         if r["op"] != RMSNORM or r["impl"] not in ("fused", "fused_grad"):
@@ -126,17 +158,18 @@ def summary_checks(record: Dict, timing: str = bench.KERNEL, previous: Optional[
             continue
         out.append((name, r["median_us"] <= factor * br["median_us"],
                     f"{r['median_us']:.2f} µs vs {br['median_us']:.2f} µs ({r['median_us'] / br['median_us']:.2f}x)"))
-    inv = record.get("batch_invariant")
-    if inv is not None:
-        bad = [c for c in inv.get("checked", []) if not c.get("ok")]
-        out.append(("batch invariant: rows bit-identical at every M", bool(inv.get("ok")),
-                    f"{len(inv.get('checked', [])) - len(bad)} of {len(inv.get('checked', []))} cases"
-                    + (f"; failing: {bad[:3]}" if bad else "")))
-    if previous is not None:
-        out += previous_record_checks(record, previous)
-    else:
-        out += [(c["check"], bool(c["passed"]), c["detail"]) for c in record.get("vs_previous", [])]
     return out
+
+
+def _invariance_check(record: Dict) -> List[Tuple[str, bool, str]]:
+    """Check 6: the record's batch-invariance cases, where it has them."""
+    inv = record.get("batch_invariant")
+    if inv is None:
+        return []
+    bad = [c for c in inv.get("checked", []) if not c.get("ok")]
+    return [("batch invariant: rows bit-identical at every M", bool(inv.get("ok")),
+             f"{len(inv.get('checked', [])) - len(bad)} of {len(inv.get('checked', []))} cases"
+             + (f"; failing: {bad[:3]}" if bad else ""))]
 
 
 def _wide_baseline_checks(record: Dict, rows: List[Dict], skipped: List[Dict]) -> List[Tuple[str, bool, str]]:

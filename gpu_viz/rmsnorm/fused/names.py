@@ -151,8 +151,8 @@ def _kernel_name_list() -> Tuple[str, ...]:
     return tuple(names)
 
 
-_NAME = re.compile(r"^(rmsnorm(?:_gate|_add)?)_(warp|block|wide)_(f32|f16|bf16)_([vu])(\d+)(?:_e(\d+))?(_w32)?"
-                   rf"({OUT_EXT_SUFFIX})?$")
+_NAME = re.compile(rf"^({'|'.join(sorted(KERNEL_OPS, key=len, reverse=True))})_({'|'.join(VARIANTS)})"
+                   rf"_({'|'.join(v[0] for v in DTYPES.values())})_([vu])(\d+)(?:_e(\d+))?(_w32)?({OUT_EXT_SUFFIX})?$")
 _SUFFIX_TO_DTYPE = {v[0]: k for k, v in DTYPES.items()}
 
 

@@ -20,7 +20,8 @@ from ..reference import check_eps as _check_eps
 from .checks import validate
 from . import launch as _launch
 from .launch import _CPP, fast, get_kernel, launch
-from .names import CAST_FP32, CAST_ID, CAST_LLAMA, MAX_N, OP_ID, check_cast, compile_options, describe_kernel, kernel_names
+from .names import (CAST_FP32, CAST_ID, CAST_LLAMA, FILE, MAX_N, OP_ID, check_cast, compile_options, describe_kernel,
+                    kernel_names)
 
 try:  # torch is optional for the package: without it the ops take CuPy arrays only
     import torch
@@ -227,7 +228,7 @@ def _ptxas_rows(arch: str) -> Tuple:
     builds = [(dt, w32, ext) for dt in DTYPES for w32 in ((False,) if dt == "float32" else (False, True))
               for ext in (False, True)]
     with ThreadPoolExecutor(min(len(builds), os.cpu_count() or 1)) as pool:
-        parts = pool.map(lambda b: kernels.nvcc_compile("rmsnorm_fused.cu", arch, compile_options(*b)), builds)
+        parts = pool.map(lambda b: kernels.nvcc_compile(FILE, arch, compile_options(*b)), builds)
         return tuple(u for part in parts for u in part)
 
 
