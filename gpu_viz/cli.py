@@ -21,7 +21,7 @@ def _info(args) -> int:
 
 def main(argv=None) -> int:
     from . import doctor, slides_cli
-    from .measure import lessons
+    from . import record_cli
     from .rmsnorm import report
 
     parser = argparse.ArgumentParser(prog="gpu-viz", description=__doc__)
@@ -31,7 +31,7 @@ def main(argv=None) -> int:
                                    "bandwidth, L2), or that it runs in CPU mode and why.")
     p.add_argument("--json", action="store_true", help="also print every attribute as JSON")
     p.set_defaults(func=_info)
-    for module in (doctor, report, lessons, slides_cli):
+    for module in (doctor, report, record_cli, slides_cli):
         module.register_cli(sub)
     # known args first: a wrong option is then reported by the parser it was given to, naming it
     # (argparse alone reports a missing command, or the top-level usage for a command's option)

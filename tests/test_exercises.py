@@ -255,7 +255,7 @@ def test_predict_solution_passes_on_the_gpu(eid):
 
 
 def test_cpu_mode_shows_the_committed_probes_record(monkeypatch, cpu_mode):
-    from gpu_viz.measure import probes
+    from gpu_viz.claims import probes
 
     rec = {"date": "2026-12-01", "gpu": "NVIDIA H200", "rows": [
         {"op": "doubling_point", "threads": 1024, "blocks": b, "slots": 264, "makespan_us": us,

@@ -36,9 +36,9 @@ DEVICE_KEYS = sorted(device.SPEC_SHEETS) + ["recorded"]
 
 
 def _hardware():
-    rec, label = memory.recorded_hardware()
+    rec, label = records.recorded_hardware()
     assert rec is not None, "no committed hardware record in benchmarks/results/"
-    return rec, label, memory.recorded_device(rec)
+    return rec, label, records.device_of(rec)
 
 
 def _info(key):

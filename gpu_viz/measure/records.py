@@ -8,7 +8,8 @@
 * :func:`gpu_tests`, :func:`test_outcome` -- what the newest committed GPU test run says of a test.
 * :func:`label` -- the provenance of a record: "recorded on <GPU>, <date>, driver <v> (not live)".
 * :func:`lesson_device` -- the ONE GPU a lesson's figures describe: this GPU live, else the GPU of
-  the committed hardware record, else the deck's L4 spec sheet; with its label.
+  the committed hardware record (:func:`recorded_hardware`, :func:`device_of`), else the deck's
+  L4 spec sheet; with its label.
 * :data:`LESSON_RECORDS`, :func:`lesson_records` -- which committed records each notebook shows in
   CPU mode (the notebook tests check that each one's label appears).
 * :data:`DECK_L4`, :data:`REFERENCE_LABELS`, :func:`gpus_named` -- the one-GPU-per-figure rule: a
@@ -214,6 +215,45 @@ def one_gpu_problems(outputs, gpu: str) -> List[str]:
     return bad
 
 
+# -- which GPU a lesson describes: answered here, once -------------------------------------------
+
+def recorded_hardware():
+    """The newest committed hardware record (``benchmarks/results/*-hardware.json``) and its label.
+
+    Returns:
+        ``(record, label)`` with ``label = backend.recorded_label(gpu, date)``, or ``(None, None)``.
+    """
+    rec = newest("*-hardware.json")
+    if rec is None:
+        return None, None
+    return rec, label(rec)
+
+
+def device_of(record: Dict):
+    """The :class:`gpu_viz.device.DeviceInfo` stored in a hardware record (``record["device"]``),
+    its ``source`` naming the record (never "live": it was live when recorded, it is not now).
+
+    Raises:
+        KeyError: the record has no ``device`` entry.
+    """
+    import dataclasses
+
+    from .. import device
+
+    if "device" not in record:
+        raise KeyError("device_of: the record has no 'device' entry (not a hardware record?)")
+    d = dict(record["device"])
+    fields = {f.name for f in dataclasses.fields(device.DeviceInfo)}
+    kw = {k: v for k, v in d.items() if k in fields}
+    kw["compute_capability"] = tuple(kw["compute_capability"])
+    # "recorded on <gpu>, <date>, driver <v> (not live), read by cudaDeviceGetAttribute"
+    how = str(d.get("source", "?"))
+    how = how[len("live: "):] if how.startswith("live: ") else how
+    kw["source"] = (f"{backend.recorded_label(record.get('gpu', d.get('name', '?')), record.get('date', '?'), record.get('driver'))}"
+                    f", read by {how}")
+    return device.DeviceInfo(**kw)
+
+
 def lesson_device():
     """``(DeviceInfo, label)`` of the one GPU a lesson's figures describe: this GPU on a GPU (live
     label); in CPU mode the GPU of the newest committed hardware record (its label), so its spec
@@ -222,21 +262,10 @@ def lesson_device():
 
     if backend.has_gpu():
         return device.current(), backend.live_label()
-    info, lab = recorded_device()
-    if info is not None:
-        return info, lab
-    return device.spec_sheet(device.DECK_GPU), backend.MODEL_LABEL
-
-
-def recorded_device():
-    """``(DeviceInfo, label)`` of the GPU the newest committed hardware record was made on, or
-    ``(None, None)``."""
-    rec = newest("*-hardware.json")
+    rec, lab = recorded_hardware()
     if rec and rec.get("device"):
-        from .memory import recorded_device as from_record
-
-        return from_record(rec), label(rec)
-    return None, None
+        return device_of(rec), lab
+    return device.spec_sheet(device.DECK_GPU), backend.MODEL_LABEL
 
 
 def gpu_tests(prefix: str, directory: Optional[Path] = None) -> Optional[Dict]:
