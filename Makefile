@@ -38,7 +38,7 @@ FAST_MARKS := not slow and not browser and not gpu
 
 # pyflakes' rules over the code that ships and the code that tests it ([tool.ruff] in pyproject.toml)
 lint: setup
-	$(VPY) -m ruff check gpu_viz tests scripts
+	$(VPY) -m ruff check gpu_viz tests scripts hatch_build.py
 
 test-fast: setup
 	$(VPY) -m pytest -m "$(FAST_MARKS)"

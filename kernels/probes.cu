@@ -1,7 +1,7 @@
 // probes.cu -- small measurements of claims the course makes: what a shuffle step costs, where a
 // warp's value sits after each step, which %warpid a block's warps get, how wide an fp16 load is.
 //
-// Notebooks 03, 07, 08, 09.  Host side gpu_viz/measure/probes.py (`gpu-viz record probes`);
+// Notebooks 03, 07, 08, 09.  Host side gpu_viz/claims/probes.py (`gpu-viz record probes`);
 // tests/test_probes.py.
 // Build check: nvcc -arch=sm_89 -cubin -std=c++17 -Ikernels kernels/probes.cu
 //

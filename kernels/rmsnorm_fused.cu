@@ -4,16 +4,16 @@
 //   rmsnorm_gate:  y[m,n] = x[m,n] * w[n] * silu(g[m,n]) * r[m]
 //   with           r[m]   = rsqrt(sum_n x[m,n]^2 / N + eps)      (statistic from x only)
 //
-// Notebook 10_fused_rmsnorm_gate.  Launcher and public ops: gpu_viz/rmsnorm/fused.py (public as
+// Notebook 10_fused_rmsnorm_gate.  Launcher and public ops: gpu_viz/rmsnorm/fused/ (public as
 // gpu_viz.ops); benchmark harness gpu_viz/rmsnorm/bench.py; tests/test_rmsnorm_fused.py;
 // compute-sanitizer: scripts/sanitize/rmsnorm_fused.py.
 // Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels kernels/rmsnorm_fused.cu
-//              (gpu_viz.rmsnorm.fused.kernel_report runs it for every architecture, with the
+//              (gpu_viz.rmsnorm.fused.op.kernel_report runs it for every architecture, with the
 //              -D values the launcher compiles with)
 // Storage fp32 / fp16 / bf16, arithmetic and accumulation fp32.  Every input element is read
 // once and every output element written once (except by `wide`, which reads the row twice).
 //
-// Variants (gpu_viz.rmsnorm.fused.launch_config picks one per (M, N, dtype, alignment)):
+// Variants (gpu_viz.rmsnorm.fused.config.launch_config picks one per (M, N, dtype, alignment)):
 //   warp   one warp per row, WARP_BLOCK_THREADS / 32 rows per block, the row in registers:
 //          N <= 32 * EPT (<= 1024).  Warp-shuffle reduction only: no shared memory, no barrier.
 //   block  one block per row (any blockDim 1..BLOCK_MAX_THREADS(EPT)), the row in registers:
@@ -52,13 +52,13 @@
 // 16-byte packs use inline PTX (NVRTC needs no header for it); other pack sizes are plain.
 //   weight (read by every row): ld.global.nc (LOAD_WEIGHT)
 //   x, gate (read once), y (written once): by the kernel argument `fits_l2`, which the host
-//     sets when x, gate and y of the launch together fit in L2 (gpu_viz.rmsnorm.fused.fits_l2):
+//     sets when x, gate and y of the launch together fit in L2 (gpu_viz.rmsnorm.fused.config.fits_l2):
 //     fits:      x, gate ld.global.cs (evict-first), y st.global: y, often a recycled buffer,
 //                stays in L2;
 //     otherwise: the op's policy below.
 //   Selected by a predicate inside each access (no branch: a row's loads still issue back
 //   to back).
-// Policies beyond L2, by measurement (benchmarks/NOTES.md, the cache-hint runs of 2026-11-29/30):
+// Policies beyond L2, by measurement (benchmarks/NOTES.md, the cache-hint runs):
 //   rmsnorm fp16/bf16, and fp32's warp variant   load LOAD_NO_L1,  store STORE_EVICT_FIRST
 //   rmsnorm fp32, block variant                  load LOAD_KEEP_L2, store STORE_PLAIN
 //   rmsnorm_gate                                 load LOAD_PLAIN,  store STORE_PLAIN
@@ -227,7 +227,7 @@ __device__ __forceinline__ float block_allreduce_sum_full_warps(float v, float* 
 //      uniform branch cost 2-6 % of kernel time at small in-L2 shapes (benchmarks/NOTES.md).
 //   1 (names end in _x)  all three, one copy of the loop each, picked per launch by a uniform
 //      branch on FLAG_LLAMA and w_offset; the host launches these for a weight_offset != 0 or
-//      the llama cast (gpu_viz/rmsnorm/fused.py, _out_ext), a module of their own.  Their plain
+//      the llama cast (gpu_viz/rmsnorm/fused/names.py, out_ext), a module of their own.  Their plain
 //      side gives the plain kernel's bits where neither is set (the host does not launch it so).
 // The arguments are the same in both builds (the plain kernels ignore w_offset and FLAG_LLAMA).
 #ifndef RMSNORM_OUT_EXT
@@ -272,7 +272,7 @@ __device__ __forceinline__ void with_out_kind(bool llama, float w_offset, F&& bo
 // [region rows]
 // Batch invariance: the sum of squares is added in one order that depends on N and the
 // dtype only, never on the launch shape the host picked for M (the host may give rows of
-// 8-16 KB one 16-byte vector per thread or several, kernels/../fused.py launch_config):
+// 8-16 KB one 16-byte vector per thread or several, fused/config.py launch_config):
 //   p_j  = the VEC squares of vector j, fmaf-chained from 0
 //   S_s  = warp butterfly (xor 16, 8, .., 1) over the 32 vectors 32s .. 32s+31 (lane = j % 32)
 //   sum  = S_s combined over the slots s by the xor tree of their index bits, highest first
@@ -457,7 +457,7 @@ __device__ __forceinline__ void rmsnorm_wide(RMSNORM_PARAMS(T, TW)) {
 // [end wide]
 
 // ---------------------------------------------------------------------------------------
-// the extern "C" kernels (one per instantiation; names parsed by gpu_viz/rmsnorm/fused.py)
+// the extern "C" kernels (one per instantiation; names parsed by gpu_viz/rmsnorm/fused/names.py)
 
 #define RMSNORM_ARGS out, h_out, x, x2, w, M, N, x_stride, x2_stride, eps, w_offset, flags
 

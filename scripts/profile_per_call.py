@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where the fused op's per-call time goes from Python (issue 18's per-call target), on a GPU.
+"""Where the fused op's per-call time goes from Python (the per-call target), on a GPU.
 
 Times, per call in a tight eager loop (wall clock over many calls, the GPU kept busy so the host
 side is what is measured; CUDA is synchronised before and after each loop):

@@ -97,7 +97,7 @@ def _outputs(nb):
 
 
 def one_gpu_problems(nb, stem):
-    """Issue 17's CPU-mode rule: every output names only the GPU of the notebook's committed
+    """CPU mode's rule: every output names only the GPU of the notebook's committed
     records (the deck's L4 only under records.DECK_L4, in its own column or panel), and the
     notebook shows each of its records' labels."""
     from gpu_viz.measure import records

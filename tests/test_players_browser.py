@@ -31,7 +31,7 @@ pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "players"
 W, H = 1280, 720
 #: The width of a code cell's output in the course's decks at 1280 px (nbconvert's output area,
-#: measured on 2026-12-01's build): a player must keep its source pane beside the drawing in it.
+#: measured on the course's deck build): a player must keep its source pane beside the drawing in it.
 DECK_OUTPUT_WIDTH = 1178
 
 

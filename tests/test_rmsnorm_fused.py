@@ -156,46 +156,66 @@ def _threads(N: int, vec: int, ept: int) -> int:
     return -(-(N // vec) // (ept // vec) // 32) * 32 if N % vec == 0 else None
 
 
+def _one_vector_block(N: int, vec: int) -> bool:
+    """Whether a block of one 16-byte vector per thread holds a row of N."""
+    return vec in fnames.EPT_CHOICES and _threads(N, vec, vec) <= min(fnames.BLOCK_TARGET_THREADS,
+                                                                      fnames.BLOCK_MAX_THREADS[vec])
+
+
+def _assert_warp(cfg: ops.LaunchConfig, M: int, N: int):
+    """A warp per row: the row fits the warp's registers, whole blocks of rows cover M."""
+    assert N <= (fnames.WARP_ROW_MAX_N_VECTOR if cfg.vec > 1 else fnames.WARP_ROW_MAX_N)
+    assert cfg.block == 32 * fnames.WARP_ROWS_PER_BLOCK
+    assert cfg.capacity == 32 * cfg.ept >= N
+    assert cfg.grid * cfg.rows_per_block >= M > (cfg.grid - 1) * cfg.rows_per_block or M == cfg.grid == 0
+
+
+def _assert_block_threads(cfg: ops.LaunchConfig, M: int, N: int):
+    """A block per row: every vector of the row has a thread, and no whole warp idles (or, with
+    several vectors a thread, a power-of-two count of warps: the one-vector block's sum order)."""
+    assert 32 <= cfg.block <= fnames.BLOCK_MAX_THREADS[cfg.ept] and cfg.block % 32 == 0
+    chunks = cfg.ept // cfg.vec
+    assert cfg.block * chunks * cfg.vec >= N
+    if chunks > 1 and _one_vector_block(N, cfg.vec):
+        nwarps = cfg.block // 32
+        assert nwarps & (nwarps - 1) == 0 and (cfg.block // 2) * chunks * cfg.vec < N
+    else:
+        assert (cfg.block - 32) * chunks * cfg.vec < N
+    assert cfg.grid == M
+
+
+def _assert_block_ept(cfg: ops.LaunchConfig, N: int, fits_l2: bool):
+    """The elements a thread of a block per row holds: the scalar path's set; one 16-byte vector
+    for short rows or in L2 where such a block exists; else >= 32 bytes in flight per thread in
+    <= 512 threads, the smallest such EPT."""
+    if cfg.vec == 1:
+        assert cfg.ept in fnames.SCALAR_BLOCK_EPT
+        return
+    size = ops.DTYPES[cfg.dtype][1]
+    inputs = 2 if cfg.op == "rmsnorm_gate" else 1  # x (and gate) bytes in flight per thread
+    if N * size < fnames.MULTI_VECTOR_ROW_BYTES:
+        assert cfg.ept == 8 and cfg.block <= 1024
+    elif fits_l2 and _one_vector_block(N, cfg.vec):
+        assert cfg.ept == cfg.vec and cfg.block == _threads(N, cfg.vec, cfg.vec)
+    else:
+        assert cfg.ept * size * inputs >= fnames.MULTI_VECTOR_BYTES_PER_THREAD or N > 512 * cfg.ept
+        if N <= 512 * 32:
+            assert cfg.block <= fnames.MULTI_VECTOR_TARGET_THREADS
+        smaller = [e for e in fnames.EPT_CHOICES
+                   if e < cfg.ept and e * size * inputs >= fnames.MULTI_VECTOR_BYTES_PER_THREAD]
+        assert all(-(-N // e) > fnames.MULTI_VECTOR_TARGET_THREADS for e in smaller)
+
+
 def _assert_valid(cfg: ops.LaunchConfig, M: int, N: int, fits_l2: bool = False):
     assert cfg.kernel in _NAMES
     d = _NAMES[cfg.kernel]
     assert (d["variant"], d["vec"], d["ept"]) == (cfg.variant, cfg.vec, cfg.ept)
     assert N % cfg.vec == 0
     if cfg.variant == fnames.WARP:
-        assert N <= (fnames.WARP_ROW_MAX_N_VECTOR if cfg.vec > 1 else fnames.WARP_ROW_MAX_N)
-        assert cfg.block == 32 * fnames.WARP_ROWS_PER_BLOCK
-        assert cfg.capacity == 32 * cfg.ept >= N
-        assert cfg.grid * cfg.rows_per_block >= M > (cfg.grid - 1) * cfg.rows_per_block or M == cfg.grid == 0
+        _assert_warp(cfg, M, N)
     elif cfg.variant == fnames.BLOCK:
-        assert 32 <= cfg.block <= fnames.BLOCK_MAX_THREADS[cfg.ept] and cfg.block % 32 == 0
-        chunks = cfg.ept // cfg.vec
-        assert cfg.block * chunks * cfg.vec >= N  # every vector of the row has a thread
-        one_vector = cfg.vec in fnames.EPT_CHOICES and _threads(N, cfg.vec, cfg.vec) <= min(
-            fnames.BLOCK_TARGET_THREADS, fnames.BLOCK_MAX_THREADS[cfg.vec])
-        if chunks > 1 and one_vector:  # a power-of-two count of warps (the one-vector block's sum order)
-            nwarps = cfg.block // 32
-            assert nwarps & (nwarps - 1) == 0 and (cfg.block // 2) * chunks * cfg.vec < N
-        else:
-            assert (cfg.block - 32) * chunks * cfg.vec < N  # and no whole idle warp
-        assert cfg.grid == M
-        if cfg.vec == 1:
-            assert cfg.ept in fnames.SCALAR_BLOCK_EPT
-        else:
-            size = ops.DTYPES[cfg.dtype][1]
-            inputs = 2 if cfg.op == "rmsnorm_gate" else 1  # x (and gate) bytes in flight per thread
-            if N * size < fnames.MULTI_VECTOR_ROW_BYTES:  # short rows: one 16-byte vector per thread
-                assert cfg.ept == 8 and cfg.block <= 1024
-            elif fits_l2 and cfg.vec in fnames.EPT_CHOICES and _threads(N, cfg.vec, cfg.vec) <= min(
-                    fnames.BLOCK_TARGET_THREADS, fnames.BLOCK_MAX_THREADS[cfg.vec]):
-                # x, gate, y in L2 and a one-vector-per-thread block exists: that one
-                assert cfg.ept == cfg.vec and cfg.block == _threads(N, cfg.vec, cfg.vec)
-            else:  # long rows: >= 32 bytes per thread in <= 512 threads, the smallest such EPT
-                assert cfg.ept * size * inputs >= fnames.MULTI_VECTOR_BYTES_PER_THREAD or N > 512 * cfg.ept
-                if N <= 512 * 32:
-                    assert cfg.block <= fnames.MULTI_VECTOR_TARGET_THREADS
-                smaller = [e for e in fnames.EPT_CHOICES
-                           if e < cfg.ept and e * size * inputs >= fnames.MULTI_VECTOR_BYTES_PER_THREAD]
-                assert all(-(-N // e) > fnames.MULTI_VECTOR_TARGET_THREADS for e in smaller)
+        _assert_block_threads(cfg, M, N)
+        _assert_block_ept(cfg, N, fits_l2)
     else:
         assert cfg.variant == fnames.WIDE and cfg.block == fnames.WIDE_THREADS and cfg.grid == M
         limit = 16384 if cfg.vec > 1 else 8192
@@ -869,7 +889,7 @@ def test_one_float64_rmsnorm_reference_in_the_package():
 def test_one_tolerance_table_in_the_package():
     tables = [(rel, name) for rel, tree in _package_trees() for name, _ in _dtype_tables(tree)]
     # the one other table is a whole decoder layer's (matmuls, attention, three norms), not RMSNorm's
-    tables = [t for t in tables if t != ("measure/decoder.py", "LAYER_TOLERANCES")]
+    tables = [t for t in tables if t != ("claims/decoder.py", "LAYER_TOLERANCES")]
     assert sorted(tables) == [("rmsnorm/tolerances.py", "GRAD_TOLERANCES"), ("rmsnorm/tolerances.py", "TOLERANCES")]
     named = [(rel, t.id) for rel, tree in _package_trees() for node in ast.walk(tree)
              if isinstance(node, (ast.Assign, ast.AnnAssign))

@@ -325,7 +325,7 @@ def test_per_call_summary_says_when_the_host_was_noisy():
 def test_call_timing_caveat_marks_records_timed_before_idle_start_windows():
     """Records made before each per-call window started on an idle GPU carry a caution beside
     their per-call numbers (notebook 10 prints it); newer records, records without per-call rows
-    and no record carry none.  The committed record of 2026-12-03.2 is one of the older kind."""
+    and no record carry none.  The committed record nvidia-h200-2026-12-03.2-fused.json is one of the older kind."""
     from gpu_viz.rmsnorm import bench as bm, report
 
     call = {"op": "rmsnorm", "M": 1024, "N": 4096, "dtype": "float16", "impl": "native", "timing": "call",

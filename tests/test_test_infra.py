@@ -399,7 +399,7 @@ def test_gpu_check_merges_both_parts_for_the_record(tmp_path):
 def test_gpu_check_records_a_pytest_run_cut_short(tmp_path):
     """A pytest part stopped by its time limit writes no JUnit file: the record must say the run
     did not finish (its exit status, complete: false), not count the other part's tests as a clean
-    run (a 2026-12-03 run's second part timed out and the record read "4 tests, 0 failures")."""
+    run (a run whose second part timed out would read "4 tests, 0 failures")."""
     script = (ROOT / "scripts" / "gpu-check").read_text()
     func = re.search(r"^pytest_gpu\(\) {.*?^}", script, re.M | re.S).group(0)
     slow = tmp_path / "slow-python"
@@ -476,9 +476,9 @@ def test_the_duplicate_check_finds_a_shadowed_test(tmp_path):
 
 def test_gpu_check_scripts_import_the_package_whatever_pythonpath(tmp_path):
     """The scripts gpu-check runs by path (scripts/sanitize/*.py) import gpu_viz from the checkout
-    even when the caller's PYTHONPATH points elsewhere (the device's wheel install sets it: on
-    2026-12-02 every sanitizer job died on `import gpu_viz` before its first launch, the package
-    not being installed there): the script puts the checkout first on PYTHONPATH and keeps the
+    even when the caller's PYTHONPATH points elsewhere (the device's wheel install sets it, and
+    without the checkout first every sanitizer job dies on `import gpu_viz` before its first
+    launch, the package not being installed there): the script puts the checkout first on PYTHONPATH and keeps the
     caller's entries after it."""
     script = (ROOT / "scripts" / "gpu-check").read_text()
     head = script[:script.index("phases=(")]

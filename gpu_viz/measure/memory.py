@@ -464,7 +464,7 @@ def littles_law(bandwidth_GBps: float, latency_ns: float, sm_count: int,
 def host_bandwidth(nbytes: int = 256 * MiB, reps: int = 5) -> Dict[str, float]:
     """Host <-> GPU copy bandwidth over PCIe (or NVLink-C2C), pinned host memory, async copies.
 
-    ``cudaMemcpyAsync`` on the current stream, timed by :func:`gpu_viz.timing.time_calls` ("call"
+    ``cudaMemcpyAsync`` on the current stream, timed by :func:`gpu_viz.measure.timing.time_calls` ("call"
     timing: events around each copy).  The round trip host -> GPU -> host is checked byte for byte.
 
     Returns:

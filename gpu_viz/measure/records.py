@@ -29,6 +29,7 @@ from typing import Dict, List, Optional
 
 from .. import backend
 from ..data import course_dir
+from . import record_names
 
 def results_dir() -> Path:
     """Where the committed records are: ``<repo>/benchmarks/results`` in a source checkout (an
@@ -88,7 +89,7 @@ def save_record(record: Dict, tag: str = "", directory: Optional[Path] = None,
     replaces another: a second one of the same GPU, date and tag is ``<gpu-slug>-<date>.2[-tag].json``
     (then ``.3``, ...), and :func:`load_records` orders it after the first.  ``replace``: the path
     an earlier save of this same record returned (a run that saves as it goes, e.g.
-    :func:`gpu_viz.rmsnorm.bench.full_record` after every shape): rewritten in place.
+    :func:`gpu_viz.rmsnorm.bench_record.full_record` after every shape): rewritten in place.
     """
     path = Path(replace) if replace is not None else _new_path(record, tag, directory)
     path.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
@@ -107,14 +108,10 @@ def _new_path(record: Dict, tag: str, directory: Optional[Path]) -> Path:
     raise FileExistsError(f"9999 records of {record['gpu']} on {record['date']} tagged {tag!r} in {directory}")
 
 
-_SEQ = re.compile(r"-\d{4}-\d{2}-\d{2}\.(\d+)(?:-|\.json$)")
-
-
 def _order(rec: Dict):
     """Newest first: the record's date, then its sequence number on that date (the ``.N`` of
     :func:`save_record`'s file name; 1 without one)."""
-    m = _SEQ.search(rec.get("_file", ""))
-    return rec.get("date", ""), int(m.group(1)) if m else 1
+    return rec.get("date", ""), record_names.sequence(rec.get("_file", ""))
 
 
 def load_records(pattern: str = "*.json", directory: Optional[Path] = None) -> List[Dict]:

@@ -205,7 +205,7 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     ``previous_record`` and ``vs_previous`` (:func:`previous_record_checks`), ``complete``,
     ``launcher`` (the C++ launcher's status: :func:`gpu_viz.rmsnorm.fused.launch.ensure_launcher`).
 
-    ``previous``: the record the fused kernel times are compared with (item 3 of issue 18);
+    ``previous``: the record the fused kernel times are compared with (:func:`previous_record_checks`);
     ``"newest"`` (default) loads :func:`newest_record` of ``tag`` from the committed records
     before anything is measured, used only if it was recorded on a GPU of the same name;
     None compares with nothing.  Saved through :func:`gpu_viz.measure.records.save_record`
@@ -214,7 +214,7 @@ def full_record(quick: bool = False, out=None, tag: str = "fused", reps: int = D
     returned as ``record["_path"]`` (not in the file).
 
     Budget: one device command of at most 600 s on an H200.  Estimated ~430 s for the full
-    record (:func:`estimate`, calibrated on the records of 2026-12-01), with torch.compile
+    record (:func:`estimate`, checked against the committed records' ``wall_s``), with torch.compile
     compiled per shape (:data:`SHARE_COMPILES` off: 39 compiles in the record plan and 24 at
     the wide shapes, each its own N).  What keeps it there: one garbage collection after a
     shape's checks instead of one per check; 30 samples for the wide rows, whose spread is

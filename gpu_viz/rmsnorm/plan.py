@@ -34,10 +34,10 @@ RECORD_SHAPES = SEED_SHAPES + ((4096, 4096), (16384, 4096), (32768, 8192), (1024
 QUICK_SHAPES = ((128, 4096), (1024, 4096), (16384, 4096), (1024, 768))
 #: The per-call rows' shapes: 1..1024 rows of 4096 features.
 CALL_SHAPES = tuple((m, 4096) for m in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
-#: Wide rows (issue 18): ~1 GiB of fp16 traffic each.
+#: Wide rows: ~1 GiB of fp16 traffic each.
 WIDE_SHAPES = ((16384, 32768), (8192, 65536), (2048, 131072), (1024, 262144))
-#: Timed samples per wide row.  Their spread is tight (the wide run of 2026-12-01, 30 replays:
-#: p10-p90 within ~1 % of the median at every shape) and each sample is ~0.5-10 ms, so 30
+#: Timed samples per wide row.  Their spread is tight (the record nvidia-h200-2026-12-01-wide.json,
+#: 30 replays: p10-p90 within ~1 % of the median at every shape) and each sample is ~0.5-10 ms, so 30
 #: samples give the median to well under the 2 % the targets resolve, at a third of the time.
 WIDE_REPS = 30
 #: Batch invariance, checked in the record: rows of op(x[:m]) against op(x) bit for bit.
@@ -77,7 +77,7 @@ def wide_plan() -> List[Tuple[str, List[Tuple[int, int]], Tuple[str, ...], Tuple
 
 
 #: Liger's RMSNorm launches one Triton block per row and refuses rows longer than this
-#: ("exceeds the recommended Triton blocksize = 65536", the record of 2026-12-01).
+#: ("exceeds the recommended Triton blocksize = 65536", in every fused record's skipped rows).
 LIGER_MAX_N = 65536
 
 
@@ -135,13 +135,12 @@ def plan_steps(quick: bool = False, reps: int = DEFAULT_REPS, batches=None) -> L
     return steps
 
 
-#: The time model of :func:`estimate_step`, seconds (an estimate, calibrated on the two full
-#: H200 records of 2026-12-01: 212.8 s for :func:`record_plan` alone, 394.2 s with the per-call
-#: and the old wide rows; :func:`estimate` reproduces both within 10 %, see the tests).
-#: The two records fix ``compile`` and ``wide_check`` (least squares on the two totals, the rest
-#: set by hand): 1.8 s a compile -- less than the 5-10 s quoted for a cold compile, which
-#: the 212.8 s of 39 compiles cannot hold -- and 1.2 s a wide check.  With 5 s a compile the
-#: full plan estimates 530 s, with 7 s 615 s: watch ``estimate_s`` against ``wall_s``.
+#: The time model of :func:`estimate_step`, seconds (an estimate).  Source: a least-squares fit of
+#: ``compile`` and ``wide_check`` to two full H200 bench runs' wall times (benchmarks/NOTES.md,
+#: "Time."), the rest set by hand; every committed fused record of this plan
+#: took at most its ``estimate_s`` + 10 % (tests/test_rmsnorm_bench_plan.py).  A compile at 1.8 s
+#: is less than the 5-10 s quoted for a cold compile; with 5 s the full plan would estimate
+#: 530 s, with 7 s 615 s: watch ``estimate_s`` against ``wall_s``.
 #: ``compile``: one torch.compile (dynamo + inductor + Triton, small graphs); ``step``: a
 #: provider at a shape that fits in a few hundred MB (setup, two float64 checks, timing);
 #: ``wide_inputs``: making the input sets of a 1-2 GiB shape; ``wide_check``: one float64

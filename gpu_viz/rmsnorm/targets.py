@@ -17,9 +17,9 @@ BANDWIDTH_SHAPES = ((16384, 4096), (32768, 8192))
 BANDWIDTH_TARGET = 0.90
 FLOOR_SHAPE = (128, 4096)
 FLOOR_FACTOR = 1.5
-#: Per call with a grad-requiring weight: within this factor of F.rms_norm's (issue 18).
+#: Per call with a grad-requiring weight: within this factor of F.rms_norm's.
 CALL_GRAD_FACTOR = 1.5
-#: Item 3 (issue 18): the fused kernel-only medians may be at most this much slower than the
+#: The fused kernel-only medians may be at most this much slower than the
 #: previous committed record's at the shapes both measured, after normalising by a baseline
 #: measured in both runs (:func:`previous_record_checks`).
 PREVIOUS_LIMIT = 0.02
@@ -213,7 +213,7 @@ def _median(rows: List[Dict], timing: str = bench.KERNEL, **key) -> Optional[flo
 
 def previous_record_checks(record: Dict, previous: Dict, limit: float = PREVIOUS_LIMIT,
                            timing: str = bench.KERNEL) -> List[Tuple[str, bool, str]]:
-    """Item 3 of issue 18: the fused kernel-only medians of ``record`` against ``previous`` (an
+    """The fused kernel-only medians of ``record`` against ``previous`` (an
     earlier record of the same GPU) at every (op, M, N, dtype) both measured; one check per
     (op, dtype) with such shapes, passed when no shape is more than ``limit`` (a fraction,
     default :data:`PREVIOUS_LIMIT` = 2 %) slower after normalisation.

@@ -32,7 +32,7 @@ from . import svg as _svg
 
 PLAYER_METADATA_KEY = "gpu_viz"
 LIVE_MIME = "application/vnd.jupyter.widget-view+json"
-#: The player's outer box, CSS px (issue 15: a slide of 1280x720 below its title).
+#: The player's outer box, CSS px: a slide of 1280x720 below its title.
 PLAYER_WIDTH, PLAYER_HEIGHT = 1200, 560
 #: Gap between the drawing and the source pane, and the player's padding, CSS px.
 GAP, PAD = 10, 4

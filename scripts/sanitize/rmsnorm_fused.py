@@ -7,7 +7,7 @@ Run under compute-sanitizer by scripts/gpu-check, one tool at a time, e.g.
 Covers each variant (warp / block / wide), the 16-byte and scalar paths, and every defect of the
 seed write-up: N=768 in a 96-thread block (and 97, 100), N > 8192, N % 8 != 0, misaligned views,
 row strides, M = 0, a NaN row, a non-default stream; plus the backward (torch composite); and
-the paths of issue 18: rmsnorm_add (y and h), fp32 weights with fp16/bf16 x, weight_offset, the
+the add op and the extended paths: rmsnorm_add (y and h), fp32 weights with fp16/bf16 x, weight_offset, the
 llama cast (both through the extended-output ``_x`` kernels, also in a hand-made block), the
 misaligned element-wise kernels, wide rows (65536, 131072), the public plan path.
 Framework memory pools are off (PYTORCH_NO_CUDA_MEMORY_CACHING=1, CuPy's allocator = cudaMalloc)

@@ -12,7 +12,7 @@ Run under compute-sanitizer, one tool at a time, e.g.
 The torch caching allocator is off (PYTORCH_NO_CUDA_MEMORY_CACHING=1) so memcheck sees every
 buffer's true bounds.  Each launch: fresh random data, NaN-poisoned output, the float64
 reference (on the CPU, so that only our kernels run under the tool) within the one tolerance
-table (gpu_viz.rmsnorm.checks.check_rows).  Exit 1 on any mismatch, 2 without a GPU or without
+table (gpu_viz.rmsnorm.bench.check_rows).  Exit 1 on any mismatch, 2 without a GPU or without
 clusters; one line per case.
 """
 import os

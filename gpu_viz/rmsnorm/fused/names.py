@@ -40,7 +40,7 @@ BLOCK_TARGET_THREADS = 1024
 #: thread).  Problems whose x, gate and y fit in L2 (:func:`gpu_viz.rmsnorm.fused.config.fits_l2`) get
 #: one vector per thread instead, where that block has at most BLOCK_TARGET_THREADS (fp16/bf16
 #: N <= 8192: where it was measured; fp32 and N=16384 keep the rule above).  The measurements
-#: behind each choice: benchmarks/NOTES.md, "The launch configuration".
+#: behind each choice: benchmarks/NOTES.md.
 MULTI_VECTOR_ROW_BYTES = 8192
 MULTI_VECTOR_BYTES_PER_THREAD = 32
 MULTI_VECTOR_TARGET_THREADS = 512
