@@ -43,6 +43,7 @@ from ..arrays import framework as _framework
 from ..arrays import _StreamPtr, _torch_stream_ptr, launch
 from ..check import check_bool, check_f32_arg, check_int
 from .dtypes import DTYPES, OPS, RMSNORM, RMSNORM_GATE, dtype_name
+from .fused.checks import Operand
 from .reference import check_eps
 
 FILE = "rmsnorm_wide.cu"
@@ -508,22 +509,10 @@ def configs_in_use(dtypes: Sequence[str] = tuple(DTYPES), cc=(9, 0)) -> List[Wid
 # ---------------------------------------------------------------------------------------
 # operands and launch
 
-@dataclasses.dataclass(frozen=True)
-class _Array:
-    """One operand of :func:`forward`: its framework, dtype name, shape, strides in elements and
-    data pointer."""
-
-    name: str
-    array: object
-    fw: str
-    dtype: str
-    shape: Tuple[int, ...]
-    strides: Tuple[int, ...]
-    ptr: int
-
-
-def _array(name: str, a) -> _Array:
-    """A torch CUDA tensor or CuPy array as an :class:`_Array`; TypeError for anything else."""
+def _array(name: str, a) -> Operand:
+    """A torch CUDA tensor or CuPy array as an :class:`~gpu_viz.rmsnorm.fused.checks.Operand`, as it
+    is (a negated view is not resolved: ``out`` must be the caller's memory); TypeError for
+    anything else."""
     fw = _framework(a)
     if fw is None:
         raise TypeError(f"{name} must be a torch CUDA tensor or a CuPy array, got {type(a).__module__}."
@@ -533,13 +522,13 @@ def _array(name: str, a) -> _Array:
     except TypeError:
         raise TypeError(f"{name} has dtype {a.dtype}; expected float32, float16 or bfloat16") from None
     if fw == "torch":
-        return _Array(name, a, fw, dt, tuple(a.shape), tuple(a.stride()), int(a.data_ptr()))
+        return Operand(name, fw, a, dt, tuple(a.shape), tuple(a.stride()))
     item = a.dtype.itemsize
-    return _Array(name, a, fw, dt, tuple(a.shape), tuple(s // item for s in a.strides), int(a.data.ptr))
+    return Operand(name, fw, a, dt, tuple(a.shape), tuple(s // item for s in a.strides))
 
 
-def _device(a: _Array) -> int:
-    return int(a.array.device.index) if a.fw == "torch" else int(a.array.device.id)
+def _device(a: Operand) -> int:
+    return int(a.device_index)
 
 
 def _contiguous(shape, strides) -> bool:
@@ -581,7 +570,7 @@ def _kernel(cfg: WideConfig, device: int):
     return k
 
 
-def _operands(x2d, weight, out, gate) -> List[_Array]:
+def _operands(x2d, weight, out, gate) -> List[Optional[Operand]]:
     """[x2d, weight, out, gate or None], each checked: kinds, library, shapes, dtypes, contiguity,
     16-byte alignment, CUDA and one device (forward's Raises)."""
     x = _array("x2d", x2d)

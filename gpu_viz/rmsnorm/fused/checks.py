@@ -40,6 +40,11 @@ class Operand:
     def device_index(self) -> int:
         return self.array.device.index if self.fw == "torch" else self.array.device.id
 
+    @property
+    def ptr(self) -> int:
+        """The data pointer (an address on the device)."""
+        return int(self.array.data_ptr()) if self.fw == "torch" else int(self.array.data.ptr)
+
 
 @dataclasses.dataclass(frozen=True)
 class Call:
