@@ -14,7 +14,7 @@ TORCH_SPEC ?= torch
 NVCC_SPEC ?= nvidia-cuda-nvcc==13.0.* nvidia-nvvm==13.0.* nvidia-cuda-crt==13.0.* nvidia-cuda-runtime==13.0.* \
 	nvidia-cuda-cccl==13.0.*
 
-.PHONY: setup test test-gpu slides clean
+.PHONY: setup lint test test-fast test-gpu slides clean
 # The nvcc check runs on every setup (pip has nothing to do once the wheels are in the venv).  A failed
 # install (say, a CUDA torch pinning another nvidia-cuda-runtime) leaves the build checks to skip, or
 # to fail under CI=true: the tests report it, setup goes on.
@@ -31,8 +31,21 @@ $(VENV)/.installed: pyproject.toml
 	$(VPY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
-test: setup
-	$(VPY) -m pytest
+# The fast lane: the CPU tests without the slow ones (nvcc for four architectures, notebook runs,
+# wheels, slide builds), the browser ones and the GPU ones.  `make test` runs it first, then the rest,
+# so every test runs once and a broken fast test stops the run early.
+FAST_MARKS := not slow and not browser and not gpu
+
+# pyflakes' rules over the code that ships and the code that tests it ([tool.ruff] in pyproject.toml)
+lint: setup
+	$(VPY) -m ruff check gpu_viz tests scripts hatch_build.py
+
+test-fast: setup
+	$(VPY) -m pytest -m "$(FAST_MARKS)"
+
+test: lint
+	$(VPY) -m pytest -m "$(FAST_MARKS)"
+	$(VPY) -m pytest -m "not ($(FAST_MARKS))"
 
 test-gpu: setup
 	$(VPY) -m pytest -m gpu

@@ -20,8 +20,7 @@ def _info(args) -> int:
 
 
 def main(argv=None) -> int:
-    from . import doctor, slides, words
-    from .measure import lessons
+    from . import doctor, record_cli, slides_cli, words
     from .rmsnorm import report
 
     words.readable_streams()  # a Latin-1 / cp1252 terminal prints the tables too (dashes as ASCII)
@@ -33,7 +32,7 @@ def main(argv=None) -> int:
                                    "bandwidth, L2), or that it runs in CPU mode and why.")
     p.add_argument("--json", action="store_true", help="also print every attribute as JSON")
     p.set_defaults(func=_info)
-    for module in (doctor, report, lessons, slides):
+    for module in (doctor, report, record_cli, slides_cli):
         module.register_cli(sub)
     # known args first: a wrong option is then reported by the parser it was given to, naming it
     # (argparse alone reports a missing command, or the top-level usage for a command's option)

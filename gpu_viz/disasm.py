@@ -41,8 +41,9 @@ def _target_arch() -> Tuple[str, str]:
     # shown beside it describe one GPU (the deck's L4 when no record is committed)
     from .measure import records
 
-    info, label = records.recorded_device()
-    if info is not None:
+    rec, label = records.recorded_hardware()
+    if rec and rec.get("device"):
+        info = records.device_of(rec)
         return info.sm, f"for {info.name} ({info.sm}) without a GPU here; {label}"
     return "sm_89", f"for {records.DECK_L4} (sm_89), compiled here without a GPU"
 

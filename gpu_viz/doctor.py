@@ -271,7 +271,7 @@ def _advise(b, driver_v, runtime_v, nvrtc_text, torch):
             return problem, [f"CuPy is not installed. Your driver supports CUDA {_cuda_version(driver_v)}: "
                              f"run `pip install {wheel}` (in a notebook: `%pip install {wheel}`), then "
                              "restart the kernel.", cpu_note]
-        steps = [f"CuPy is not installed, and no NVIDIA driver was found, so there is no GPU to use yet."]
+        steps = ["CuPy is not installed, and no NVIDIA driver was found, so there is no GPU to use yet."]
         steps.append(f"On Colab: {COLAB_GPU_STEPS}." if colab else
                      "On your own machine: install the NVIDIA driver (nvidia-smi should list the GPU), then "
                      "`pip install cupy-cuda12x` (CUDA 12 drivers) or `pip install cupy-cuda13x` (CUDA 13).")

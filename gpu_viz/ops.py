@@ -7,7 +7,8 @@
     # weight: x's dtype or float32; weight_offset=1.0 for Gemma's (1 + w); cast="llama" for HF
     # LlamaRMSNorm's rounding order.  A row's bits never depend on M (batch-invariant).
 
-The implementation is :mod:`gpu_viz.rmsnorm.fused` (kernels in ``kernels/rmsnorm_fused.cu``); the
+The implementation is :mod:`gpu_viz.rmsnorm.fused` (its layers: names, config, checks, launch, autograd,
+op; kernels in ``kernels/rmsnorm_fused.cu``); the
 float64 reference :mod:`gpu_viz.rmsnorm.reference`; the tolerances :mod:`gpu_viz.rmsnorm.tolerances`.
 """
 from __future__ import annotations
@@ -16,16 +17,17 @@ import numpy as np
 
 from .arrays import to_numpy64
 from .rmsnorm import reference as _reference
-from .rmsnorm.dtypes import DTYPES, OPS, bytes_moved, dtype_name
-from .rmsnorm.fused import (CAST_FP32, CAST_LLAMA, CASTS, FILE, KERNEL_OPS, LaunchConfig, choose_config,
-                            describe_kernel, fits_l2, forced_config, get_kernel, kernel_name, kernel_names,
-                            kernel_report, l2_bytes, launch_config, reduction_order, rmsnorm, rmsnorm_add,
-                            rmsnorm_gate, uses_wide)
+from .rmsnorm.dtypes import DTYPES, KERNEL_OPS, OPS, bytes_moved, dtype_name
+from .rmsnorm.fused.config import (LaunchConfig, choose_config, fits_l2, forced_config, l2_bytes, launch_config,
+                                   reduction_order)
+from .rmsnorm.fused.launch import get_kernel, uses_wide
 # the launch configuration's constants (launch_config's answers are in these terms)
-from .rmsnorm.fused import (BLOCK, BLOCK_MAX_THREADS, BLOCK_TARGET_THREADS, EPT_CHOICES, MAX_GRID_X, MAX_N,
-                            MULTI_VECTOR_BYTES_PER_THREAD, MULTI_VECTOR_ROW_BYTES, MULTI_VECTOR_TARGET_THREADS,
-                            SCALAR_BLOCK_EPT, WARP, WARP_ROW_MAX_N, WARP_ROW_MAX_N_VECTOR, WARP_ROWS_PER_BLOCK,
-                            WIDE, WIDE_THREADS)
+from .rmsnorm.fused.names import (BLOCK, BLOCK_MAX_THREADS, BLOCK_TARGET_THREADS, CAST_FP32, CAST_LLAMA, CASTS,
+                                  EPT_CHOICES, FILE, MAX_GRID_X, MAX_N, MULTI_VECTOR_BYTES_PER_THREAD,
+                                  MULTI_VECTOR_ROW_BYTES, MULTI_VECTOR_TARGET_THREADS, SCALAR_BLOCK_EPT, WARP,
+                                  WARP_ROW_MAX_N, WARP_ROW_MAX_N_VECTOR, WARP_ROWS_PER_BLOCK, WIDE, WIDE_THREADS,
+                                  describe_kernel, kernel_name, kernel_names)
+from .rmsnorm.fused.op import kernel_report, rmsnorm, rmsnorm_add, rmsnorm_gate
 from .rmsnorm.tolerances import GRAD_TOLERANCES, TOLERANCES
 
 __all__ = [
@@ -40,7 +42,7 @@ __all__ = [
 ]
 
 try:
-    from .rmsnorm.fused import FusedRMSNorm, FusedRMSNormGate
+    from .rmsnorm.fused.op import FusedRMSNorm, FusedRMSNormGate
     __all__ += ["FusedRMSNorm", "FusedRMSNormGate"]
 except ImportError:  # pragma: no cover - without torch there are no nn.Module wrappers
     pass

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import List, Optional
 
 from .outdir import OwnedFolder
-from .slides import SLIDE_HEIGHT, SLIDE_WIDTH, BuildResult, SlidesError, _earlier_build, write_index
+from .deck_preprocess import SLIDE_HEIGHT, SLIDE_WIDTH
+from .deck_vendor import SlidesError, _earlier_build
+from .slides import BuildResult, write_index
 
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -1,7 +1,7 @@
 // divergence.cu -- branch divergence inside a warp, seen through __activemask() and measured.
 //
 // Notebook 03_warps_simt.  GPU producer gpu_viz/record/divergence.py (the trace) and
-// gpu_viz/measure/divergence.py (the cost), CPU model gpu_viz/model/divergence.py, frames
+// gpu_viz/claims/divergence.py (the cost), CPU model gpu_viz/model/divergence.py, frames
 // gpu_viz/frames/divergence.py; tests/test_divergence.py;
 // compute-sanitizer: scripts/sanitize/lessons.py.
 // Build check: nvcc -arch=sm_89 -cubin -std=c++17 -Ikernels kernels/divergence.cu

@@ -1,7 +1,7 @@
 // probes.cu -- small measurements of claims the course makes: what a shuffle step costs, where a
 // warp's value sits after each step, which %warpid a block's warps get, how wide an fp16 load is.
 //
-// Notebooks 03, 07, 08, 09.  Host side gpu_viz/measure/probes.py (`gpu-viz record probes`);
+// Notebooks 03, 07, 08, 09.  Host side gpu_viz/claims/probes.py (`gpu-viz record probes`);
 // tests/test_probes.py.
 // Build check: nvcc -arch=sm_89 -cubin -std=c++17 -Ikernels kernels/probes.cu
 //
@@ -52,28 +52,28 @@ extern "C" __global__ void shfl_steps(const float* in, float* out) {
 // [end shfl_steps]
 
 // [region chains]
+// The timed part of every chain: `steps` dependent STEPs (one statement), CHAIN_UNROLL to a loop
+// iteration, between two clock64 reads; lane 0 then writes the chain's VALUE to out[0] (so the
+// chain cannot be dropped) and the cycles to cycles[0].  (A macro, not a function taking a
+// lambda: this way each kernel compiles to exactly the machine code of the loop written out.)
+#define TIMED_CHAIN(STEP, VALUE)                                                                  \
+    long long t0 = clock64();                                                                     \
+    for (int s = 0; s < steps; s += CHAIN_UNROLL) {                                               \
+        _Pragma("unroll") for (int u = 0; u < CHAIN_UNROLL; ++u) STEP;                            \
+    }                                                                                             \
+    long long t1 = clock64();                                                                     \
+    if (lane == 0) { out[0] = VALUE; cycles[0] = t1 - t0; }
+
 extern "C" __global__ void chain_shfl(int steps, const float* seed, float* out, long long* cycles) {
     unsigned lane = threadIdx.x & 31;
     float v = seed[lane];
-    long long t0 = clock64();
-    for (int s = 0; s < steps; s += CHAIN_UNROLL) {
-#pragma unroll
-        for (int u = 0; u < CHAIN_UNROLL; ++u) v = __shfl_sync(FULL, v, (lane + 1) & 31);
-    }
-    long long t1 = clock64();
-    if (lane == 0) { out[0] = v; cycles[0] = t1 - t0; }
+    TIMED_CHAIN(v = __shfl_sync(FULL, v, (lane + 1) & 31), v)
 }
 
 extern "C" __global__ void chain_shfl_fadd(int steps, const float* seed, float* out, long long* cycles) {
     unsigned lane = threadIdx.x & 31;
     float v = seed[lane];
-    long long t0 = clock64();
-    for (int s = 0; s < steps; s += CHAIN_UNROLL) {
-#pragma unroll
-        for (int u = 0; u < CHAIN_UNROLL; ++u) v += __shfl_down_sync(FULL, v, 1);
-    }
-    long long t1 = clock64();
-    if (lane == 0) { out[0] = v; cycles[0] = t1 - t0; }
+    TIMED_CHAIN(v += __shfl_down_sync(FULL, v, 1), v)
 }
 
 extern "C" __global__ void chain_lds(int steps, const float* seed, float* out, long long* cycles) {
@@ -82,25 +82,13 @@ extern "C" __global__ void chain_lds(int steps, const float* seed, float* out, l
     next[lane] = (lane + 1) & 31;               // a ring: the next index is the loaded value
     __syncwarp();
     int i = (int)seed[lane] & 31;
-    long long t0 = clock64();
-    for (int s = 0; s < steps; s += CHAIN_UNROLL) {
-#pragma unroll
-        for (int u = 0; u < CHAIN_UNROLL; ++u) i = next[i];
-    }
-    long long t1 = clock64();
-    if (lane == 0) { out[0] = (float)i; cycles[0] = t1 - t0; }
+    TIMED_CHAIN(i = next[i], (float)i)
 }
 
 extern "C" __global__ void chain_ffma(int steps, const float* seed, float* out, long long* cycles) {
     unsigned lane = threadIdx.x & 31;
     float v = seed[lane], a = seed[32], b = seed[33];
-    long long t0 = clock64();
-    for (int s = 0; s < steps; s += CHAIN_UNROLL) {
-#pragma unroll
-        for (int u = 0; u < CHAIN_UNROLL; ++u) v = fmaf(v, a, b);
-    }
-    long long t1 = clock64();
-    if (lane == 0) { out[0] = v; cycles[0] = t1 - t0; }
+    TIMED_CHAIN(v = fmaf(v, a, b), v)
 }
 // [end chains]
 
@@ -139,9 +127,11 @@ extern "C" __global__ void reread(const float4* x, long long n4, int passes, flo
 }
 // [end reread]
 
+// Both row kernels: y = x * rsqrt(mean(x^2) + eps) * w over rows of n floats, one block a row.
+#define ROWNORM_PARAMS const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, int n, float eps
+
 // [region rownorm_reread]
-extern "C" __global__ void rownorm_reread(const float* __restrict__ x, const float* __restrict__ w,
-                                          float* __restrict__ y, int n, float eps) {
+extern "C" __global__ void rownorm_reread(ROWNORM_PARAMS) {
     __shared__ float red[GPU_VIZ_REDUCE_SLOTS];
     const float* xr = x + (long long)blockIdx.x * n;
     float local = 0.0f;
@@ -159,8 +149,7 @@ extern "C" __global__ void rownorm_reread(const float* __restrict__ x, const flo
 #define STAGE_ITEMS 4
 
 // [region rownorm_staged]
-extern "C" __global__ void rownorm_staged(const float* __restrict__ x, const float* __restrict__ w,
-                                          float* __restrict__ y, int n, float eps) {
+extern "C" __global__ void rownorm_staged(ROWNORM_PARAMS) {
     __shared__ float red[GPU_VIZ_REDUCE_SLOTS];
     const float* xr = x + (long long)blockIdx.x * n;
     float v[STAGE_ITEMS];                         // this thread's elements, kept in registers

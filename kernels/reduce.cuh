@@ -1,4 +1,5 @@
-// reduce.cuh -- warp shuffle + shared-memory block reduction, correct for ANY blockDim (1..1024).
+// reduce.cuh -- warp shuffle + shared-memory block reduction, correct for ANY blockDim (1..1024),
+// and the full-warp butterfly (warp_allreduce_sum) the fused RMSNorm kernels sum with.
 //
 // What the deck's phase 2 does, without its latent faults:
 //   * a partial last warp (blockDim.x % 32 != 0) shuffles only among lanes that exist
@@ -74,3 +75,11 @@ __device__ __forceinline__ float block_reduce_sum(float v, float* smem) {
     return smem[32];
 }
 // [end block_reduce_sum]
+
+// Sum over the 32 lanes of a warp, every lane gets it (butterfly; all 32 lanes must call).  The
+// xor butterfly adds the same pairs in every lane, so every lane holds the bit-identical sum.
+__device__ __forceinline__ float warp_allreduce_sum(float v) {
+    #pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(GPU_VIZ_FULL_MASK, v, off);
+    return v;
+}

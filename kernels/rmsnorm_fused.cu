@@ -4,16 +4,16 @@
 //   rmsnorm_gate:  y[m,n] = x[m,n] * w[n] * silu(g[m,n]) * r[m]
 //   with           r[m]   = rsqrt(sum_n x[m,n]^2 / N + eps)      (statistic from x only)
 //
-// Notebook 10_fused_rmsnorm_gate.  Launcher and public ops: gpu_viz/rmsnorm/fused.py (public as
+// Notebook 10_fused_rmsnorm_gate.  Launcher and public ops: gpu_viz/rmsnorm/fused/ (public as
 // gpu_viz.ops); benchmark harness gpu_viz/rmsnorm/bench.py; tests/test_rmsnorm_fused.py;
 // compute-sanitizer: scripts/sanitize/rmsnorm_fused.py.
 // Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels kernels/rmsnorm_fused.cu
-//              (gpu_viz.rmsnorm.fused.kernel_report runs it for every architecture, with the
+//              (gpu_viz.rmsnorm.fused.op.kernel_report runs it for every architecture, with the
 //              -D values the launcher compiles with)
 // Storage fp32 / fp16 / bf16, arithmetic and accumulation fp32.  Every input element is read
 // once and every output element written once (except by `wide`, which reads the row twice).
 //
-// Variants (gpu_viz.rmsnorm.fused.launch_config picks one per (M, N, dtype, alignment)):
+// Variants (gpu_viz.rmsnorm.fused.config.launch_config picks one per (M, N, dtype, alignment)):
 //   warp   one warp per row, WARP_BLOCK_THREADS / 32 rows per block, the row in registers:
 //          N <= 32 * EPT (<= 1024).  Warp-shuffle reduction only: no shared memory, no barrier.
 //   block  one block per row (any blockDim 1..BLOCK_MAX_THREADS(EPT)), the row in registers:
@@ -38,51 +38,27 @@
 //   RMSNORM_WEIGHT_F32=1       the fp16 / bf16 kernels with an fp32 weight (names end in _w32)
 //   RMSNORM_OUT_EXT=1          the extended-output kernels (names end in _x): see OUT_PLAIN
 //   WARP_BLOCK_THREADS, WIDE_THREADS, BLOCK_MAX_THREADS_E8 / _E16 / _E32   launch shapes
-#include "convert.cuh"  // to_f32 / from_f32<T>
-#include "reduce.cuh"
+#include "pack.cuh"    // Pack, elem, load_pack, silu (and convert.cuh: to_f32 / from_f32<T>)
+#include "reduce.cuh"  // block_reduce_sum, warp_allreduce_sum
 
 #ifndef RMSNORM_DTYPES
 #define RMSNORM_DTYPES 7
 #endif
 
 // ---------------------------------------------------------------------------------------
-// packed loads
-
-// VEC elements moved as one load/store (16 bytes when VEC * sizeof(T) == 16).
-template <typename T, int VEC>
-struct alignas(sizeof(T) * VEC) Pack {
-    T v[VEC];
-};
-
-// Element k of a pack, widened to fp32.  bf16 is read from the pack's 32-bit words (an
-// exact shift / mask: a bf16 is the high half of its float) -- element by element through
-// cvt.f32.bf16, ptxas unpacked every 16-bit value into a register of its own on sm_90
-// (bf16 kernels 15-25 registers above the fp16 ones, fewer blocks per SM).
-template <typename T, int VEC>
-__device__ __forceinline__ float elem(const Pack<T, VEC>& p, int k) { return to_f32(p.v[k]); }
-template <int VEC>
-__device__ __forceinline__ float elem(const Pack<__nv_bfloat16, VEC>& p, int k) {
-    if (VEC == 1) return to_f32(p.v[0]);
-    const unsigned u = reinterpret_cast<const unsigned*>(p.v)[k >> 1];  // little-endian pairs
-    return __uint_as_float((k & 1) ? (u & 0xffff0000u) : (u << 16));
-}
-
-template <typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
-    return *reinterpret_cast<const Pack<T, VEC>*>(p);
-}
+// cache-hinted loads and stores (Pack, elem, load_pack: pack.cuh)
 
 // Cache-hinted loads and stores of one pack (hints only: the values are load_pack's).  The
 // 16-byte packs use inline PTX (NVRTC needs no header for it); other pack sizes are plain.
 //   weight (read by every row): ld.global.nc (LOAD_WEIGHT)
 //   x, gate (read once), y (written once): by the kernel argument `fits_l2`, which the host
-//     sets when x, gate and y of the launch together fit in L2 (gpu_viz.rmsnorm.fused.fits_l2):
+//     sets when x, gate and y of the launch together fit in L2 (gpu_viz.rmsnorm.fused.config.fits_l2):
 //     fits:      x, gate ld.global.cs (evict-first), y st.global: y, often a recycled buffer,
 //                stays in L2;
 //     otherwise: the op's policy below.
 //   Selected by a predicate inside each access (no branch: a row's loads still issue back
 //   to back).
-// Policies beyond L2, by measurement (benchmarks/NOTES.md, the cache-hint runs of 2026-11-29/30):
+// Policies beyond L2, by measurement (benchmarks/NOTES.md, the cache-hint runs):
 //   rmsnorm fp16/bf16, and fp32's warp variant   load LOAD_NO_L1,  store STORE_EVICT_FIRST
 //   rmsnorm fp32, block variant                  load LOAD_KEEP_L2, store STORE_PLAIN
 //   rmsnorm_gate                                 load LOAD_PLAIN,  store STORE_PLAIN
@@ -206,23 +182,6 @@ __device__ __forceinline__ void store_any(T* p, const Pack<T, VEC>& v, unsigned 
     }
 }
 
-// [region silu]
-// silu(g) = g * sigmoid(g) = g / (1 + e^-g), with the fast intrinsics: __expf (ex2.approx,
-// max 2 + 1.2|g| ulp) and __fdividef (div.approx, max 2 ulp) -- ~6 instructions instead of
-// ~35 for expf + IEEE division.  Relative error for |g| <= 8: <= ~1.5e-6 (12 ulp), far under
-// the one rounding of an fp16 (4.9e-4) or bf16 (3.9e-3) result, inside the fp32 rtol 2e-5.
-// Limits: e^-g overflows to inf for g < -88.7 and g * (1/inf) = -0, the limit (also 0 where
-// 1 + e^-g > 2^126, true value below 1e-36); g = +inf gives inf; g = -inf and NaN give NaN
-// (as the float64 formula: -inf / inf).
-__device__ __forceinline__ float silu(float g) { return __fdividef(g, 1.0f + __expf(-g)); }
-// [end silu]
-
-// Sum over the 32 lanes of a warp, every lane gets it (butterfly; all 32 lanes must call).
-__device__ __forceinline__ float warp_allreduce_sum(float v) {
-    #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(GPU_VIZ_FULL_MASK, v, off);
-    return v;
-}
 
 // Block sum when blockDim.x % 32 == 0 (the chooser's blocks): butterfly in every warp, the
 // warp totals through shared memory, then EVERY warp butterflies the nwarps partials itself --
@@ -249,6 +208,12 @@ __device__ __forceinline__ float block_allreduce_sum_full_warps(float v, float* 
 #define MODE_GATE 1   // rmsnorm_gate: x2 = gate, y = x * silu(gate) * w * r
 #define MODE_ADD 2    // rmsnorm_add:  x2 = residual, h = x + residual (rounded to T, written to
                       //               h_out), y = h * w * r with r from h
+// Every kernel's arguments (the launcher's, in this order): the outputs y and h (the add op's),
+// the inputs x and x2, the weight, M rows of N elements, the row strides, eps, w_offset, FLAGS.
+#define RMSNORM_PARAMS(T, TW)                                                                   \
+    T* __restrict__ out, T* __restrict__ h_out, const T* __restrict__ x,                        \
+        const T* __restrict__ x2, const TW* __restrict__ w, long long M, int N,                \
+        long long x_stride, long long x2_stride, float eps, float w_offset, int flags
 // FLAGS (one int kernel argument):
 #define FLAG_FITS_L2 1  // x, x2 and the outputs of the launch fit in L2 (cache hints only)
 #define FLAG_LLAMA 4    // HF LlamaRMSNorm's cast order: y = T(T(a * r) * w), else T(a * w * r)
@@ -262,7 +227,7 @@ __device__ __forceinline__ float block_allreduce_sum_full_warps(float v, float* 
 //      uniform branch cost 2-6 % of kernel time at small in-L2 shapes (benchmarks/NOTES.md).
 //   1 (names end in _x)  all three, one copy of the loop each, picked per launch by a uniform
 //      branch on FLAG_LLAMA and w_offset; the host launches these for a weight_offset != 0 or
-//      the llama cast (gpu_viz/rmsnorm/fused.py, _out_ext), a module of their own.  Their plain
+//      the llama cast (gpu_viz/rmsnorm/fused/names.py, out_ext), a module of their own.  Their plain
 //      side gives the plain kernel's bits where neither is set (the host does not launch it so).
 // The arguments are the same in both builds (the plain kernels ignore w_offset and FLAG_LLAMA).
 #ifndef RMSNORM_OUT_EXT
@@ -307,7 +272,7 @@ __device__ __forceinline__ void with_out_kind(bool llama, float w_offset, F&& bo
 // [region rows]
 // Batch invariance: the sum of squares is added in one order that depends on N and the
 // dtype only, never on the launch shape the host picked for M (the host may give rows of
-// 8-16 KB one 16-byte vector per thread or several, kernels/../fused.py launch_config):
+// 8-16 KB one 16-byte vector per thread or several, fused/config.py launch_config):
 //   p_j  = the VEC squares of vector j, fmaf-chained from 0
 //   S_s  = warp butterfly (xor 16, 8, .., 1) over the 32 vectors 32s .. 32s+31 (lane = j % 32)
 //   sum  = S_s combined over the slots s by the xor tree of their index bits, highest first
@@ -320,11 +285,7 @@ __device__ __forceinline__ void with_out_kind(bool llama, float w_offset, F&& bo
 // which changes no sum of squares (never -0).  The warp variant and the scalar path have one
 // launch shape per N, so their single fmaf chain per lane is canonical already.
 template <typename T, typename TW, int MODE, int VEC, int EPT, bool WARP_ROW, bool ALIGNED>
-__device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, T* __restrict__ h_out,
-                                             const T* __restrict__ x, const T* __restrict__ x2,
-                                             const TW* __restrict__ w, long long M, int N,
-                                             long long x_stride, long long x2_stride, float eps,
-                                             float w_offset, int flags) {
+__device__ __forceinline__ void rmsnorm_rows(RMSNORM_PARAMS(T, TW)) {
     constexpr int CHUNKS = EPT / VEC;
     constexpr bool TWO = MODE != MODE_PLAIN;  // a second input row
     constexpr bool CANON = !WARP_ROW && VEC > 1 && CHUNKS > 1;
@@ -398,12 +359,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, T* __restrict_
             store_any<STORE, T, VEC>(hr + (long long)j * VEC, px[c], store_pol, fits_l2, aligned);
         }
         float& acc = CANON ? part[CANON ? c : 0] : sumsq;
-        #pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-            const float xf = elem(px[c], k);
-            acc = fmaf(xf, xf, acc);
-            if (MODE == MODE_GATE) v[c * VEC + k] = xf * silu(elem(pg[c], k));
-        }
+        add_squares<MODE == MODE_GATE>(px[c], pg[c], acc, v + (MODE == MODE_GATE ? c * VEC : 0));
     });
     float total;
     if (WARP_ROW) {
@@ -452,11 +408,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, T* __restrict_
 // [region wide]
 // One launch shape (WIDE_THREADS) for every M: the order of the sums depends on N only.
 template <typename T, typename TW, int MODE, int VEC, bool ALIGNED>
-__device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, T* __restrict__ h_out,
-                                             const T* __restrict__ x, const T* __restrict__ x2,
-                                             const TW* __restrict__ w, long long M, int N,
-                                             long long x_stride, long long x2_stride, float eps,
-                                             float w_offset, int flags) {
+__device__ __forceinline__ void rmsnorm_wide(RMSNORM_PARAMS(T, TW)) {
     const long long row = blockIdx.x;
     const int nvec = N / VEC;
     constexpr bool aligned = ALIGNED;
@@ -478,11 +430,7 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, T* __restrict_
             for (int k = 0; k < VEC; ++k) px.v[k] = from_f32<T>(elem(px, k) + elem(pr, k));
             store_any<STORE_PLAIN, T, VEC>(hr + (long long)j * VEC, px, 0, 0, aligned);
         }
-        #pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-            const float xf = elem(px, k);
-            sumsq = fmaf(xf, xf, sumsq);
-        }
+        add_squares<false>(px, px, sumsq, nullptr);
     }
     __shared__ float red[GPU_VIZ_REDUCE_SLOTS];
     const float r = rsqrtf(__fdividef(block_reduce_sum(sumsq, red), (float)N) + eps);
@@ -509,12 +457,8 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, T* __restrict_
 // [end wide]
 
 // ---------------------------------------------------------------------------------------
-// the extern "C" kernels (one per instantiation; names parsed by gpu_viz/rmsnorm/fused.py)
+// the extern "C" kernels (one per instantiation; names parsed by gpu_viz/rmsnorm/fused/names.py)
 
-#define RMSNORM_PARAMS(T, TW)                                                                   \
-    T* __restrict__ out, T* __restrict__ h_out, const T* __restrict__ x,                        \
-        const T* __restrict__ x2, const TW* __restrict__ w, long long M, int N,                \
-        long long x_stride, long long x2_stride, float eps, float w_offset, int flags
 #define RMSNORM_ARGS out, h_out, x, x2, w, M, N, x_stride, x2_stride, eps, w_offset, flags
 
 // launch bounds: the warp variant WARP_BLOCK_THREADS (4 rows of a warp each); the block variant up
@@ -522,19 +466,11 @@ __device__ __forceinline__ void rmsnorm_wide(T* __restrict__ out, T* __restrict_
 // at 512); wide WIDE_THREADS.  The 16-byte EPT 8 kernels (one or two vectors per thread, what
 // the launcher picks for short rows) also ask ptxas for 2048 resident threads per SM, i.e. <= 32
 // registers: full occupancy where the SM holds 2048 threads (sm_80+; sm_75's 1024 ignores it).
-#ifndef WARP_BLOCK_THREADS
+#ifndef WARP_BLOCK_THREADS  // the launcher passes all five (LAUNCH_DEFINES)
 #define WARP_BLOCK_THREADS 128
-#endif
-#ifndef WIDE_THREADS
 #define WIDE_THREADS 1024
-#endif
-#ifndef BLOCK_MAX_THREADS_E8
 #define BLOCK_MAX_THREADS_E8 1024
-#endif
-#ifndef BLOCK_MAX_THREADS_E16
 #define BLOCK_MAX_THREADS_E16 1024
-#endif
-#ifndef BLOCK_MAX_THREADS_E32
 #define BLOCK_MAX_THREADS_E32 512
 #endif
 #define BLOCK_MAX_THREADS(EPT) BLOCK_MAX_THREADS_E##EPT

@@ -7,9 +7,9 @@
 // the output comes from at::empty, the launch goes straight to the driver, and a weight that
 // requires grad gets a C++ autograd node instead of a Python torch.autograd.Function.
 //
-// What stays in Python (gpu_viz/rmsnorm/fused.py): every check and every decision.  A call whose
+// What stays in Python (gpu_viz/rmsnorm/fused/): every check and every decision.  A call whose
 // key is not cached here returns MISS; Python then validates the operands, chooses the kernel,
-// grid and block (the same `_Plan` its own launcher uses) and registers that plan with `insert`.
+// grid and block (the same `Plan` its own launcher uses) and registers that plan with `insert`.
 // The backward pass calls back into Python (`_ext_backward`, the fp32 composite of `_torch_backward`).
 // The kernels themselves are compiled by CuPy (NVRTC); a plan holds the CUfunction CuPy loaded.
 //
@@ -62,7 +62,7 @@ bool g_allow_cpu = false;                  // tests only: CPU tensors, no stream
 enum Op : int64_t { kRmsnorm = 0, kGate = 1, kAdd = 2 };
 enum Code : long { kMiss = 0, kNoPlan = 1, kNoContext = 2 };  // call()'s int answers
 
-// One operand layout's launch, decided in Python (fused._Plan): the kernel and every scalar
+// One operand layout's launch, decided in Python (fused.launch.Plan): the kernel and every scalar
 // argument; only the five pointers change per call.  The argument order is the kernels'
 // (kernels/rmsnorm_fused.cu): y, h, x, x2, w, M, N, row stride of x, row stride of x2, eps,
 // weight_offset, flags.
@@ -343,6 +343,18 @@ PyObject* guarded(F&& body) {
   return nullptr;
 }
 
+// The start call() and insert() share: the arguments read inside guarded(); body(a) for a call
+// this path keys, unkeyed() for one it does not, nullptr where they set a Python error.
+template <typename Unkeyed, typename Body>
+PyObject* with_args(const char* name, PyObject* const* args, Py_ssize_t nargs, Unkeyed&& unkeyed, Body&& body) {
+  return guarded([&]() -> PyObject* {
+    Args a;
+    const int keyed = read_args(name, args, nargs, a);
+    if (keyed < 0) return nullptr;
+    return keyed == 0 ? unkeyed() : body(a);
+  });
+}
+
 PyObject* as_python(std::vector<at::Tensor>& outs) {
   if (outs.size() == 1) return THPVariable_Wrap(std::move(outs[0]));
   PyObject* y = THPVariable_Wrap(std::move(outs[0]));
@@ -365,10 +377,7 @@ PyObject* as_python(std::vector<at::Tensor>& outs) {
 //   Answers MISS (0) for a layout without a plan, NO_PLAN (1) for one that takes Python's path,
 //   NO_CONTEXT (2) when no CUDA context could be made current (Python launches through CuPy).
 PyObject* call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return guarded([&]() -> PyObject* {
-    Args a;
-    const int keyed = read_args("call", args, nargs, a);
-    if (keyed <= 0) return keyed < 0 ? nullptr : PyLong_FromLong(kMiss);
+  return with_args("call", args, nargs, [] { return PyLong_FromLong(kMiss); }, [&](Args& a) -> PyObject* {
     auto it = g_plans.find(a.key);
     if (it == g_plans.end()) return PyLong_FromLong(kMiss);
     if (!it->second) return PyLong_FromLong(kNoPlan);
@@ -396,15 +405,11 @@ PyObject* call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 // insert(op, x, x2_or_None, weight, eps, weight_offset, cast, fields_or_None) -> bool
-//   fields: (fn, grid, block, M, N, sx, sg, eps32, offset32, flags, add, owner) of fused._Plan
+//   fields: (fn, grid, block, M, N, sx, sg, eps32, offset32, flags, add, owner) of fused.launch.Plan
 //   (owner: an object kept alive with the plan, the Python plan holding the kernel); None
 //   marks the layout as Python's every call.  False when the call is not one this path keys.
 PyObject* insert(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  return guarded([&]() -> PyObject* {
-    Args a;
-    const int keyed = read_args("insert", args, nargs, a);
-    if (keyed < 0) return nullptr;
-    if (keyed == 0) Py_RETURN_FALSE;
+  return with_args("insert", args, nargs, []() -> PyObject* { Py_RETURN_FALSE; }, [&](Args& a) -> PyObject* {
     std::shared_ptr<Plan> plan;
     if (args[7] != Py_None) {
       auto p = std::make_shared<Plan>();

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where the fused op's per-call time goes from Python (issue 18's per-call target), on a GPU.
+"""Where the fused op's per-call time goes from Python (the per-call target), on a GPU.
 
 Times, per call in a tight eager loop (wall clock over many calls, the GPU kept busy so the host
 side is what is measured; CUDA is synchronised before and after each loop):
@@ -29,7 +29,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gpu_viz.measure import records  # noqa: E402
-from gpu_viz.rmsnorm import fused  # noqa: E402
+from gpu_viz.rmsnorm.fused import launch as flaunch  # noqa: E402
+from gpu_viz.rmsnorm.fused import names as fnames  # noqa: E402
+from gpu_viz.rmsnorm.fused import op as fop  # noqa: E402
 
 CALLS = 4000
 SHAPES = [(512, 4096), (1, 4096)]
@@ -56,21 +58,21 @@ def main():
     for M, N in SHAPES:
         x = torch.randn(M, N, device="cuda", dtype=torch.float16)
         w = torch.randn(N, device="cuda", dtype=torch.float16)
-        fused.rmsnorm(x, w)  # builds the plan
-        key_plan = [p for p in fused._plans().values() if p]
+        fop.rmsnorm(x, w)  # builds the plan
+        key_plan = [p for p in flaunch._plans().values() if p]
         plan = key_plan[-1]
         cases = {
             "native": lambda: torch.nn.functional.rms_norm(x, (N,), w, 1e-6),
             "neg": lambda: torch.neg(x),
             "empty": lambda: torch.empty((M, N), dtype=torch.float16, device=x.device),
-            "ours": lambda: fused.rmsnorm(x, w),
-            "ours_fast": lambda: fused._fast("rmsnorm", x, None, w, 1e-6, 0.0, fused.CAST_FP32),
+            "ours": lambda: fop.rmsnorm(x, w),
+            "ours_fast": lambda: flaunch.fast("rmsnorm", x, None, w, 1e-6, 0.0, fnames.CAST_FP32),
         }
         res = {name: per_call_us(fn) for name, fn in cases.items()}
         real = plan.driver
         plan.driver = lambda *a: 0
         try:
-            res["ours_nolaunch"] = per_call_us(lambda: fused._fast("rmsnorm", x, None, w, 1e-6, 0.0, fused.CAST_FP32))
+            res["ours_nolaunch"] = per_call_us(lambda: flaunch.fast("rmsnorm", x, None, w, 1e-6, 0.0, fnames.CAST_FP32))
         finally:
             plan.driver = real
         stream = plan.stream(plan.device)
@@ -81,7 +83,7 @@ def main():
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(2000):
-            fused.rmsnorm(x, w)
+            fop.rmsnorm(x, w)
         prof.disable()
         torch.cuda.synchronize()
         s = io.StringIO()

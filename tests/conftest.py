@@ -5,6 +5,7 @@ import pytest
 from gpu_viz import backend
 
 from conftest_browser import browser  # noqa: F401  (the one session Chromium, for every module)
+from conftest_slides import built_slides, selftest_slides  # noqa: F401  (the session's slide builds)
 from conftest_infra import (  # noqa: F401  (hooks and fixtures, registered by being named here)
     pytest_configure, pytest_report_header, pytest_runtest_makereport, pytest_terminal_summary, rng, seed)
 

@@ -1,6 +1,6 @@
 """Session fixtures that build slide decks ONCE per test session, shared by every test module.
 
-    from conftest_slides import built_slides, selftest_slides  # noqa: F401  (in a test module)
+    def test_something(built_slides): ...   # tests/conftest.py registers both for every module
 
 - ``built_slides``: every notebooks/NN_*.ipynb executed IN CPU MODE (GPU_VIZ_FORCE_CPU=1 for the
   kernels, on any machine) and rendered by :func:`gpu_viz.slides.build` into a temporary folder.  Returns a

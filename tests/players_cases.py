@@ -20,7 +20,7 @@ from gpu_viz.frames import latency as latency_frames
 from gpu_viz.frames import reduction as reduction_frames
 from gpu_viz.frames import scheduling as scheduling_frames
 from gpu_viz.lessons import DIVERGENCE, GRID_STRIDE, RMSNORM_DECK, SCHEDULING, VECTOR_ADD
-from gpu_viz.measure import memory
+from gpu_viz.measure import records
 from gpu_viz.model import latency as latency_model
 from gpu_viz.model import reduction as reduction_model
 from gpu_viz.model import scheduling as scheduling_model
@@ -37,7 +37,7 @@ def gpu_shaped(trace):
 
 
 def _recorded():
-    rec, label = memory.recorded_hardware()
+    rec, label = records.recorded_hardware()
     assert rec is not None, "benchmarks/results/ has no *-hardware.json record"
     return rec, label
 
@@ -78,7 +78,7 @@ def latency(kind):
 def scheduling(kind):
     if kind == "record":
         rec, _label = _recorded()
-        tr = scheduling_model.trace(2048, 256, 20000, info=memory.recorded_device(rec))
+        tr = scheduling_model.trace(2048, 256, 20000, info=records.device_of(rec))
     else:
         tr = SCHEDULING.trace(blocks=2048, threads=256, spin_cycles=20000)
     return scheduling_frames.animation(tr, frames=10), tr      # as notebook 07 calls it: the default source

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest_slides import COURSE_NOTEBOOKS, built_slides, selftest_slides  # noqa: F401
+from conftest_slides import COURSE_NOTEBOOKS
 
 pytestmark = pytest.mark.browser
 

@@ -1,4 +1,4 @@
-"""The decoder step (gpu_viz.measure.decoder): the layer against float64 on the CPU at a small
+"""The decoder step (gpu_viz.claims.decoder): the layer against float64 on the CPU at a small
 shape (the same code the GPU runs), the check catching a wrong norm, the conclusion read from the
 rows, the record's schema; the full measurement on a GPU (marked gpu)."""
 import copy
@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpu_viz.check import MismatchError  # noqa: E402
-from gpu_viz.measure import decoder as d  # noqa: E402
+from gpu_viz.claims import decoder as d  # noqa: E402
 
 SMALL = d.Config(hidden=64, heads=4, kv_heads=2, intermediate=128)
 

@@ -74,7 +74,7 @@ def test_divergence_model_equals_silicon(kernel, n, block, iters, rng):
 @pytest.mark.gpu
 @pytest.mark.timing
 def test_divergence_costs_more_than_uniform():
-    from gpu_viz.measure import divergence
+    from gpu_viz.claims import divergence
 
     out = divergence.cost(n=1 << 20, block=256, iters=256, reps=20)
     assert out["divergent_branch"].timing == "kernel"

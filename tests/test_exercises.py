@@ -160,7 +160,7 @@ def test_predict_solution_passes_on_the_gpu(eid):
 
 
 def test_cpu_mode_shows_the_committed_probes_record(monkeypatch, cpu_mode):
-    from gpu_viz.measure import probes
+    from gpu_viz.claims import probes
 
     rec = {"date": "2026-12-01", "gpu": "NVIDIA H200", "rows": [
         {"op": "doubling_point", "threads": 1024, "blocks": b, "slots": 264, "makespan_us": us,
@@ -187,9 +187,9 @@ def test_08_block_size_knob(block, cpu_mode):
 def test_10_floor_is_a_reference_from_the_bench_run_and_says_when_it_was_beaten(cpu_mode):
     """The copy bandwidth of 10.floor in CPU mode is the bench run's (the run that timed the kernel the
     checker shows), named; the verdict calls it a reference and explains a kernel faster than it."""
-    from gpu_viz.rmsnorm import bench as bm
+    from gpu_viz.rmsnorm import bench_record as brec
 
-    rec = bm.newest_record()
+    rec = brec.newest_record()
     if rec is None or not rec.get("copy_GBps"):
         pytest.skip("no committed bench record with a copy bandwidth")
     g = ex.given("10.floor")

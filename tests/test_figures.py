@@ -14,7 +14,7 @@ from gpu_viz import device, occupancy  # noqa: E402
 from gpu_viz.figures import chip, memory as memory_figures, models, style  # noqa: E402
 from gpu_viz.measure import memory, records  # noqa: E402
 from gpu_viz.measure.timing import CALL, KERNEL  # noqa: E402
-from gpu_viz.rmsnorm import bench as bm, report  # noqa: E402
+from gpu_viz.rmsnorm import bench as bm, plan as bplan, bench_record as brec, targets as tg, report  # noqa: E402
 
 
 def texts(fig):
@@ -36,9 +36,9 @@ DEVICE_KEYS = sorted(device.SPEC_SHEETS) + ["recorded"]
 
 
 def _hardware():
-    rec, label = memory.recorded_hardware()
+    rec, label = records.recorded_hardware()
     assert rec is not None, "no committed hardware record in benchmarks/results/"
-    return rec, label, memory.recorded_device(rec)
+    return rec, label, records.device_of(rec)
 
 
 def _info(key):
@@ -70,7 +70,7 @@ def _occupancy(key):
 
 
 def _fused_record():
-    rec = bm.newest_record()
+    rec = brec.newest_record()
     assert rec is not None, "no committed fused record in benchmarks/results/"
     return rec, records.label(rec)
 
@@ -89,13 +89,13 @@ def _nb10_timings(rows, op):
 
 def _nb10_seed_shapes():
     rec, _ = _fused_record()
-    rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES and r["dtype"] == "float16"]
+    rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bplan.SEED_SHAPES and r["dtype"] == "float16"]
     return _nb10_timings(rows, "rmsnorm_gate")
 
 
 def _nb10_bandwidth():
     rec, label = _fused_record()
-    rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bm.BANDWIDTH_SHAPES and r["timing"] == "kernel"
+    rows = [r for r in rec["rows"] if (r["M"], r["N"]) in tg.BANDWIDTH_SHAPES and r["timing"] == "kernel"
             and r["dtype"] == "float16" and r["impl"] in ("eager", "native", "fused", "compile")]
     return report.bar_chart(rows, provenance=label, metric="GBps", copy_GBps=rec["copy_GBps"])
 
@@ -291,14 +291,14 @@ def test_fit_legends_turns_crowded_shape_labels(op="rmsnorm_gate"):
     half an em in the narrow axes; fit_legends turns them and lays the figure out again, so the
     checker finds nothing (nothing past the edge either).  Roomy labels stay level."""
     rec, label = _fused_record()
-    rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES and r["dtype"] == "float16"]
+    rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bplan.SEED_SHAPES and r["dtype"] == "float16"]
     fig = _notebook10_pair(rows, label, op, fit=False)
     assert any(style.crowded_ticks(ax, which="x") for ax in fig.axes)
     report.fit_legends(fig)
     assert style.check(fig) == []
     assert all(t.get_rotation() == 30 for ax in fig.axes for t in ax.get_xticklabels())
     plt.close(fig)
-    two = [r for r in rows if (r["M"], r["N"]) in bm.SEED_SHAPES[:2]]
+    two = [r for r in rows if (r["M"], r["N"]) in bplan.SEED_SHAPES[:2]]
     fig = _notebook10_pair(two, label, op, fit=True)
     assert style.check(fig) == []
     assert all(t.get_rotation() == 0 for ax in fig.axes for t in ax.get_xticklabels())
@@ -540,12 +540,12 @@ def test_bar_chart_legend_covers_no_bar(op):
     upper-left legend could be covered once the caller lays the figure out (notebook 10's pair,
     on the newest committed record: its per-call chart had the 1024x8192 eager bar under the
     legend).  fit_legends after the layout clears it; a figure of bar_chart's own is cleared."""
-    from gpu_viz.rmsnorm import bench as bm
+    from gpu_viz.rmsnorm import plan as bplan, bench_record as brec
     from gpu_viz.rmsnorm import report
 
-    rec = bm.newest_record()
+    rec = brec.newest_record()
     label = records.label(rec)
-    rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES and r["dtype"] == "float16"]
+    rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bplan.SEED_SHAPES and r["dtype"] == "float16"]
     fig = _notebook10_pair(rows, label, op, fit=True)
     assert [p for p in style.check(fig) if "legend" in p] == []
     for ax in fig.axes:

@@ -137,6 +137,7 @@ def _builds():
             yield name, True
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("arch", kernels.ARCHES)
 @pytest.mark.parametrize("name,traced", list(_builds()), ids=[f"{n}{'-traced' if t else ''}" for n, t in _builds()])
@@ -162,8 +163,11 @@ def test_traced_builds_are_the_lessons():
 
 
 def _defaults(name):
+    """A kernel file's defaults: every #define of an #ifndef ... #endif block (one macro, or the
+    block of a bare build's values)."""
     text = kernels.read_source(name)
-    return dict(re.findall(r"#ifndef (\w+)\n#define \1 (\S+)[^\n]*\n#endif", text))
+    blocks = re.findall(r"#ifndef \w+[^\n]*\n((?:#define \w+ \S+[^\n]*\n)+)#endif", text)
+    return dict(kv for b in blocks for kv in re.findall(r"#define (\w+) (\S+)", b))
 
 
 def test_cuda_defaults_match_the_python_constants():
@@ -171,9 +175,9 @@ def test_cuda_defaults_match_the_python_constants():
     are the same values, so the two builds cannot differ."""
     from gpu_viz import occupancy
     from gpu_viz.record import reduction, vector_add
-    from gpu_viz.rmsnorm import fused
+    from gpu_viz.rmsnorm.fused import names as fnames
 
-    for name, options in (("rmsnorm_fused.cu", fused.LAUNCH_DEFINES), ("occupancy.cu", occupancy.OCC_OPTIONS),
+    for name, options in (("rmsnorm_fused.cu", fnames.LAUNCH_DEFINES), ("occupancy.cu", occupancy.OCC_OPTIONS),
                           ("vector_add.cu", vector_add.OPTIONS), ("reduction.cu", reduction.OPTIONS)):
         d = _defaults(name)
         for opt in options:

@@ -183,11 +183,11 @@ def test_recorded_path(tmp_path, monkeypatch):
     from gpu_viz.measure import records
 
     monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
-    assert M.recorded_hardware() == (None, None)
+    assert records.recorded_hardware() == (None, None)
     (tmp_path / "nvidia-h200-2026-11-29-hardware.json").write_text(json.dumps(_fake_record()))
-    rec, label = M.recorded_hardware()
+    rec, label = records.recorded_hardware()
     assert label == backend.recorded_label("NVIDIA H200", "2026-11-29")
-    info = M.recorded_device(rec)
+    info = records.device_of(rec)
     assert info.sm_count == 132 and info.compute_capability == (9, 0) and "recorded on NVIDIA H200" in info.source
     served = M.classify_levels(rec["latency"], info.l2_bytes)
     assert served[:3] == ["L1", "L1", "L1"] and served[3] == "L2" and served[-1] == "DRAM"
@@ -199,8 +199,8 @@ def test_recorded_path(tmp_path, monkeypatch):
         assert any(label in t.get_text() for t in fig.findobj(matplotlib.text.Text))
     plt.close("all")
     with pytest.raises(ValueError, match="no 'device' entry"):
-        M.recorded_device({"gpu": "x"})
+        records.device_of({"gpu": "x"})
     # a partial device names the field it lacks (it was a bare KeyError: 'compute_capability')
     partial = dict(rec, device={k: v for k, v in rec["device"].items() if k != "compute_capability"})
     with pytest.raises(ValueError, match="device.compute_capability"):
-        M.recorded_device(partial)
+        records.device_of(partial)

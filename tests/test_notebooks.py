@@ -10,7 +10,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest_slides import built_slides  # noqa: F401  (session fixture: one CPU-mode build)
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -98,7 +97,7 @@ def _outputs(nb):
 
 
 def one_gpu_problems(nb, stem):
-    """Issue 17's CPU-mode rule: every output names only the GPU of the notebook's committed
+    """CPU mode's rule: every output names only the GPU of the notebook's committed
     records (the deck's L4 only under records.DECK_L4, in its own column or panel), and the
     notebook shows each of its records' labels."""
     from gpu_viz.measure import records

@@ -193,7 +193,6 @@ def test_launch_1025_threads_raises_and_is_explained():
 @pytest.mark.gpu
 def test_heavy_kernel_at_1024_threads_fails_for_resources():
     import cupy as cp
-    from gpu_viz import kernels
 
     k = O.occupancy_kernels()["occ_heavy"]
     info = device.current()

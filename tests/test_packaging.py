@@ -1,4 +1,5 @@
-"""The build files: environment.yml in step with pyproject, the wheel carries the kernels, the two commands."""
+"""The build files: environment.yml in step with pyproject, the wheel carries the kernels and the newest
+record of each kind, the two commands."""
 import json
 import re
 import subprocess
@@ -9,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from gpu_viz.measure import record_names, records
+
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
 
 
 def _name(req: str) -> str:
@@ -89,8 +93,66 @@ def test_an_installed_wheel_finds_its_records_notebooks_and_kernels(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["pkg"].startswith(str(site)) and got["checkout"] == "None", got
-    committed = sorted(p.name for p in (ROOT / "benchmarks" / "results").glob("*.json"))
-    assert got["records"] == committed
+    shipped = [p.name for p in record_names.newest_of_each_kind((ROOT / "benchmarks" / "results").glob("*.json"))]
+    assert got["records"] == shipped, "the wheel must carry the newest committed record of each kind, no other"
     assert got["notebooks"] == sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     assert got["kernels"] == sorted(p.name for p in (ROOT / "kernels").glob("*.cu"))
     assert got["templates"] and got["out"] == "slides-build"
+
+
+def _record(directory: Path, name: str, **fields) -> Path:
+    path = directory / name
+    path.write_text(json.dumps({"gpu": "NVIDIA H200", "rows": [], **fields}))
+    return path
+
+
+def test_the_newest_record_of_each_kind_is_chosen_by_date_then_sequence(tmp_path):
+    """A kind is a GPU and a tag; within one, the later date wins, then the day's higher ``.N``
+    (``.10`` after ``.9``), and a complete record wins over a newer one cut short."""
+    names = ["nvidia-h200-2026-11-29-fused.json", "nvidia-h200-2026-12-01.9-fused.json",
+             "nvidia-h200-2026-12-01.10-fused.json", "nvidia-h200-2026-12-02-quick-fused.json",
+             "nvidia-h200-2026-12-01-hardware.json", "nvidia-l4-2026-11-30-hardware.json",
+             "nvidia-h200-2026-12-01-gpu-check.json", "nvidia-h200-2026-12-03-gpu-check-notebooks.json",
+             "nvidia-h200-2026-12-01.json", "nvidia-h200-2026-12-01.2.json"]
+    paths = [_record(tmp_path, n) for n in names]
+    paths.append(_record(tmp_path, "nvidia-h200-2026-12-04-fused.json", complete=False))
+    (tmp_path / "notes.json").write_text("{}")
+    paths.append(tmp_path / "notes.json")
+    chosen = [p.name for p in record_names.newest_of_each_kind(paths)]
+    assert chosen == sorted(["nvidia-h200-2026-12-01.10-fused.json", "nvidia-h200-2026-12-02-quick-fused.json",
+                             "nvidia-h200-2026-12-01-hardware.json", "nvidia-l4-2026-11-30-hardware.json",
+                             "nvidia-h200-2026-12-01-gpu-check.json",
+                             "nvidia-h200-2026-12-03-gpu-check-notebooks.json", "nvidia-h200-2026-12-01.2.json"])
+    assert record_names.kind("nvidia-h200-2026-12-03.3-fused.json") == ("nvidia-h200", "fused")
+    assert record_names.sequence("nvidia-h200-2026-12-03.3-fused.json") == 3
+    assert record_names.sequence("nvidia-h200-2026-12-03-fused.json") == 1 and record_names.kind("x.json") is None
+
+
+def test_the_wheel_ships_records_through_the_build_hook_only():
+    """pyproject force-includes no records folder (that would ship every past run); the build hook
+    (hatch_build.py) adds the newest of each kind."""
+    hatch = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert not any("results" in src for src in hatch["force-include"]), hatch["force-include"]
+    assert "custom" in hatch["hooks"]
+    hook = (ROOT / "hatch_build.py").read_text()
+    assert "newest_of_each_kind" in hook and '"benchmarks/results"' in hook
+
+
+def test_the_shipped_records_answer_every_lookup_as_all_of_them_do(tmp_path):
+    """What an installed package shows equals what the checkout shows: the newest record of each
+    lesson record kind and of the bench, and the GPU test run each notebook and module cites
+    (records.gpu_tests of every test id they name), found among the shipped records alone."""
+    import shutil
+
+    for path in record_names.newest_of_each_kind(RESULTS.glob("*.json")):
+        shutil.copy(path, tmp_path / path.name)
+    kinds = {k for ks in records.LESSON_RECORDS.values() for k in ks} | {"fused", "wide", "gpu-check*"}
+    for k in sorted(kinds):
+        full, shipped = records.newest(f"*-{k}.json", RESULTS), records.newest(f"*-{k}.json", tmp_path)
+        assert (full and full["_file"]) == (shipped and shipped["_file"]), k
+    sources = [p.read_text(encoding="utf-8") for p in (ROOT / "gpu_viz").rglob("*.py")]
+    sources += [p.read_text(encoding="utf-8") for p in (ROOT / "notebooks").glob("*.ipynb")]
+    cited = {m for s in sources for m in re.findall(r"(test_\w+\.py::[\w\[\]\-]*)", s)}
+    assert len(cited) >= 5, cited
+    for test in sorted(cited):
+        assert records.gpu_tests("tests/" + test, RESULTS) == records.gpu_tests("tests/" + test, tmp_path), test

@@ -22,6 +22,7 @@ import pytest
 
 from conftest_browser import in_ci
 from gpu_viz import slides
+from gpu_viz import deck_vendor
 from gpu_viz.widgets.player import PLAYER_HEIGHT, PLAYER_WIDTH
 from players_cases import CASES, KINDS
 
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "players"
 W, H = 1280, 720
 #: The width of a code cell's output in the course's decks at 1280 px (nbconvert's output area,
-#: measured on 2026-12-01's build): a player must keep its source pane beside the drawing in it.
+#: measured on the course's deck build): a player must keep its source pane beside the drawing in it.
 DECK_OUTPUT_WIDTH = 1178
 
 
@@ -44,7 +45,7 @@ def deck(tmp_path_factory):
     """A reveal.js page with every case's player on its own slide, served on 127.0.0.1."""
     out = tmp_path_factory.mktemp("players_deck")
     try:
-        slides.vendor(out / "vendor")
+        deck_vendor.vendor(out / "vendor")
     except slides.SlidesError as exc:
         if in_ci():
             pytest.fail(str(exc))

@@ -1,11 +1,11 @@
-"""The claim probes (gpu_viz.measure.probes, kernels/probes.cu): the record's schema, checked here;
+"""The claim probes (gpu_viz.claims.probes, kernels/probes.cu): the record's schema, checked here;
 the probes themselves on a GPU (marked gpu), each checking its own result."""
 import re
 
 import numpy as np
 import pytest
 
-from gpu_viz.measure import probes
+from gpu_viz.claims import probes
 from gpu_viz.rmsnorm import reference
 
 
@@ -103,7 +103,7 @@ def test_probes_record_runs_every_probe(tmp_path):
 
 
 def test_claim_texts_quote_the_rows_and_their_label(monkeypatch):
-    from gpu_viz.measure import claims
+    from gpu_viz.claims import text as claims
 
     rows = _good()["rows"]
     monkeypatch.setattr(probes, "current", lambda op: ([r for r in rows if r["op"] == op], "recorded on X, D (not live)"))
@@ -118,7 +118,7 @@ def test_claim_texts_quote_the_rows_and_their_label(monkeypatch):
 
 
 def test_data_residency_claim_quotes_both_kernels_and_the_copy(monkeypatch):
-    from gpu_viz.measure import claims
+    from gpu_viz.claims import text as claims
 
     rows = _residency_rows()
     monkeypatch.setattr(probes, "current", lambda op: ([r for r in rows if r["op"] == op], "recorded on X, D (not live)"))
@@ -130,7 +130,8 @@ def test_data_residency_claim_quotes_both_kernels_and_the_copy(monkeypatch):
 def test_data_residency_claim_without_a_record_says_how_to_make_one(monkeypatch, tmp_path):
     """CPU mode and no committed record (or one made before the probe existed): one clear line."""
     from gpu_viz import backend
-    from gpu_viz.measure import claims, records
+    from gpu_viz.measure import records
+    from gpu_viz.claims import text as claims
 
     monkeypatch.setattr(backend, "has_gpu", lambda: False)
     monkeypatch.setattr(records, "results_dir", lambda: tmp_path)          # nothing committed
@@ -186,10 +187,11 @@ def test_data_residency_probe_matches_float64_and_staged_is_not_slower_beyond_l2
 def test_claims_from_the_hardware_record_in_cpu_mode(monkeypatch):
     """CPU mode: one GPU (the committed hardware record's) for the limit and the latency."""
     from gpu_viz import backend
-    from gpu_viz.measure import claims, memory
+    from gpu_viz.measure import records
+    from gpu_viz.claims import text as claims
 
     monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason="test", cause=backend.CAUSE_FORCED_CPU))
-    rec, label = memory.recorded_hardware()
+    rec, label = records.recorded_hardware()
     if rec is None:
         pytest.skip("no committed hardware record")
     per_sched = rec["device"]["max_threads_per_sm"] // 32 // 4
@@ -203,7 +205,8 @@ def test_deck_claims_05_and_08_from_the_committed_records(monkeypatch):
     """05 corrects the deck's "exactly why it's 1024" and ties 1024 = 32 x 32 to smem[32]; 08 explains
     the deck kernel's bandwidth with Little's law, from the records' GPU in CPU mode."""
     from gpu_viz import backend
-    from gpu_viz.measure import claims, records
+    from gpu_viz.measure import records
+    from gpu_viz.claims import text as claims
 
     monkeypatch.setattr(backend, "has_gpu", lambda: False)
     hw = records.newest("*-hardware.json")
@@ -227,7 +230,7 @@ NCU_CSV = '''==PROF== Connected to process 4242
 
 
 def test_hit_rates_parse_ncu_csv():
-    from gpu_viz.measure import hit_rates
+    from gpu_viz.claims import hit_rates
 
     got = hit_rates.parse_csv(NCU_CSV)
     assert got == [{"kernel": "rownorm_reread", "l1_hit_pct": 49.93, "l2_hit_pct": 98.10},
@@ -239,7 +242,8 @@ def test_hit_rates_parse_ncu_csv():
 
 def test_hit_rates_line_only_beside_rows_of_the_same_gpu(monkeypatch, tmp_path):
     from gpu_viz import backend
-    from gpu_viz.measure import claims, records
+    from gpu_viz.measure import records
+    from gpu_viz.claims import text as claims
 
     monkeypatch.setattr(backend, "has_gpu", lambda: False)
     monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
@@ -259,7 +263,7 @@ def test_hit_rates_line_only_beside_rows_of_the_same_gpu(monkeypatch, tmp_path):
 def test_hit_rates_record_on_the_gpu(tmp_path):
     import json
 
-    from gpu_viz.measure import hit_rates
+    from gpu_viz.claims import hit_rates
 
     rec = json.loads(hit_rates.record(tmp_path).read_text())
     by = {(r["level"], r["impl"]): r for r in rec["rows"]}

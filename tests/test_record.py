@@ -133,13 +133,13 @@ def test_reduction_producers():
 
 
 def _gpu_entry_points():
-    """Every public function of gpu_viz.record.* and gpu_viz.measure.* with its minimal arguments."""
+    """Every public function of gpu_viz.record.*, gpu_viz.measure.* and gpu_viz.claims.divergence with its minimal arguments."""
     x = np.ones(64, np.float32)
     return [("record.vector_add", "trace", (x, x)), ("record.divergence", "trace", (x,)),
             ("record.grid_stride", "trace", (x,)), ("record.grid_stride", "scale", (x,)),
             ("record.scheduling", "trace", ()), ("record.rmsnorm_deck", "trace", (x,)),
             ("record.reduction", "seed_reduce", (x,)), ("record.reduction", "block_reduce", (x,)),
-            ("measure.divergence", "cost", ()), ("measure.memory", "pointer_chase", (4096,)),
+            ("claims.divergence", "cost", ()), ("measure.memory", "pointer_chase", (4096,)),
             ("measure.memory", "read_bandwidth", (4096,)), ("measure.memory", "hardware_record", ()),
             ("measure.timing", "launch_floor", ()), ("measure.timing", "copy_kernel_floor", (1024, 0))]
 
@@ -186,7 +186,7 @@ def test_the_command_line_and_the_lessons_do_not_import_torch():
     import sys
 
     code = ("import sys, gpu_viz.cli, gpu_viz.doctor, gpu_viz.slides, gpu_viz.lessons, gpu_viz.check, "
-            "gpu_viz.arrays, gpu_viz.measure.records, gpu_viz.measure.lessons, gpu_viz.rmsnorm.bench, "
+            "gpu_viz.arrays, gpu_viz.measure.records, gpu_viz.record_cli, gpu_viz.rmsnorm.bench, "
             "gpu_viz.rmsnorm.report, gpu_viz.rmsnorm.reference, gpu_viz.rmsnorm.tolerances; "
             "from gpu_viz.lessons import VECTOR_ADD; VECTOR_ADD.trace(seed=1); "
             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")

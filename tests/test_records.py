@@ -138,11 +138,11 @@ def test_gpu_check_record_keeps_each_passed_test_and_cpu_mode_finds_it(tmp_path)
 def test_a_recorded_device_is_never_labelled_live():
     """CPU mode's device comes from the hardware record: its source says recorded, and how the
     numbers were read, never "live:" (the figure's Data line read "(not live): live: ...")."""
-    from gpu_viz.measure import memory
+    from gpu_viz.measure import records
 
     rec = {"gpu": "NVIDIA H200", "date": "2026-12-01", "driver": "580.1",
            "device": {**_device_fields(), "source": "live: cudaDeviceGetAttribute"}}
-    src = memory.recorded_device(rec).source
+    src = records.device_of(rec).source
     assert "live:" not in src and src.startswith("recorded on NVIDIA H200, 2026-12-01") \
         and "read by cudaDeviceGetAttribute" in src, src
 

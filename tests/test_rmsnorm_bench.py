@@ -19,14 +19,15 @@ from gpu_viz import backend, check
 from gpu_viz import device as gpu_device
 from gpu_viz.measure import records
 from gpu_viz.measure import timing as measure
-from gpu_viz.rmsnorm import bench as bm
+from gpu_viz.rmsnorm import bench as bm, plan as bplan, bench_record as brec, providers as prov, targets as tg
+from gpu_viz.rmsnorm.dtypes import OPS
 from gpu_viz.rmsnorm import eager, reference, report
 from gpu_viz.rmsnorm.tolerances import tolerance
 
 torch = pytest.importorskip("torch")
 
 
-def _ref(x, w, gate=None, eps=bm.EPS):
+def _ref(x, w, gate=None, eps=prov.EPS):
     """The float64 reference (rmsnorm, or rmsnorm_gate with a gate), in x's library."""
     return reference.rmsnorm(x, w, eps, gate)
 
@@ -112,9 +113,9 @@ def test_add_speedups_same_timing_only():
 
 def test_unknown_provider_names_the_known_ones():
     with pytest.raises(ValueError, match=r"unknown provider 'triton'.*known providers.*eager.*fused"):
-        bm.check_providers("rmsnorm", ["eager", "triton"])
+        prov.check_providers("rmsnorm", ["eager", "triton"])
     with pytest.raises(ValueError, match="native"):
-        bm.setup("rmsnorm_gate", "native", torch.ones(4))
+        prov.setup("rmsnorm_gate", "native", torch.ones(4))
     with pytest.raises(ValueError, match="unknown provider"):
         bm.run("rmsnorm", [(8, 8)], providers=["nope"])
 
@@ -126,12 +127,12 @@ def test_a_missing_module_of_ours_is_an_import_error(monkeypatch, module, provid
     a reason (ProviderUnavailable, a RuntimeError) as a missing optional library is."""
     monkeypatch.setitem(sys.modules, f"gpu_viz.rmsnorm.{module}", None)  # `import` of it: ImportError
     monkeypatch.delattr(gpu_viz.rmsnorm, module)  # `from . import x` reads the package's attribute first
-    monkeypatch.delitem(sys.modules, "gpu_viz.rmsnorm.bench")  # a fresh import of the harness
-    monkeypatch.delattr(gpu_viz.rmsnorm, "bench")
+    monkeypatch.delitem(sys.modules, "gpu_viz.rmsnorm.providers")  # a fresh import of the providers
+    monkeypatch.delattr(gpu_viz.rmsnorm, "providers")
     w = torch.ones(8)
     with pytest.raises(ImportError, match=f"gpu_viz.rmsnorm.{module}"):
-        fresh = importlib.import_module("gpu_viz.rmsnorm.bench")
-        for op in fresh.OPS:
+        fresh = importlib.import_module("gpu_viz.rmsnorm.providers")
+        for op in OPS:
             if provider in fresh.PROVIDERS[op]:
                 fresh.setup(op, provider, w)
 
@@ -142,10 +143,10 @@ def test_liger_missing_is_an_unavailable_provider(monkeypatch):
     monkeypatch.setitem(sys.modules, "liger_kernel", None)
     monkeypatch.setitem(sys.modules, "liger_kernel.transformers", None)
     monkeypatch.setitem(sys.modules, "liger_kernel.transformers.functional", None)
-    with pytest.raises(bm.ProviderUnavailable, match="liger_kernel is not importable"):
-        bm.setup("rmsnorm", "liger", torch.ones(8))
-    assert "liger" not in bm._available("rmsnorm", None)
-    assert bm._available("rmsnorm", None) == tuple(p for p in bm.PROVIDERS["rmsnorm"] if p != "liger")
+    with pytest.raises(prov.ProviderUnavailable, match="liger_kernel is not importable"):
+        prov.setup("rmsnorm", "liger", torch.ones(8))
+    assert "liger" not in prov.available("rmsnorm", None)
+    assert prov.available("rmsnorm", None) == tuple(p for p in prov.PROVIDERS["rmsnorm"] if p != "liger")
 
 
 def test_bad_shapes_dtypes_timings():
@@ -165,7 +166,7 @@ def test_cpu_mode_raises_gpu_unavailable(cpu_mode):
     with pytest.raises(backend.GPUUnavailable):
         bm.run_rmsnorm([(8, 8)], timing="kernel")
     with pytest.raises(backend.GPUUnavailable):
-        bm.full_record(quick=True, save=False)
+        brec.full_record(quick=True, save=False)
     with pytest.raises(backend.GPUUnavailable):
         bm.seed_defect_checks()
 
@@ -313,21 +314,21 @@ def _expr_with_break(x, w):
 
 def test_compile_checked_accepts_a_real_compile():
     x, w = torch.randn(4, 16), torch.randn(16)
-    c = bm.compile_checked(_expr, (x, w), backend_name="eager")
+    c = prov.compile_checked(_expr, (x, w), backend_name="eager")
     torch.testing.assert_close(c(x, w), _expr(x, w))
 
 
 def test_compile_checked_rejects_a_graph_break():
     x, w = torch.randn(4, 16), torch.randn(16)
-    with pytest.raises(bm.CompileFellBack, match="graph break"):
-        bm.compile_checked(_expr_with_break, (x, w), backend_name="eager")
+    with pytest.raises(prov.CompileFellBack, match="graph break"):
+        prov.compile_checked(_expr_with_break, (x, w), backend_name="eager")
 
 
 def test_compile_checked_per_shape_survives_many_shapes():
     # the H200 trap: after 8 recompiles dynamo silently runs eager; per-shape compiles must not
     for n in range(1, 14):
         x, w = torch.randn(3, n), torch.randn(n)
-        bm.compile_checked(_expr, (x, w), backend_name="eager")
+        prov.compile_checked(_expr, (x, w), backend_name="eager")
 
 
 # -- the run loop: correctness gates timing --------------------------------------------------------
@@ -376,10 +377,10 @@ def test_run_loop_times_only_correct_providers(monkeypatch):
                 return (x * torch.rsqrt(x[:, 1:].pow(2).mean(-1, keepdim=True) + eps) * weight).float()
             return wrong
         if provider == "compile":
-            raise bm.CompileFellBack("torch.compile fell back: 1 graph break(s)")
-        raise bm.ProviderUnavailable("not here")
+            raise prov.CompileFellBack("torch.compile fell back: 1 graph break(s)")
+        raise prov.ProviderUnavailable("not here")
 
-    monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_stand_in)
+    monkeypatch.setitem(prov.SETUP, "rmsnorm", setup_stand_in)
     timers, calls = _stand_in_timers()
     rows = bm._run("rmsnorm", [(8, 64), (3, 768)], ("float32",), ("eager", "native", "compile", "fused", "liger"),
                    ("kernel", "call"), 7, 1e-6, "cpu", timers, l2_bytes=64 * 1024, verbose=False, seed=0)
@@ -415,7 +416,7 @@ def test_call_timing_alone_needs_no_graph(monkeypatch):
     def setup_stand_in(provider, weight, eps, sample=None, compile_backend=None):
         return lambda inp: _ref(inp["x"], weight, None, eps).float()
 
-    monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_stand_in)
+    monkeypatch.setitem(prov.SETUP, "rmsnorm", setup_stand_in)
     timers, calls = _stand_in_timers()
 
     def refuse(fn, reps, k):
@@ -441,7 +442,7 @@ def test_per_call_times_come_from_one_interleaved_run_per_shape(monkeypatch):
             return _ref(inp["x"], weight, None, eps).float()
         return f
 
-    monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_stand_in)
+    monkeypatch.setitem(prov.SETUP, "rmsnorm", setup_stand_in)
     timers, calls = _stand_in_timers(fixed_us=2.0)
     together = []
 
@@ -478,7 +479,7 @@ def test_a_failure_only_the_rounds_hit_times_each_provider_alone(monkeypatch):
     def setup_stand_in(provider, weight, eps, sample=None, compile_backend=None):
         return lambda inp: _ref(inp["x"], weight, None, eps).float()
 
-    monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_stand_in)
+    monkeypatch.setitem(prov.SETUP, "rmsnorm", setup_stand_in)
     timers, calls = _stand_in_timers(fixed_us=2.0)
 
     def rounds_fail(fns, reps):
@@ -524,13 +525,13 @@ def test_calls_per_graph_is_whole_passes_over_the_sets(buffers, pilot_us):
 def _record(fused_GBps=3900.0, fused_faster=True, floor_us=2.0, small_us=2.5, drop=None):
     copy = 4200.0
     rows = []
-    for op in bm.OPS:
+    for op in OPS:
         for dt in ("float16", "bfloat16"):
-            for (M, N) in bm.RECORD_SHAPES:
+            for (M, N) in bplan.RECORD_SHAPES:
                 nbytes = bm.fewest_bytes(op, M, N, dt)
-                if (M, N) in bm.BANDWIDTH_SHAPES:
+                if (M, N) in tg.BANDWIDTH_SHAPES:
                     us = nbytes / (fused_GBps * 1e9) * 1e6
-                elif (M, N) == bm.FLOOR_SHAPE:
+                elif (M, N) == tg.FLOOR_SHAPE:
                     us = small_us
                 else:
                     us = nbytes / (3000e9) * 1e6
@@ -548,22 +549,22 @@ def _record(fused_GBps=3900.0, fused_faster=True, floor_us=2.0, small_us=2.5, dr
 
 
 def test_summary_checks_all_pass():
-    checks = bm.summary_checks(_record())
+    checks = tg.summary_checks(_record())
     assert checks and all(passed for _, passed, _ in checks), [c for c in checks if not c[1]]
     names = [c for c, _, _ in checks]
     assert sum("copy bandwidth" in n for n in names) == 2 * 2 * 2
     assert sum("launch floor" in n for n in names) == 4
-    assert sum("faster than native" in n for n in names) == 2 * len(bm.RECORD_SHAPES)
-    assert sum("faster than compile" in n for n in names) == 2 * 2 * len(bm.RECORD_SHAPES)
+    assert sum("faster than native" in n for n in names) == 2 * len(bplan.RECORD_SHAPES)
+    assert sum("faster than compile" in n for n in names) == 2 * 2 * len(bplan.RECORD_SHAPES)
 
 
 def test_summary_checks_fail_bandwidth_speed_floor():
-    bad = {c: ok for c, ok, _ in bm.summary_checks(_record(fused_GBps=3000.0))}
+    bad = {c: ok for c, ok, _ in tg.summary_checks(_record(fused_GBps=3000.0))}
     assert not bad["rmsnorm fused 16384x4096 float16: >= 90% of copy bandwidth"]
     assert not bad["rmsnorm_gate fused 32768x8192 bfloat16: >= 90% of copy bandwidth"]
-    slow = bm.summary_checks(_record(fused_faster=False))
+    slow = tg.summary_checks(_record(fused_faster=False))
     assert not any(ok for c, ok, _ in slow if "faster than" in c)
-    floor = {c: ok for c, ok, _ in bm.summary_checks(_record(small_us=3.5))}
+    floor = {c: ok for c, ok, _ in tg.summary_checks(_record(small_us=3.5))}
     assert not floor["rmsnorm fused 128x4096 float16: within 1.5x of the launch floor"]
 
 
@@ -571,9 +572,9 @@ def test_floor_check_names_the_copy_kernel_floor_without_changing_the_verdict():
     name = "rmsnorm fused 128x4096 float16: within 1.5x of the launch floor"
     rec = _record(small_us=3.5)
     rec["copy_kernel_floor_us"] = 3.2  # a bare copy slower than 1.5x: context, not an excuse
-    ok, detail = {c: (o, d) for c, o, d in bm.summary_checks(rec)}[name]
+    ok, detail = {c: (o, d) for c, o, d in tg.summary_checks(rec)}[name]
     assert not ok and detail.endswith("a bare copy kernel moving the same x -> y bytes: 3.20 µs = 1.60x")
-    ok, detail = {c: (o, d) for c, o, d in bm.summary_checks(_record(small_us=2.5))}[name]
+    ok, detail = {c: (o, d) for c, o, d in tg.summary_checks(_record(small_us=2.5))}[name]
     assert ok and "copy kernel" not in detail  # absent from older records
 
 
@@ -600,11 +601,11 @@ def test_copy_kernel_floor_takes_numpy_ints_then_needs_a_gpu(monkeypatch):
 
 def test_summary_checks_missing_baseline_fails_with_reason():
     rec = _record(drop=("rmsnorm", "compile", 128, 4096, "float16"))
-    checks = {c: (ok, d) for c, ok, d in bm.summary_checks(rec)}
+    checks = {c: (ok, d) for c, ok, d in tg.summary_checks(rec)}
     ok, detail = checks["rmsnorm 128x4096 float16: fused faster than compile"]
     assert not ok and "not measured" in detail and "graph break" in detail
     rec = _record(drop=("rmsnorm", "fused", 16384, 4096, "bfloat16"))
-    ok, detail = {c: (o, d) for c, o, d in bm.summary_checks(rec)}[
+    ok, detail = {c: (o, d) for c, o, d in tg.summary_checks(rec)}[
         "rmsnorm fused 16384x4096 bfloat16: >= 90% of copy bandwidth"]
     assert not ok and detail == "not measured"
 
@@ -634,13 +635,13 @@ def test_tables():
 
 def test_bar_chart_states_provenance(cpu_mode):
     rec = _record()
-    seed_rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES]
+    seed_rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bplan.SEED_SHAPES]
     fig = report.bar_chart(seed_rows, provenance=records.label(rec), op="rmsnorm", dtype="float16")
     data = " ".join(fig.axes[0].get_xlabel().split())
     assert data.startswith("Data: ") and "recorded on NVIDIA H200, 2026-11-29" in data
-    assert len(fig.axes[0].patches) == 4 * len(bm.SEED_SHAPES)
+    assert len(fig.axes[0].patches) == 4 * len(bplan.SEED_SHAPES)
     # all nine record shapes do not fit one readable chart: refused, naming the count and the limit
-    with pytest.raises(ValueError, match=f"{len(bm.RECORD_SHAPES)} shapes .* at most {report.BAR_CHART_MAX_GROUPS}"):
+    with pytest.raises(ValueError, match=f"{len(bplan.RECORD_SHAPES)} shapes .* at most {report.BAR_CHART_MAX_GROUPS}"):
         report.bar_chart(rec["rows"], provenance=records.label(rec), op="rmsnorm", dtype="float16")
     with pytest.raises(ValueError, match="provenance is required in CPU mode"):
         report.bar_chart(rec["rows"])
@@ -649,12 +650,12 @@ def test_bar_chart_states_provenance(cpu_mode):
 
 
 def test_record_plan_covers_every_shape():
-    plan = bm.record_plan()
+    plan = bplan.record_plan()
     rms = [p for p in plan if p[0] == "rmsnorm" and "float16" in p[2]][0]
     gate = [p for p in plan if p[0] == "rmsnorm_gate"][0]
-    for shape in bm.RECORD_SHAPES:
+    for shape in bplan.RECORD_SHAPES:
         assert shape in rms[1] and shape in gate[1]
-    for shape in bm.DECK_SHAPES:
+    for shape in bplan.DECK_SHAPES:
         assert shape in rms[1]
     assert "deck4phase" in rms[3] and set(gate[3]) == {"eager", "compile", "fused"}
     assert any(p[0] == "rmsnorm" and p[2] == ("float32",) for p in plan)
@@ -689,14 +690,14 @@ def test_cpu_providers_with_the_real_modules():
     """eager / native / compile (dynamo's eager backend on CPU) of rmsnorm and rmsnorm_gate agree
     with float64 on CPU tensors: the providers' wiring, not their speed."""
     g = torch.Generator().manual_seed(3)
-    for op in bm.OPS:
+    for op in OPS:
         sets = bm.make_inputs(op, 5, 40, "float32", "cpu", generator=g)
         inp, w = sets[0], sets[0]["weight"]
         ref = _ref(inp["x"], w, inp.get("gate"))
         for p in ("eager", "native", "compile"):
-            if p not in bm.PROVIDERS[op]:
+            if p not in prov.PROVIDERS[op]:
                 continue
-            fn = bm.setup(op, p, w, sample=inp, compile_backend="eager")
+            fn = prov.setup(op, p, w, sample=inp, compile_backend="eager")
             rep = _compare(fn(inp), ref, "float32")
             assert rep.ok, (op, p, rep.message())
 
@@ -715,7 +716,7 @@ def test_seed_comparison_quotes_the_seed_and_labels_ours():
 
 def test_bandwidth_chart_draws_copy_line():
     rec = _record()
-    bw_rows = [r for r in rec["rows"] if (r["M"], r["N"]) in bm.BANDWIDTH_SHAPES]
+    bw_rows = [r for r in rec["rows"] if (r["M"], r["N"]) in tg.BANDWIDTH_SHAPES]
     fig = report.bar_chart(bw_rows, provenance="recorded", metric="GBps", op="rmsnorm_gate",
                            copy_GBps=rec["copy_GBps"])
     ax = fig.axes[0]
@@ -730,7 +731,7 @@ def test_kernel_resources_from_a_given_report():
     k = ops.launch_config(16384, 4096, "float16", gate=True)["kernel"]
     report = [{"kernel": k, "arch": "sm_90", "registers": 64, "spill_stores_bytes": 0, "spill_loads_bytes": 0,
                "local_bytes": 0, "shared_bytes": 132}]
-    rows = bm.kernel_resources([("rmsnorm_gate", 16384, 4096), ("rmsnorm", 1024, 768)], "float16",
+    rows = brec.kernel_resources([("rmsnorm_gate", 16384, 4096), ("rmsnorm", 1024, 768)], "float16",
                                info=info, report=report)
     assert rows[0]["kernel"] == k and rows[0]["registers"] == 64
     block = rows[0]["block"]
@@ -749,14 +750,14 @@ def test_kernel_resources_name_the_cluster_kernel_a_wide_row_launches():
 
     h200 = device.spec_sheet("H200")
     cfg = wide.config(65536, "float16", tuple(h200.compute_capability), gate=True)
-    (row,) = bm.kernel_resources([("rmsnorm_gate", 2, 65536)], "float16", info=h200, report=[])
+    (row,) = brec.kernel_resources([("rmsnorm_gate", 2, 65536)], "float16", info=h200, report=[])
     assert (row["variant"], row["kernel"], row["block"]) == ("cluster", cfg.kernel, cfg.threads)
     assert row["grid"] == 2 * cfg.cluster and row["rows_per_block"] is None
     if kernels.find_tool("nvcc"):
         assert row["registers"] and row["spill_stores_bytes"] == 0
         # its dynamic shared memory counts: no more blocks than shared memory holds
         assert row["blocks_per_sm"] <= wide.sm_holds(cfg.threads, cfg.smem_bytes)
-    (l4,) = bm.kernel_resources([("rmsnorm_gate", 2, 65536)], "float16", info=device.spec_sheet("L4"), report=[])
+    (l4,) = brec.kernel_resources([("rmsnorm_gate", 2, 65536)], "float16", info=device.spec_sheet("L4"), report=[])
     assert l4["variant"] != "cluster"
 
 
@@ -774,7 +775,7 @@ def test_run_loop_reports_a_timing_failure(monkeypatch):
     def setup_stand_in(provider, weight, eps, sample=None, compile_backend=None):
         return lambda inp: _ref(inp["x"], weight, None, eps).float()
 
-    monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_stand_in)
+    monkeypatch.setitem(prov.SETUP, "rmsnorm", setup_stand_in)
     timers, _ = _stand_in_timers()
     real_kernel = timers.kernel
     n = {"kernel": 0}
@@ -819,10 +820,10 @@ def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeyp
     elif newer is not None:
         bad.write_text(newer, encoding="utf-8")
     monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
-    monkeypatch.setattr(bm, "kernel_report_any", lambda arch=None: ([], "stand-in (test)"))
+    monkeypatch.setattr(brec, "kernel_report_any", lambda arch=None: ([], "stand-in (test)"))
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
-    monkeypatch.setattr(bm, "run", lambda *a, **k: pytest.fail("CPU mode must not time anything"))
+    monkeypatch.setattr(brec, "run", lambda *a, **k: pytest.fail("CPU mode must not time anything"))
     nb = nbformat.read(Path(__file__).resolve().parent.parent / "notebooks" / "10_fused_rmsnorm_gate.ipynb", 4)
     ns = {}
     for cell in nb.cells:
@@ -870,32 +871,36 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys, out_given):
                         lambda nbytes, l2_bytes: floor_calls.append((nbytes, l2_bytes)) or _timing(3.0))
     monkeypatch.setattr(gpu_device, "current", lambda: types.SimpleNamespace(l2_bytes=1 << 20))
     monkeypatch.setattr(records, "environment", lambda: {"date": "2000-01-01", "gpu": "Stand-in GPU", "sm": "sm_00"})
-    monkeypatch.setattr(bm, "_kernel_section", lambda plan: {"source": "stand-in"})
-    monkeypatch.setattr(bm, "record_plan", lambda quick=False: [
+    monkeypatch.setattr(brec, "_kernel_section", lambda plan: {"source": "stand-in"})
+    monkeypatch.setattr(bplan, "record_plan", lambda quick=False: [
         ("rmsnorm", [(4, 32), (16, 512)], ("float16",), ("eager", "native", "compile", "fused", "liger")),
         ("rmsnorm_gate", [(4, 32)], ("bfloat16",), ("eager", "compile", "fused"))])
     # the per-call and wide steps: one stand-in step each way; the invariance check stands in
-    monkeypatch.setattr(bm, "call_plan", lambda: [("rmsnorm", [(2, 64)], ("float16",), ("native", "fused"))])
-    monkeypatch.setattr(bm, "wide_plan", lambda: [])
-    monkeypatch.setattr(bm, "batch_invariance", lambda Ns=None: {"ok": True, "checked": [{"stand-in": Ns}]})
+    monkeypatch.setattr(bplan, "call_plan", lambda: [("rmsnorm", [(2, 64)], ("float16",), ("native", "fused"))])
+    monkeypatch.setattr(bplan, "wide_plan", lambda: [])
+    monkeypatch.setattr(brec, "batch_invariance", lambda Ns=None: {"ok": True, "checked": [{"stand-in": Ns}]})
+    # the C++ launcher: a stand-in too (the real one would be built into the user's cache, 30-60 s)
+    from gpu_viz.rmsnorm.fused import launch as flaunch
+
+    monkeypatch.setattr(flaunch, "ensure_launcher", lambda timeout=None: "stand-in launcher")
 
     def setup_ok(provider, weight, eps, sample=None, compile_backend=None):
         if provider == "compile":
-            raise bm.CompileFellBack("torch.compile fell back: stand-in")
+            raise prov.CompileFellBack("torch.compile fell back: stand-in")
         return lambda inp: _ref(inp["x"], weight, None, eps).to(inp["x"].dtype)
 
     def setup_gate_ok(provider, weight, eps, sample=None, compile_backend=None):
         return lambda inp: _ref(inp["x"], weight, inp["gate"], eps).to(inp["x"].dtype)
 
-    monkeypatch.setitem(bm.SETUP, "rmsnorm", setup_ok)
-    monkeypatch.setitem(bm.SETUP, "rmsnorm_gate", setup_gate_ok)
-    timers, _ = _stand_in_timers(fixed_us=2.0)  # item 3 below: fused 2.0 vs 1.0, F.rms_norm 2.0 vs 2.0
+    monkeypatch.setitem(prov.SETUP, "rmsnorm", setup_ok)
+    monkeypatch.setitem(prov.SETUP, "rmsnorm_gate", setup_gate_ok)
+    timers, _ = _stand_in_timers(fixed_us=2.0)  # the previous-record check below: fused 2.0 vs 1.0, F.rms_norm 2.0 vs 2.0
 
     def run_cpu(op, shapes, dtypes, providers, reps=100, verbose=False, timings=("kernel", "call"), **kw):
         return bm._run(op, shapes, dtypes, providers, timings, reps, 1e-6, "cpu", timers,
                        l2_bytes=1 << 16, verbose=verbose)
 
-    monkeypatch.setattr(bm, "run", run_cpu)
+    monkeypatch.setattr(brec, "run", run_cpu)
     parser = argparse.ArgumentParser()
     report.register_cli(parser.add_subparsers(dest="command", required=True))
     where = ["--out", str(out_dir)] if out_given else []
@@ -913,13 +918,14 @@ def test_full_record_and_cli_plumbing(monkeypatch, tmp_path, capsys, out_given):
     assert {r["impl"] for r in rec["rows"] if r["op"] == "rmsnorm_gate"} == {"eager", "compile", "fused"}
     calls = [r for r in rec["rows"] if r["M"] == 2]  # the per-call step: "call" rows only
     assert sorted(r["impl"] for r in calls) == ["fused", "native"] and {r["timing"] for r in calls} == {"call"}
-    assert rec["batch_invariant"] == {"ok": True, "checked": [{"stand-in": list(bm.INVARIANCE_N)}]}
+    assert rec["batch_invariant"] == {"ok": True, "checked": [{"stand-in": list(bplan.INVARIANCE_N)}]}
+    assert rec["launcher"] == "stand-in launcher"
     assert len(rec["rows"]) == (2 * 3 + 3) * 2 + 2
     assert {s["impl"] for s in rec["skipped"]} == {"compile"}
     if "liger" in rec["providers_unavailable"]:
         assert "liger_kernel" in rec["providers_unavailable"]["liger"]
     assert rec["checks"] and all(set(c) == {"check", "passed", "detail"} for c in rec["checks"])
-    # item 3: fused 2.0 µs now vs 1.0 µs before, F.rms_norm 2.0 vs 2.0: 2x slower, named
+    # the previous record: fused 2.0 µs now vs 1.0 µs before, F.rms_norm 2.0 vs 2.0: 2x slower, named
     assert rec["previous_record"]["date"] == "1999-12-31"
     vs = {c["check"]: c for c in rec["vs_previous"]}
     c = vs["rmsnorm fused float16: kernel time at most 2% slower than the last record at every shared shape"]
@@ -934,25 +940,25 @@ def test_newest_record_skips_partial_and_quick(monkeypatch, tmp_path):
     import json
 
     monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
-    assert bm.newest_record() is None
+    assert brec.newest_record() is None
     base = _record()
     for name, date, extra in (("a-2026-11-01-fused.json", "2026-11-01", {}),
                               ("a-2026-11-05-fused.json", "2026-11-05", {"complete": False}),
                               ("a-2026-11-06-quick-fused.json", "2026-11-06", {"quick": True}),
                               ("a-2026-11-07-hardware.json", "2026-11-07", {"rows": []})):
         (tmp_path / name).write_text(json.dumps(dict(base, date=date, **extra)))
-    assert bm.newest_record()["date"] == "2026-11-01"
-    assert bm.newest_record(include_quick=True)["date"] == "2026-11-06"
+    assert brec.newest_record()["date"] == "2026-11-01"
+    assert brec.newest_record(include_quick=True)["date"] == "2026-11-06"
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("op", bm.OPS)
+@pytest.mark.parametrize("op", OPS)
 def test_gpu_compile_baseline_really_compiles(op):
     """torch.compile (inductor) of the eager expression compiles one graph per shape on this GPU;
     if this fails, every "compile" row of the record is excluded (and says why)."""
     sets = bm.make_inputs(op, 256, 4096, "float16", "cuda")
     w = sets[0]["weight"]
-    fn = bm.setup(op, "compile", w, sample=sets[0])
+    fn = prov.setup(op, "compile", w, sample=sets[0])
     rep = _compare(fn(sets[0]), _ref(sets[0]["x"], w, sets[0].get("gate")), "float16")
     assert rep.ok, rep.message()
 
@@ -974,27 +980,27 @@ def test_full_record_saves_one_file_however_often_it_saves(tmp_path, monkeypatch
     """Bug class: a run that saves after every shape must rewrite its own file, never add one
     per save (records.save_record never replaces another run's file).  full_record on the CPU
     with the GPU parts stubbed: several shapes, one record file, complete, with every row."""
-    from gpu_viz.rmsnorm import fused
+    from gpu_viz.rmsnorm.fused import launch as flaunch
 
     monkeypatch.setattr(backend, "require_gpu", lambda what: None)
     monkeypatch.setattr(backend, "live_label", lambda: "measured on a stub just now")
-    monkeypatch.setattr(bm, "record_batches", lambda quick=False: [
+    monkeypatch.setattr(brec, "record_batches", lambda quick=False: [
         ("rmsnorm", [(8, 64), (16, 64), (32, 64)], ("float16",), ("fused",), ("kernel",), 1)])
     fake = types.SimpleNamespace(median_us=1.0, p10_us=1.0, p90_us=1.0)
     monkeypatch.setattr(bm.bench, "copy_bandwidth", lambda: {"GBps": 4000.0, "timing": fake})
     monkeypatch.setattr(bm.bench, "launch_floor", lambda: {"kernel": fake, "call": fake})
     monkeypatch.setattr(bm.bench, "copy_kernel_floor", lambda nbytes, l2: fake)
     monkeypatch.setattr(gpu_device, "current", lambda: types.SimpleNamespace(l2_bytes=60 << 20))
-    monkeypatch.setattr(fused, "ensure_launcher", lambda: "stub")
-    monkeypatch.setattr(bm, "_kernel_section", lambda plan: {})
-    monkeypatch.setattr(bm, "batch_invariance", lambda **kw: {"ok": True, "checked": []})
-    monkeypatch.setattr(bm, "_available", lambda op, providers, drop_optional=True: tuple(providers))
+    monkeypatch.setattr(flaunch, "ensure_launcher", lambda: "stub")
+    monkeypatch.setattr(brec, "_kernel_section", lambda plan: {})
+    monkeypatch.setattr(brec, "batch_invariance", lambda **kw: {"ok": True, "checked": []})
+    monkeypatch.setattr(brec, "available", lambda op, providers, drop_optional=True: tuple(providers))
 
     def fake_run(op, shapes, dtypes, providers, **kw):
         (M, N), = shapes
         return bm.Rows([dict(op=op, impl="fused", M=M, N=N, dtype="float16", timing="kernel", median_us=1.0,
                              p10_us=1.0, p90_us=1.0, GBps=1.0)])
-    monkeypatch.setattr(bm, "run", fake_run)
+    monkeypatch.setattr(brec, "run", fake_run)
     monkeypatch.setattr(records, "environment", lambda: {"gpu": "NVIDIA H200", "date": "2026-12-01"})
     # an earlier record of the same GPU, day and tag stays as it was
     older = records.save_record({"date": "2026-12-01", "gpu": "NVIDIA H200", "rows": [], "run": "older"},
@@ -1002,7 +1008,7 @@ def test_full_record_saves_one_file_however_often_it_saves(tmp_path, monkeypatch
     saves = []
     real = records.save_record
     monkeypatch.setattr(records, "save_record", lambda *a, **kw: saves.append(1) or real(*a, **kw))
-    rec = bm.full_record(out=tmp_path, previous=None, verbose=False)
+    rec = brec.full_record(out=tmp_path, previous=None, verbose=False)
     assert len(saves) >= 4  # after each of the three shapes, and at the end
     files = sorted(p.name for p in tmp_path.glob("*.json"))
     assert files == [older.name, "nvidia-h200-2026-12-01.2-fused.json"], files

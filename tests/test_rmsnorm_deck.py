@@ -198,6 +198,7 @@ def test_kernel_names():
 
 # ----------------------------------------------------------------------------- CPU: nvcc build
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("arch", kernels.ARCHES)
 def test_rmsnorm_deck_cu_builds_without_spills(arch):

@@ -1,7 +1,6 @@
 """Notebook 09's four phases: the traced build of kernels/rmsnorm_deck.cu -- CPU model, frames,
 player, notebook; on a GPU, model == silicon bit for bit over many (d, block) pairs."""
 import json
-import math
 import os
 import re
 import subprocess

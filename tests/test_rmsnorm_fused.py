@@ -25,8 +25,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpu_viz import backend, check, ops  # noqa: E402
-from gpu_viz.rmsnorm import fused, reference  # noqa: E402
-from gpu_viz.rmsnorm.dtypes import DTYPES, torch_dtype  # noqa: E402
+from gpu_viz.rmsnorm.fused import checks as fchecks, config as fconfig, autograd as fgrad, launch as flaunch, names as fnames, op as fop
+from gpu_viz.rmsnorm import reference  # noqa: E402
+from gpu_viz.rmsnorm.dtypes import torch_dtype  # noqa: E402
 from gpu_viz.rmsnorm.tolerances import tolerance  # noqa: E402
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -155,48 +156,68 @@ def _threads(N: int, vec: int, ept: int) -> int:
     return -(-(N // vec) // (ept // vec) // 32) * 32 if N % vec == 0 else None
 
 
+def _one_vector_block(N: int, vec: int) -> bool:
+    """Whether a block of one 16-byte vector per thread holds a row of N."""
+    return vec in fnames.EPT_CHOICES and _threads(N, vec, vec) <= min(fnames.BLOCK_TARGET_THREADS,
+                                                                      fnames.BLOCK_MAX_THREADS[vec])
+
+
+def _assert_warp(cfg: ops.LaunchConfig, M: int, N: int):
+    """A warp per row: the row fits the warp's registers, whole blocks of rows cover M."""
+    assert N <= (fnames.WARP_ROW_MAX_N_VECTOR if cfg.vec > 1 else fnames.WARP_ROW_MAX_N)
+    assert cfg.block == 32 * fnames.WARP_ROWS_PER_BLOCK
+    assert cfg.capacity == 32 * cfg.ept >= N
+    assert cfg.grid * cfg.rows_per_block >= M > (cfg.grid - 1) * cfg.rows_per_block or M == cfg.grid == 0
+
+
+def _assert_block_threads(cfg: ops.LaunchConfig, M: int, N: int):
+    """A block per row: every vector of the row has a thread, and no whole warp idles (or, with
+    several vectors a thread, a power-of-two count of warps: the one-vector block's sum order)."""
+    assert 32 <= cfg.block <= fnames.BLOCK_MAX_THREADS[cfg.ept] and cfg.block % 32 == 0
+    chunks = cfg.ept // cfg.vec
+    assert cfg.block * chunks * cfg.vec >= N
+    if chunks > 1 and _one_vector_block(N, cfg.vec):
+        nwarps = cfg.block // 32
+        assert nwarps & (nwarps - 1) == 0 and (cfg.block // 2) * chunks * cfg.vec < N
+    else:
+        assert (cfg.block - 32) * chunks * cfg.vec < N
+    assert cfg.grid == M
+
+
+def _assert_block_ept(cfg: ops.LaunchConfig, N: int, fits_l2: bool):
+    """The elements a thread of a block per row holds: the scalar path's set; one 16-byte vector
+    for short rows or in L2 where such a block exists; else >= 32 bytes in flight per thread in
+    <= 512 threads, the smallest such EPT."""
+    if cfg.vec == 1:
+        assert cfg.ept in fnames.SCALAR_BLOCK_EPT
+        return
+    size = ops.DTYPES[cfg.dtype][1]
+    inputs = 2 if cfg.op == "rmsnorm_gate" else 1  # x (and gate) bytes in flight per thread
+    if N * size < fnames.MULTI_VECTOR_ROW_BYTES:
+        assert cfg.ept == 8 and cfg.block <= 1024
+    elif fits_l2 and _one_vector_block(N, cfg.vec):
+        assert cfg.ept == cfg.vec and cfg.block == _threads(N, cfg.vec, cfg.vec)
+    else:
+        assert cfg.ept * size * inputs >= fnames.MULTI_VECTOR_BYTES_PER_THREAD or N > 512 * cfg.ept
+        if N <= 512 * 32:
+            assert cfg.block <= fnames.MULTI_VECTOR_TARGET_THREADS
+        smaller = [e for e in fnames.EPT_CHOICES
+                   if e < cfg.ept and e * size * inputs >= fnames.MULTI_VECTOR_BYTES_PER_THREAD]
+        assert all(-(-N // e) > fnames.MULTI_VECTOR_TARGET_THREADS for e in smaller)
+
+
 def _assert_valid(cfg: ops.LaunchConfig, M: int, N: int, fits_l2: bool = False):
     assert cfg.kernel in _NAMES
     d = _NAMES[cfg.kernel]
     assert (d["variant"], d["vec"], d["ept"]) == (cfg.variant, cfg.vec, cfg.ept)
     assert N % cfg.vec == 0
-    if cfg.variant == fused.WARP:
-        assert N <= (fused.WARP_ROW_MAX_N_VECTOR if cfg.vec > 1 else fused.WARP_ROW_MAX_N)
-        assert cfg.block == 32 * fused.WARP_ROWS_PER_BLOCK
-        assert cfg.capacity == 32 * cfg.ept >= N
-        assert cfg.grid * cfg.rows_per_block >= M > (cfg.grid - 1) * cfg.rows_per_block or M == cfg.grid == 0
-    elif cfg.variant == fused.BLOCK:
-        assert 32 <= cfg.block <= fused.BLOCK_MAX_THREADS[cfg.ept] and cfg.block % 32 == 0
-        chunks = cfg.ept // cfg.vec
-        assert cfg.block * chunks * cfg.vec >= N  # every vector of the row has a thread
-        one_vector = cfg.vec in fused.EPT_CHOICES and _threads(N, cfg.vec, cfg.vec) <= min(
-            fused.BLOCK_TARGET_THREADS, fused.BLOCK_MAX_THREADS[cfg.vec])
-        if chunks > 1 and one_vector:  # a power-of-two count of warps (the one-vector block's sum order)
-            nwarps = cfg.block // 32
-            assert nwarps & (nwarps - 1) == 0 and (cfg.block // 2) * chunks * cfg.vec < N
-        else:
-            assert (cfg.block - 32) * chunks * cfg.vec < N  # and no whole idle warp
-        assert cfg.grid == M
-        if cfg.vec == 1:
-            assert cfg.ept in fused.SCALAR_BLOCK_EPT
-        else:
-            size = ops.DTYPES[cfg.dtype][1]
-            inputs = 2 if cfg.op == "rmsnorm_gate" else 1  # x (and gate) bytes in flight per thread
-            if N * size < fused.MULTI_VECTOR_ROW_BYTES:  # short rows: one 16-byte vector per thread
-                assert cfg.ept == 8 and cfg.block <= 1024
-            elif fits_l2 and cfg.vec in fused.EPT_CHOICES and _threads(N, cfg.vec, cfg.vec) <= min(
-                    fused.BLOCK_TARGET_THREADS, fused.BLOCK_MAX_THREADS[cfg.vec]):
-                # x, gate, y in L2 and a one-vector-per-thread block exists: that one
-                assert cfg.ept == cfg.vec and cfg.block == _threads(N, cfg.vec, cfg.vec)
-            else:  # long rows: >= 32 bytes per thread in <= 512 threads, the smallest such EPT
-                assert cfg.ept * size * inputs >= fused.MULTI_VECTOR_BYTES_PER_THREAD or N > 512 * cfg.ept
-                if N <= 512 * 32:
-                    assert cfg.block <= fused.MULTI_VECTOR_TARGET_THREADS
-                smaller = [e for e in fused.EPT_CHOICES
-                           if e < cfg.ept and e * size * inputs >= fused.MULTI_VECTOR_BYTES_PER_THREAD]
-                assert all(-(-N // e) > fused.MULTI_VECTOR_TARGET_THREADS for e in smaller)
+    if cfg.variant == fnames.WARP:
+        _assert_warp(cfg, M, N)
+    elif cfg.variant == fnames.BLOCK:
+        _assert_block_threads(cfg, M, N)
+        _assert_block_ept(cfg, N, fits_l2)
     else:
-        assert cfg.variant == fused.WIDE and cfg.block == fused.WIDE_THREADS and cfg.grid == M
+        assert cfg.variant == fnames.WIDE and cfg.block == fnames.WIDE_THREADS and cfg.grid == M
         limit = 16384 if cfg.vec > 1 else 8192
         assert N > limit
 
@@ -213,7 +234,7 @@ def test_launch_config_covers_every_N(dtype, gate):
                 _assert_valid(cfg, 7, N, fits)
                 variants.add((cfg.variant, cfg.vec > 1))
         assert ops.choose_config(7, N, dtype, gate=gate).vec == (vec16 if N % vec16 == 0 else 1)
-    assert variants == {(v, vec) for v in (fused.WARP, fused.BLOCK, fused.WIDE) for vec in (True, False)}
+    assert variants == {(v, vec) for v in (fnames.WARP, fnames.BLOCK, fnames.WIDE) for vec in (True, False)}
 
 
 def test_launch_config_examples():
@@ -287,9 +308,9 @@ def test_launch_config_fits_l2_argument(monkeypatch):
 def test_launch_config_checks_M_before_asking_the_gpu(monkeypatch):
     """With fits_l2=None on a GPU, a bad M/N is reported with the chooser's range, not fits_l2's."""
     monkeypatch.setattr(backend, "has_gpu", lambda: True)
-    monkeypatch.setattr(fused, "l2_bytes", lambda device: 60 << 20)
-    monkeypatch.setattr(fused, "_fits_current_device", lambda M, N, dtype, gate: fused.fits_l2(M, N, dtype, gate, 60 << 20))
-    with pytest.raises(ValueError, match=rf"M must be in \[0, {fused.MAX_GRID_X * fused.WARP_ROWS_PER_BLOCK}\]"):
+    monkeypatch.setattr(flaunch, "l2_bytes", lambda device: 60 << 20)
+    monkeypatch.setattr(fconfig, "fits_current_device", lambda M, N, dtype, gate: fconfig.fits_l2(M, N, dtype, gate, 60 << 20))
+    with pytest.raises(ValueError, match=rf"M must be in \[0, {fnames.MAX_GRID_X * fnames.WARP_ROWS_PER_BLOCK}\]"):
         ops.launch_config(-1, 4096, "float16")
     with pytest.raises(ValueError, match=r"N must be in \[1,"):
         ops.launch_config(4, 0, "float16")
@@ -301,7 +322,7 @@ def test_launch_config_checks_M_before_asking_the_gpu(monkeypatch):
                                         (16384, 4096, True), (4, 16384, False)])
 def test_launch_config_follows_this_gpus_l2(M, N, gate):
     """launch_config's default is what the op launches here: fits_l2 for this device's L2."""
-    l2 = fused.l2_bytes(torch.cuda.current_device())
+    l2 = flaunch.l2_bytes(torch.cuda.current_device())
     fits = ops.fits_l2(M, N, "float16", gate, l2)
     assert ops.launch_config(M, N, "float16", gate=gate) == ops.launch_config(M, N, "float16", gate=gate, fits_l2=fits)
 
@@ -322,7 +343,7 @@ def test_l2_bytes_needs_a_gpu(monkeypatch):
     monkeypatch.setattr(backend, "require_gpu", cpu_mode)
     monkeypatch.setattr(device, "_live_cache", {})
     with pytest.raises(backend.GPUUnavailable, match="GPU's attributes"):
-        fused.l2_bytes(0)
+        flaunch.l2_bytes(0)
 
 
 @pytest.mark.parametrize("args, err, name", [((-1, 8, "float16", False, 1 << 20), ValueError, "M"),
@@ -356,7 +377,7 @@ def test_nvcc_build_no_spills(arch):
                if r["spill_stores_bytes"] or r["spill_loads_bytes"] or r["local_bytes"]]
     assert not spilled, f"{arch}: kernels spill or use a stack frame: {spilled}"
     for r in rows:  # registers fit the launch bounds: the largest block must be launchable
-        bound = {"warp": 128, "wide": 1024}.get(r["variant"]) or fused.BLOCK_MAX_THREADS[r["ept"]]
+        bound = {"warp": 128, "wide": 1024}.get(r["variant"]) or fnames.BLOCK_MAX_THREADS[r["ept"]]
         assert r["registers"] * bound <= 65536, r
         # __launch_bounds__(.., 2 x 1024 / 16 x 128): full occupancy -- not for the misaligned
         # twins (no such bound) nor the fp32-weight builds (8 more floats of weight per chunk;
@@ -397,7 +418,7 @@ def _nvcc_cubin_and_ptx(arch: str, options, tmp: Path):
 
     tmp.mkdir()
     cmd = [kernels.find_tool("nvcc"), f"-arch={arch}", "-cubin", "-std=c++17", f"-I{kernels.KERNEL_DIR}", *options,
-           "-keep", f"-keep-dir={tmp}", "-o", str(tmp / "out.cubin"), str(kernels.kernel_path(fused.FILE))]
+           "-keep", f"-keep-dir={tmp}", "-o", str(tmp / "out.cubin"), str(kernels.kernel_path(fnames.FILE))]
     subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=tmp)
     return (tmp / "out.cubin").read_bytes(), (tmp / "rmsnorm_fused.ptx").read_text()
 
@@ -419,10 +440,10 @@ def test_plain_kernels_compile_only_the_plain_output_loop(tmp_path):
         pytest.skip("nvcc not on PATH")
     with ThreadPoolExecutor(2) as pool:
         (plain_bin, plain_ptx), (x_bin, x_ptx) = pool.map(
-            lambda ext: _nvcc_cubin_and_ptx("sm_90", fused.compile_options("float16", False, ext),
+            lambda ext: _nvcc_cubin_and_ptx("sm_90", fnames.compile_options("float16", False, ext),
                                             tmp_path / ("x" if ext else "plain")), (False, True))
-    plain_names = [n for n in fused.kernel_names() if "_f16_" in n and not fused.describe_kernel(n)["out_ext"]
-                   and fused.describe_kernel(n)["weight_dtype"] is None]
+    plain_names = [n for n in fnames.kernel_names() if "_f16_" in n and not fnames.describe_kernel(n)["out_ext"]
+                   and fnames.describe_kernel(n)["weight_dtype"] is None]
     plain, ext = _cubin_text_bytes(plain_bin), _cubin_text_bytes(x_bin)
     assert sorted(plain) == sorted(plain_names) and sorted(ext) == sorted(n + "_x" for n in plain_names)
 
@@ -437,7 +458,7 @@ def test_plain_kernels_compile_only_the_plain_output_loop(tmp_path):
 
 
 def _cpu_launch_stubs(monkeypatch):
-    """Let fused._launch / fused._plan_for run on CPU torch tensors: a device that says CUDA, an
+    """Let flaunch.launch / flaunch.plan_for run on CPU torch tensors: a device that says CUDA, an
     sm_89 (no wide-row module), 50 MiB of L2, and a get_kernel / launch that record the kernel
     chosen instead of compiling and launching it.  Returns the list of kernel names asked for."""
     asked = []
@@ -445,62 +466,67 @@ def _cpu_launch_stubs(monkeypatch):
     class RK:  # what get_kernel returns: .kernel.ptr is the CUfunction the C++ launcher gets
         def __init__(self, name):
             self.name = name
-            self.kernel = type("F", (), {"ptr": fused.kernel_names().index(name) + 1})
+            self.kernel = type("F", (), {"ptr": fnames.kernel_names().index(name) + 1})
 
     def get_kernel(name, dtype, device=0):
         asked.append(name)
         return RK(name)
 
-    monkeypatch.setattr(fused, "_device_of", lambda o: torch.device("cuda", 0))
+    monkeypatch.setattr(fchecks.Operand, "device", property(lambda o: torch.device("cuda", 0)))
     monkeypatch.setattr(backend, "require_gpu", lambda what: None)
-    monkeypatch.setattr(fused, "_compute_capability", lambda device: (8, 9))
-    monkeypatch.setattr(fused, "l2_bytes", lambda device: 50 << 20)
-    monkeypatch.setattr(fused, "get_kernel", get_kernel)
-    monkeypatch.setattr(fused, "launch", lambda kernel, grid, block, args, fw, device: None)
+    monkeypatch.setattr(flaunch, "_compute_capability", lambda device: (8, 9))
+    monkeypatch.setattr(flaunch, "l2_bytes", lambda device: 50 << 20)
+    monkeypatch.setattr(flaunch, "get_kernel", get_kernel)
+    monkeypatch.setattr(flaunch, "launch_kernel", lambda kernel, grid, block, args, fw, device: None)
     return asked
 
 
-#: (weight_offset, cast) -> whether the call needs the _x kernels.  -0.0 and 1e-50 are 0 as the
-#: kernel's float32 argument: the plain output is the same bits.
-_OUT_CASES = {(0.0, "fp32"): False, (-0.0, "fp32"): False, (1e-50, "fp32"): False, (1.0, "fp32"): True,
-              (-2.5, "fp32"): True, (0.0, "llama"): True, (1.0, "llama"): True}
+#: (weight_offset, cast, whether the call needs the _x kernels).  -0.0 and 1e-50 are 0 as the
+#: kernel's float32 argument: the plain output is the same bits.  (A tuple, not a dict keyed by
+#: (offset, cast): -0.0 == 0.0, so a dict would keep one of the two and never run the other.)
+_OUT_CASES = ((0.0, "fp32", False), (-0.0, "fp32", False), (1e-50, "fp32", False), (1.0, "fp32", True),
+              (-2.5, "fp32", True), (0.0, "llama", True), (1.0, "llama", True))
+
+
+def test_the_out_cases_hold_both_zeros():
+    """-0.0 and 0.0 are separate cases: the sign bit of the offset is what the first one checks."""
+    zeros = [math.copysign(1.0, o) for o, cast, _ in _OUT_CASES if o == 0.0 and cast == "fp32"]
+    assert sorted(zeros) == [-1.0, 1.0]
 
 
 @pytest.mark.parametrize("path", ["launch", "plan"])
 def test_the_host_picks_the_x_kernels_exactly_for_an_offset_or_the_llama_cast(monkeypatch, path):
     """Every op, dtype, variant (warp / block / wide, 16-byte, scalar and misaligned twins) and
-    weight dtype, through fused._launch (CuPy and the launcher's fallback) and through the
-    per-call plan (fused._plan_for: its kernel is what the C++ launcher launches): the _x twin
+    weight dtype, through flaunch.launch (CuPy and the launcher's fallback) and through the
+    per-call plan (flaunch.plan_for: its kernel is what the C++ launcher launches): the _x twin
     of the same launch exactly when weight_offset != 0 or cast == "llama", else the plain one."""
     asked = _cpu_launch_stubs(monkeypatch)
     seen = set()
     for dt in DTYPES:
         vec16 = ops.DTYPES[dt][2]
-        for op in fused.KERNEL_OPS:
+        for op in fnames.KERNEL_OPS:
             for N in (7, 256, 2050, 4096, 20000, 20001):
                 for misaligned in (False, True):
                     for wdt in ((dt,) if dt == "float32" else (dt, "float32")):
                         x = torch.zeros(3 * N + 1, dtype=TORCH_DTYPE[dt])[int(misaligned):][:3 * N].view(3, N)
                         x2 = torch.zeros(3, N, dtype=TORCH_DTYPE[dt]) if op != "rmsnorm" else None
                         w = torch.ones(N, dtype=TORCH_DTYPE[wdt])
-                        for (offset, cast), want_ext in _OUT_CASES.items():
-                            info = fused._validate(x, w, x2 if op == "rmsnorm_gate" else None, 1e-6,
-                                                   residual=x2 if op == "rmsnorm_add" else None,
-                                                   weight_offset=offset, cast=cast)
+                        for offset, cast, want_ext in _OUT_CASES:
+                            info = fchecks.validate(op, x, x2, w, 1e-6, offset, cast)
                             del asked[:]
                             if path == "launch":
-                                fused._launch(info)
+                                flaunch.launch(info)
                                 (name,) = asked
                             else:
-                                plan = fused._plan_for(info)
+                                plan = flaunch.plan_for(info)
                                 (name,) = asked
-                                assert plan.fields[0] == fused.kernel_names().index(name) + 1
-                            d = fused.describe_kernel(name)
+                                assert plan.fields[0] == fnames.kernel_names().index(name) + 1
+                            d = fnames.describe_kernel(name)
                             assert d["out_ext"] == want_ext, (name, offset, cast)
                             aligned = N % vec16 == 0 and not misaligned
-                            plain = fused._choose_config(3, N, dt, op != "rmsnorm", N % vec16 == 0, True, op,
+                            plain = fconfig.config_for(3, N, dt, op != "rmsnorm", N % vec16 == 0, True, op,
                                                          aligned, wdt if wdt != dt else None)
-                            assert name == plain.kernel + (fused.OUT_EXT_SUFFIX if want_ext else ""), (name, plain)
+                            assert name == plain.kernel + (fnames.OUT_EXT_SUFFIX if want_ext else ""), (name, plain)
                             seen.add((d["variant"], d["vec"] > 1, d["aligned"], d["weight_dtype"], d["out_ext"]))
     assert {(v, vec, al, wdt, ext) for v in ("warp", "block", "wide") for vec in (False, True)
             for al in ((True, False) if vec else (True,)) for wdt in (None, "float32")
@@ -508,12 +534,12 @@ def test_the_host_picks_the_x_kernels_exactly_for_an_offset_or_the_llama_cast(mo
 
 
 def test_forced_config_names_the_build_its_call_needs():
-    for (offset, cast), want_ext in _OUT_CASES.items():
+    for offset, cast, want_ext in _OUT_CASES:
         for weight_dtype in (None, "float32"):
             cfg = ops.forced_config(3, 768, "bfloat16", variant="block", block=96, ept=8, vec=8, op="rmsnorm_add",
                                     weight_dtype=weight_dtype, weight_offset=offset, cast=cast)
             want = "rmsnorm_add_block_bf16_v8_e8" + ("_w32" if weight_dtype else "") + ("_x" if want_ext else "")
-            assert cfg.kernel == want and cfg.kernel in fused.kernel_names()
+            assert cfg.kernel == want and cfg.kernel in fnames.kernel_names()
     with pytest.raises(ValueError, match="cast must be one of"):
         ops.forced_config(3, 768, "float16", variant="block", block=96, ept=8, cast="gemma")
     with pytest.raises(ValueError, match="weight_offset must be finite"):
@@ -527,23 +553,23 @@ def test_check_forced_refuses_the_wrong_output_build(monkeypatch):
     plain = ops.forced_config(3, 768, "float16", variant="block", block=96, ept=8, vec=8)
     ext = ops.forced_config(3, 768, "float16", variant="block", block=96, ept=8, vec=8, weight_offset=1.0)
     assert ext.kernel == plain.kernel + "_x"
-    fused._check_forced(plain, 3, 768, "float16", False, True)
-    fused._check_forced(ext, 3, 768, "float16", False, True, out_ext=True)
+    fconfig.check_forced(plain, 3, 768, "float16", False, True)
+    fconfig.check_forced(ext, 3, 768, "float16", False, True, out_ext=True)
     with pytest.raises(ValueError, match=r"needs the extended-output kernel rmsnorm_block_f16_v8_e8_x .*"
                                          r"computes only T\(x \* w \* r\)"):
-        fused._check_forced(plain, 3, 768, "float16", False, True, out_ext=True)
+        fconfig.check_forced(plain, 3, 768, "float16", False, True, out_ext=True)
     with pytest.raises(ValueError, match=r"rmsnorm_block_f16_v8_e8_x is the extended-output build.*"
                                          r"its plain twin rmsnorm_block_f16_v8_e8"):
-        fused._check_forced(ext, 3, 768, "float16", False, True)
+        fconfig.check_forced(ext, 3, 768, "float16", False, True)
     asked = _cpu_launch_stubs(monkeypatch)
     x, w = torch.zeros(3, 768, dtype=torch.float16), torch.ones(768, dtype=torch.float16)
     for kw in ({"weight_offset": 1.0}, {"cast": "llama"}):
         with pytest.raises(ValueError, match="needs the extended-output kernel"):
-            fused._launch(fused._validate(x, w, None, 1e-6, **kw), config=plain)
+            flaunch.launch(fchecks.validate("rmsnorm", x, None, w, 1e-6, **kw), config=plain)
     with pytest.raises(ValueError, match="is the extended-output build"):
-        fused._launch(fused._validate(x, w, None, 1e-6), config=ext)
+        flaunch.launch(fchecks.validate("rmsnorm", x, None, w, 1e-6), config=ext)
     assert asked == []
-    fused._launch(fused._validate(x, w, None, 1e-6, cast="llama"), config=ext)
+    flaunch.launch(fchecks.validate("rmsnorm", x, None, w, 1e-6, cast="llama"), config=ext)
     assert asked == [ext.kernel]
 
 
@@ -624,7 +650,7 @@ def test_backward_formula_vs_float64_autograd(rng, gate, shape):
     w = torch.from_numpy(rng.standard_normal(N).astype(np.float32))
     g = torch.from_numpy(rng.standard_normal(shape).astype(np.float32) * 3) if gate else None
     G = torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
-    dx, dw, dg = fused._torch_backward(G, x, w, g, 1e-6, (True, True, True))
+    dx, dw, dg = fgrad.torch_backward(G, x, w, g, 1e-6, (True, True, True))
     ref = ops.reference_grads(x, w, G, gate=g, eps=1e-6)
     atol, rtol = tolerance("float32", grad=True)
     check.assert_close("dx", dx, ref["x"], atol=atol, rtol=rtol)
@@ -663,22 +689,22 @@ def test_nvrtc_and_ptxas_build_with_the_launchers_options(monkeypatch):
                         lambda name, arch, options=(), traced=False: nvcc.add((name, arch, tuple(options))) or [])
     monkeypatch.setattr(kernels, "function",
                         lambda name, kernel, options=(), *a, **k: nvrtc.add((name, kernel, tuple(options))))
-    fused._ptxas_rows.cache_clear()  # memoised per arch: drop any real report, and the stand-in's after
+    fop._ptxas_rows.cache_clear()  # memoised per arch: drop any real report, and the stand-in's after
     try:
-        assert fused.kernel_report("ptxas", arches=["sm_90"]) == []
+        assert fop.kernel_report("ptxas", arches=["sm_90"]) == []
     finally:
-        fused._ptxas_rows.cache_clear()
-    for name in fused.kernel_names():
-        fused.get_kernel(name, fused.describe_kernel(name)["dtype"])
-    want = {(dt, w32, ext): (f"-DRMSNORM_DTYPES={ops.DTYPES[dt][3]}",) + fused.LAUNCH_DEFINES
+        fop._ptxas_rows.cache_clear()
+    for name in fnames.kernel_names():
+        flaunch.get_kernel(name, fnames.describe_kernel(name)["dtype"])
+    want = {(dt, w32, ext): (f"-DRMSNORM_DTYPES={ops.DTYPES[dt][3]}",) + fnames.LAUNCH_DEFINES
             + (("-DRMSNORM_WEIGHT_F32=1",) if w32 else ()) + (("-DRMSNORM_OUT_EXT=1",) if ext else ())
             for dt in DTYPES for w32 in ((False,) if dt == "float32" else (False, True)) for ext in (False, True)}
-    assert {fused.compile_options(*k) for k in want} == set(want.values())
+    assert {fnames.compile_options(*k) for k in want} == set(want.values())
     assert sorted(ops.DTYPES[dt][3] for dt in DTYPES) == [1, 2, 4]
-    assert nvcc == {(fused.FILE, "sm_90", o) for o in want.values()}
+    assert nvcc == {(fnames.FILE, "sm_90", o) for o in want.values()}
     module = lambda d: (d["dtype"], d["weight_dtype"] is not None, d["out_ext"])  # noqa: E731
-    assert nvrtc == {(fused.FILE, n, want[module(fused.describe_kernel(n))]) for n in fused.kernel_names()}
-    assert fused.compile_options(torch.float16) == fused.compile_options("half") == want["float16", False, False]
+    assert nvrtc == {(fnames.FILE, n, want[module(fnames.describe_kernel(n))]) for n in fnames.kernel_names()}
+    assert fnames.compile_options(torch.float16) == fnames.compile_options("half") == want["float16", False, False]
 
 
 #: The public names of gpu_viz.ops: the notebooks, the benchmarks and callers use them.
@@ -701,7 +727,7 @@ def test_ops_keeps_its_public_names():
     assert not missing, missing
     assert set(OPS_PUBLIC_NAMES) <= set(ops.__all__) and all(hasattr(ops, n) for n in ops.__all__)
     for n in OPS_PUBLIC_NAMES:
-        home = next(m for m in (fused, dtypes, tolerances, ops) if hasattr(m, n))
+        home = next(m for m in (fnames, fconfig, flaunch, fop, dtypes, tolerances, ops) if hasattr(m, n))
         assert getattr(ops, n) is getattr(home, n), n
     assert ops.TOLERANCES is tolerances.TOLERANCES and ops.GRAD_TOLERANCES is tolerances.GRAD_TOLERANCES
 
@@ -863,7 +889,7 @@ def test_one_float64_rmsnorm_reference_in_the_package():
 def test_one_tolerance_table_in_the_package():
     tables = [(rel, name) for rel, tree in _package_trees() for name, _ in _dtype_tables(tree)]
     # the one other table is a whole decoder layer's (matmuls, attention, three norms), not RMSNorm's
-    tables = [t for t in tables if t != ("measure/decoder.py", "LAYER_TOLERANCES")]
+    tables = [t for t in tables if t != ("claims/decoder.py", "LAYER_TOLERANCES")]
     assert sorted(tables) == [("rmsnorm/tolerances.py", "GRAD_TOLERANCES"), ("rmsnorm/tolerances.py", "TOLERANCES")]
     named = [(rel, t.id) for rel, tree in _package_trees() for node in ast.walk(tree)
              if isinstance(node, (ast.Assign, ast.AnnAssign))
@@ -936,9 +962,9 @@ def _check(got, ref, dtype, name):
 
 def _run_poisoned(x, w, g, eps=1e-6, config=None):
     """The launcher with a NaN-poisoned output: an element the kernel never writes stays NaN."""
-    info = fused._validate(x, w, g, eps)
-    out = torch.full((info["M"], info["N"]), float("nan"), device=x.device, dtype=x.dtype)
-    return fused._launch(info, out=out, config=config)
+    call = fchecks.validate("rmsnorm_gate" if g is not None else "rmsnorm", x, g, w, eps)
+    out = torch.full((call.M, call.N), float("nan"), device=x.device, dtype=x.dtype)
+    return flaunch.launch(call, out=out, config=config)
 
 
 def _forward_case(rng, M, N, dtype, gate, layout, eps=1e-6):
@@ -1028,11 +1054,11 @@ def test_both_cache_policy_paths(rng, monkeypatch, l2, dtype):
     The other tests' problems are small, so they fit: force each side here, every variant the
     chooser reaches (warp, block EPT 8/16/32, wide; 16-byte and scalar), both ops, vs float64."""
     asked = []
-    monkeypatch.setattr(fused, "l2_bytes", lambda device: asked.append(device) or l2)
+    monkeypatch.setattr(flaunch, "l2_bytes", lambda device: asked.append(device) or l2)
     for M, N in [(6, 768), (5, 4096), (3, 8192), (4, 16384), (3, 8200), (9, 7), (5, 256), (2, 65536)]:
         for gate in (False, True):
             _forward_case(rng, M, N, dtype, gate, "contiguous")
-    assert asked, "fused._launch did not consult the L2 size"
+    assert asked, "flaunch.launch did not consult the L2 size"
 
 
 @gpu

@@ -15,7 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpu_viz import check, ops  # noqa: E402
-from gpu_viz.rmsnorm import fused, reference  # noqa: E402
+from gpu_viz.rmsnorm.fused import checks as fchecks, config as fconfig, launch as flaunch
+from gpu_viz.rmsnorm import reference  # noqa: E402
 from gpu_viz.rmsnorm.dtypes import torch_dtype  # noqa: E402
 from gpu_viz.rmsnorm.tolerances import tolerance  # noqa: E402
 
@@ -40,7 +41,7 @@ def test_sum_order_never_depends_on_M(dtype, op):
             for M in (1, 3, 64, 1000, 4096, 10 ** 6):
                 for fits in (False, True):
                     for aligned in (True, False):
-                        cfg = fused._choose_config(M, N, dtype, two, vectorized, fits, op, aligned)
+                        cfg = fconfig.config_for(M, N, dtype, two, vectorized, fits, op, aligned)
                         orders.add(ops.reduction_order(cfg))
         assert len(orders) == 1, (N, orders)
 
@@ -86,8 +87,8 @@ def test_both_launch_shapes_add_in_one_order(rng, N):
     """The chooser's two shapes for 8-16 KB fp16 rows (one vector per thread when the problem
     fits L2, several otherwise) give bit-identical sums in the float32 emulation; a block of a
     count of warps that is not a power of two (what the chooser avoids) would not."""
-    a = fused._choose_config(64, N, "float16", False, True, True)
-    b = fused._choose_config(10 ** 5, N, "float16", False, True, False)
+    a = fconfig.config_for(64, N, "float16", False, True, True)
+    b = fconfig.config_for(10 ** 5, N, "float16", False, True, False)
     assert (a.ept, b.ept) == (8, 16) and a.kernel != b.kernel
     x = rng.standard_normal((256, N)).astype(np.float16).astype(np.float32)
     sq = (x * x).astype(np.float32)
@@ -263,7 +264,7 @@ def test_plain_kernels_give_the_x_builds_bits_on_plain_calls(rng, monkeypatch, o
     the uniform branch and, launched with the same plain arguments, take its plain side: the
     same bits at every variant (warp, block, this file's wide; 16-byte, scalar, misaligned), dtype and
     weight dtype, a -0 weight staying -0 in both."""
-    monkeypatch.setattr(fused, "uses_wide", lambda *a, **k: False)  # wide rows: this file's kernel
+    monkeypatch.setattr(flaunch, "uses_wide", lambda *a, **k: False)  # wide rows: this file's kernel
     for dtype in ("float16", "bfloat16", "float32"):
         for wdt in ((dtype,) if dtype == "float32" else (dtype, "float32")):
             for N in (7, 256, 1000, 4096, 8200, 20000, 20001):
@@ -273,12 +274,11 @@ def test_plain_kernels_give_the_x_builds_bits_on_plain_calls(rng, monkeypatch, o
                 w[0] = -0.0
                 buf = torch.empty(5 * N + 1, device="cuda", dtype=x.dtype)
                 for xv in (x, buf[1:].view(5, N).copy_(x)):
-                    info = fused._validate(xv, w, x2 if op == "rmsnorm_gate" else None, 1e-6,
-                                           residual=x2 if op == "rmsnorm_add" else None)
-                    plain = fused._launch(info)
+                    info = fchecks.validate(op, xv, x2, w, 1e-6)
+                    plain = flaunch.launch(info)
                     with monkeypatch.context() as m:
-                        m.setattr(fused, "_out_ext", lambda offset, llama: True)  # the _x twin, plain arguments
-                        ext = fused._launch(info)
+                        m.setattr(fchecks, "out_ext", lambda offset, llama: True)  # the _x twin, plain arguments
+                        ext = flaunch.launch(info)
                     outs = [r if op == "rmsnorm_add" else (r,) for r in (plain, ext)]  # (y, h) or (y,)
                     for a, b in zip(*outs):
                         assert torch.equal(_bits(a), _bits(b)), (op, dtype, wdt, N, xv.data_ptr() % 16)
@@ -357,14 +357,14 @@ def test_plans_follow_the_layout(rng):
     and the right answer; a CPU tensor after a cached CUDA call still gets the clear error."""
     x = _rand(rng, (64, 4096), "float16")
     w = _rand(rng, (4096,), "float16")
-    fused.clear_plans()  # both caches: a C++ plan of an earlier test's layout would answer first
+    flaunch.clear_plans()  # both caches: a C++ plan of an earlier test's layout would answer first
     y = ops.rmsnorm(x, w)
-    n = len(fused._plans())
+    n = len(flaunch._plans())
     assert n == 1
-    assert torch.equal(ops.rmsnorm(x, w), y) and len(fused._plans()) == n
+    assert torch.equal(ops.rmsnorm(x, w), y) and len(flaunch._plans()) == n
     wide = torch.empty(64, 4104, device="cuda", dtype=x.dtype)
     wide[:, :4096] = x
-    assert torch.equal(ops.rmsnorm(wide[:, :4096], w), y) and len(fused._plans()) == n + 1
+    assert torch.equal(ops.rmsnorm(wide[:, :4096], w), y) and len(flaunch._plans()) == n + 1
     with pytest.raises(ValueError, match="x is on device cpu"):
         ops.rmsnorm(x.cpu(), w)
     with pytest.raises(TypeError, match="weight has dtype"):
@@ -377,8 +377,8 @@ def test_launchers_agree(rng, monkeypatch):
     x = _rand(rng, (300, 4096), "bfloat16")
     w = _rand(rng, (4096,), "float32")
     out = {}
-    for launcher in fused.LAUNCHERS:
-        monkeypatch.setattr(fused, "LAUNCHER", launcher)
+    for launcher in flaunch.LAUNCHERS:
+        monkeypatch.setattr(flaunch, "LAUNCHER", launcher)
         out[launcher] = ops.rmsnorm(x, w)
     torch.cuda.synchronize()
     assert torch.equal(out["driver"], out["cupy"])

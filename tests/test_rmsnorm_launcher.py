@@ -22,7 +22,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpu_viz import ops  # noqa: E402
-from gpu_viz.rmsnorm import fused, launcher  # noqa: E402
+from gpu_viz.rmsnorm.fused import checks as fchecks, config as fconfig, autograd as fgrad, launch as flaunch
+from gpu_viz.rmsnorm import launcher  # noqa: E402
 from test_rmsnorm_invariance import same_on_a_side_stream_and_in_a_graph  # noqa: E402
 
 gpu = pytest.mark.gpu
@@ -60,7 +61,7 @@ def built(tmp_path_factory):
 @pytest.fixture
 def ext(built):
     so, stub = built
-    mod = launcher.load(so, fused._ext_backward, driver=str(stub), allow_cpu=True, max_plans=8)
+    mod = launcher.load(so, fgrad.ext_backward, driver=str(stub), allow_cpu=True, max_plans=8)
     lib = ctypes.CDLL(str(stub))  # the same handle the launcher opened: its globals
     rec = StubRecord.in_dll(lib, "stub_record")
     ctypes.memset(ctypes.addressof(rec), 0, ctypes.sizeof(rec))
@@ -103,7 +104,7 @@ def test_a_layout_without_a_plan_is_a_miss_and_an_inserted_plan_launches(ext, rn
 
 
 def test_the_key_follows_every_part_of_the_layout(ext, rng):
-    """Each change that fused._fast's key holds is a miss: stride, alignment, dtype, shape, eps,
+    """Each change that flaunch.fast's key holds is a miss: stride, alignment, dtype, shape, eps,
     weight_offset, cast, op, a Parameter instead of a Tensor; a tensor subclass is never keyed."""
     buf = torch.from_numpy(rng.standard_normal((4, 72)).astype(np.float32))
     x = buf[:, :64].contiguous()
@@ -263,20 +264,20 @@ def test_a_backward_answer_that_is_not_three_tensors_or_none_is_a_type_error(bui
         with pytest.raises(ValueError, match="from the Python backward"):  # its own type, through the engine
             mod.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, True).sum().backward()
     finally:
-        launcher.load(so, fused._ext_backward, driver=str(stub), allow_cpu=True).clear()
+        launcher.load(so, fgrad.ext_backward, driver=str(stub), allow_cpu=True).clear()
 
 
 def test_cpu_tensors_are_a_miss_for_the_cuda_launcher_on_any_torch(built):
     """Without allow_cpu (the real launcher) a CPU call is a MISS, so Python raises its own
     ValueError -- also on a CPU-only torch, where asking for the current CUDA device throws."""
     so, stub = built
-    mod = launcher.load(so, fused._ext_backward, driver=str(stub), allow_cpu=False)
+    mod = launcher.load(so, fgrad.ext_backward, driver=str(stub), allow_cpu=False)
     try:
         x, w = torch.ones(4, 64), torch.ones(64)
         assert mod.call(RMSNORM, x, None, w, 1e-6, 0.0, FP32, False) == 0
         assert not mod.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
     finally:
-        launcher.load(so, fused._ext_backward, driver=str(stub), allow_cpu=True)
+        launcher.load(so, fgrad.ext_backward, driver=str(stub), allow_cpu=True)
 
 
 @pytest.mark.parametrize("op", [RMSNORM, GATE, ADD])
@@ -296,7 +297,7 @@ def test_the_autograd_node_gives_the_python_composite_s_gradients(ext, rng, op):
     loss.backward()
     name = ("rmsnorm", "rmsnorm_gate", "rmsnorm_add")[op]
     hh = (x + x2).detach() if op == ADD else None
-    want = fused._backward(name, (gy, gh if op == ADD else None), x.detach(), None if x2 is None else x2.detach(),
+    want = fgrad.backward(name, (gy, gh if op == ADD else None), x.detach(), None if x2 is None else x2.detach(),
                            w.detach(), hh, 1e-6, 0.25, (True, x2 is not None, True))
     got = (x.grad, None if x2 is None else x2.grad, w.grad)
     for g, wnt, what in zip(got, want, ("x", "x2", "weight")):
@@ -321,37 +322,38 @@ def test_only_what_requires_grad_gets_a_grad_and_no_grad_modes_make_no_node(ext,
 
 
 def test_the_public_op_takes_the_launcher_only_when_it_is_the_chosen_one(ext, rng, monkeypatch):
-    """fused._call goes to the C++ launcher first when LAUNCHER is "cpp" (CPU tensors here only
+    """fop._call goes to the C++ launcher first when LAUNCHER is "cpp" (CPU tensors here only
     because the stub allows them); with "driver" it never does (and the CPU tensor is refused)."""
     x = torch.from_numpy(rng.standard_normal((4, 64)).astype(np.float32))
     w = torch.ones(64)
     ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
-    monkeypatch.setattr(fused, "_EXT", [ext])
-    monkeypatch.setattr(fused, "LAUNCHER", "cpp")
+    monkeypatch.setitem(launcher.STATE, "module", ext)
+    monkeypatch.setattr(flaunch, "LAUNCHER", "cpp")
     y = ops.rmsnorm(x, w, 1e-6)
     assert ext.rec.calls == 1 and ext.rec.ptr[0] == y.data_ptr()
-    monkeypatch.setattr(fused, "LAUNCHER", "driver")
+    monkeypatch.setattr(flaunch, "LAUNCHER", "driver")
     with pytest.raises(ValueError, match="x is on device cpu"):
         ops.rmsnorm(x, w, 1e-6)
     assert ext.rec.calls == 1
-    monkeypatch.setattr(fused, "LAUNCHER", "cpp")
+    monkeypatch.setattr(flaunch, "LAUNCHER", "cpp")
     with pytest.raises(TypeError):  # a bool eps is not a number here: Python checks (and refuses) it
         ops.rmsnorm(x, w, True)
 
 
 def test_a_python_plan_s_fields_are_the_arguments_its_ctypes_launch_packs(ext, monkeypatch):
-    """fused._Plan.fields, read by the C++ insert(), launch with the same scalars as the plan's
+    """flaunch.Plan.fields, read by the C++ insert(), launch with the same scalars as the plan's
     own ctypes argument block (so both launchers run a kernel with the same arguments)."""
     class RK:
         class kernel:
             ptr = 1
 
-    monkeypatch.setattr(fused, "get_kernel", lambda *a, **k: RK)
+    monkeypatch.setattr(flaunch, "get_kernel", lambda *a, **k: RK)
     x = torch.ones(6, 64)
-    info = {"op": "rmsnorm", "M": 6, "N": 64, "dtype": "float32", "eps": 1e-5, "offset": 1.0,
-            "x": fused._Operand("x", "torch", x, "float32", tuple(x.shape), tuple(x.stride()))}
-    cfg = fused._choose_config(6, 64, "float32", False, True, False, "rmsnorm", True, None)
-    plan = fused._Plan(info, cfg, 3, 64, 0, 0)
+    w = torch.ones(64)
+    operand = lambda name, a: fchecks.Operand(name, "torch", a, "float32", tuple(a.shape), tuple(a.stride()))  # noqa: E731
+    call = fchecks.Call("rmsnorm", operand("x", x), operand("weight", w), None, 6, 64, 1e-5, 1.0, "fp32")
+    cfg = fconfig.config_for(6, 64, "float32", False, True, False, "rmsnorm", True, None)
+    plan = flaunch.Plan(call, cfg, 3, 64, 0, 0)
     w = torch.ones(64)
     ext.insert(RMSNORM, x, None, w, 1e-5, 1.0, FP32, plan.fields)
     ext.call(RMSNORM, x, None, w, 1e-5, 1.0, FP32, False)
@@ -405,7 +407,8 @@ def test_a_background_build_finishes_after_its_process_exits(monkeypatch, tmp_pa
     monkeypatch.setenv(launcher.CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setenv("CXX", str(_fake_compiler(tmp_path, 3)))
     monkeypatch.setenv(launcher.ENV, "cpp")
-    code = ("from gpu_viz.rmsnorm import fused, launcher; launcher.poll(fused._ext_backward); "
+    code = ("from gpu_viz.rmsnorm import launcher; from gpu_viz.rmsnorm.fused import autograd; "
+            "launcher.poll(autograd.ext_backward); "
             "import time; time.sleep(0.5); print(launcher.status())")
     root = str(Path(launcher.__file__).resolve().parents[2])
     r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
@@ -431,8 +434,8 @@ def test_turned_off_it_is_never_built(monkeypatch):
     monkeypatch.setenv(launcher.ENV, "python")
     try:
         assert not launcher.enabled()
-        assert launcher.poll(fused._ext_backward) is None
-        assert launcher._STATE["thread"] is None
+        assert launcher.poll(fgrad.ext_backward) is None
+        assert launcher.STATE["thread"] is None
         assert launcher.status().startswith("unavailable: turned off")
     finally:
         launcher._reset_for_tests()
@@ -440,7 +443,7 @@ def test_turned_off_it_is_never_built(monkeypatch):
     assert launcher.enabled() and launcher.status().startswith("not built yet")
     monkeypatch.setenv(launcher.ENV, "bogus")  # a value it does not take is named, and means off
     try:
-        assert not launcher.enabled() and launcher.poll(fused._ext_backward) is None
+        assert not launcher.enabled() and launcher.poll(fgrad.ext_backward) is None
         assert launcher.status() == "unavailable: turned off: GPU_VIZ_LAUNCHER must be one of cpp, python, got 'bogus'"
     finally:
         launcher._reset_for_tests()
@@ -463,7 +466,7 @@ def test_the_build_command_says_what_it_did_without_a_gpu(built, monkeypatch, ca
 def test_a_driver_that_cannot_be_opened_is_named(built, tmp_path):
     so, _ = built
     with pytest.raises(launcher.LauncherUnavailable, match="cannot open .*no-libcuda"):
-        launcher.load(so, fused._ext_backward, driver=str(tmp_path / "no-libcuda.so"))
+        launcher.load(so, fgrad.ext_backward, driver=str(tmp_path / "no-libcuda.so"))
 
 
 def test_the_module_name_follows_the_source_and_torch(monkeypatch):
@@ -477,10 +480,10 @@ def test_the_module_name_follows_the_source_and_torch(monkeypatch):
 
 @pytest.fixture(scope="module")
 def cuda_launcher():
-    status = fused.ensure_launcher()
-    if fused._EXT[0] is None:
+    status = flaunch.ensure_launcher()
+    if launcher.STATE["module"] is None:
         pytest.fail(f"the C++ launcher is not available on this GPU machine: {status}")
-    return fused._EXT[0]
+    return launcher.STATE["module"]
 
 
 def _rand(rng, shape, dtype):
@@ -507,9 +510,9 @@ def test_cpp_and_python_launchers_agree_bit_for_bit(cuda_launcher, rng, monkeypa
     cases.append((flat[1:].view(9, 2048), _rand(rng, (9, 2048), dtype), _rand(rng, (2048,), dtype), {}))
     for x, x2, w, kw in cases:
         args = (x, w) if op == "rmsnorm" else (x, x2, w)
-        monkeypatch.setattr(fused, "LAUNCHER", "driver")
+        monkeypatch.setattr(flaunch, "LAUNCHER", "driver")
         want = f(*args, **kw)
-        monkeypatch.setattr(fused, "LAUNCHER", "cpp")
+        monkeypatch.setattr(flaunch, "LAUNCHER", "cpp")
         n = cuda_launcher.size()
         f(*args, **kw)  # a miss at most: Python registers the plan
         got = f(*args, **kw)
@@ -539,7 +542,7 @@ def test_cpp_launcher_streams_graphs_threads_and_grads(cuda_launcher, rng):
     assert "gpu_viz::FusedRMSNorm" in yc.grad_fn.name()
     gy = torch.randn_like(yc)
     yc.backward(gy)
-    want = fused._torch_backward(gy, x, w, None, 1e-6, (True, True))
+    want = fgrad.torch_backward(gy, x, w, None, 1e-6, (True, True))
     assert torch.equal(xg.grad, want[0]) and torch.equal(wg.grad, want[1])
     with pytest.raises(ValueError, match="x is on device cpu"):  # a cached layout's CPU twin
         ops.rmsnorm(x.cpu(), w)
@@ -566,7 +569,7 @@ def test_the_doctor_says_whether_calls_take_the_launcher(monkeypatch, tmp_path):
     monkeypatch.setenv("CXX", str(tmp_path / "none"))
     assert launcher.describe().startswith("unavailable: no C++ compiler") and "Python launcher" in launcher.describe()
     monkeypatch.setenv(launcher.ENV, "python")
-    assert launcher.describe().startswith("turned off") and launcher._STATE["thread"] is None
+    assert launcher.describe().startswith("turned off") and launcher.STATE["thread"] is None
 
 
 def test_negated_views_and_freed_storage_never_reach_a_kernel(ext):
@@ -577,13 +580,13 @@ def test_negated_views_and_freed_storage_never_reach_a_kernel(ext):
     ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
     neg = torch._neg_view(x)
     assert neg.is_neg() and ext.call(RMSNORM, neg, None, w, 1e-6, 0.0, FP32, False) == 0
-    assert fused._operand("x", neg).array.is_neg() is False
-    torch.testing.assert_close(fused._operand("x", neg).array, -x)
+    assert fchecks.operand("x", neg).array.is_neg() is False
+    torch.testing.assert_close(fchecks.operand("x", neg).array, -x)
     freed = torch.ones(4, 64)
     freed.untyped_storage().resize_(0)
     assert ext.call(RMSNORM, freed, None, w, 1e-6, 0.0, FP32, False) == 0
     with pytest.raises(ValueError, match="x has no data"):
-        fused._operand("x", freed)
+        fchecks.operand("x", freed)
 
 
 @gpu
@@ -600,7 +603,7 @@ def test_a_negated_view_gives_the_negated_input_s_result(cuda_launcher, rng):
 def test_clear_plans_clears_both_caches(ext, monkeypatch):
     x, w = torch.ones(4, 64), torch.ones(64)
     ext.insert(RMSNORM, x, None, w, 1e-6, 0.0, FP32, fields())
-    fused._plans()[("a key",)] = False
-    monkeypatch.setattr(fused, "_EXT", [ext])
-    fused.clear_plans()
-    assert ext.size() == 0 and not fused._plans()
+    flaunch._plans()[("a key",)] = False
+    monkeypatch.setitem(launcher.STATE, "module", ext)
+    flaunch.clear_plans()
+    assert ext.size() == 0 and not flaunch._plans()

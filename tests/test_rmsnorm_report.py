@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from gpu_viz.measure import records
-from gpu_viz.rmsnorm import bench as bm, report as R
+from gpu_viz.rmsnorm import bench as bm, plan as bplan, bench_record as brec, targets as tg, report as R
 
 ROOT = Path(__file__).resolve().parent.parent
 NB10 = ROOT / "notebooks" / "10_fused_rmsnorm_gate.ipynb"
@@ -17,7 +17,7 @@ RAW = re.compile(r"\[[-\d., ]*\]|\{'|\(\d+, \d+\)|\bNone\b|\d\.\d{4,}")
 
 @pytest.fixture(scope="module")
 def record():
-    rec = bm.newest_record()
+    rec = brec.newest_record()
     if rec is None:
         pytest.skip("no committed full record")
     return rec
@@ -28,7 +28,7 @@ def _old(record, calls=True):
     (the first row of each key; ``calls=False``: no call timing at all)."""
     first = {}
     for r in record["rows"]:
-        if (r["M"], r["N"]) in bm.RECORD_SHAPES and (calls or r["timing"] != "call"):
+        if (r["M"], r["N"]) in bplan.RECORD_SHAPES and (calls or r["timing"] != "call"):
             first.setdefault((r["op"], r["impl"], r["M"], r["N"], r["dtype"], r["timing"]), r)
     old = {k: v for k, v in record.items() if k != "batch_invariant"}
     old["rows"] = [r for r in first.values() if not r["impl"].endswith(("_grad", "_cupy", "_unplanned"))]
@@ -37,13 +37,13 @@ def _old(record, calls=True):
 
 def test_wide_share_on_the_record(record):
     table, said = R.wide_share(record["rows"], record["copy_GBps"], records.label(record), record["skipped"])
-    assert len(table.body) == 2 * len(bm.WIDE_SHAPES)
+    assert len(table.body) == 2 * len(bplan.WIDE_SHAPES)
     assert table.header[:2] == ["op", "M x N"] and "ours fp16" in table.header and "F.rms_norm" in table.header
     assert records.label(record) in table.caption
     text = table.plain() + "\n".join(said)
     assert not RAW.search(text), RAW.search(text)
     # every baseline the record has at a wide shape is a column; one it refused is said in words
-    if any(s["impl"] == "liger" and s["N"] > bm.LIGER_MAX_N for s in record["skipped"]):
+    if any(s["impl"] == "liger" and s["N"] > bplan.LIGER_MAX_N for s in record["skipped"]):
         assert any(s.startswith("Liger refused") and "Triton" in s for s in said), said
 
 
@@ -113,7 +113,7 @@ def test_wide_share_never_rounds_a_miss_up_to_the_target():
 def test_per_call_rows_keep_one_row_per_key_the_first(record):
     rows = R.per_call_rows(record["rows"])
     assert {(r["impl"], r["M"]) for r in rows} == {(i, M) for i in ("native", "fused", "native_grad", "fused_grad")
-                                                  for M, _ in bm.CALL_SHAPES}
+                                                  for M, _ in bplan.CALL_SHAPES}
     first = [r for r in record["rows"] if r["timing"] == "call" and r["op"] == "rmsnorm" and r["impl"] == "native"
              and (r["M"], r["N"], r["dtype"]) == (128, 4096, "float16")][0]
     assert next(r for r in rows if r["impl"] == "native" and r["M"] == 128) is first
@@ -190,7 +190,7 @@ def test_the_launcher_line_says_how_ours_was_launched():
 # -- display names and layout of a rendered table / chart (notebook 10's slides) ---------------------
 
 def test_rendered_tables_use_display_names_and_keep_the_cli_names(record):
-    rows = [r for r in record["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES and r["op"] == "rmsnorm"
+    rows = [r for r in record["rows"] if (r["M"], r["N"]) in bplan.SEED_SHAPES and r["op"] == "rmsnorm"
             and r["dtype"] == "float16"]
     t = R.table(rows, provenance=records.label(record))
     import html as _html
@@ -209,7 +209,7 @@ def test_rendered_tables_never_wrap_a_value_from_its_ratio_nor_a_word_at_its_hyp
     date ("2026-" / "12-02") and a test id ("float16-" / "1024-768").  In the HTML a number and the
     short bracket after it share a no-break space, and a hyphen inside a word, date or id is
     followed by a word joiner, in every header, cell and caption; markdown and plain keep the text."""
-    rows = [r for r in record["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES and r["op"] == "rmsnorm"
+    rows = [r for r in record["rows"] if (r["M"], r["N"]) in bplan.SEED_SHAPES and r["op"] == "rmsnorm"
             and r["dtype"] == "float16"]
     label = records.label(record)
     for t in (R.table(rows, provenance=label), R.seed_comparison(record["rows"], label),
@@ -244,7 +244,7 @@ def test_number_columns_align_right_and_word_columns_left():
 
 
 def test_bar_chart_legend_and_title_in_display_words(record):
-    rows = [r for r in record["rows"] if (r["M"], r["N"]) in bm.SEED_SHAPES and r["op"] == "rmsnorm_gate"]
+    rows = [r for r in record["rows"] if (r["M"], r["N"]) in bplan.SEED_SHAPES and r["op"] == "rmsnorm_gate"]
     fig = R.bar_chart(rows, provenance=records.label(record), timing="call", op="rmsnorm_gate", dtype="float16")
     ax = fig.axes[0]
     labels = [" ".join(t.get_text().split()) for t in ax.get_legend().get_texts()]
@@ -259,7 +259,7 @@ def test_bar_chart_shape_labels_never_split_a_shape(record):
     """Bug class: the tick labels drew a shape over two lines as "16384 x" / "4096" (08 speed-up,
     10's bandwidth and per-op charts).  A shape is one token, "16384×4096", on every chart; the
     op above it and the dtype below it when they vary."""
-    for op, shapes in (("rmsnorm_gate", bm.SEED_SHAPES), (None, bm.BANDWIDTH_SHAPES)):
+    for op, shapes in (("rmsnorm_gate", bplan.SEED_SHAPES), (None, tg.BANDWIDTH_SHAPES)):
         rows = [r for r in record["rows"] if (r["M"], r["N"]) in shapes]
         fig = R.bar_chart(rows, provenance=records.label(record), timing="kernel", op=op, dtype="float16")
         ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
@@ -325,7 +325,7 @@ def test_per_call_summary_says_when_the_host_was_noisy():
 def test_call_timing_caveat_marks_records_timed_before_idle_start_windows():
     """Records made before each per-call window started on an idle GPU carry a caution beside
     their per-call numbers (notebook 10 prints it); newer records, records without per-call rows
-    and no record carry none.  The committed record of 2026-12-03.2 is one of the older kind."""
+    and no record carry none.  The committed record nvidia-h200-2026-12-03.2-fused.json is one of the older kind."""
     from gpu_viz.rmsnorm import bench as bm, report
 
     call = {"op": "rmsnorm", "M": 1024, "N": 4096, "dtype": "float16", "impl": "native", "timing": "call",

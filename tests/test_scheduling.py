@@ -82,6 +82,7 @@ def test_frames_render():
     assert fig.axes
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(kernels.find_tool("nvcc") is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("arch", kernels.ARCHES)
 def test_registers_never_bind_the_models_occupancy(arch):

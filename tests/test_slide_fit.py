@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest_slides import COURSE_NOTEBOOKS, built_slides  # noqa: F401
+from conftest_slides import COURSE_NOTEBOOKS
 from slide_fit import problems, slides
 from test_browser import DeckPage, _serve
 
@@ -48,7 +48,7 @@ BROKEN_PAGE = """<html><head><style>
   </svg>
   <img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==" style="width: 40px; height: 40px">
   <input type="range">
-  <pre style="width: 150px; white-space: pre-wrap; font: 20px monospace">on 2026-12-02</pre>
+  <pre style="width: 150px; white-space: pre-wrap; font: 20px monospace">at 2026-12-02</pre>
   <table style="width: 420px; font: 20px monospace"><caption style="text-align: left">recorded on a GPU, a day (not live)</caption><tr><td>1</td></tr></table>
   <svg width="600" height="120"><g><text x="10" y="40" font-size="24">Data: recorded on a GPU, a day (not</text>
     <text x="10" y="80" font-size="24">live)</text></g></svg>

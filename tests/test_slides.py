@@ -6,14 +6,14 @@ The browser checks of the same decks are in tests/test_browser.py; the builds ar
 import json
 import re
 import shutil
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from conftest_slides import COURSE_NOTEBOOKS, DATA, built_slides, selftest_slides  # noqa: F401
+from conftest_slides import COURSE_NOTEBOOKS, DATA
 from gpu_viz import backend, cli, slides
+from gpu_viz import deck_vendor, slides_cli
 
 VIEW = slides.WIDGET_VIEW_MIME
 STATE = slides.WIDGET_STATE_MIME
@@ -116,13 +116,13 @@ def test_vendor_from_incomplete_folder_names_what_is_missing(tmp_path):
     (tmp_path / "src" / "requirejs").mkdir(parents=True)
     (tmp_path / "src" / "requirejs" / "require.js").write_text("//")
     with pytest.raises(slides.SlidesError, match=r"--vendor-from .*missing.*reveal\.js/dist/reveal\.js"):
-        slides.vendor(tmp_path / "vendor", vendor_from=tmp_path / "src")
+        deck_vendor.vendor(tmp_path / "vendor", vendor_from=tmp_path / "src")
 
 
 def test_vendor_without_npm_or_node_modules_says_what_to_do(tmp_path, monkeypatch):
-    monkeypatch.setattr(slides.shutil, "which", lambda name: None)
+    monkeypatch.setattr(deck_vendor.shutil, "which", lambda name: None)
     with pytest.raises(slides.SlidesError, match="npm is not installed.*--vendor-from"):
-        slides.vendor(tmp_path / "vendor", slides_dir=tmp_path)
+        deck_vendor.vendor(tmp_path / "vendor", slides_dir=tmp_path)
 
 
 def test_cli_with_no_notebooks_exits_2(tmp_path, capsys):
@@ -141,7 +141,7 @@ def test_check_offline_rejects_remote_scripts_but_not_links():
 def test_package_json_pins_exact_versions_and_lockfile_matches():
     pkg = json.loads((slides.SLIDES_DIR / "package.json").read_text())
     lock = json.loads((slides.SLIDES_DIR / "package-lock.json").read_text())
-    assert set(pkg["dependencies"]) == set(slides.VENDOR_FILES)
+    assert set(pkg["dependencies"]) == set(deck_vendor.VENDOR_FILES)
     for name, version in pkg["dependencies"].items():
         assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"{name} must be pinned exactly, got {version!r}"
         assert lock["packages"][f"node_modules/{name}"]["version"] == version
@@ -153,14 +153,14 @@ def test_selftest_deck_builds_offline(selftest_slides):
     assert result.ok, [d.error for d in result.decks]
     deck = result.deck("99_slides_selftest")
     assert deck.html.is_file() and deck.html.name == "99_slides_selftest.slides.html"
-    assert slides.vendor_complete(result.out_dir / "vendor")
+    assert deck_vendor.vendor_complete(result.out_dir / "vendor")
     page = deck.html.read_text()
     # every script and stylesheet is local (vendor/ or inline)
     loads = re.findall(r"""<(?:script|link)[^>]*(?:src|href)\s*=\s*["']([^"']+)""", page)
     assert loads and all(u.startswith("vendor/") for u in loads), loads
     assert "mermaid" not in page.split("<body", 1)[0].lower() or "import mermaid" not in page
     assert "colab-badge" not in page
-    for url in slides.VENDOR_URLS.values():
+    for url in deck_vendor.VENDOR_URLS.values():
         assert (result.out_dir / url.split("?")[0]).exists(), url
 
 
@@ -258,18 +258,18 @@ def test_vendor_reuses_a_carried_build_vendor_without_npm(tmp_path, monkeypatch,
     slides_dir.mkdir()
     shutil.copy(slides.SLIDES_DIR / "package.json", slides_dir / "package.json")
     shutil.copytree(selftest_slides.out_dir / "vendor", slides_dir / "build" / "vendor")
-    monkeypatch.setattr(slides.shutil, "which", lambda name: None)
-    assert slides.vendor(tmp_path / "out" / "vendor", slides_dir=slides_dir) == "copied"
-    assert slides.vendor_complete(tmp_path / "out" / "vendor")
+    monkeypatch.setattr(deck_vendor.shutil, "which", lambda name: None)
+    assert deck_vendor.vendor(tmp_path / "out" / "vendor", slides_dir=slides_dir) == "copied"
+    assert deck_vendor.vendor_complete(tmp_path / "out" / "vendor")
     # a carried vendor/ from other pinned versions is not reused
-    stamp = slides_dir / "build" / "vendor" / slides.VENDOR_STAMP
+    stamp = slides_dir / "build" / "vendor" / deck_vendor.VENDOR_STAMP
     stamp.write_text(json.dumps({"packages": {"reveal.js": "0.0.1"}}))
     with pytest.raises(slides.SlidesError, match="npm is not installed"):
-        slides.vendor(tmp_path / "out2" / "vendor", slides_dir=slides_dir)
+        deck_vendor.vendor(tmp_path / "out2" / "vendor", slides_dir=slides_dir)
 
 
 def test_vendor_stamp_records_the_pinned_versions(selftest_slides):
-    stamp = json.loads((selftest_slides.out_dir / "vendor" / slides.VENDOR_STAMP).read_text())
+    stamp = json.loads((selftest_slides.out_dir / "vendor" / deck_vendor.VENDOR_STAMP).read_text())
     pins = json.loads((slides.SLIDES_DIR / "package.json").read_text())["dependencies"]
     assert stamp["packages"] == pins
 
@@ -277,7 +277,7 @@ def test_vendor_stamp_records_the_pinned_versions(selftest_slides):
 def test_cli_vendor_only(tmp_path, selftest_slides, capsys):
     rc = cli.main(["slides", "--vendor-only", "--out", str(tmp_path), "--vendor-from",
                    str(selftest_slides.out_dir / "vendor")])
-    assert rc == 0 and slides.vendor_complete(tmp_path / "vendor")
+    assert rc == 0 and deck_vendor.vendor_complete(tmp_path / "vendor")
     assert not list(tmp_path.glob("*.html"))
 
 
@@ -323,7 +323,7 @@ def test_cli_os_error_while_building_is_a_clear_error(tmp_path, capsys, monkeypa
     def failing_build(**kwargs):
         raise PermissionError(13, "Permission denied", str(out / "index.html"))
 
-    monkeypatch.setattr(slides, "build", failing_build)
+    monkeypatch.setattr(slides_cli, "build", failing_build)
     assert cli.main(["slides", "--notebooks", str(DATA), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "--out" in err and "Permission denied" in err and "Traceback" not in err

@@ -293,6 +293,7 @@ def test_makefile_installs_one_cuda_release_where_no_nvcc_is_on_path():
 needs_wheel = pytest.mark.skipif(infra.wheel_nvcc() is None, reason="no nvcc from PyPI in this interpreter (make setup used the nvcc on PATH, or PyPI has none for this Python)")
 
 
+@pytest.mark.slow
 @needs_wheel
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_89", "sm_90"])
 def test_the_wheels_nvcc_builds_alone(tmp_path, arch):
@@ -345,6 +346,22 @@ def test_timing_tests_are_marked_and_all_need_the_gpu():
     assert rc == pytest.ExitCode.NO_TESTS_COLLECTED and not stray, stray
 
 
+#: The fast lane (`make test-fast`): its pytest marker expression, read from the Makefile.
+def _fast_marks() -> str:
+    return re.search(r"^FAST_MARKS := (.+)$", (ROOT / "Makefile").read_text(), re.M).group(1).strip()
+
+
+@pytest.mark.slow
+def test_the_fast_lane_builds_for_no_architecture():
+    """A build check that compiles for the architectures (a test id naming sm_NN) is marked slow:
+    the fast lane leaves nvcc's minutes to `make test`."""
+    assert _fast_marks() == "not slow and not browser and not gpu"
+    rc, fast = _collect("-m", _fast_marks())
+    assert rc == 0 and fast
+    per_arch = [t for t in fast if re.search(r"[\[-]sm_\d+[\]-]", t)]
+    assert not per_arch, per_arch
+
+
 def test_gpu_check_runs_the_timing_tests_alone():
     script = (ROOT / "scripts" / "gpu-check").read_text()
     body = lambda name: re.search(rf"^{name}\(\) {{.*?^}}", script, re.M | re.S).group(0)  # noqa: E731
@@ -382,7 +399,7 @@ def test_gpu_check_merges_both_parts_for_the_record(tmp_path):
 def test_gpu_check_records_a_pytest_run_cut_short(tmp_path):
     """A pytest part stopped by its time limit writes no JUnit file: the record must say the run
     did not finish (its exit status, complete: false), not count the other part's tests as a clean
-    run (a 2026-12-03 run's second part timed out and the record read "4 tests, 0 failures")."""
+    run (a run whose second part timed out would read "4 tests, 0 failures")."""
     script = (ROOT / "scripts" / "gpu-check").read_text()
     func = re.search(r"^pytest_gpu\(\) {.*?^}", script, re.M | re.S).group(0)
     slow = tmp_path / "slow-python"
@@ -459,9 +476,9 @@ def test_the_duplicate_check_finds_a_shadowed_test(tmp_path):
 
 def test_gpu_check_scripts_import_the_package_whatever_pythonpath(tmp_path):
     """The scripts gpu-check runs by path (scripts/sanitize/*.py) import gpu_viz from the checkout
-    even when the caller's PYTHONPATH points elsewhere (the device's wheel install sets it: on
-    2026-12-02 every sanitizer job died on `import gpu_viz` before its first launch, the package
-    not being installed there): the script puts the checkout first on PYTHONPATH and keeps the
+    even when the caller's PYTHONPATH points elsewhere (the device's wheel install sets it, and
+    without the checkout first every sanitizer job dies on `import gpu_viz` before its first
+    launch, the package not being installed there): the script puts the checkout first on PYTHONPATH and keeps the
     caller's entries after it."""
     script = (ROOT / "scripts" / "gpu-check").read_text()
     head = script[:script.index("phases=(")]

@@ -209,44 +209,64 @@ def test_every_notebook_runs_from_the_wheel_in_cpu_mode(wheel_run, colab_venv):
         assert "CPU MODE" in "\n".join(_text(c) for c in nb.cells), f"{name} did not run in CPU mode"
 
 
+def _notebooks_that_call_records():
+    """The stems of the notebooks whose code calls the records API (or an exercise)."""
+    return {p.stem for p in NOTEBOOKS
+            if _CALLS_RECORDS.search("\n".join(c.source for c in nbformat.read(p, as_version=4).cells
+                                               if c.cell_type == "code"))}
+
+
+def _lookup_problems(name, run, results_dir, by_count):
+    """The lookups of one notebook's run made outside the installed package, or finding nothing
+    where a record is required; and the lookups grouped by the cell (execution count) that made them."""
+    problems, cells = [], {}
+    for e in run["lookups"]:
+        cells.setdefault(e["cell"], []).append(e)
+        if e["dir"] != results_dir:
+            problems.append(f"{name}: looked up {e['pattern']} in {e['dir']}, not the installed package")
+        elif not e["found"] and e["pattern"] not in OPTIONAL_RECORDS:
+            problems.append(f"{name}: cell {by_count.get(e['cell'], ('?',))[0]} found no committed "
+                            f"{e['pattern']} in {e['dir']}")
+    return problems, cells
+
+
+def _unnamed_problems(name, cells, by_count, labels):
+    """The cells that looked a record up and show something of it without naming it."""
+    problems = []
+    for count, entries in sorted(cells.items()):
+        i, cell = by_count[count]
+        text = _text(cell)
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        if not lines or all(_UNANSWERED.match(ln) for ln in lines):
+            continue  # shows nothing of the record
+        want = {labels[f] for e in entries for f in e["found"] if f in labels}
+        if not any(w in text for w in want):
+            problems.append(f"{name} cell {i} looked up {sorted({e['pattern'] for e in entries})} but its "
+                            f"output names none of {sorted(want)}:\n    {text[:300]!r}")
+    return problems
+
+
+def _absent_problems(name, nb):
+    """The cells whose output says a record is missing."""
+    return [f"{name} cell {i} says a record is missing ({m.group(0)!r}): {_text(cell)[:300]!r}"
+            for i, cell in enumerate(nb.cells) for m in [_ABSENT.search(_text(cell))] if m]
+
+
 @heavy
 def test_every_cell_that_looks_up_a_record_names_it(wheel_run):
     labels = _committed_labels()
     assert labels, f"no committed records in {COMMITTED}"
-    must = {p.stem for p in NOTEBOOKS
-            if _CALLS_RECORDS.search("\n".join(c.source for c in nbformat.read(p, as_version=4).cells
-                                               if c.cell_type == "code"))}
+    must = _notebooks_that_call_records()
     assert MUST_LOOK_UP <= must, f"the rule found too few notebooks that call the records API: {sorted(must)}"
     problems, record_cells = [], 0
     for name, run in wheel_run["notebooks"].items():
-        stem = name[:-len(".ipynb")]
         nb = nbformat.read(run["executed"], as_version=4)
         by_count = {c.get("execution_count"): (i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"}
-        cells = {}
-        for e in run["lookups"]:
-            cells.setdefault(e["cell"], []).append(e)
-            if e["dir"] != wheel_run["results_dir"]:
-                problems.append(f"{name}: looked up {e['pattern']} in {e['dir']}, not the installed package")
-            elif not e["found"] and e["pattern"] not in OPTIONAL_RECORDS:
-                problems.append(f"{name}: cell {by_count.get(e['cell'], ('?',))[0]} found no committed "
-                                f"{e['pattern']} in {e['dir']}")
-        if stem in must and not cells:
-            problems.append(f"{name} calls the records API but looked up no record when run")
-        for count, entries in sorted(cells.items()):
-            i, cell = by_count[count]
-            record_cells += 1
-            text = _text(cell)
-            lines = [ln for ln in text.splitlines() if ln.strip()]
-            if not lines or all(_UNANSWERED.match(ln) for ln in lines):
-                continue  # shows nothing of the record
-            want = {labels[f] for e in entries for f in e["found"] if f in labels}
-            if not any(w in text for w in want):
-                problems.append(f"{name} cell {i} looked up {sorted({e['pattern'] for e in entries})} but its "
-                                f"output names none of {sorted(want)}:\n    {text[:300]!r}")
-        for i, cell in enumerate(nb.cells):
-            m = _ABSENT.search(_text(cell))
-            if m:
-                problems.append(f"{name} cell {i} says a record is missing ({m.group(0)!r}): {_text(cell)[:300]!r}")
+        found, cells = _lookup_problems(name, run, wheel_run["results_dir"], by_count)
+        if name[:-len(".ipynb")] in must and not cells:
+            found.append(f"{name} calls the records API but looked up no record when run")
+        record_cells += len(cells)
+        problems += found + _unnamed_problems(name, cells, by_count, labels) + _absent_problems(name, nb)
     if record_cells < 20:
         problems.append(f"only {record_cells} cells looked up a record (the notebooks make ~45): is the lookup "
                         "log written, did every notebook run?")

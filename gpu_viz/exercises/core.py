@@ -179,21 +179,16 @@ def hardware_record() -> Optional[Dict]:
     """The newest committed hardware record (CPU mode's one GPU), or None."""
     from ..measure import records
 
-    return records.newest("*-hardware.json")
+    return records.recorded_hardware()[0]
 
 
 def info() -> device.DeviceInfo:
-    """The GPU an exercise is about: this one on a GPU; in CPU mode the GPU of the newest
-    committed hardware record (so the facts and the recorded numbers describe one GPU), else
-    the deck's L4 spec sheet."""
-    if live():
-        return device.current()
-    rec = hardware_record()
-    if rec and rec.get("device"):
-        from ..measure.memory import recorded_device
+    """The GPU an exercise is about: :func:`gpu_viz.measure.records.lesson_device` (this one on a
+    GPU; in CPU mode the GPU of the newest committed hardware record, so the facts and the
+    recorded numbers describe one GPU; else the deck's L4 spec sheet)."""
+    from ..measure import records
 
-        return recorded_device(rec)
-    return device.spec_sheet(device.DECK_GPU)
+    return records.lesson_device()[0]
 
 
 def source_label() -> str:

@@ -7,14 +7,15 @@ labelled with their GPU and date.
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import Dict
 
 import numpy as np
 
 from .. import backend
-from .core import (MEASURE, PREDICT, AnswerKindError, Verdict, as_number, close, grade_number, hardware_record, info, live,
+from ..claims import inflight
+from ..measure import facts
+from .core import (MEASURE, PREDICT, AnswerKindError, Verdict, as_number, close, grade_number, info, live,
                    no_answer, register, source_label, Exercise)
 
 GiB = 1 << 30
@@ -35,53 +36,10 @@ def _solution(eid: str, expr: str, pre: str = "") -> str:
             f"ex.check({eid!r}, answer).require()")
 
 
-@functools.lru_cache(maxsize=None)
-def _live_copy_GBps(device_id: int) -> float:
-    # measured once per process and device: the facts a learner computes from and the checker
-    # grades against must be the same number
-    from ..measure import timing
-
-    return round(timing.copy_bandwidth(256 * MiB, reps=20)["GBps"], 1)
-
-
-@functools.lru_cache(maxsize=None)
-def _live_dram_latency(device_id: int) -> tuple:
-    from ..measure import memory
-
-    p = memory.dram_latency()
-    return round(p.ns_per_load, 1), round(p.cycles_per_load)
-
-
-def _device_id() -> int:
-    return backend.require_cupy("a live measurement").cuda.runtime.getDevice()
-
-
-def _copy_GBps() -> Dict:
-    """The practical roofline: measured on this GPU (once per process), else the committed hardware record's."""
-    if live():
-        return {"copy_GBps": _live_copy_GBps(_device_id()), "copy_source": backend.live_label()}
-    rec = hardware_record()
-    if rec is None or not rec.get("copy_GBps"):
-        raise RuntimeError("no committed hardware record with copy_GBps in benchmarks/results "
-                           "(make one on a GPU: gpu-viz record hardware --out benchmarks/results)")
-    from ..measure import records
-
-    return {"copy_GBps": float(rec["copy_GBps"]), "copy_source": records.label(rec)}
-
-
-def _dram_latency() -> Dict:
-    """One DRAM load's latency: measured now on a GPU, else the committed hardware record's."""
-    if live():
-        ns, cycles = _live_dram_latency(_device_id())
-        return {"latency_ns": ns, "latency_cycles": cycles, "latency_source": backend.live_label()}
-    rec = hardware_record()
-    lat = (rec or {}).get("dram_latency")
-    if not lat:
-        raise RuntimeError("no committed hardware record with dram_latency in benchmarks/results")
-    from ..measure import records
-
-    return {"latency_ns": float(lat["ns_per_load"]), "latency_cycles": round(lat["cycles_per_load"]),
-            "latency_source": records.label(rec)}
+# the hardware facts (measured once per process on a GPU, else the committed record's) and notebook
+# 08's Little's-law facts live where their data does: gpu_viz.measure.facts, gpu_viz.claims.inflight
+_copy_GBps = facts.copy_GBps
+_dram_latency = facts.dram_latency
 
 
 # == 01: the whole chip ==============================================================================
@@ -496,7 +454,8 @@ def _recorded_probe_lines(threads: int, blocks_2048: bool = False) -> list:
     """CPU mode: what the committed probes record saw at ``threads`` (labelled), else []."""
     if live():
         return []
-    from ..measure import probes, records
+    from ..measure import records
+    from ..claims import probes
 
     rec = probes.recorded()
     if rec is None:
@@ -600,7 +559,7 @@ register(Exercise(
 
 # == 08: RMSNorm ======================================================================================
 
-M08, D08 = 16384, 2048
+M08, D08 = inflight.M, inflight.N
 
 
 def _check_08_bytes(answer):
@@ -630,55 +589,8 @@ register(Exercise(
     ("x counted twice", "fp32 sizes", "output left out")))
 
 
-def _deck_resident_threads(block: int):
-    """Threads of the deck kernel resident per SM at ``block`` (occupancy API on a GPU, the
-    thread and block limits in CPU mode) and where the number came from."""
-    i = info()
-    if live():
-        from .. import occupancy
-        from ..rmsnorm import deck
-
-        fn = deck.get_kernel("guarded", "float16")   # the variant the checker times
-        return occupancy.live_blocks_per_sm(fn, block) * block, "CUDA occupancy API"
-    return min(i.max_threads_per_sm // block, i.max_blocks_per_sm) * block, f"thread limit of {i.name}"
-
-
-def _given_08_inflight(block: int = 1024):
-    i = info()
-    t, src = _deck_resident_threads(block)
-    return {"gpu": i.name, "block": block, "resident_threads_per_sm": t, "resident_source": src,
-            "bytes_per_load": 2, "sm_count": i.sm_count, **_copy_GBps(), **_dram_latency()}
-
-
-def _deck_measured_GBps(block: int):
-    """The deck kernel's bandwidth at [16384, 2048] fp16: timed now on a GPU, else the record's row."""
-    if live():
-        import torch
-
-        from ..measure import timing
-        from ..rmsnorm import deck
-
-        x = torch.randn(M08, D08, device="cuda", dtype=torch.float16)
-        w = torch.randn(D08, device="cuda", dtype=torch.float16)
-        y = deck.four_phase(x, w, block=block, variant="guarded")
-        from ..check import assert_close
-        from ..rmsnorm.reference import rmsnorm as reference
-        from ..rmsnorm.tolerances import tolerance
-
-        atol, rtol = tolerance("float16")
-        assert_close("deck y", y, reference(x, w, 1e-6), atol=atol, rtol=rtol)
-        t = timing.time_calls(lambda i: deck.four_phase(x, w, block=block, variant="guarded", out=y), reps=50)
-        return t.GBps(2 * x.numel() * 2 + D08 * 2), f"measured just now at block {block}"
-    from ..measure import records
-
-    rec = records.newest("*-fused.json")
-    rows = [r for r in (rec or {}).get("rows", []) if r.get("impl") == "deck4phase" and r.get("timing") == "kernel"
-            and r.get("dtype") == "float16"]
-    if not rows:
-        return None, "no recorded deck-kernel row"
-    # the exercise's row length if the record has it (largest M), else its largest shape
-    best = max(rows, key=lambda r: (r["N"] == D08, r["M"] * r["N"]))
-    return float(best["GBps"]), f"{records.label(rec)}, [{best['M']}, {best['N']}] at block 1024"
+_given_08_inflight = inflight.facts_at
+_deck_measured_GBps = inflight.deck_GBps
 
 
 def _check_08_inflight(answer, block: int = 1024):
@@ -730,7 +642,7 @@ def _given_09_lane0():
 def _shuffle_run(lanes, step: int):
     """Lane 0 after shuffle step ``step``: kernels/probes.cu ``shfl_steps`` on a GPU, else the model."""
     if live():
-        from ..measure import probes
+        from ..claims import probes
 
         out = probes.shfl_steps(np.asarray(lanes, np.float32))
         return float(out[step, 0]), backend.live_label() + " (kernels/probes.cu shfl_steps)"
@@ -803,7 +715,7 @@ register(Exercise(
 def _given_08_amdahl() -> Dict:
     """The norms' share of an eager decoder step and the fused norm's own speed-up, from the decoder
     record (fp16 prefill) when one is committed, else the deck's 7.2x and a share stated as an example."""
-    from ..measure import decoder
+    from ..claims import decoder
 
     rec = decoder.recorded()
     rows = [r for r in (rec or {}).get("rows", []) if r.get("dtype") == "float16" and r.get("phase") == "prefill"

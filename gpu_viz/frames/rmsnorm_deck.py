@@ -11,6 +11,7 @@ happen: slots nobody wrote, read as stale values, outlined in vermillion and mar
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -69,155 +70,222 @@ def _vram(d: svg.Svg, y: float, label: str, d_len: int, lo: int, hi: int, fill: 
         d.text(x0 + 8, y + 16, words)
 
 
-def drawing(trace: Trace, step_index: int, warp: int = 0, _cache=None) -> str:
-    """SVG of step ``step_index`` of a four-phase trace, warp ``warp``'s lanes drawn."""
-    st = trace.steps[step_index]
-    s, p = st.data, trace.params
-    phase, kind = s["phase"], s["kind"]
-    d_len, block, nw = p["d"], p["block"], p["n_warps"]
-    x, y_out = trace["x"], trace["y"]
-    lanes_all, smem, w0, scalars = trace["warp_lanes"], trace["smem"], trace["w0_lanes"], trace["scalars"]
-    n0 = min(block, WARP)
-    lanes_here = int(model.lanes_in_warp(np.array([warp]), block)[0])
-    deck_stale = p["variant"] == model.DECK and nw < WARP
-    cache = {} if _cache is None else _cache
-    d = svg.Svg(height=360)
-    d.text(8, 20, f"{PHASE_TITLES[phase]}: {PHASE_CAPTIONS[phase]}", weight="bold")
-    # VRAM: the part of x this step reads, the part of y written so far
+@dataclasses.dataclass(frozen=True)
+class _Step:
+    """What every part of a frame reads: the step's data, the launch, the warp drawn."""
+
+    s: dict
+    phase: int
+    kind: str
+    d_len: int
+    block: int
+    nw: int
+    n0: int
+    lanes_here: int
+    deck_stale: bool
+    passes: int
+    warp: int
+    variant: str
+    prefill: bool
+
+    @classmethod
+    def of(cls, trace: Trace, step_index: int, warp: int) -> "_Step":
+        s, p = trace.steps[step_index].data, trace.params
+        block, nw = p["block"], p["n_warps"]
+        return cls(s, s["phase"], s["kind"], p["d"], block, nw, min(block, WARP),
+                   int(model.lanes_in_warp(np.array([warp]), block)[0]),
+                   p["variant"] == model.DECK and nw < WARP, -(-p["d"] // block), warp, p["variant"], p["prefill"])
+
+
+def _draw_vram(d: svg.Svg, st: _Step) -> None:
+    """The part of x this step reads, the part of y written so far."""
+    s, kind = st.s, st.kind
     lo = hi = 0
     if kind in ("local", "output"):
-        lo, hi = s["pass_"] * block, min(d_len, (s["pass_"] + 1) * block)
-    passes = -(-d_len // block)
-    if kind == "local" and s["pass_"] == passes - 1 and passes > 2:
+        lo, hi = s["pass_"] * st.block, min(st.d_len, (s["pass_"] + 1) * st.block)
+    if kind == "local" and s["pass_"] == st.passes - 1 and st.passes > 2:
         lo = 0                                            # "... all passes done"
-    _vram(d, 28, "VRAM x", d_len, lo, hi, READ,
+    _vram(d, 28, "VRAM x", st.d_len, lo, hi, READ,
           f"x[{lo}:{hi}] read (LDG)" if kind == "local" else
           (f"x[{lo}:{hi}] read again, w from L1" if kind == "output" else ""))
-    y_done = min(d_len, (s["pass_"] + 1) * block) if kind == "output" else 0
-    _vram(d, 52, "VRAM y", d_len, 0, y_done, WRITTEN, f"y[0:{y_done}] written (STG)" if y_done else "not written yet")
+    y_done = min(st.d_len, (s["pass_"] + 1) * st.block) if kind == "output" else 0
+    _vram(d, 52, "VRAM y", st.d_len, 0, y_done, WRITTEN, f"y[0:{y_done}] written (STG)" if y_done else "not written yet")
 
-    # registers
-    arrows_off = s.get("offset") if kind in ("shuffle", "w0") and s.get("step", 0) > 0 else None
-    stale_lanes = set()
+
+def _local_registers(trace: Trace, st: _Step, cache: dict) -> np.ndarray:
+    """Warp ``st.warp``'s local sums after pass ``pass_`` (the last pass: the trace's own)."""
+    q = st.s["pass_"]
+    if q < st.passes - 1:
+        if q not in cache:
+            g = np.full(st.nw * WARP, np.nan, np.float32)
+            g[:st.block] = model.local_sums(trace["x"][:(q + 1) * st.block], st.block)
+            cache[q] = g.reshape(st.nw, WARP)
+        return cache[q][st.warp]
+    g = np.full(st.nw * WARP, np.nan, np.float32)
+    g[:st.block] = trace["local"]
+    return g.reshape(st.nw, WARP)[st.warp]
+
+
+def _warp0_words(st: _Step) -> str:
+    s = st.s
+    if st.kind == "w0" and s["step"] == 0:
+        return ("total = smem[tid] for every lane (the deck)" if st.variant == model.DECK
+                else f"total = smem[lane] for lane < {st.nw}, else 0")
+    if st.kind == "w0":
+        return f"warp 0, offset {s['offset']}: lane l += lane l+{s['offset']}"
+    return "lane 0 holds the block's total"
+
+
+def _registers(trace: Trace, st: _Step, cache: dict):
+    """(the 32 lanes' values, whose warp they are, what the step does, the stale lanes)."""
+    s, kind, warp = st.s, st.kind, st.warp
     if kind == "local":
-        q = s["pass_"]
-        if q < passes - 1:
-            if q not in cache:
-                g = np.full(nw * WARP, np.nan, np.float32)
-                g[:block] = model.local_sums(x[:(q + 1) * block], block)
-                cache[q] = g.reshape(nw, WARP)
-            regs = cache[q][warp]
-        else:
-            g = np.full(nw * WARP, np.nan, np.float32)
-            g[:block] = trace["local"]
-            regs = g.reshape(nw, WARP)[warp]
-        who, what = warp, "local = sum of x[i]² over its elements so far"
-    elif kind == "shuffle":
-        regs, who = lanes_all[warp, s["step"]], warp
-        what = "local sums" if s["step"] == 0 else f"after __shfl_down_sync offset {s['offset']}: lane l += lane l+{s['offset']}"
-    elif kind == "handoff":
-        regs, who, what = lanes_all[warp, -1], warp, "lane 0 holds the warp's sum; it writes smem[warp]"
-    elif kind == "output":
+        return _local_registers(trace, st, cache), warp, "local = sum of x[i]² over its elements so far", set()
+    if kind == "shuffle":
+        what = ("local sums" if s["step"] == 0 else
+                f"after __shfl_down_sync offset {s['offset']}: lane l += lane l+{s['offset']}")
+        return trace["warp_lanes"][warp, s["step"]], warp, what, set()
+    if kind == "handoff":
+        return trace["warp_lanes"][warp, -1], warp, "lane 0 holds the warp's sum; it writes smem[warp]", set()
+    if kind == "output":
         regs = np.full(WARP, np.nan, np.float32)
-        first = s["pass_"] * block + warp * WARP
-        seg = y_out[first:min(first + WARP, d_len, (s["pass_"] + 1) * block)] if first < d_len else y_out[:0]
+        first = s["pass_"] * st.block + warp * WARP
+        y_out = trace["y"]
+        seg = y_out[first:min(first + WARP, st.d_len, (s["pass_"] + 1) * st.block)] if first < st.d_len else y_out[:0]
         regs[:seg.size] = seg
-        who, what = warp, f"y[i] = x[i] * rstd * w[i] for i = {first}.., stored to VRAM"
-    else:
-        regs, who = (w0[s["step"]] if kind == "w0" else w0[-1]), 0
-        if kind == "w0" and deck_stale:
-            stale_lanes = set(range(nw, n0))      # they started from slots nobody wrote
-        if kind == "w0" and s["step"] == 0:
-            what = ("total = smem[tid] for every lane (the deck)" if p["variant"] == model.DECK
-                    else f"total = smem[lane] for lane < {nw}, else 0")
-        elif kind == "w0":
-            what = f"warp 0, offset {s['offset']}: lane l += lane l+{s['offset']}"
-        else:
-            what = "lane 0 holds the block's total"
-    keep = (set(range(arrows_off)) if arrows_off else
-            ({0} if kind in ("handoff", "math") or (kind == "w0" and s["step"] == 5) else set(range(WARP))))
-    n_lanes = lanes_here if who == warp and kind != "w0" and kind != "math" else n0
+        return regs, warp, f"y[i] = x[i] * rstd * w[i] for i = {first}.., stored to VRAM", set()
+    w0 = trace["w0_lanes"]
+    stale = set(range(st.nw, st.n0)) if kind == "w0" and st.deck_stale else set()  # slots nobody wrote
+    return (w0[s["step"]] if kind == "w0" else w0[-1]), 0, _warp0_words(st), stale
+
+
+def _cells(values, n_cells: int, stale: set, keep: set, full: int):
+    """(labels, fills, strokes, widths) of register cells: empty past ``n_cells`` or without a
+    value, vermillion where stale, lit where kept (when fewer than ``full`` are)."""
     labels, fills, strokes, widths = [], [], [], []
-    for lane in range(WARP):
-        v = regs[lane]
-        if lane >= n_lanes or not np.isfinite(v):
+    for k in range(WARP):
+        v = values[k]
+        if k >= n_cells or not np.isfinite(v):
             labels.append(""); fills.append("#FFFFFF"); strokes.append(svg.GREY); widths.append(1)
-        elif lane in stale_lanes:
+        elif k in stale:
             labels.append(svg.fmt(v, 4)); fills.append(STALE); strokes.append(svg.VERMILLION); widths.append(3)
         else:
-            on = lane in keep
+            on = k in keep
             labels.append(svg.fmt(v, 4)); fills.append(HOLD if on else SPENT)
-            strokes.append(svg.BLACK if on and len(keep) < WARP else svg.MUTED); widths.append(2.5 if on and len(keep) < WARP else 1)
-    d.text(8, 94, f"warp {who}'s lanes: {what}")
-    for row, y0 in ((0, _Y_ROW1), (1, _Y_ROW2)):
+            strokes.append(svg.BLACK if on and len(keep) < full else svg.MUTED)
+            widths.append(2.5 if on and len(keep) < full else 1)
+    return labels, fills, strokes, widths
+
+
+def _draw_cell_rows(d: svg.Svg, y0: float, cells, cell_h: Optional[int] = None, dy: int = 0) -> None:
+    """The 32 cells as two rows of 16 (0-15, 16-31), ``dy`` apart, labelled on the left."""
+    labels, fills, strokes, widths = cells
+    for row in range(2):
         sl = slice(16 * row, 16 * row + 16)
-        svg.lane_rows(d, _X0, y0, [np.nan] * 16, labels=labels[sl], fills=fills[sl], strokes=strokes[sl],
-                      widths=widths[sl], cell_w=_CW, gap=_GAP, row_label=False)
-        d.text(_X0 - 6, y0 + _CH / 2 + 6, "0-15" if row == 0 else "16-31", anchor="end", fill=svg.MUTED)
+        y = y0[row] if isinstance(y0, tuple) else y0 + row * dy
+        kw = {} if cell_h is None else {"cell_h": cell_h}
+        svg.lane_rows(d, _X0, y, [np.nan] * 16, labels=labels[sl], fills=fills[sl], strokes=strokes[sl],
+                      widths=widths[sl], cell_w=_CW, gap=_GAP, row_label=False, **kw)
+        h = _CH if cell_h is None else cell_h
+        d.text(_X0 - 6, y + h / 2 + 6, "0-15" if row == 0 else "16-31", anchor="end", fill=svg.MUTED)
+
+
+def _draw_registers(d: svg.Svg, trace: Trace, st: _Step, cache: dict) -> set:
+    """Warp ``who``'s lanes with their values, the shuffle's arrows; returns the stale lanes."""
+    s, kind = st.s, st.kind
+    regs, who, what, stale = _registers(trace, st, cache)
+    arrows_off = s.get("offset") if kind in ("shuffle", "w0") and s.get("step", 0) > 0 else None
+    keep = (set(range(arrows_off)) if arrows_off else
+            ({0} if kind in ("handoff", "math") or (kind == "w0" and s["step"] == 5) else set(range(WARP))))
+    n_lanes = st.lanes_here if who == st.warp and kind != "w0" and kind != "math" else st.n0
+    d.text(8, 94, f"warp {who}'s lanes: {what}")
+    _draw_cell_rows(d, (_Y_ROW1, _Y_ROW2), _cells(regs, n_lanes, stale, keep, WARP))
     if arrows_off:
         _shuffle_arrows(d, arrows_off, n_lanes)
-    if stale_lanes and s["step"] == 0:       # between the rows: no arrows there at this step
-        d.text(_X0, _Y_ROW2 - 6, f"✗ lanes {nw}-{n0 - 1} read slots nobody wrote", fill=svg.VERMILLION, weight="bold")
+    if stale and s["step"] == 0:       # between the rows: no arrows there at this step
+        d.text(_X0, _Y_ROW2 - 6, f"✗ lanes {st.nw}-{st.n0 - 1} read slots nobody wrote", fill=svg.VERMILLION,
+               weight="bold")
+    return stale
 
-    # the barrier, where the step is one
-    if kind == "handoff" or (kind == "math" and s["what"] == "sync"):
+
+def _draw_barrier(d: svg.Svg, st: _Step) -> None:
+    if st.kind == "handoff" or (st.kind == "math" and st.s["what"] == "sync"):
         d.line(8, _Y_BARRIER, svg.WIDTH - 8, _Y_BARRIER, stroke=svg.PURPLE, sw=3, dash="10 6")
         d.cell(svg.WIDTH - 400, _Y_BARRIER - 12, 392, 24, "barrier: __syncthreads(), all warps wait",
                fill="#FFFFFF", stroke=svg.PURPLE, sw=2, weight="bold")
 
-    # shared memory: the 32 slots and the rstd slot
-    show = kind in ("handoff", "w0", "math", "output")
-    slots = np.full(WARP, np.nan, np.float32)
-    if show:
-        slots = smem
-    elif p["prefill"]:
-        slots[:n0] = model.prefill_value(np.arange(n0))
-    written = set(range(min(nw, WARP))) if show else set()
-    s_labels, s_fills, s_strokes, s_widths = [], [], [], []
+
+def _slot_cells(slots, st: _Step, show: bool):
+    """(labels, fills, strokes, widths) of the 32 shared slots: "–" where a slot of the block
+    holds nothing, stale where the deck reads a slot nobody wrote, the handoff's slot lit."""
+    written = set(range(min(st.nw, WARP))) if show else set()
+    labels, fills, strokes, widths = [], [], [], []
     for k in range(WARP):
         v = slots[k]
-        if k >= n0 or not np.isfinite(v):
-            s_labels.append("–" if k < n0 else ""); s_fills.append("#FFFFFF"); s_strokes.append(svg.GREY); s_widths.append(1)
+        if k >= st.n0 or not np.isfinite(v):
+            labels.append("–" if k < st.n0 else ""); fills.append("#FFFFFF"); strokes.append(svg.GREY); widths.append(1)
         elif show and k not in written:
-            s_labels.append(svg.fmt(v, 4))
-            stale = deck_stale
-            s_fills.append(STALE if stale else SPENT); s_strokes.append(svg.VERMILLION if stale else svg.GREY)
-            s_widths.append(3 if stale else 1)
+            labels.append(svg.fmt(v, 4))
+            stale = st.deck_stale
+            fills.append(STALE if stale else SPENT); strokes.append(svg.VERMILLION if stale else svg.GREY)
+            widths.append(3 if stale else 1)
         else:
-            s_labels.append(svg.fmt(v, 4)); s_fills.append(HOLD if show else SPENT)
-            hit = kind == "handoff" and k == warp
-            s_strokes.append(svg.BLACK if hit else svg.MUTED); s_widths.append(3 if hit else 1)
+            labels.append(svg.fmt(v, 4)); fills.append(HOLD if show else SPENT)
+            hit = st.kind == "handoff" and k == st.warp
+            strokes.append(svg.BLACK if hit else svg.MUTED); widths.append(3 if hit else 1)
+    return labels, fills, strokes, widths
+
+
+def _draw_shared(d: svg.Svg, trace: Trace, st: _Step) -> None:
+    """The 32 shared-memory slots (written, pre-filled, stale) and the handoff's arrow."""
+    show = st.kind in ("handoff", "w0", "math", "output")
+    slots = np.full(WARP, np.nan, np.float32)
+    if show:
+        slots = trace["smem"]
+    elif st.prefill:
+        slots[:st.n0] = model.prefill_value(np.arange(st.n0))
     note = "shared memory smem[0..31]"
     if not show:
-        note += ": " + ("pre-filled with 1000 + slot" if p["prefill"] else "empty")
-    elif nw < n0:
-        note += f": slots {nw}-{n0 - 1} never written" + (" ✗ (the deck reads them)" if deck_stale else "")
-    d.text(8, _Y_SMEM - 8, note, fill=svg.VERMILLION if show and deck_stale else svg.INK)
-    for row in range(2):
-        sl = slice(16 * row, 16 * row + 16)
-        svg.lane_rows(d, _X0, _Y_SMEM + row * (_SH + 3), [np.nan] * 16, labels=s_labels[sl], fills=s_fills[sl],
-                      strokes=s_strokes[sl], widths=s_widths[sl], cell_w=_CW, gap=_GAP, cell_h=_SH, row_label=False)
-        d.text(_X0 - 6, _Y_SMEM + row * (_SH + 3) + _SH / 2 + 6, "0-15" if row == 0 else "16-31", anchor="end",
-               fill=svg.MUTED)
-    if kind == "handoff" and warp < WARP:        # lane 0's value travels down into slot `warp`
-        sx = _cx(warp)
-        sy = _Y_SMEM + (warp // 16) * (_SH + 3)
+        note += ": " + ("pre-filled with 1000 + slot" if st.prefill else "empty")
+    elif st.nw < st.n0:
+        note += f": slots {st.nw}-{st.n0 - 1} never written" + (" ✗ (the deck reads them)" if st.deck_stale else "")
+    d.text(8, _Y_SMEM - 8, note, fill=svg.VERMILLION if show and st.deck_stale else svg.INK)
+    _draw_cell_rows(d, _Y_SMEM, _slot_cells(slots, st, show), cell_h=_SH, dy=_SH + 3)
+    if st.kind == "handoff" and st.warp < WARP:        # lane 0's value travels down into slot `warp`
+        sx = _cx(st.warp)
+        sy = _Y_SMEM + (st.warp // 16) * (_SH + 3)
         d.curve(_cx(0), _Y_ROW1 + _CH, _cx(0) - 40, _Y_SMEM - 40, sx, sy - 1, stroke=svg.BLUE, sw=3)
 
-    # phase 3's scalars and the rstd slot
+
+def _draw_scalars(d: svg.Svg, trace: Trace, st: _Step, stale: set) -> None:
+    """Phase 3's scalars and the rstd slot; before it, what the stale lanes did to the sum."""
+    s, kind, nw, n0 = st.s, st.kind, st.nw, st.n0
     y = _Y_SMEM + 2 * (_SH + 3) + 24
-    if phase >= 3:
-        rstd_known = not (kind == "math" and s["what"].startswith("total"))
-        words = f"total = {scalars[0]:.6g}   mean = total / d = {scalars[1]:.6g}"
-        d.text(8, y, words)
-        if rstd_known:
+    if st.phase >= 3:
+        scalars = trace["scalars"]
+        d.text(8, y, f"total = {scalars[0]:.6g}   mean = total / d = {scalars[1]:.6g}")
+        if not (kind == "math" and s["what"].startswith("total")):
             d.cell(svg.WIDTH - 250, y - 20, 242, 28, f"smem rstd = {scalars[3]:.5g}", fill=RSTD, stroke=svg.PURPLE, sw=2)
-    elif stale_lanes and 0 < s["step"] < 5:
+    elif stale and 0 < s["step"] < 5:
         d.text(8, y, f"✗ lanes {nw}-{n0 - 1} started from slots nobody wrote: their values join the sum",
                fill=svg.VERMILLION, weight="bold")
     elif kind == "w0" and s["step"] == 5:
-        d.text(8, y, f"lane 0: total = {w0[-1, 0]:.6g}" + (f"  ✗ {n0 - nw} stale slots are in it" if deck_stale else ""),
-               weight="bold", fill=svg.VERMILLION if deck_stale else svg.INK)
+        w0 = trace["w0_lanes"]
+        d.text(8, y, f"lane 0: total = {w0[-1, 0]:.6g}" + (f"  ✗ {n0 - nw} stale slots are in it" if st.deck_stale else ""),
+               weight="bold", fill=svg.VERMILLION if st.deck_stale else svg.INK)
+
+
+def drawing(trace: Trace, step_index: int, warp: int = 0, _cache=None) -> str:
+    """SVG of step ``step_index`` of a four-phase trace, warp ``warp``'s lanes drawn: the title,
+    VRAM, the registers, the barrier, shared memory, phase 3's scalars, in that order."""
+    st = _Step.of(trace, step_index, warp)
+    d = svg.Svg(height=360)
+    d.text(8, 20, f"{PHASE_TITLES[st.phase]}: {PHASE_CAPTIONS[st.phase]}", weight="bold")
+    _draw_vram(d, st)
+    stale = _draw_registers(d, trace, st, {} if _cache is None else _cache)
+    _draw_barrier(d, st)
+    _draw_shared(d, trace, st)
+    _draw_scalars(d, trace, st, stale)
     return d.markup()
 
 

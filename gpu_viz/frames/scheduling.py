@@ -161,13 +161,13 @@ def drawing(trace: Trace, at_ns: float) -> str:
             d.text(60, y + bh / 2 + 5, f"SM {s_}", anchor="end", fill=svg.MUTED)
     y = 34 + rows * bh + 10
     full = svg.WIDTH - 250
-    for k, (name, count, fill) in enumerate((("queue", queued, svg.GREY), ("running", len(running), svg.SKY),
+    for k, (name, n_blocks, fill) in enumerate((("queue", queued, svg.GREY), ("running", len(running), svg.SKY),
                                               ("done", done, svg.GREEN))):
         yy = y + k * 26
         d.text(8, yy + 18, name, weight="bold" if name == "queue" else None)
         d.rect(96, yy + 2, full, 20, fill="#FFFFFF", stroke=svg.LIGHT)
-        d.rect(96, yy + 2, full * count / max(B, 1), 20, fill=fill)
-        d.text(96 + full + 8, yy + 18, f"{count:,} block{'s' if count != 1 else ''}")
+        d.rect(96, yy + 2, full * n_blocks / max(B, 1), 20, fill=fill)
+        d.text(96 + full + 8, yy + 18, f"{n_blocks:,} block{'s' if n_blocks != 1 else ''}")
     return d.markup()
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import backend, device, kernels, occupancy
 from ..check import check_int
-from . import records, timing
+from . import timing
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 FILE = "memory.cu"
@@ -464,7 +464,7 @@ def littles_law(bandwidth_GBps: float, latency_ns: float, sm_count: int,
 def host_bandwidth(nbytes: int = 256 * MiB, reps: int = 5) -> Dict[str, float]:
     """Host <-> GPU copy bandwidth over PCIe (or NVLink-C2C), pinned host memory, async copies.
 
-    ``cudaMemcpyAsync`` on the current stream, timed by :func:`gpu_viz.timing.time_calls` ("call"
+    ``cudaMemcpyAsync`` on the current stream, timed by :func:`gpu_viz.measure.timing.time_calls` ("call"
     timing: events around each copy).  The round trip host -> GPU -> host is checked byte for byte.
 
     Returns:
@@ -552,18 +552,6 @@ def hardware_record() -> Dict:
 
 # -- recorded runs and summaries (CPU-safe) ---------------------------------------------------------
 
-def recorded_hardware():
-    """The newest committed hardware record (``benchmarks/results/*-hardware.json``) and its label.
-
-    Returns:
-        ``(record, label)`` with ``label = backend.recorded_label(gpu, date)``, or ``(None, None)``.
-    """
-    rec = records.newest("*-hardware.json")
-    if rec is None:
-        return None, None
-    return rec, records.label(rec)
-
-
 def _as_row(p) -> Dict:
     return p.row() if hasattr(p, "row") else dict(p)
 
@@ -614,29 +602,3 @@ def summarize_levels(points: Sequence, l2_bytes: int) -> Dict[str, Dict]:
         if levels[-1] == "DRAM":
             put("DRAM", rows[-1])
     return out
-
-
-def recorded_device(record: Dict) -> device.DeviceInfo:
-    """The DeviceInfo stored in a hardware record (``record["device"]``), its ``source`` naming the
-    record (:func:`gpu_viz.measure.records.label`).
-
-    Raises:
-        ValueError: the record has no ``device`` entry, or one that lacks a field or holds a value
-            of the wrong kind (:data:`gpu_viz.measure.records.DEVICE_SCHEMA`); the message names it.
-    """
-    name = record.get("_file", "the record") if isinstance(record, dict) else "the record"
-    if not isinstance(record, dict) or "device" not in record:
-        raise ValueError(f"recorded_device: {name} has no 'device' entry (not a hardware record?)")
-    why = records._kind_problem("device", record["device"])
-    if why:
-        raise ValueError(f"recorded_device: {name}: {why}")
-    d = dict(record["device"])
-    fields = {f.name for f in dataclasses.fields(device.DeviceInfo)}
-    kw = {k: v for k, v in d.items() if k in fields}
-    kw["compute_capability"] = tuple(kw["compute_capability"])
-    # "recorded on <gpu>, <date>, driver <v> (not live), read by cudaDeviceGetAttribute": the record's
-    # own source loses its "live: " (it was live when recorded, it is not now)
-    how = str(d.get("source", "?"))
-    how = how[len("live: "):] if how.startswith("live: ") else how
-    kw["source"] = f"{records.label(dict(record, gpu=record.get('gpu', d.get('name', '?'))))}, read by {how}"
-    return device.DeviceInfo(**kw)

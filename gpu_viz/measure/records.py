@@ -13,7 +13,8 @@
 * :func:`gpu_tests`, :func:`test_outcome` -- what the newest committed GPU test run says of a test.
 * :func:`label` -- the provenance of a record: "recorded on <GPU>, <date>, driver <v> (not live)".
 * :func:`lesson_device` -- the ONE GPU a lesson's figures describe: this GPU live, else the GPU of
-  the committed hardware record, else the deck's L4 spec sheet; with its label.
+  the committed hardware record (:func:`recorded_hardware`, :func:`device_of`), else the deck's
+  L4 spec sheet; with its label.
 * :data:`LESSON_RECORDS`, :func:`lesson_records` -- which committed records each notebook shows in
   CPU mode (the notebook tests check that each one's label appears).
 * :data:`DECK_L4`, :data:`REFERENCE_LABELS`, :func:`gpus_named` -- the one-GPU-per-figure rule: a
@@ -36,6 +37,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import backend
 from ..data import course_dir
+from . import record_names
 
 def results_dir() -> Path:
     """Where the committed records are: ``<repo>/benchmarks/results`` in a source checkout (an
@@ -96,7 +98,7 @@ def save_record(record: Dict, tag: str = "", directory: Optional[Path] = None,
     replaces another: a second one of the same GPU, date and tag is ``<gpu-slug>-<date>.2[-tag].json``
     (then ``.3``, ...), and :func:`load_records` orders it after the first.  ``replace``: the path
     an earlier save of this same record returned (a run that saves as it goes, e.g.
-    :func:`gpu_viz.rmsnorm.bench.full_record` after every shape): rewritten in place.
+    :func:`gpu_viz.rmsnorm.bench_record.full_record` after every shape): rewritten in place.
 
     The file is written whole: beside its name, then renamed, so a full disk or a kill mid-write
     never leaves a truncated record (that would be skipped, or an earlier save of a run lost).
@@ -131,21 +133,15 @@ def _new_path(record: Dict, tag: str, directory: Optional[Path]) -> Path:
     raise FileExistsError(f"9999 records of {record['gpu']} on {record['date']} tagged {tag!r} in {directory}")
 
 
-_SEQ = re.compile(r"-\d{4}-\d{2}-\d{2}\.(\d+)(?:-|\.json$)")
 #: A record's file name: ``<gpu-slug>-<YYYY-MM-DD>[.N][-tag].json``.
 _NAME = re.compile(r"-(\d{4}-\d{2}-\d{2})(?:\.(\d+))?(?:-(.+))?\.json$")
-
-
-def _sequence(name: str) -> int:
-    """The ``.N`` of a record's file name (:func:`save_record`): its run on that date, 1 without one."""
-    m = _SEQ.search(name)
-    return int(m.group(1)) if m else 1
+_sequence = record_names.sequence
 
 
 def _order(rec: Dict):
     """Newest first: the record's date, then its sequence number on that date (the ``.N`` of
     :func:`save_record`'s file name; 1 without one)."""
-    return rec.get("date", ""), _sequence(rec.get("_file", ""))
+    return rec.get("date", ""), record_names.sequence(rec.get("_file", ""))
 
 
 def _name_order(name: str):
@@ -444,6 +440,49 @@ def one_gpu_problems(outputs, gpu: str) -> List[str]:
     return bad
 
 
+# -- which GPU a lesson describes: answered here, once -------------------------------------------
+
+def recorded_hardware():
+    """The newest committed hardware record (``benchmarks/results/*-hardware.json``) and its label.
+
+    Returns:
+        ``(record, label)`` with ``label = backend.recorded_label(gpu, date)``, or ``(None, None)``.
+    """
+    rec = newest("*-hardware.json")
+    if rec is None:
+        return None, None
+    return rec, label(rec)
+
+
+def device_of(record: Dict):
+    """The :class:`gpu_viz.device.DeviceInfo` stored in a hardware record (``record["device"]``),
+    its ``source`` naming the record (never "live": it was live when recorded, it is not now).
+
+    Raises:
+        ValueError: the record has no ``device`` entry, or one that lacks a field or holds a value
+            of the wrong kind (:data:`DEVICE_SCHEMA`); the message names it.
+    """
+    import dataclasses
+
+    from .. import device
+
+    name = record.get("_file", "the record") if isinstance(record, dict) else "the record"
+    if not isinstance(record, dict) or "device" not in record:
+        raise ValueError(f"device_of: {name} has no 'device' entry (not a hardware record?)")
+    why = _kind_problem("device", record["device"])
+    if why:
+        raise ValueError(f"device_of: {name}: {why}")
+    d = dict(record["device"])
+    fields = {f.name for f in dataclasses.fields(device.DeviceInfo)}
+    kw = {k: v for k, v in d.items() if k in fields}
+    kw["compute_capability"] = tuple(kw["compute_capability"])
+    # "recorded on <gpu>, <date>, driver <v> (not live), read by cudaDeviceGetAttribute"
+    how = str(d.get("source", "?"))
+    how = how[len("live: "):] if how.startswith("live: ") else how
+    kw["source"] = f"{label(dict(record, gpu=record.get('gpu', d.get('name', '?'))))}, read by {how}"
+    return device.DeviceInfo(**kw)
+
+
 def lesson_device():
     """``(DeviceInfo, label)`` of the one GPU a lesson's figures describe: this GPU on a GPU (live
     label); in CPU mode the GPU of the newest committed hardware record (its label), so its spec
@@ -463,11 +502,9 @@ def lesson_device():
 def recorded_device():
     """``(DeviceInfo, label)`` of the GPU the newest committed hardware record was made on, or
     ``(None, None)``."""
-    rec = newest("*-hardware.json")
+    rec, lab = recorded_hardware()
     if rec and rec.get("device"):
-        from .memory import recorded_device as from_record
-
-        return from_record(rec), label(rec)
+        return device_of(rec), lab
     return None, None
 
 

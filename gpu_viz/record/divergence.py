@@ -3,7 +3,7 @@
 Data path: ``kernels/divergence.cu`` (traced build: each thread's branch and ``__activemask()``)
 --(:func:`trace`)--> :class:`gpu_viz.trace.Trace`, the layout of ``gpu_viz.model.divergence.trace``
 --> ``gpu_viz.frames.divergence``.  The cost of divergence (timed, plain build) is
-``gpu_viz.measure.divergence``.
+``gpu_viz.claims.divergence``.
 """
 from __future__ import annotations
 

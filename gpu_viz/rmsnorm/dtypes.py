@@ -1,7 +1,10 @@
-"""The dtypes the RMSNorm ops take, and the fewest bytes an op must move.
+"""The RMSNorm family's names -- its ops and the dtypes they take -- and the fewest bytes an op
+must move.
 
-:func:`dtype_name` is the one spelling of a dtype for the whole family: ``"float32"``,
-``"float16"`` or ``"bfloat16"`` from a torch / numpy / CuPy dtype or a name.
+The ops' names are defined here once (:data:`RMSNORM`, :data:`RMSNORM_GATE`, :data:`RMSNORM_ADD`):
+they name the kernels, the records' rows and the C++ launcher's op numbers.  :func:`dtype_name` is
+the one spelling of a dtype for the whole family: ``"float32"``, ``"float16"`` or ``"bfloat16"``
+from a torch / numpy / CuPy dtype or a name.
 """
 from __future__ import annotations
 
@@ -18,7 +21,12 @@ DTYPES: Dict[str, Tuple[str, int, int, int]] = {
     "float16": ("f16", 2, 8, 2),
     "bfloat16": ("bf16", 2, 8, 4),
 }
-OPS: Tuple[str, ...] = ("rmsnorm", "rmsnorm_gate")
+#: The ops: y = rmsnorm(x); y = rmsnorm(x) * silu(gate); (y, h) with h = x + residual, y = rmsnorm(h).
+RMSNORM, RMSNORM_GATE, RMSNORM_ADD = "rmsnorm", "rmsnorm_gate", "rmsnorm_add"
+#: The two public formulas (what the benchmarks and the wide-row path take).
+OPS: Tuple[str, ...] = (RMSNORM, RMSNORM_GATE)
+#: Every op the fused kernel file defines: the two formulas and the fused residual add.
+KERNEL_OPS: Tuple[str, ...] = OPS + (RMSNORM_ADD,)
 _ALIASES = {"half": "float16", "float": "float32", "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 

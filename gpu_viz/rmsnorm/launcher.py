@@ -1,7 +1,7 @@
 """The fused ops' C++ launcher (``kernels/rmsnorm_launcher.cpp``): built on this machine, loaded
 when built.
 
-What it does: the eager per-call path of :mod:`gpu_viz.rmsnorm.fused` for torch CUDA tensors --
+What it does: the eager per-call path of :mod:`gpu_viz.rmsnorm.fused.launch` for torch CUDA tensors --
 the plan cache, the output allocation, ``cuLaunchKernel`` and, for operands that require grad,
 a C++ autograd node -- in C++, so that a call costs about what a native torch op costs.  Every
 check and every launch decision stays in Python: a layout the launcher has no plan for goes to
@@ -48,7 +48,11 @@ DRIVER = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 BUILD_TIMEOUT_S = 900
 
 _LOCK = threading.Lock()
-_STATE = {"module": None, "reason": None, "thread": None, "path": None}
+#: The build's state in this process: ``module`` the loaded launcher (None before, or where it
+#: cannot be built), ``reason`` why not, ``thread`` the background build, ``path`` the library.
+STATE = {"module": None, "reason": None, "thread": None, "path": None}
+#: The autograd node's backward (:func:`set_backward`; the fused ops' autograd layer gives it).
+_BACKWARD: List[Optional[Callable]] = [None]
 
 
 class LauncherUnavailable(RuntimeError):
@@ -265,57 +269,73 @@ def _build_in_child(timeout: float = BUILD_TIMEOUT_S) -> Path:
     return path
 
 
+def set_backward(backward: Callable) -> None:
+    """The function the loaded launcher's autograd node calls for gradients:
+    ``backward(op, grad_y, grad_h, x, x2, weight, h, eps, offset, needs)`` -> ``(dx, dx2,
+    dweight)``.  The fused ops' autograd layer sets it when it is imported; a launcher loaded
+    before that (the command line's) reaches it through :func:`_backward`."""
+    _BACKWARD[0] = backward
+
+
+def _backward(*args):
+    """What a launcher loaded by :func:`poll` / :func:`ensure` calls: :func:`set_backward`'s."""
+    if _BACKWARD[0] is None:
+        raise RuntimeError("the fused ops' autograd layer is not imported: import gpu_viz.ops first")
+    return _BACKWARD[0](*args)
+
+
 def _build_and_load(backward: Callable) -> None:
     try:
         path = built_path() or _build_in_child()
-        _STATE["path"] = path
-        _STATE["module"] = load(path, backward)
+        STATE["path"] = path
+        STATE["module"] = load(path, backward)
     except LauncherUnavailable as e:
-        _STATE["reason"] = str(e)
+        STATE["reason"] = str(e)
     except Exception as e:  # noqa: BLE001 - a launcher that fails leaves the Python one, said why
-        _STATE["reason"] = f"{type(e).__name__}: {e}"
+        STATE["reason"] = f"{type(e).__name__}: {e}"
 
 
-def poll(backward: Callable):
+def poll(backward: Callable = _backward):
     """The loaded launcher, or None (not built yet, disabled, or unavailable).  The first call
-    starts the build in a background thread; later calls return its result once it is done."""
-    mod = _STATE["module"]
-    if mod is not None or _STATE["reason"] is not None:
+    starts the build in a background thread; later calls return its result once it is done.
+    ``backward``: what its autograd node calls (tests give their own)."""
+    mod = STATE["module"]
+    if mod is not None or STATE["reason"] is not None:
         return mod
     with _LOCK:
-        t = _STATE["thread"]
+        t = STATE["thread"]
         if t is None:
             if not enabled():
-                _STATE["reason"] = _off_reason()
+                STATE["reason"] = _off_reason()
                 return None
             t = threading.Thread(target=_build_and_load, args=(backward,), name="gpu_viz-launcher-build",
                                  daemon=True)
-            _STATE["thread"] = t
+            STATE["thread"] = t
             t.start()
             return None
-    return _STATE["module"] if not t.is_alive() else None
+    return STATE["module"] if not t.is_alive() else None
 
 
-def ensure(backward: Callable, timeout: Optional[float] = None, say: Optional[Callable] = print):
+def ensure(backward: Callable = _backward, timeout: Optional[float] = None, say: Optional[Callable] = print):
     """Build (in the foreground) and load the launcher; returns it, or None with
     :func:`status` saying why.  ``say`` (None: silent) is told when a compile starts, since it
     takes ~30-60 s."""
-    if say is not None and _STATE["thread"] is None and enabled() and built_path() is None:
+    if say is not None and STATE["thread"] is None and enabled() and built_path() is None:
         say("Building the fused ops' C++ launcher (once on this machine, ~30-60 s) ...")
     poll(backward)
-    t = _STATE["thread"]
+    t = STATE["thread"]
     if t is not None:
         t.join(timeout)
-    return _STATE["module"]
+    return STATE["module"]
 
 
 def status() -> str:
     """One line: "built: <path>", "building", "not built yet", or why it is unavailable."""
-    if _STATE["module"] is not None:
-        return f"built: {_STATE['path']}"
-    if _STATE["reason"] is not None:
-        return f"unavailable: {_STATE['reason']}"
-    t = _STATE["thread"]
+    if STATE["module"] is not None:
+        return f"built: {STATE['path']}"
+    if STATE["reason"] is not None:
+        return f"unavailable: {STATE['reason']}"
+    t = STATE["thread"]
     if t is not None and t.is_alive():
         return "building"
     return "not built yet (the first CUDA call of a fused op builds it)"
@@ -333,7 +353,7 @@ def built_path() -> Optional[Path]:
 def describe() -> str:
     """The doctor's line: whether the fused ops' calls go through the C++ launcher, and if not,
     why and what to do (builds nothing)."""
-    if _STATE["module"] is not None or _STATE["reason"] is not None or _STATE["thread"] is not None:
+    if STATE["module"] is not None or STATE["reason"] is not None or STATE["thread"] is not None:
         s = status()
     elif not enabled():
         s = _off_reason()
@@ -357,7 +377,7 @@ def describe() -> str:
 
 def _reset_for_tests() -> None:
     with _LOCK:
-        _STATE.update(module=None, reason=None, thread=None, path=None)
+        STATE.update(module=None, reason=None, thread=None, path=None)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -371,8 +391,6 @@ def main(argv: Optional[List[str]] = None) -> int:
                     "load it, instead of in the background on the first CUDA call. Prints whether "
                     "calls will use it, and why not where they will not.")
     parser.parse_args(argv)
-    from gpu_viz.rmsnorm import fused  # (the package's copy of this module, not __main__)
-
     if not enabled():
         print(f"Not built: {_off_reason()}; the fused ops use the Python launcher.")
         return 1
@@ -385,9 +403,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"Built: {path}.  Not loaded: this machine has no CUDA driver ({DRIVER}), so there is no "
               "GPU for the fused ops here; on a GPU machine their first call loads it.")
         return 1
-    say = fused.ensure_launcher()
-    print(("Built and loaded: " + say[len("built: "):]) if fused._EXT[0] is not None else say)
-    return 0 if fused._EXT[0] is not None else 1
+    ensure()
+    say = status()
+    print(("Built and loaded: " + say[len("built: "):]) if STATE["module"] is not None else say)
+    return 0 if STATE["module"] is not None else 1
 
 
 if __name__ == "__main__":

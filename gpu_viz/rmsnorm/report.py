@@ -15,8 +15,10 @@ from pathlib import Path
 from .. import backend, check, words
 from ..measure import records
 from ..measure.timing import CALL, KERNEL
-from . import bench
-from .bench import OPS, PROVIDERS, RMSNORM_GATE, SEED_H100
+from . import bench, bench_record, plan, targets
+from .dtypes import OPS, RMSNORM, RMSNORM_ADD, RMSNORM_GATE
+from .plan import SEED_H100
+from .providers import PROVIDERS, WIDE_PROVIDERS
 from .dtypes import dtype_name
 
 def _fmt(v, spec="{:,.2f}"):
@@ -94,7 +96,7 @@ PROVIDER_WORDS = {"fused": "ours", "native": "F.rms_norm", "compile": "torch.com
                   "liger": "Liger", "native_grad": "F.rms_norm, weight requires grad",
                   "fused_grad": "ours, weight requires grad", "deck4phase": "the deck's 4-phase kernel"}
 #: How an op is named on a slide.
-OP_WORDS = {"rmsnorm": "RMSNorm", "rmsnorm_gate": "RMSNorm + gate", "rmsnorm_add": "RMSNorm + residual add"}
+OP_WORDS = {RMSNORM: "RMSNorm", RMSNORM_GATE: "RMSNorm + gate", RMSNORM_ADD: "RMSNorm + residual add"}
 #: dtype names as a slide writes them.
 DTYPE_WORDS = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 
@@ -202,6 +204,81 @@ def _legend_words(impl: str) -> str:
     return w if cut is None else w[:cut] + "\n" + w[cut + 1:]
 
 
+def _bar_selection(rows, timing: str, op, dtype, metric: str):
+    """(impls in display order, groups (op, M, N, dtype), {group + (impl,): value}) of the rows
+    :func:`bar_chart` draws."""
+    if metric not in ("median_us", "GBps", "speedup_vs_eager"):
+        raise ValueError(f"metric must be 'median_us', 'GBps' or 'speedup_vs_eager', got {metric!r}")
+    sel = [r for r in bench.unique_rows(rows) if r["timing"] == timing and (op is None or r["op"] == op)
+           and (dtype is None or r["dtype"] == dtype_name(dtype)) and r.get(metric) is not None]
+    if not sel:
+        raise ValueError(f"bar_chart: no rows with timing={timing!r}, op={op!r}, dtype={dtype!r}")
+    order = [p for o in OPS for p in PROVIDERS[o]]
+    impls = sorted({r["impl"] for r in sel}, key=lambda p: order.index(p) if p in order else 99)
+    groups = list(dict.fromkeys((r["op"], r["M"], r["N"], r["dtype"]) for r in sel))
+    if len(groups) > BAR_CHART_MAX_GROUPS:
+        raise ValueError(f"bar_chart: {len(groups)} shapes (op, M, N, dtype) selected, at most "
+                         f"{BAR_CHART_MAX_GROUPS} fit one readable chart; pass op= / dtype= or fewer rows")
+    return impls, groups, {(r["op"], r["M"], r["N"], r["dtype"], r["impl"]): r[metric] for r in sel}
+
+
+def _bar_axes(style, ax, groups, impls):
+    """(figure, axes, whether the figure is ours): a new one sized for the groups, else ``ax``'s."""
+    if ax is not None:
+        ax.tick_params(which="both", labelsize=style.SMALL_PT)
+        return ax.figure, ax, False
+    # room per group for its bars and its widest label line (0.62 em a character at 14 pt),
+    # plus the y axis; never past the slide
+    label_in = max(len(line) for g in groups for line in
+                   _shape_label(g, len({h[0] for h in groups}) > 1, True).split("\n")) * 0.62 * 14 / 72
+    width = min(style.MAX_FIGSIZE_IN[0], 2.0 + len(groups) * max(1.4, 0.32 * len(impls), label_in + 0.4))
+    fig, ax = style.subplots(figsize=(width, style.MAX_FIGSIZE_IN[1]))
+    return fig, ax, True
+
+
+def _draw_bars(style, ax, groups, impls, vals, timing: str, metric: str) -> None:
+    """One bar per impl in each shape's group, the shapes as tick labels, the y label."""
+    import numpy as np
+
+    x = np.arange(len(groups))
+    w = 0.8 / len(impls)
+    for j, p in enumerate(impls):
+        ys = [vals.get(g + (p,), np.nan) for g in groups]
+        ax.bar(x + (j - (len(impls) - 1) / 2) * w, ys, w, label=_legend_words(p),
+               color=style.OKABE_ITO[j % len(style.OKABE_ITO)])
+    multi_op = len({g[0] for g in groups}) > 1
+    multi_dt = len({g[3] for g in groups}) > 1
+    ax.set_xticks(x)
+    ax.set_xticklabels([_shape_label(g, multi_op, multi_dt) for g in groups], fontsize=style.SMALL_PT)
+    ylabel = {"median_us": "median µs per call" if timing == CALL else "median µs, kernel only",
+              "GBps": "effective GB/s",
+              "speedup_vs_eager": "speed-up over eager (x)"}[metric]
+    ax.set_ylabel(ylabel, fontsize=style.BODY_PT)
+
+
+def _bar_y_range(style, fig, ax, impls, vals, metric: str, copy_GBps, roofline: bool, ncol: int) -> None:
+    """The y axis: log µs (plain numbers at 1, 2, 5 x 10^k) or linear from 0, with headroom above
+    the tallest bar (or the roofline) for the legend's rows."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    top = max(v for v in vals.values())
+    if roofline:
+        top = max(top, copy_GBps)
+    legend_rows = -(-(len(impls) + roofline) // ncol) + any("\n" in _legend_words(p) for p in impls)
+    ax_h_pt = ax.get_position().height * fig.get_size_inches()[1] * 72
+    room = min(0.6, (legend_rows * style.SMALL_PT * 1.6 + 24) / max(ax_h_pt, 1.0))
+    if metric == "median_us":
+        ax.set_yscale("log")
+        bottom = min(v for v in vals.values()) / 2
+        ax.set_ylim(bottom, bottom * (top / bottom) ** (1 / (1 - room)))
+        # plain numbers at 1, 2, 5 x 10^k: a range under a decade still gets several labels
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.set_ylim(0, top / (1 - room))
+
+
 def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: str = KERNEL,
               op: Optional[str] = None, dtype: Optional[str] = None, metric: str = "median_us", ax=None,
               copy_GBps: Optional[float] = None):
@@ -219,73 +296,20 @@ def bar_chart(rows: Sequence[Dict], provenance: Optional[str] = None, timing: st
         ValueError: no rows match, an unknown metric, no provenance in CPU mode, or more than
             :data:`BAR_CHART_MAX_GROUPS` shapes (filter by ``op`` / ``dtype`` or pass fewer rows).
     """
-    import numpy as np
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
     from ..figures import style
 
     label = _provenance_or_live(provenance)
-    if metric not in ("median_us", "GBps", "speedup_vs_eager"):
-        raise ValueError(f"metric must be 'median_us', 'GBps' or 'speedup_vs_eager', got {metric!r}")
-    sel = [r for r in bench.unique_rows(rows) if r["timing"] == timing and (op is None or r["op"] == op)
-           and (dtype is None or r["dtype"] == dtype_name(dtype)) and r.get(metric) is not None]
-    if not sel:
-        raise ValueError(f"bar_chart: no rows with timing={timing!r}, op={op!r}, dtype={dtype!r}")
-    order = [p for o in OPS for p in PROVIDERS[o]]
-    impls = sorted({r["impl"] for r in sel}, key=lambda p: order.index(p) if p in order else 99)
-    groups = list(dict.fromkeys((r["op"], r["M"], r["N"], r["dtype"]) for r in sel))
-    if len(groups) > BAR_CHART_MAX_GROUPS:
-        raise ValueError(f"bar_chart: {len(groups)} shapes (op, M, N, dtype) selected, at most "
-                         f"{BAR_CHART_MAX_GROUPS} fit one readable chart; pass op= / dtype= or fewer rows")
-    vals = {(r["op"], r["M"], r["N"], r["dtype"], r["impl"]): r[metric] for r in sel}
+    impls, groups, vals = _bar_selection(rows, timing, op, dtype, metric)
     with style.context():
-        if ax is None:
-            # room per group for its bars and its widest label line (0.62 em a character at 14 pt),
-            # plus the y axis; never past the slide
-            label_in = max(len(line) for g in groups for line in
-                           _shape_label(g, len({h[0] for h in groups}) > 1, True).split("\n")) * 0.62 * 14 / 72
-            width = min(style.MAX_FIGSIZE_IN[0], 2.0 + len(groups) * max(1.4, 0.32 * len(impls), label_in + 0.4))
-            fig, ax = style.subplots(figsize=(width, style.MAX_FIGSIZE_IN[1]))
-            own = True
-        else:
-            fig, own = ax.figure, False
-            ax.tick_params(which="both", labelsize=style.SMALL_PT)
-        x = np.arange(len(groups))
-        w = 0.8 / len(impls)
-        for j, p in enumerate(impls):
-            ys = [vals.get(g + (p,), np.nan) for g in groups]
-            ax.bar(x + (j - (len(impls) - 1) / 2) * w, ys, w, label=_legend_words(p),
-                   color=style.OKABE_ITO[j % len(style.OKABE_ITO)])
-        multi_op = len({g[0] for g in groups}) > 1
-        multi_dt = len({g[3] for g in groups}) > 1
-        ax.set_xticks(x)
-        ax.set_xticklabels([_shape_label(g, multi_op, multi_dt) for g in groups], fontsize=style.SMALL_PT)
-        ylabel = {"median_us": "median µs per call" if timing == CALL else "median µs, kernel only",
-                  "GBps": "effective GB/s",
-                  "speedup_vs_eager": "speed-up over eager (x)"}[metric]
-        ax.set_ylabel(ylabel, fontsize=style.BODY_PT)
-        top = max(v for v in vals.values())
+        fig, ax, own = _bar_axes(style, ax, groups, impls)
+        _draw_bars(style, ax, groups, impls, vals, timing, metric)
         roofline = metric == "GBps" and bool(copy_GBps)
         if roofline:
-            top = max(top, copy_GBps)
             ax.axhline(copy_GBps, color="k", ls="--", lw=1.5, label=f"device copy {copy_GBps:,.0f} GB/s")
-        # headroom above the tallest bar for the legend's rows (upper left, three entries a row)
-        # three entries a row; two where an entry is long ("ours, weight requires grad"): the legend
-        # stays inside the axes
+        # three entries a legend row; two where an entry is long ("ours, weight requires grad"):
+        # the legend stays inside the axes
         ncol = 2 if any(len(impl_words(p)) > 14 for p in impls) else 3
-        legend_rows = -(-(len(impls) + roofline) // ncol) + any("\n" in _legend_words(p) for p in impls)
-        ax_h_pt = ax.get_position().height * fig.get_size_inches()[1] * 72
-        room = min(0.6, (legend_rows * style.SMALL_PT * 1.6 + 24) / max(ax_h_pt, 1.0))
-        if metric == "median_us":
-            ax.set_yscale("log")
-            bottom = min(v for v in vals.values()) / 2
-            ax.set_ylim(bottom, bottom * (top / bottom) ** (1 / (1 - room)))
-            # plain numbers at 1, 2, 5 x 10^k: a range under a decade still gets several labels
-            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_minor_formatter(NullFormatter())
-        else:
-            ax.set_ylim(0, top / (1 - room))
+        _bar_y_range(style, fig, ax, impls, vals, metric, copy_GBps, roofline, ncol)
         what = " / ".join(OP_WORDS.get(o, o) for o in sorted({g[0] for g in groups}))
         ax.set_title(f"{what}, {'per call' if timing == CALL else 'kernel only'}", fontsize=style.BODY_PT)
         ax_w_in = ax.get_position().width * fig.get_size_inches()[0]
@@ -370,7 +394,7 @@ def seed_comparison(rows: Sequence[Dict], provenance: str, dtype: str = "float16
 
 
 def checks_table(checks: Sequence[Tuple[str, bool, str]]) -> Table:
-    """:func:`gpu_viz.rmsnorm.bench.summary_checks` output as a :class:`Table`."""
+    """:func:`gpu_viz.rmsnorm.targets.summary_checks` output as a :class:`Table`."""
     def words_(text):  # the comparison signs a reader expects
         return str(text).replace(">=", "≥").replace("<=", "≤")
 
@@ -394,8 +418,83 @@ def _one_per_key(rows: Sequence[Dict]) -> Dict[Tuple, Dict]:
     return {bench.row_key(r): r for r in bench.unique_rows(rows)}
 
 
+def _wide_refusals(skipped: Sequence[Dict], shapes) -> Dict[Tuple[str, str], Dict[Tuple[int, int], List[str]]]:
+    """The baselines' refusals at ``shapes``, one entry per (provider, message): the row length in
+    the message read as "N", the shapes listed once with the dtypes refused there."""
+    refusals: Dict[Tuple[str, str], Dict[Tuple[int, int], List[str]]] = {}
+    for s in skipped:
+        if (s["M"], s["N"]) in shapes and s["impl"] in WIDE_BASELINES:
+            reason = s["reason"].split(": ", 1)[-1].strip() if s["reason"].startswith("raised ") else s["reason"]
+            reason = re.sub(rf"\b{s['N']}\b", "N", reason[:160])
+            refusals.setdefault((s["impl"], reason), {}).setdefault((s["M"], s["N"]), []).append(
+                DTYPE_WORDS.get(s["dtype"], s["dtype"]))
+    return refusals
+
+
+def _share_pct(r, copy_GBps: float) -> str:
+    """A baseline's share of the copy bandwidth in whole percent ("—": not measured)."""
+    return "—" if r is None else f"{100 * r['GBps'] / copy_GBps:.0f}"
+
+
+def _ours_pct(r, copy_GBps: float) -> str:
+    """Ours to a tenth, cut down rather than rounded: a share under the 90 % target never reads as 90."""
+    return "—" if r is None else f"{math.floor(1000 * r['GBps'] / copy_GBps) / 10:.1f}"
+
+
+def _wide_body(sel, shapes, dts, shown, copy_GBps: float, timing: str, refusals) -> List[List[str]]:
+    """The wide table's lines: per (op, shape) where ours was measured, ours per dtype, then each
+    shown baseline's cell."""
+    by = _one_per_key(sel)
+    refused = {(p, mn) for (p, reason), by_shape in refusals.items() if "not importable" not in reason
+               for mn in by_shape}
+    body = []
+    for op in (op for op in OPS if any(r["op"] == op for r in sel)):
+        for (M, N) in shapes:
+            if not any(by.get((op, "fused", M, N, d, timing)) for d in dts):
+                continue  # a shape this run did not measure (a live run times one)
+            body.append([OP_WORDS[op], f"{M}x{N}"]  # unbroken: one line a row on a slide
+                        + [_ours_pct(by.get((op, "fused", M, N, d, timing)), copy_GBps) for d in dts]
+                        + [_wide_baseline_cell(by, op, p, M, N, dts, timing, copy_GBps, refused) for p in shown])
+    return body
+
+
+def _wide_baseline_cell(by, op: str, p: str, M: int, N: int, dts, timing: str, copy_GBps: float, refused) -> str:
+    """One baseline's cell of a wide row: its shares per dtype ("a/b/c"), "n/a" (the gate has no
+    such baseline), "refused" (it raised there) or "—" (not measured)."""
+    if p not in WIDE_PROVIDERS[op]:
+        return "n/a"
+    cells = [_share_pct(by.get((op, p, M, N, d, timing)), copy_GBps) for d in dts]
+    if all(c == "—" for c in cells):
+        return "refused" if (p, (M, N)) in refused else "—"  # a refusal is said in words below the table
+    return "/".join(cells)
+
+
+def _wide_sentences(shown, refusals) -> List[str]:
+    """The baselines not measured at all, and each refusal with the reason the run gave."""
+    said = []
+    missing = [PROVIDER_WORDS[p] for p in WIDE_BASELINES if p not in shown and p != "liger"]
+    if missing:
+        said.append(f"Not measured at these shapes in this run: {', '.join(missing)}.")
+    for (p, reason), by_shape in refusals.items():
+        where = ", ".join(f"{M}x{N} ({'/'.join(d)})" for (M, N), d in by_shape.items())
+        if "not importable" in reason:
+            said.append(f"{PROVIDER_WORDS[p]} is not installed here: no time at {where}.")
+        else:
+            said.append(f"{PROVIDER_WORDS[p]} refused {where}: \u201c{reason}\u201d (N: the row length).")
+    return said
+
+
+def _markers_said(body) -> str:
+    """The legend's words for the markers the table's cells show (and only those)."""
+    cells = [c for line in body for c in line[2:]]
+    return "".join(f"; {said}" for marker, said in (
+        ("—", "— not measured"), ("refused", "refused: the baseline raised there"),
+        ("n/a", "n/a: no such baseline for the gate"))
+        if any(c == marker or marker in c.split("/") for c in cells))
+
+
 def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str,
-               skipped: Sequence[Dict] = (), shapes=bench.WIDE_SHAPES, timing: str = KERNEL
+               skipped: Sequence[Dict] = (), shapes=plan.WIDE_SHAPES, timing: str = KERNEL
                ) -> Tuple[Optional[Table], List[str]]:
     """The wide rows as the share of the copy bandwidth: ``(table, sentences)``.
 
@@ -410,70 +509,23 @@ def wide_share(rows: Sequence[Dict], copy_GBps: Optional[float], provenance: str
     if not copy_GBps or not any(r["impl"] == "fused" for r in sel):
         return None, [f"The data shown has no wide rows (N = {', '.join(str(n) for _, n in shapes)}) "
                       f"to compare; `gpu-viz bench` on a GPU measures them. Data: {provenance}"]
-    by = _one_per_key(sel)
     dts = [d for d in bench.DTYPES if any(r["dtype"] == d for r in sel)]
-    ops = [op for op in OPS if any(r["op"] == op for r in sel)]
     shown = [p for p in WIDE_BASELINES if any(r["impl"] == p for r in sel)]
-    pct = lambda r: "—" if r is None else f"{100 * r['GBps'] / copy_GBps:.0f}"  # noqa: E731
-    # ours to a tenth, cut down rather than rounded: a share under the 90 % target never reads as 90
-    ours_pct = lambda r: "—" if r is None else f"{math.floor(1000 * r['GBps'] / copy_GBps) / 10:.1f}"  # noqa: E731
     header = ["op", "M x N"] + [f"ours {DTYPE_WORDS[d]}" for d in dts] + [PROVIDER_WORDS[p] for p in shown]
-    # the baselines' refusals at these shapes, one entry per provider and message: the row
-    # length in the message read as "N", the shapes listed once with the dtypes refused there
-    refusals: Dict[Tuple[str, str], Dict[Tuple[int, int], List[str]]] = {}
-    for s in skipped:
-        if (s["M"], s["N"]) in shapes and s["impl"] in WIDE_BASELINES:
-            reason = s["reason"].split(": ", 1)[-1].strip() if s["reason"].startswith("raised ") else s["reason"]
-            reason = re.sub(rf"\b{s['N']}\b", "N", reason[:160])
-            refusals.setdefault((s["impl"], reason), {}).setdefault((s["M"], s["N"]), []).append(
-                DTYPE_WORDS.get(s["dtype"], s["dtype"]))
-    refused = {(p, mn) for (p, reason), by_shape in refusals.items() if "not importable" not in reason
-               for mn in by_shape}
-    body = []
-    for op in ops:
-        for (M, N) in shapes:
-            if not any(by.get((op, "fused", M, N, d, timing)) for d in dts):
-                continue  # a shape this run did not measure (a live run times one)
-            line = [OP_WORDS[op], f"{M}x{N}"]  # unbroken: one line a row on a slide
-            line += [ours_pct(by.get((op, "fused", M, N, d, timing))) for d in dts]
-            for p in shown:
-                if p not in bench.WIDE_PROVIDERS[op]:
-                    line.append("n/a")
-                    continue
-                cells = [pct(by.get((op, p, M, N, d, timing))) for d in dts]
-                if all(c == "—" for c in cells) and (p, (M, N)) in refused:
-                    line.append("refused")  # said in words below the table
-                else:
-                    line.append("—" if all(c == "—" for c in cells) else "/".join(cells))
-            body.append(line)
+    refusals = _wide_refusals(skipped, shapes)
+    body = _wide_body(sel, shapes, dts, shown, copy_GBps, timing, refusals)
     dt_words = "/".join(DTYPE_WORDS[d] for d in dts)
-    # the legend explains only the markers a cell shows
-    cells = [c for line in body for c in line[2:]]
-    legend = "".join(f"; {said}" for marker, said in (
-        ("—", "— not measured"), ("refused", "refused: the baseline raised there"),
-        ("n/a", "n/a: no such baseline for the gate"))
-        if any(c == marker or marker in c.split("/") for c in cells))
     caption = (f"% of the copy bandwidth ({copy_GBps:,.0f} GB/s), {timing} time; ours cut to a tenth, not "
-               f"rounded; baseline columns: {dt_words}{legend}. Data: {provenance}")
-    said = []
-    missing = [PROVIDER_WORDS[p] for p in WIDE_BASELINES if p not in shown and p != "liger"]
-    if missing:
-        said.append(f"Not measured at these shapes in this run: {', '.join(missing)}.")
-    for (p, reason), by_shape in refusals.items():
-        where = ", ".join(f"{M}x{N} ({'/'.join(d)})" for (M, N), d in by_shape.items())
-        if "not importable" in reason:
-            said.append(f"{PROVIDER_WORDS[p]} is not installed here: no time at {where}.")
-        else:
-            said.append(f"{PROVIDER_WORDS[p]} refused {where}: \u201c{reason}\u201d (N: the row length).")
-    return Table(header, body, caption), said
+               f"rounded; baseline columns: {dt_words}{_markers_said(body)}. Data: {provenance}")
+    return Table(header, body, caption), _wide_sentences(shown, refusals)
 
 
-def per_call_rows(rows: Sequence[Dict], dtype: str = "float16", shapes=bench.CALL_SHAPES,
+def per_call_rows(rows: Sequence[Dict], dtype: str = "float16", shapes=plan.CALL_SHAPES,
                   impls=("native", "fused", "native_grad", "fused_grad")) -> List[Dict]:
     """The rmsnorm per-call rows (``"timing": "call"``) at ``shapes`` in ``dtype``, one per
     (impl, shape) (:func:`_one_per_key`), ordered by impl then M."""
     shapes = [tuple(s) for s in shapes]
-    by = _one_per_key([r for r in rows if r["timing"] == CALL and r["op"] == "rmsnorm"
+    by = _one_per_key([r for r in rows if r["timing"] == CALL and r["op"] == RMSNORM
                         and r["dtype"] == dtype and (r["M"], r["N"]) in shapes and r["impl"] in impls])
     return sorted(by.values(), key=lambda r: (impls.index(r["impl"]), r["M"]))
 
@@ -522,7 +574,7 @@ def per_call_chart(rows: Sequence[Dict], provenance: Optional[str] = None, dtype
 
 
 def per_call_summary(rows: Sequence[Dict], dtype: str = "float16",
-                     grad_factor: float = bench.CALL_GRAD_FACTOR) -> List[str]:
+                     grad_factor: float = targets.CALL_GRAD_FACTOR) -> List[str]:
     """Sentences on the per-call rows of ``dtype``: at how many sizes ours is no slower than
     F.rms_norm, and within ``grad_factor`` x with a grad-requiring weight, with the ratios' range."""
     sel = per_call_rows(rows, dtype)
@@ -589,7 +641,7 @@ def kernel_vs_call(rows: Sequence[Dict], M: int = 128, N: int = 4096, dtype: str
     same record or run); None when either timing is missing."""
     call = {r["impl"]: r["median_us"] for r in per_call_rows(rows, dtype, shapes=((M, N),))}
     kern = {impl: r["median_us"] for (op, impl, m, n, dt, tm), r in _one_per_key(rows).items()
-            if op == "rmsnorm" and (m, n, dt, tm) == (M, N, dtype, KERNEL)}
+            if op == RMSNORM and (m, n, dt, tm) == (M, N, dtype, KERNEL)}
     if not all(k in call and k in kern for k in ("fused", "native")):
         return None
     return (f"At {_shape(M, N)}, kernel only: ours {kern['fused']:.2f} µs, F.rms_norm "
@@ -624,15 +676,15 @@ def invariance_summary(inv: Optional[Dict]) -> List[str]:
 
 def _cmd_bench(args) -> int:
     if args.dry_run:  # the plan and its time estimate: no GPU needed, nothing measured
-        print(bench.plan_text(quick=args.quick, reps=args.reps))
+        print(plan.plan_text(quick=args.quick, reps=args.reps))
         return 0
     if not backend.has_gpu():
         print(f"gpu-viz bench needs a CUDA GPU: {backend.detect().describe()}")
-        rec = bench.newest_record()
+        rec = bench_record.newest_record()
         if rec:
             print(f"The newest committed record is {rec['_file']} ({records.label(rec)}).")
         return 2
-    record = bench.full_record(quick=args.quick, out=args.out, tag=args.tag, reps=args.reps)
+    record = bench_record.full_record(quick=args.quick, out=args.out, tag=args.tag, reps=args.reps)
     rows = record["rows"]
     print()
     print(table(rows, provenance=backend.live_label()).plain())

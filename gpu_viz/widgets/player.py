@@ -32,7 +32,7 @@ from . import svg as _svg
 
 PLAYER_METADATA_KEY = "gpu_viz"
 LIVE_MIME = "application/vnd.jupyter.widget-view+json"
-#: The player's outer box, CSS px (issue 15: a slide of 1280x720 below its title).
+#: The player's outer box, CSS px: a slide of 1280x720 below its title.
 PLAYER_WIDTH, PLAYER_HEIGHT = 1200, 560
 #: Gap between the drawing and the source pane, and the player's padding, CSS px.
 GAP, PAD = 10, 4
@@ -160,7 +160,7 @@ def source_view(source: str, line: Optional[int]) -> str:
         text = "\n".join(source_rows(lines[i - 1]))
         rows.append(f'<span data-line="{i}" style="{style}">{html.escape(text) or " "}</span>')
     if last < len(lines):
-        rows.append(f'<span class="gv-elided" style="display:block;color:#444">… '
+        rows.append('<span class="gv-elided" style="display:block;color:#444">… '
                     + (f"line {last + 1}" if last + 1 == len(lines) else f"lines {last + 1}-{len(lines)}")
                     + " below</span>")
     return (f'<pre class="gpu-viz-source" style="box-sizing:border-box;width:{SOURCE_WIDTH}px;'

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import itertools
 import math
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, List, Sequence
 
 import numpy as np
 

@@ -63,7 +63,7 @@ def main() -> int:
             assert_close("vector_add C", dC.get(), A.astype(np.float64) + B, rtol=2.0 ** -24)
         run(f"vector_add n={n} block={block}", va)
 
-    # divergence.cu: both kernels, traced (the plain ones are timed by measure.divergence)
+    # divergence.cu: both kernels, traced (the plain ones are timed by claims.divergence)
     for kernel in dv_model.DIVERGENCE_KERNELS:
         for n, block, iters in [(64, 64, 4), (70, 64, 3), (45, 45, 2), (300, 128, 5)]:
             def dv(kernel=kernel, n=n, block=block, iters=iters):

@@ -18,7 +18,7 @@ def main() -> int:
 
     # the package's names first, so that a renamed module fails here too, not only on a GPU
     from gpu_viz.exercises import kernel_lab, sources
-    from gpu_viz.measure import probes
+    from gpu_viz.claims import probes
 
     if not backend.has_gpu():
         print(f"sanitize/probes: no GPU ({backend.detect().reason})", file=sys.stderr)

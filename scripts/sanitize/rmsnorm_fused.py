@@ -7,7 +7,7 @@ Run under compute-sanitizer by scripts/gpu-check, one tool at a time, e.g.
 Covers each variant (warp / block / wide), the 16-byte and scalar paths, and every defect of the
 seed write-up: N=768 in a 96-thread block (and 97, 100), N > 8192, N % 8 != 0, misaligned views,
 row strides, M = 0, a NaN row, a non-default stream; plus the backward (torch composite); and
-the paths of issue 18: rmsnorm_add (y and h), fp32 weights with fp16/bf16 x, weight_offset, the
+the add op and the extended paths: rmsnorm_add (y and h), fp32 weights with fp16/bf16 x, weight_offset, the
 llama cast (both through the extended-output ``_x`` kernels, also in a hand-made block), the
 misaligned element-wise kernels, wide rows (65536, 131072), the public plan path.
 Framework memory pools are off (PYTORCH_NO_CUDA_MEMORY_CACHING=1, CuPy's allocator = cudaMalloc)
@@ -32,14 +32,18 @@ def main() -> int:
     # the package's names first, so that a renamed module fails here too, not only on a GPU
     from gpu_viz import check as checks
     from gpu_viz import ops
-    from gpu_viz.rmsnorm import fused, reference
+    from gpu_viz.rmsnorm import reference
+    from gpu_viz.rmsnorm.fused import checks as fchecks
+    from gpu_viz.rmsnorm.fused import config as fconfig
+    from gpu_viz.rmsnorm.fused import launch as flaunch
+    from gpu_viz.rmsnorm.fused import names as fnames
     from gpu_viz.rmsnorm.dtypes import DTYPES, torch_dtype
     from gpu_viz.rmsnorm.tolerances import tolerance
 
     if not backend.has_gpu():
         print(f"rmsnorm_fused sanitize: no GPU ({backend.detect().reason})", file=sys.stderr)
         return 2
-    print(f"C++ launcher: {fused.ensure_launcher()}")  # built here if it is not yet, before any check
+    print(f"C++ launcher: {flaunch.ensure_launcher()}")  # built here if it is not yet, before any check
     import cupy
     import torch
 
@@ -84,23 +88,23 @@ def main() -> int:
         w = values(1, N, dtype)[0]
         if nan_row is not None:
             x[nan_row, N // 2] = float("nan")
-        info = fused._validate(x, w, g, 1e-6, weight_offset=offset, cast=cast)
+        info = fchecks.validate("rmsnorm_gate" if gate else "rmsnorm", x, g, w, 1e-6, offset, cast)
         out = torch.full((M, N), float("nan"), device="cuda", dtype=tdt[dtype])
         if stream is not None:
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):
-                y = fused._launch(info, out=out, config=config)
+                y = flaunch.launch(info, out=out, config=config)
         else:
-            y = fused._launch(info, out=out, config=config)
+            y = flaunch.launch(info, out=out, config=config)
         torch.cuda.synchronize()
         if offset or cast != "fp32":
             ref = reference.rmsnorm(x.cpu(), w.cpu(), 1e-6, g.cpu() if gate else None,
                                     weight_offset=offset, cast=cast)
         else:
             ref = ops.reference_rmsnorm_gate(x, g, w) if gate else ops.reference_rmsnorm(x, w)
-        cfg = config or fused._choose_config(M, N, dtype, gate, N % ops.DTYPES[dtype][2] == 0,
+        cfg = config or fconfig.config_for(M, N, dtype, gate, N % ops.DTYPES[dtype][2] == 0,
                                              ops.fits_l2(M, N, dtype, gate, ops.l2_bytes(0)), None,
-                                             layout == "contiguous", None, fused._out_ext(offset, cast == "llama"))
+                                             layout == "contiguous", None, fnames.out_ext(offset, cast == "llama"))
         label = (f"{'rmsnorm_gate' if gate else 'rmsnorm':12s} {dtype:8s} M={M:3d} N={N:6d} {layout:10s} "
                  f"{cfg.kernel} block={cfg.block}" + (" nan-row" if nan_row is not None else "")
                  + (" side-stream" if stream is not None else "")
@@ -108,18 +112,17 @@ def main() -> int:
         check(label, y, ref, tolerance(dtype), nan_rows=(nan_row,) if nan_row is not None else ())
 
     def forward_new(M, N, dtype, op, layout="contiguous", wdt=None, offset=0.0, cast="fp32"):
-        """The paths of issue 18: the add op (y and h poisoned), fp32 weights, the Gemma offset,
+        """The add op (y and h poisoned), fp32 weights, the Gemma offset,
         the llama cast, the misaligned element-wise twins; through the launcher, then the
         public op (the plan path, or the wide module where it takes the row)."""
         x = values(M, N, dtype, layout)
         x2 = values(M, N, dtype, layout, 3.0) if op != "rmsnorm" else None
         w = values(1, N, wdt or dtype)[0]
         kw = {"weight_offset": offset, "cast": cast}
-        info = fused._validate(x, w, x2 if op == "rmsnorm_gate" else None, 1e-6,
-                               residual=x2 if op == "rmsnorm_add" else None, **kw)
+        info = fchecks.validate(op, x, x2, w, 1e-6, offset, cast)
         out = torch.full((M, N), float("nan"), device="cuda", dtype=tdt[dtype])
         h = torch.full((M, N), float("nan"), device="cuda", dtype=tdt[dtype]) if op == "rmsnorm_add" else None
-        y = fused._launch(info, out=out, h_out=h)
+        y = flaunch.launch(info, out=out, h_out=h)
         def public():
             return (ops.rmsnorm(x, w, **kw) if op == "rmsnorm" else ops.rmsnorm_gate(x, x2, w, **kw)
                     if op == "rmsnorm_gate" else ops.rmsnorm_add(x, x2, w, **kw)[0])

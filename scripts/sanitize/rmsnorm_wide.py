@@ -1,22 +1,19 @@
 """Sanitizer run for kernels/rmsnorm_wide.cu through gpu_viz.rmsnorm.wide: small wide shapes,
-both ops, every slice mode (registers, shared memory, shared memory with the weight) at every
-row-length bucket (2- to 16-CTA clusters) in fp16 and fp32, the policy of both ops at every
-bucket (fp16, fp32), bf16 with an fp32 weight, a partly filled configuration (N = 40000), and
-one small case per mode 3-5 (PERSIST, PERSIST_1, MBAR) and 7-9 (RING, RING_L2: ring depths
-1, 3, 4 and 8, an fp32 weight of a bf16 x, HYBRID: its register chunks and weight distance, and
-the gate read in the last step, gate_late, in fp16, bf16 with an fp32 weight and fp32), the persistent ones with fewer clusters
-than rows (each cluster loops, reusing both slot sets and flipping the mbarrier phases; the ring
-runs on into the next row) and with more (idle clusters).  ``--new``: only those last cases.
+both ops, the policy at every row-length bucket (2- to 16-CTA clusters) in fp16 and fp32, each
+bucket's policy shape in every mode (registers, shared memory, shared memory with the mbarrier
+exchange, split between the two) where its shared memory fits, bf16 with an fp32 weight, a partly
+filled configuration (N = 40000), and HYBRID's knobs: its register chunks and weight distance, and
+the gate read in the last step (gate_late) in fp16, bf16 with an fp32 weight and fp32.
+``--hybrid``: only those last cases.
 
 Run under compute-sanitizer, one tool at a time, e.g.
     compute-sanitizer --tool memcheck  python scripts/sanitize/rmsnorm_wide.py
     compute-sanitizer --tool racecheck python scripts/sanitize/rmsnorm_wide.py   (also synccheck, initcheck)
-    compute-sanitizer --tool racecheck python scripts/sanitize/rmsnorm_wide.py --new
 The torch caching allocator is off (PYTORCH_NO_CUDA_MEMORY_CACHING=1) so memcheck sees every
 buffer's true bounds.  Each launch: fresh random data, NaN-poisoned output, the float64
 reference (on the CPU, so that only our kernels run under the tool) within the one tolerance
-table (gpu_viz.rmsnorm.bench.check_rows).  Exit 1 on any
-mismatch, 2 without a GPU or without clusters; one line per case.
+table (gpu_viz.rmsnorm.bench.check_rows).  Exit 1 on any mismatch, 2 without a GPU or without
+clusters; one line per case.
 """
 import os
 import sys
@@ -24,45 +21,36 @@ import sys
 os.environ.setdefault("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
 
 def cases(wide):
-    """(dtype, weight dtype, N, M, shape, clusters, options): the first candidate of every mode 0-2 at every
-    bucket (fp16, fp32), the policy (shape None) at every bucket (fp16, fp32) and with an fp32
-    weight (bf16), a partly filled configuration, then :func:`new_cases`."""
+    """(dtype, weight dtype, N, M, shape, options): the policy (shape None) at every bucket (fp16,
+    fp32) and each bucket's policy shape in every mode whose shared memory fits, with an fp32
+    weight (bf16), a partly filled configuration, then :func:`hybrid_cases`."""
     out = []
     for dt, M in (("float16", 2), ("float32", 1)):
         size = 2 if dt == "float16" else 4
-        for N, shapes in wide.CANDIDATES[size].items():
-            for mode in (wide.REGISTERS, wide.SMEM, wide.SMEM_W):
-                shape = next((sh for sh in shapes if sh[3] == mode), None)
-                if shape is not None:
-                    out.append((dt, dt, N, M, shape))
+        for N in sorted(wide.POLICY["rmsnorm"][size]):
             out.append((dt, dt, N, M, None))
+            c, t, e, _ = wide.POLICY["rmsnorm"][size][N]
+            for mode in wide.MODES:
+                try:  # the gate op's slice is twice x's: where even rmsnorm's does not fit, skip
+                    wide.config(N, dt, (9, 0), gate=True, shape=(c, t, e, mode))
+                except ValueError:
+                    continue
+                out.append((dt, dt, N, M, (c, t, e, mode)))
     out += [("bfloat16", "float32", 65536, 2, None), ("bfloat16", "float32", 262144, 1, None),
             ("bfloat16", "bfloat16", 40000, 3, None)]
-    return [c + (None, {}) for c in out] + new_cases(wide)
+    return [c + ({},) for c in out] + hybrid_cases(wide)
 
 
-def new_cases(wide):
-    """(dtype, weight dtype, N, M, shape, clusters, options) of modes 3-5 and 7-9: small rows, the
-    persistent grid smaller than M (7 rows on 2 clusters: 3-4 rows each) and larger (idle);
-    ``options`` the ring depth or HYBRID's register chunks and weight distance (and ``gate_late``,
-    for the gate op's run of the case only)."""
-    R, RL, H = wide.RING, wide.RING_L2, wide.HYBRID
-    return [("float16", "float16", 65536, 7, (8, 256, 32, wide.PERSIST), 2, {}),
-            ("bfloat16", "float32", 32768, 2, (4, 256, 32, wide.PERSIST), 3, {}),
-            ("float32", "float32", 32768, 5, (8, 256, 16, wide.PERSIST_1), 2, {}),
-            ("float16", "float16", 40000, 3, (8, 256, 32, wide.PERSIST_1), None, {}),
-            ("float16", "float16", 65536, 2, (8, 256, 32, wide.MBAR), None, {}),
-            ("float32", "float32", 65536, 2, (8, 512, 16, wide.MBAR), None, {}),
-            ("float16", "float16", 65536, 7, (8, 256, 32, R), 2, dict(ring=3)),
-            ("float32", "float32", 40000, 5, (8, 256, 32, R), 2, dict(ring=8)),
-            ("bfloat16", "float32", 65536, 3, (4, 512, 32, RL), 5, dict(ring=1)),
-            ("bfloat16", "float32", 65536, 3, (8, 256, 32, R), 2, dict(ring=4)),
-            ("float16", "float16", 131072, 2, (4, 512, 64, H), None, dict(hreg=2, wdist=3)),
-            ("float32", "float32", 40000, 2, (4, 256, 64, H), None, dict(hreg=12, wdist=16)),
+def hybrid_cases(wide):
+    """(dtype, weight dtype, N, M, shape, options) of HYBRID's knobs: its register chunks and
+    weight distance (and ``gate_late``, for the gate op's run of the case only)."""
+    H = wide.HYBRID
+    return [("float16", "float16", 131072, 2, (4, 512, 64, H), dict(hreg=2, wdist=3)),
+            ("float32", "float32", 40000, 2, (4, 256, 64, H), dict(hreg=12, wdist=16)),
             # the gate read in the last step (its rmsnorm twin runs without gate_late)
-            ("float16", "float16", 200000, 2, (4, 1024, 64, H), None, dict(hreg=2, wdist=2, gate_late=True)),
-            ("bfloat16", "float32", 262144, 1, (4, 1024, 64, H), None, dict(hreg=1, wdist=1, gate_late=True)),
-            ("float32", "float32", 262144, 1, (8, 1024, 32, H), None, dict(hreg=1, wdist=2, gate_late=True))]
+            ("float16", "float16", 200000, 2, (4, 1024, 64, H), dict(hreg=2, wdist=2, gate_late=True)),
+            ("bfloat16", "float32", 262144, 1, (4, 1024, 64, H), dict(hreg=1, wdist=1, gate_late=True)),
+            ("float32", "float32", 262144, 1, (8, 1024, 32, H), dict(hreg=1, wdist=2, gate_late=True))]
 
 
 def case_options(kw, gate: bool):
@@ -86,22 +74,21 @@ def main() -> int:
         return 2
     gen = torch.Generator(device="cuda").manual_seed(1234)
     failures = 0
-    for dt, wdt, N, M, shape, clusters, kw in (new_cases(wide) if "--new" in sys.argv[1:] else cases(wide)):
+    for dt, wdt, N, M, shape, kw in (hybrid_cases(wide) if "--hybrid" in sys.argv[1:] else cases(wide)):
         for gate in (False, True):
             opts = case_options(kw, gate)
             x = torch.randn(M, N, device="cuda", generator=gen).to(torch_dtype(dt))
             g = (2 * torch.randn(M, N, device="cuda", generator=gen)).to(x.dtype) if gate else None
             w = (1 + 0.5 * torch.randn(N, device="cuda", generator=gen)).to(torch_dtype(wdt))
             out = torch.full_like(x, float("nan"))
-            rstd = wide.forward(x, w, 1e-6, out, gate=g, shape=shape, clusters=clusters, **opts)
+            rstd = wide.forward(x, w, 1e-6, out, gate=g, shape=shape, **opts)
             torch.cuda.synchronize()
             # the float64 reference on the CPU: only our kernels run on the GPU under the tool
             ok, msg = check_rows("rmsnorm_gate" if gate else "rmsnorm", out.cpu(), x.cpu(), w.float().cpu(),
                                  g.cpu() if gate else None, 1e-6, dt)
             ok = ok and bool(torch.isfinite(rstd.cpu()).all())
             cfg = wide.config(N, dt, torch.cuda.get_device_capability(), gate=gate, weight_dtype=wdt, shape=shape, **opts)
-            grid = f" clusters={clusters}" if clusters else ""
-            print(f"{'ok  ' if ok else 'FAIL'} {cfg.kernel} M={M} N={N}{grid}: {msg[:200]}", flush=True)
+            print(f"{'ok  ' if ok else 'FAIL'} {cfg.kernel} M={M} N={N}: {msg[:200]}", flush=True)
             failures += not ok
     return 1 if failures else 0
 

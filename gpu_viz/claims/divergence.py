@@ -11,7 +11,7 @@ from .. import backend, kernels
 from ..check import random_f32
 from ..model import divergence as model
 from ..record.divergence import FILE, check_y
-from . import timing
+from ..measure import timing
 
 
 def cost(n: int = 1 << 22, block: int = 256, iters: int = 256, reps: int = 50) -> Dict:

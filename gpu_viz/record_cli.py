@@ -4,15 +4,15 @@
   launch floor (:func:`gpu_viz.measure.memory.hardware_record`);
 * ``scheduling`` -- notebook 07: the deck's 2048-block launch at 256 and 1024 threads per block
   (:func:`gpu_viz.frames.scheduling.summary` of ``gpu_viz.record.scheduling``);
-* ``divergence`` -- notebook 03: divergent vs uniform branches (:func:`gpu_viz.measure.divergence.cost`);
+* ``divergence`` -- notebook 03: divergent vs uniform branches (:func:`gpu_viz.claims.divergence.cost`);
 * ``probes`` -- notebooks 03, 06, 07, 08, 09: shuffle-step latency, the doubling point, warp order,
   the fp16 load's width, the grid-stride timings, x re-read vs staged in registers
-  (:func:`gpu_viz.measure.probes.record`);
+  (:func:`gpu_viz.claims.probes.record`);
 * ``exercises`` -- every write-the-kernel exercise's reference solution, graded on this GPU
-  (:func:`gpu_viz.exercises.kernel_lab.record`): the run CPU mode shows;
-* ``decoder`` -- notebook 08's finale: a decoder step with each RMSNorm (:func:`gpu_viz.measure.decoder.record`);
+  (:func:`gpu_viz.exercises.kernel_task.record`): the silicon's verdicts;
+* ``decoder`` -- notebook 08's finale: a decoder step with each RMSNorm (:func:`gpu_viz.claims.decoder.record`);
 * ``hit-rates`` -- optional, needs ncu: L1/L2 hit rates of notebook 08's two row kernels
-  (:func:`gpu_viz.measure.hit_rates.record`).
+  (:func:`gpu_viz.claims.hit_rates.record`).
 
 Each writes ``<gpu-slug>-<date>-<what>.json`` into ``--out`` (default: the current folder).
 """
@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import backend
-from . import records
+from . import backend
+from .measure import records
 
 WHAT = ("hardware", "scheduling", "divergence", "probes", "exercises", "decoder", "hit-rates")
 
@@ -37,35 +37,35 @@ def record(what: str, out=None) -> Path:
         raise ValueError(f"what must be one of {WHAT}, got {what!r}")
     backend.require_gpu(f"the {what} record")
     if what == "probes":
-        from . import probes
+        from .claims import probes
 
         return probes.record(out)
     if what == "exercises":
-        from ..exercises import kernel_task
+        from .exercises import kernel_task
 
         return kernel_task.record(out)
     if what == "decoder":
-        from . import decoder
+        from .claims import decoder
 
         return decoder.record(out)
     if what == "hit-rates":
-        from . import hit_rates
+        from .claims import hit_rates
 
         return hit_rates.record(out)
     if what == "hardware":
-        from . import memory
+        from .measure import memory
 
         rec = records.new_record(rows=[], **memory.hardware_record())
     elif what == "scheduling":
-        from ..frames import scheduling as frames
-        from ..record import scheduling as producer
+        from .frames import scheduling as frames
+        from .record import scheduling as producer
 
         runs = [frames.summary(producer.trace(threads=t)) for t in (256, 1024)]
         for r in runs:
             print(json.dumps(r))
         rec = records.new_record([frames.summary_row(r) for r in runs], scheduling=runs[0])
     else:
-        from . import divergence
+        from .claims import divergence
 
         out_ = divergence.cost()
         print(f"divergent / uniform = {out_['ratio']:.2f}x")

@@ -186,7 +186,7 @@ def check_variant(cfg: Config, W: Dict, inp: Dict, fn, kv_len: int, dtype_name: 
 
 
 def _time(fn, reps: int, warmup: int):
-    from .timing import time_calls
+    from ..measure.timing import time_calls
 
     return time_calls(lambda i: fn(), reps=reps, warmup=warmup, framework="torch")
 
@@ -230,7 +230,7 @@ def measure(cfg: Config = Config(), dtype: str = "float16", shapes=SHAPES, varia
                 def run(i, norm=norm):
                     return step(cfg, W, i, norm, S)
                 if variant == "compile":
-                    from ..rmsnorm.bench import compile_checked
+                    from ..rmsnorm.providers import compile_checked
 
                     compiled = compile_checked(lambda i: run(i), (inp,))
                     fn = compiled
@@ -328,7 +328,7 @@ def record(out=None, dtypes=RECORD_DTYPES):
     returns the path."""
     import torch
 
-    from . import records
+    from ..measure import records
 
     rows = []
     for dt in dtypes:
@@ -344,6 +344,6 @@ def record(out=None, dtypes=RECORD_DTYPES):
 
 def recorded(directory=None) -> Optional[Dict]:
     """The newest committed decoder record, or None (CPU mode shows it, labelled)."""
-    from . import records
+    from ..measure import records
 
     return records.newest("*-decoder.json", directory)

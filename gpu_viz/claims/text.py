@@ -2,7 +2,7 @@
 and the committed record in CPU mode (labelled with its GPU and date), never a hard-coded number.
 
     from IPython.display import Markdown
-    from gpu_viz.measure import claims
+    from gpu_viz.claims import text as claims
     Markdown(claims.shuffle_step())      # notebook 08, phase 2
 
 Each function returns a markdown string; where neither a GPU nor a record has the number it says
@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import re
 
-from . import probes
+from .. import backend, disasm
+from ..measure import memory, records
+from ..model import latency as lm
 from ..words import count
+from . import decoder, inflight, probes
 
 
 def _rows(op):
@@ -86,8 +89,6 @@ def warp_order() -> str:
 def data_residency() -> str:
     """Notebook 08 ("where data lives is the optimization"): pass 2 re-reading x from global memory
     vs x staged in registers, in L2 and beyond it, beside the copy bandwidth of the same run."""
-    from .. import backend
-    from . import records
 
     rows, label = _rows("data_residency")
     if not rows:
@@ -115,8 +116,6 @@ def data_residency() -> str:
 
 def decoder_step() -> str:
     """Notebook 08's finale: the three conclusion lines of the decoder record (or this GPU's run)."""
-    from .. import backend
-    from . import decoder, records
 
     rec = decoder.recorded()
     if rec is None:
@@ -133,13 +132,11 @@ def decoder_step() -> str:
 
 def l2_bandwidth() -> str:
     """Notebook 01 (the chip drawing): L2's bandwidth from a re-read that is not launch-bound."""
-    from .. import backend
-    from . import memory, records
 
     rows, label = _rows("reread_bandwidth")
     small, small_label = "", ""
     # CPU mode: the committed one-pass sweep shows why its in-L2 sizes measure the launch
-    rec = None if backend.has_gpu() else memory.recorded_hardware()[0]
+    rec = None if backend.has_gpu() else records.recorded_hardware()[0]
     pts = (rec or {}).get("bandwidth_vs_size")
     if pts:
         p = min((q for q in pts if q["size_bytes"] >= (4 << 20)), key=lambda q: q["size_bytes"], default=None)
@@ -162,17 +159,13 @@ def l2_bandwidth() -> str:
 
 def latency_hiding(compute_per_load: int = 16) -> str:
     """Notebook 04: warps *per scheduler* against the model, at one GPU's latency and limit."""
-    from .. import backend
-    from ..exercises.core import info, source_label
-    from ..model import latency as lm
-    from . import memory, records
 
-    i = info()
+    i, where_info = records.lesson_device()
     per_sched = i.max_threads_per_sm // 32 // 4
     if backend.has_gpu():
         lat, where = round(memory.dram_latency().cycles_per_load), backend.live_label()
     else:
-        rec, lab = memory.recorded_hardware()
+        rec, lab = records.recorded_hardware()
         if not rec or not rec.get("dram_latency"):
             return "*No DRAM latency: no GPU and no committed hardware record.*"
         lat, where = round(rec["dram_latency"]["cycles_per_load"]), lab
@@ -183,34 +176,32 @@ def latency_hiding(compute_per_load: int = 16) -> str:
             f"DRAM latency of {lat} cycles and {compute_per_load} instructions per load, {per_sched} warps "
             f"keep the scheduler {busy:.0%} busy; hiding the latency fully would take about {need}. Kernels reach "
             "the bandwidth anyway by having several loads in flight per warp (wider or unrolled loads). "
-            f"Data: {source_label()}; the latency: {where}.")
+            f"Data: {where_info}; the latency: {where}.")
 
 
 def block_cap() -> str:
     """Notebook 05: 1024 is the block's cap, not the SM's size; and 1024 = 32 x 32 is smem[32]."""
-    from ..exercises.core import info, source_label
 
-    i = info()
+    i, where_info = records.lesson_device()
     return ("The deck: the whole block must fit on one SM, \"and that constraint is exactly why blocks cap at "
             f"1024\". The cap is not the SM's size: an SM of {i.name} holds {i.max_threads_per_sm:,} threads "
             f"({count(i.max_threads_per_sm // 1024, 'block')} of 1024 at once). What 1024 does fix "
             "is the reduction's shape: 1024 threads are 32 warps of 32 lanes, so one partial per warp fits "
-            f"`smem[32]` and warp 0's 32 lanes can reduce them in one more shuffle pass. Data: {source_label()}.")
+            f"`smem[32]` and warp 0's 32 lanes can reduce them in one more shuffle pass. Data: {where_info}.")
 
 
 def deck_littles_law(block: int = 1024) -> str:
     """Notebook 08 (the speed-up): why the deck kernel stops short of the copy bandwidth -- Little's
     law with one 2-byte load in flight per resident thread, beside the kernel's measured GB/s."""
-    from ..exercises import predict
 
     try:
-        g = predict._given_08_inflight(block)
+        g = inflight.facts_at(block)
     except RuntimeError as exc:   # CPU mode without a hardware record
         return f"*Little's law needs the copy bandwidth and the DRAM latency: {exc}.*"
     have = g["resident_threads_per_sm"] * g["bytes_per_load"]
     need = g["copy_GBps"] * g["latency_ns"] / g["sm_count"]
     pred = min(g["copy_GBps"], have * g["sm_count"] / g["latency_ns"])
-    gbps, where = predict._deck_measured_GBps(block)
+    gbps, where = inflight.deck_GBps(block)
     # ``where`` is "<label>, [M, N] at block B" for a record: the shape in words, the label last
     m = re.match(r"(.*), \[(\d+), (\d+)\] at block (\d+)$", where or "")
     at, where = (f" at {m.group(2)}x{m.group(3)}, block {m.group(4)}", m.group(1)) if m else ("", where)
@@ -229,9 +220,6 @@ def deck_littles_law(block: int = 1024) -> str:
 def constant_and_l1(file: str = "rmsnorm_deck.cu", kernel: str = "rmsnorm_deck_f16") -> str:
     """Notebook 08 (phases 3 and 4): the evidence in the SASS -- kernel parameters read from the
     constant bank (``c[0x0][...]``) and loads the compiler marked read-only (``.CONSTANT``)."""
-    import re
-
-    from .. import disasm
 
     text, label = disasm.sass(file, kernel)
     if not text:

@@ -1,9 +1,9 @@
 """``gpu-viz record hit-rates`` (optional, needs Nsight Compute's ``ncu``): the L1 and L2 sector
-hit rates of notebook 08's two row kernels (:data:`gpu_viz.measure.probes.RESIDENCY_KERNELS`) at
-both shapes of :data:`gpu_viz.measure.probes.RESIDENCY_ROWS`.  It is what shows *where* pass 2 of
+hit rates of notebook 08's two row kernels (:data:`gpu_viz.claims.probes.RESIDENCY_KERNELS`) at
+both shapes of :data:`gpu_viz.claims.probes.RESIDENCY_ROWS`.  It is what shows *where* pass 2 of
 ``rownorm_reread`` found x: a high L1 hit rate means the second read never left the SM.
 
-``ncu`` profiles a child process (``python -m gpu_viz.measure.hit_rates --launch``) that launches
+``ncu`` profiles a child process (``python -m gpu_viz.claims.hit_rates --launch``) that launches
 each kernel once per shape; :func:`parse_csv` reads ``ncu --csv`` output.  The record is its own
 file, ``<gpu-slug>-<date>-hit-rates.json``, so the probes record never depends on ncu.
 """
@@ -74,7 +74,7 @@ def measure(ncu: Optional[str] = None) -> List[Dict]:
     if not ncu:
         raise RuntimeError("ncu (Nsight Compute) not found: the hit-rate record needs it")
     cmd = [ncu, "--csv", "--metrics", ",".join(METRICS), "--kernel-name", "regex:rownorm_",
-           sys.executable, "-m", "gpu_viz.measure.hit_rates", "--launch"]
+           sys.executable, "-m", "gpu_viz.claims.hit_rates", "--launch"]
     proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=600)
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
@@ -91,7 +91,7 @@ def measure(ncu: Optional[str] = None) -> List[Dict]:
 
 def record(out=None):
     """Measure and save ``<gpu>-<date>-hit-rates.json`` into ``out``; the path."""
-    from . import records
+    from ..measure import records
 
     backend.require_gpu("the hit-rate record")
     return records.save_record(records.new_record(measure(), tool="ncu", metrics=list(METRICS)),

@@ -195,7 +195,7 @@ L2_PASSES = 64
 def _reread(nbytes: int, passes: int, reps: int = 20) -> Dict:
     """Time ``reread`` over ``nbytes`` of small-integer floats (exact sums), ``passes`` times; checked."""
     from .. import device
-    from .timing import time_calls
+    from ..measure.timing import time_calls
 
     cp = backend.require_cupy("the re-read bandwidth probe")
     info = device.current()
@@ -243,7 +243,7 @@ def grid_stride(n: int = GRID_STRIDE_N, block: int = 1024, reps: int = 30) -> Li
     One row per grid; GB/s counts 8 bytes per element (read x, write y)."""
     from .. import device
     from ..record import grid_stride as producer
-    from .timing import time_graph
+    from ..measure.timing import time_graph
 
     cp = backend.require_cupy("the grid-stride timing")
     x = cp.random.standard_normal(n, dtype=cp.float32)
@@ -296,7 +296,7 @@ def data_residency(reps: int = 50) -> List[Dict]:
     of the same run.  GB/s counts the fewest bytes: x read once, y written once, w once."""
     from .. import device
     from ..rmsnorm.tolerances import tolerance
-    from .timing import copy_bandwidth, time_graph
+    from ..measure.timing import copy_bandwidth, time_graph
 
     cp = backend.require_cupy("the data-residency probe")
     info = device.current()
@@ -360,7 +360,7 @@ def run_all(probes=None) -> Dict:
 
 def record(out=None):
     """Run every probe on this GPU and save ``<gpu>-<date>-probes.json`` into ``out``; the path."""
-    from . import records
+    from ..measure import records
 
     backend.require_gpu("the probes record")
     res = run_all()
@@ -396,7 +396,7 @@ def check_record(rec: Dict) -> List[str]:
 
 def recorded(directory=None) -> Optional[Dict]:
     """The newest committed probes record, or None."""
-    from . import records
+    from ..measure import records
 
     return records.newest("*-probes.json", directory)
 
@@ -408,7 +408,7 @@ def _rows(rec: Dict, op: str) -> List[Dict]:
 def current(op: str) -> tuple:
     """``(rows, label)`` of probe ``op``: measured now on a GPU, else from the committed record
     (label "recorded on <GPU>, <date> (not live)"); ``([], why)`` when neither has it."""
-    from . import records
+    from ..measure import records
 
     if backend.has_gpu():
         fn = {"latency_chain": shuffle_latency, "doubling_point": doubling_point, "warp_order": warp_order,
