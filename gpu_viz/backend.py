@@ -25,7 +25,7 @@ from typing import Optional, Tuple
 
 FORCE_CPU_ENV = "GPU_VIZ_FORCE_CPU"
 #: The emulator session the GPU paths run on inside ``gpu_viz.emulator.emulated()`` (None: the
-#: real GPU).  Only this module and ``gpu_viz.emulator`` read it.
+#: real GPU): backend.require_cupy and gpu_viz.kernels hand its facade and kernels to the GPU paths.
 EMULATED: contextvars.ContextVar = contextvars.ContextVar("gpu_viz_emulated", default=None)
 
 GPU = "gpu"
@@ -360,9 +360,7 @@ def require_cupy(what: str):
     ImportError.  Every GPU path of the package gets CuPy from here."""
     session = EMULATED.get()
     if session is not None:
-        from .emulator import runtime
-
-        return runtime.facade(session)
+        return session.facade()
     require_gpu(what)
     import cupy
 

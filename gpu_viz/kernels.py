@@ -233,9 +233,7 @@ def load(name: str, options: Sequence[str] = (), name_expressions: Iterable[str]
     """
     session = backend.EMULATED.get()
     if session is not None:
-        from .emulator import runtime
-
-        return runtime.load(session, name, options, traced)
+        return session.load(name, options, traced)
     b = backend.require_gpu(f"compiling {name}")
     kernel_path(name)
     options = (TRACED_OPTIONS if traced else ()) + tuple(options)
@@ -272,9 +270,7 @@ def function(name: str, kernel: str, options: Sequence[str] = (), name_expressio
     """
     session = backend.EMULATED.get()
     if session is not None:
-        from .emulator import runtime
-
-        return runtime.function(session, name, kernel, options, traced)
+        return session.function(name, kernel, options, traced)
     exprs = tuple(name_expressions)
     if "<" in kernel and kernel not in exprs:
         exprs = exprs + (kernel,)
@@ -305,9 +301,7 @@ def bind_record(mod, fields: Sequence[Tuple[str, object]], symbol: str = "rec") 
     """
     session = backend.EMULATED.get()
     if session is not None:
-        from .emulator import runtime
-
-        return runtime.bind_record(session, mod, fields, symbol)
+        return session.bind_record(mod, fields, symbol)
     cupy = backend.require_cupy("a traced launch")
     words = np.array([int(v.data.ptr) if hasattr(v, "data") else int(v) for _, v in fields], dtype=np.uint64)
     ptr = mod.get_global(symbol)

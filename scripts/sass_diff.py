@@ -62,7 +62,7 @@ def _compile(file: str, arch: str, options: Tuple[str, ...]) -> Dict[str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
         kernels.nvcc_compile(file, arch, options, cubin=cubin)
-        proc = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True)
+        proc = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, encoding="utf-8", check=True)
     return _split_sass(proc.stdout)
 
 
@@ -97,7 +97,7 @@ def dump(out: Path, arches: List[str], only: str, workers: int) -> int:
         folder = out / file / arch
         folder.mkdir(parents=True, exist_ok=True)
         for kernel, text in sass.items():
-            (folder / f"{kernel}.sass").write_text(text)
+            (folder / f"{kernel}.sass").write_text(text, encoding="utf-8")
             count += 1
     print(f"{count} kernels written under {out}")
     return 0
@@ -110,8 +110,8 @@ def compare(before: Path, after: Path, show: int = 12) -> int:
     for folder in sorted(a_dirs ^ b_dirs):
         print(f"{folder}: dumped {'before' if folder in a_dirs else 'after'} only (not compared)")
     for folder in sorted(a_dirs & b_dirs):
-        a = {p.name: p.read_text() for p in (before / folder).glob("*.sass")}
-        b = {p.name: p.read_text() for p in (after / folder).glob("*.sass")}
+        a = {p.name: p.read_text(encoding="utf-8") for p in (before / folder).glob("*.sass")}
+        b = {p.name: p.read_text(encoding="utf-8") for p in (after / folder).glob("*.sass")}
         same = sorted(k for k in a.keys() & b.keys() if a[k] == b[k])
         changed = sorted(k for k in a.keys() & b.keys() if a[k] != b[k])
         print(f"{folder}: {len(same)} identical, {len(changed)} differ, {len(a.keys() - b.keys())} only before, "

@@ -117,11 +117,11 @@ def test_bench_tables_print_on_a_latin1_terminal(latin1_env):
         import sys
         from gpu_viz import backend, cli
         from gpu_viz.measure import records
-        from gpu_viz.rmsnorm import bench
+        from gpu_viz.rmsnorm import bench_record
         rec = records.newest("*-fused.json")
         backend.has_gpu = lambda: True
         backend.live_label = lambda: "measured on a stand-in GPU just now"
-        bench.full_record = lambda **kw: dict(rec, _path="stand-in.json")
+        bench_record.full_record = lambda **kw: dict(rec, _path="stand-in.json")
         sys.exit(cli.main(["bench"]))
     """)
     out, err = proc.stdout.decode("latin-1"), proc.stderr.decode("latin-1")

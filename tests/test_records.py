@@ -318,9 +318,7 @@ def test_a_partial_hardware_record_is_skipped_and_the_older_one_says_so(tmp_path
     assert info.name == "NVIDIA H200" and info.compute_capability == (9, 0)
     assert lab.startswith("recorded on NVIDIA H200, 2026-12-01") and f"the newer record {bad_path.name} was skipped" in lab
     assert records.recorded_device()[1] == lab and older.is_file()
-    from gpu_viz.measure import memory
-
-    assert memory.recorded_hardware()[1] == lab
+    assert records.recorded_hardware()[1] == lab
 
 
 def test_missing_says_which_record_was_skipped(tmp_path):

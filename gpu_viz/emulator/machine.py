@@ -415,10 +415,8 @@ def _dims(name: str, v, limits) -> Tuple[int, int, int]:
 
 def _param_bytes(k: int, p: Var, a, kernel: str) -> bytes:
     """A kernel argument as the bytes of its parameter."""
-    from .runtime import DeviceArray
-
     size = p.size
-    if isinstance(a, DeviceArray):
+    if hasattr(a, "address") and hasattr(a, "region"):       # a DeviceArray (runtime): its address
         if size != 8:
             raise LaunchError(f"argument {k} of {kernel} is a device array (a pointer, 8 bytes) but the parameter "
                               f"is {size} bytes")

@@ -324,6 +324,20 @@ class Session:
     def label(self) -> str:
         return label(self.arch)
 
+    # What backend.require_cupy and gpu_viz.kernels hand to the producers inside emulated(): the
+    # session is reached through backend.EMULATED, so neither module imports the emulator.
+    def facade(self) -> types.ModuleType:
+        return facade(self)
+
+    def load(self, name: str, options: Sequence[str] = (), traced: bool = False) -> "Program":
+        return load(self, name, options, traced)
+
+    def function(self, name: str, kernel: str, options: Sequence[str] = (), traced: bool = False):
+        return function(self, name, kernel, options, traced)
+
+    def bind_record(self, program: "Program", fields, symbol: str = "rec") -> None:
+        bind_record(self, program, fields, symbol)
+
 
 class _EmulatedKernel:
     """What ``kernels.function`` returns under emulation: call it as CuPy's RawKernel."""

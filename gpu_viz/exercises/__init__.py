@@ -5,8 +5,9 @@ by a checker that names the learner's likely mistake.
     g = ex.given("07.doubling")        # the facts the task needs (this GPU, or the record in CPU mode)
     ex.check("07.doubling", 265)       # -> Verdict: right, or the likely mistake
 
-Exercises live in :mod:`.predict` (numbers) and :mod:`.kernel_lab` (CUDA source the learner
-writes); :func:`exercises` lists them by notebook, :mod:`.cells` writes their notebook cells.
+Each notebook's exercises live in the module named after its topic (``warps_simt``, ...): numbers,
+and write-the-kernel tasks graded by :mod:`.kernel_task` from the run; :func:`exercises` lists them
+by notebook, :mod:`.cells` writes their notebook cells.
 """
 from __future__ import annotations
 

@@ -139,12 +139,12 @@ def _load_all() -> None:
     of them is kept anywhere)."""
     import importlib
     import pkgutil
+    from pathlib import Path
 
-    from .. import exercises as pkg
-
-    for m in pkgutil.iter_modules(pkg.__path__):
+    package = __name__.rsplit(".", 1)[0]
+    for m in pkgutil.iter_modules([str(Path(__file__).resolve().parent)]):
         if not m.name.startswith("_"):
-            importlib.import_module(f"{pkg.__name__}.{m.name}")
+            importlib.import_module(f"{package}.{m.name}")
 
 
 def exercise_source(name: str) -> str:

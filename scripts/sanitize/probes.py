@@ -13,11 +13,19 @@ import traceback
 import numpy as np
 
 
+def _compiled(cp, code: str, kernel: str):
+    """An exercise's reference kernel, compiled as the GPU path compiles a learner's (NVRTC, the
+    course's headers on the include path)."""
+    from gpu_viz import kernels
+
+    return cp.RawModule(code=code, options=kernels.BASE_OPTIONS + (f"-I{kernels.KERNEL_DIR}",)).get_function(kernel)
+
+
 def main() -> int:
     from gpu_viz import backend
 
     # the package's names first, so that a renamed module fails here too, not only on a GPU
-    from gpu_viz.exercises import kernel_lab, sources
+    from gpu_viz.exercises.core import exercise_source
     from gpu_viz.claims import probes
 
     if not backend.has_gpu():
@@ -50,7 +58,7 @@ def main() -> int:
     run("reread 1 MiB x 2", lambda: probes._reread(1 << 20, 2, reps=1))
 
     def vector_add():
-        fn = kernel_lab.compile_source(sources.VECTOR_ADD_REFERENCE, "vector_add")
+        fn = _compiled(cp, exercise_source("vector_add.solution"), "vector_add")
         for n, block in ((1, 1), (100, 32), (1000, 96)):
             a, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
             c = cp.full(n, np.nan, cp.float32)
@@ -59,7 +67,7 @@ def main() -> int:
     run("exercise vector_add reference", vector_add)
 
     def grid_stride():
-        fn = kernel_lab.compile_source(sources.GRID_STRIDE_REFERENCE, "grid_stride")
+        fn = _compiled(cp, exercise_source("grid_stride.solution"), "grid_stride")
         for n, grid, block in ((1, 4, 32), (2500, 1, 1024), (5000, 7, 96)):
             x = rng.standard_normal(n).astype(np.float32)
             y = cp.full(n, np.nan, cp.float32)
@@ -69,7 +77,7 @@ def main() -> int:
     run("exercise grid_stride reference", grid_stride)
 
     def block_sum():
-        fn = kernel_lab.compile_source(sources.BLOCK_SUM_REFERENCE, "block_sum")
+        fn = _compiled(cp, exercise_source("block_sum.solution"), "block_sum")
         x = rng.standard_normal(3000).astype(np.float32)
         for block in (1, 31, 32, 33, 96, 1000, 1024):
             out = cp.full(1, np.nan, cp.float32)
