@@ -21,11 +21,20 @@ from .ptx import TYPES, Function, Instr
 
 
 class Unsupported(NotImplementedError):
-    """An instruction (or form of one) the emulator does not execute."""
+    """An instruction (or form of one) the emulator does not execute.
 
-    def __init__(self, ins: Instr, why: str = ""):
+    Attributes:
+        instr: the PTX instruction.  why: what about it is not supported.  where: "file.cu line N"
+            (empty until the program that ran it fills it in).
+    """
+
+    def __init__(self, ins: Instr, why: str = "", where: str = ""):
         self.instr = ins
-        super().__init__(f"the emulator does not support `{ins.text.split(';')[0].strip()}`" + (f" ({why})" if why else ""))
+        self.why = why
+        self.where = where
+        detail = "; ".join(x for x in (why, where) if x)
+        super().__init__(f"the emulator does not support `{ins.text.split(';')[0].strip()}`"
+                         + (f" ({detail})" if detail else ""))
 
 
 NP = {"s8": np.int8, "u8": np.uint8, "b8": np.uint8, "s16": np.int16, "u16": np.uint16, "b16": np.uint16,
@@ -763,25 +772,27 @@ def c_bfe(ins, fn):
     ra, rb, rc, wd = reader(a, t, fn, ins), reader(b, "u32", fn, ins), reader(c, "u32", fn, ins), writer(d, t, fn, ins)
     signed = kind_of(t) == "s"
 
+    msb = n - 1
+
     def ex(st, idx):
-        x = ra(st, idx).view(UBITS[n // 8]).astype(object if n == 64 else np.int64)
+        # PTX's definition, bit by bit: d[i] = a[pos + i] for i < len and pos + i <= msb, else the
+        # sign bit a[min(pos + len - 1, msb)] (.s) or 0 (.u, or len == 0).  (A field reaching past
+        # the msb, len >= width included, repeats the msb for .s.)
+        x = ra(st, idx).view(UBITS[n // 8]).astype(np.uint64)
         pos = rb(st, idx).astype(np.int64) & 0xFF
         ln = rc(st, idx).astype(np.int64) & 0xFF
-        out = []
-        for v, p, L in zip(np.ravel(x), pos, ln):
-            v = int(v)
-            if L == 0:
-                out.append(0)
-                continue
-            field = (v >> min(p, n - 1)) & ((1 << L) - 1) if p < n else 0
-            if signed:
-                sbit = (v >> min(p + L - 1, n - 1)) & 1
-                if sbit and L < n:
-                    field |= ((1 << n) - 1) ^ ((1 << min(L, n)) - 1)
-                    if p + L > n:
-                        field = (v >> min(p, n - 1)) | (((1 << n) - 1) ^ ((1 << max(0, n - p)) - 1))
-            out.append(field & ((1 << n) - 1))
-        wd(st, idx, np.array(out, dtype=UBITS[n // 8]).view(NP[t]))
+        one = np.uint64(1)
+        if signed:
+            sbit = (x >> np.minimum(pos + ln - 1, msb).clip(0).astype(np.uint64)) & one
+            sbit = np.where(ln == 0, np.uint64(0), sbit)
+        else:
+            sbit = np.zeros_like(x)
+        out = np.zeros_like(x)
+        for i in range(n):
+            take = (i < ln) & (pos + i <= msb)
+            bit = np.where(take, (x >> np.minimum(pos + i, msb).astype(np.uint64)) & one, sbit)
+            out |= bit << np.uint64(i)
+        wd(st, idx, out.astype(UBITS[n // 8]).view(NP[t]))
     return ex
 
 

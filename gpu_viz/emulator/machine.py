@@ -357,6 +357,10 @@ class Launch:
                         break
         except Aborted:
             completed = False
+        except isa.Unsupported as exc:
+            # found while running (a special register, bar.red ...): name the source line as the
+            # executors' compile does
+            raise self.program.located(exc) from None
         return Run(kernel=self.kernel, grid=self.grid, block=self.block, completed=completed and not self.aborted,
                    hazards=self.hazards, warp_instructions=self.issued, stats=self.stats, printf=self.printf,
                    simulated=tuple(sorted(self.simulated)), approximate=tuple(sorted(self.approximate)),
@@ -1030,6 +1034,23 @@ class Block:
                     "every __syncthreads(); on sm_70+ silicon the barrier usually completes anyway, but the "
                     "CUDA programming model leaves it undefined)", L.where(self, f, pc, t),
                     details={"arrived": arrived, "missing": n_left}))
+            # the block's threads met at barrier `bid`, but at different bar.sync instructions (the
+            # two arms of an if/else each with its own __syncthreads()): silicon counts arrivals per
+            # barrier, so it completes there, but CUDA requires every thread to reach the same
+            # __syncthreads().  (Named barriers with a thread count are the producer/consumer idiom,
+            # where different instructions are the point: not reported.)
+            places = sorted({w.bar_pc for w in ws})
+            if count is None and len(places) > 1:
+                lines = [L.program.user_line(L.module.functions[f].code[pc]) for f, pc in places]
+                w0 = next(w for w in ws if w.bar_pc == places[0])
+                L.hazards.add(hz.Hazard(
+                    hz.BARRIER_DIVERGENCE,
+                    f"the block's threads met at {len(places)} different __syncthreads() (lines "
+                    f"{', '.join(str(x) for x in lines)}): every thread must reach the same __syncthreads() "
+                    "(on sm_70+ silicon they release each other, but the CUDA programming model leaves it undefined; "
+                    "is one inside a branch the block's threads do not all take?)",
+                    L.where(self, places[0][0], places[0][1], w0.id * WARP + int(lanes_of(w0.bar_mask)[0])),
+                    details={"lines": lines}))
             self.epoch += 1
             self.arrivals[bid] = 0
             self.exited_since_barrier = 0

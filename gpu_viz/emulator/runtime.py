@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import hashlib
 import types
+import weakref
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -172,7 +173,9 @@ class Program:
         self.arch = arch
         self.log = log
         self._exec: Dict[str, list] = {}
-        self._globals: Dict[int, Dict[str, mem.Region]] = {}
+        # per device, held weakly: keyed by id(device), a device freed and a new one allocated at
+        # the same address would see the old device's regions (the variables absent from its memory)
+        self._globals: "weakref.WeakKeyDictionary[Device, Dict[str, mem.Region]]" = weakref.WeakKeyDictionary()
         self._user_files = {k for k, p in self.module.files.items() if Path(p).name == Path(source_name).name}
 
     @property
@@ -212,22 +215,27 @@ class Program:
             try:
                 out.append(_compile(ins, fn))
             except isa.Unsupported as exc:
-                line = self.user_line(ins)
-                raise isa.Unsupported(ins, (str(exc).split("(", 1)[1].rstrip(")") if "(" in str(exc) else "")
-                                      + (f"; {self.source_name} line {line}" if line else "")) from None
+                raise self.located(exc) from None
         self._exec[fname] = out
         return out
 
+    def located(self, exc: isa.Unsupported) -> isa.Unsupported:
+        """``exc`` naming the source line of its instruction ("kernel.cu line 12"), if it does not yet."""
+        if exc.where:
+            return exc
+        line = self.user_line(exc.instr)
+        return isa.Unsupported(exc.instr, exc.why, f"{self.source_name} line {line}" if line else "")
+
     def globals_on(self, device: Device) -> Dict[str, mem.Region]:
         """This module's ``.global`` / ``.const`` variables, allocated once per device."""
-        key = id(device)
-        if key not in self._globals:
+        regs = self._globals.get(device)
+        if regs is None:
             regs = {}
             for v in self.module.variables.values():
                 if v.space in ("global", "const") and not v.extern:
                     regs[v.name] = device.variable(v)
-            self._globals[key] = regs
-        return self._globals[key]
+            self._globals[device] = regs
+        return regs
 
     def launch(self, kernel: str, grid, block, args: Sequence, device: Optional[Device] = None, **options) -> Run:
         """Run ``kernel`` once (see :class:`~gpu_viz.emulator.machine.Launch` for the options).
