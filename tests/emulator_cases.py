@@ -468,6 +468,10 @@ def _f32_args(rng, n=96, outs=28):
     c[:k] = -(a[:k].astype(np.float64) * b[:k].astype(np.float64)).astype(np.float32)
     a[k:2 * k] = np.float32(1.0)
     b[k:2 * k] = np.ldexp(np.float32(1.0), -24).astype(np.float32) * rng.choice([1, 3, -1, -3], k).astype(np.float32)
+    # products past float32's range meeting an infinity or cancelling back into range
+    a[2 * k:2 * k + 3] = [3e38, 3e38, 3e38]
+    b[2 * k:2 * k + 3] = [3e38, -2.0, 2.0]
+    c[2 * k:2 * k + 3] = [-np.inf, 3e38, -3e38]
     return [a, b, c, _nan_f32(outs * n), np.int32(n)]
 
 
@@ -620,6 +624,33 @@ extern "C" __global__ void half2_ops(const __half2* a, const __half2* b, const _
 """
 
 
+HALF_CMP_SRC = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void half_compare(const unsigned short* a, const unsigned short* b, int* out,
+                                        unsigned* packed, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  __half x = __ushort_as_half(a[i]), y = __ushort_as_half(b[i]);
+  out[i] = __heq(x, y) | __hne(x, y) << 1 | __hlt(x, y) << 2 | __hle(x, y) << 3 | __hgt(x, y) << 4
+         | __hge(x, y) << 5 | __hequ(x, y) << 6 | __hneu(x, y) << 7 | __hltu(x, y) << 8 | __hgeu(x, y) << 9
+         | __hisnan(x) << 10 | (x < y) << 11 | (x == y) << 12;
+  if ((i & 1) == 0) {                                    // the pair (a[i], a[i + 1]) as one half2
+    __half2 p = __halves2half2(x, __ushort_as_half(a[i + 1])), q = __halves2half2(y, __ushort_as_half(b[i + 1]));
+    __half2 r = __hlt2(p, q);                            // 1.0 / 0.0 per half
+    packed[i] = __half_as_ushort(__low2half(r)) | (unsigned)__half_as_ushort(__high2half(r)) << 16;
+    packed[i + 1] = __hblt2(p, q) | __hbeq2(p, q) << 1 | __hbgtu2(p, q) << 2;
+  }
+}
+"""
+
+
+def _half_cmp_args(rng, n=96):
+    a, b = f16_mix(rng, n), f16_mix(rng, n)
+    b[: n // 4] = a[: n // 4]
+    return [a, b, np.zeros(n, np.int32), np.zeros(n, np.uint32), np.int32(n)]
+
+
 def f16_mix(rng, n: int) -> np.ndarray:
     """uint16 bits of n halves: random normals, random bit patterns (NaN and inf among them), edges."""
     edges = np.array([0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00, 0x3C01, 0x7BFF, 0xFBFF,
@@ -655,6 +686,7 @@ def _half2_args(rng, n=64):
             _nan_f32(2 * n), np.int32(n)]
 
 
+case(name="half_compare", source=HALF_CMP_SRC, kernel="half_compare", grid=(3,), block=(32,), make=_half_cmp_args)
 case(name="half_ops", source=HALF_SRC, kernel="half_ops", grid=(3,), block=(32,), make=_half_args)
 case(name="bf16_ops", source=HALF_SRC, kernel="bf16_ops", grid=(3,), block=(32,), make=_bf16_args)
 case(name="half2_ops", source=HALF_SRC, kernel="half2_ops", grid=(2,), block=(32,), make=_half2_args)
@@ -701,7 +733,12 @@ def _f64_args(rng, n=96):
                                        n - n // 2 - n // 4)])
         rng.shuffle(v)
         return v
-    return [mix(), mix(), mix(), np.full(9 * n, np.nan), np.int32(n)]
+    a, b, c = mix(), mix(), mix()
+    # fma whose product overflows float64 while the exact result is finite, or meets an infinity
+    a[:4] = [1e300, 1e300, 1.7e308, -3.0]
+    b[:4] = [1e300, -1e300, 2.0, 1e308]
+    c[:4] = [-np.inf, np.inf, -1.7e308, 1.7e308]
+    return [a, b, c, np.full(9 * n, np.nan), np.int32(n)]
 
 
 def _compare_args(rng, n=96):
@@ -885,6 +922,9 @@ case(name="atomics", source=ATOMIC_SRC, kernel="atomics", grid=(3,), block=(64,)
 # warp-level operations ------------------------------------------------------------------------------------
 
 WARP_SRC = r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
 extern "C" __global__ void shuffles(const int* v, const int* sel, int* out, double* dout) {
   int t = blockIdx.x * blockDim.x + threadIdx.x;
   int x = v[t], s = sel[t];
@@ -942,6 +982,24 @@ extern "C" __global__ void syncwarp(const int* v, int* out) {
   out[blockIdx.x * blockDim.x + t] = stage[(t & ~31) | (31 - lane)] + got;
 }
 
+extern "C" __global__ void tiles(const int* v, int* out) {
+  // cooperative groups: 16- and 8-lane tiles of a warp run one instruction with different masks
+  cg::thread_block block = cg::this_thread_block();
+  cg::thread_block_tile<16> tile = cg::tiled_partition<16>(block);
+  cg::thread_block_tile<8> small = cg::tiled_partition<8>(block);
+  int t = block.thread_rank(), n = block.size();
+  int x = v[t];
+  out[0 * n + t] = cg::reduce(tile, x, cg::plus<int>());
+  out[1 * n + t] = cg::reduce(small, x, cg::greater<int>());
+  out[2 * n + t] = tile.shfl_down(x, 3);
+  out[3 * n + t] = small.shfl_xor(x, 5);
+  out[4 * n + t] = tile.any(x > 50) | tile.all(x > -90) << 1;
+  out[5 * n + t] = (int)tile.ballot(x > 0);
+  out[6 * n + t] = (int)small.match_any(x & 1);
+  tile.sync();
+  out[7 * n + t] = tile.thread_rank() + 100 * tile.meta_group_rank();
+}
+
 extern "C" __global__ void reductions(const int* v, unsigned* out) {
 #if __CUDA_ARCH__ >= 800
   int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -972,6 +1030,8 @@ case(name="votes", source=WARP_SRC, kernel="votes", grid=(2,), block=(64,),
      make=lambda rng: [rng.integers(-100, 100, 128).astype(np.int32), np.zeros(10 * 128, np.uint32), np.int32(128)])
 case(name="syncwarp", source=WARP_SRC, kernel="syncwarp", grid=(2,), block=(64,),
      make=lambda rng: [rng.integers(-1000, 1000, 128).astype(np.int32), np.zeros(128, np.int32)])
+case(name="tiles", source=WARP_SRC, kernel="tiles", grid=(1,), block=(64,),
+     make=lambda rng: [rng.integers(-100, 100, 64).astype(np.int32), np.zeros(8 * 64, np.int32)])
 case(name="reductions", source=WARP_SRC, kernel="reductions", grid=(1,), block=(64,), arches=("sm_80", "sm_90"),
      make=lambda rng: [i32_mix(rng, 64), np.zeros(8 * 64, np.uint32)])
 

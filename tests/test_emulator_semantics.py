@@ -363,6 +363,27 @@ def _h(bits, fmt):
 
 
 @pytest.mark.parametrize("arch", ARCHES)
+def test_half_comparisons(arch, rng):
+    (a, b, _, _, n), (_, _, out, packed, _), _ = emulate("half_compare", arch, rng)
+    X, Y = _h(a, F16), _h(b, F16)
+    want = []
+    for x, y in zip(X, Y):
+        nan = math.isnan(x) or math.isnan(y)
+        bits = [x == y, not nan and x != y, x < y, x <= y, x > y, x >= y, nan or x == y, nan or x != y,
+                nan or x < y, nan or x >= y, math.isnan(x), x < y, x == y]
+        want.append(sum(int(v) << k for k, v in enumerate(bits)))
+    expect(f"half comparisons ({arch})", out, np.array(want, np.int32), (a, b))
+    lt = [x < y for x, y in zip(X, Y)]
+    w2 = []
+    for i in range(0, int(n), 2):
+        w2.append((0x3C00 if lt[i] else 0) | (0x3C00 if lt[i + 1] else 0) << 16)
+        both = lambda f: int(f(X[i], Y[i]) and f(X[i + 1], Y[i + 1]))  # noqa: E731
+        gtu = lambda x, y: math.isnan(x) or math.isnan(y) or x > y  # noqa: E731
+        w2.append(both(lambda x, y: x < y) | both(lambda x, y: x == y) << 1 | both(gtu) << 2)
+    expect(f"half2 comparisons ({arch})", packed, np.array(w2, np.uint32), (a, b))
+
+
+@pytest.mark.parametrize("arch", ARCHES)
 def test_half_arithmetic_is_correctly_rounded(arch, rng):
     (a, b, c, _, n), (_, _, _, out, _), _ = emulate("half_ops", arch, rng)
     n = int(n)
@@ -778,6 +799,33 @@ def test_syncwarp_orders_lanes_through_shared_memory(arch, rng):
     got = [V[(t & ~31) | ((t + 1) & 31)] for t in range(len(V))]
     expect(f"__syncwarp hand-off ({arch})", out, np.array([2 * got[(t & ~31) | (31 - (t & 31))] + got[t]
                                                            for t in range(len(V))]), (v,))
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_cooperative_groups_tiles_with_partial_masks(arch, rng):
+    (v, _), (_, out), _ = emulate("tiles", arch, rng)
+    n = v.size
+    V = v.astype(np.int64).tolist()
+
+    def group(t, size):
+        return range(t - t % size, t - t % size + size)
+
+    def bits(t, size, cond):
+        return sum(1 << (j % size) for j in group(t, size) if cond(V[j]))
+    want = [
+        [sum(V[j] for j in group(t, 16)) for t in range(n)],
+        [max(V[j] for j in group(t, 8)) for t in range(n)],
+        [V[t + 3] if t % 16 + 3 < 16 else V[t] for t in range(n)],
+        [V[t ^ 5] for t in range(n)],
+        [int(any(V[j] > 50 for j in group(t, 16))) | int(all(V[j] > -90 for j in group(t, 16))) << 1
+         for t in range(n)],
+        [bits(t, 16, lambda x: x > 0) for t in range(n)],
+        [bits(t, 8, lambda x, t=t: x & 1 == V[t] & 1) for t in range(n)],
+        [t % 16 + 100 * (t // 16) for t in range(n)]]
+    names = ("reduce(tile16, plus)", "reduce(tile8, greater)", "tile16.shfl_down", "tile8.shfl_xor",
+             "tile16.any|all", "tile16.ballot", "tile8.match_any", "thread_rank/meta_group_rank")
+    for k, what in enumerate(names):
+        expect(f"{what} ({arch})", out[k * n:(k + 1) * n], np.array(want[k]), (v,))
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

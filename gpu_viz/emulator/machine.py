@@ -1115,9 +1115,8 @@ class Block:
             L.hazards.add(hz.Hazard(hz.SHUFFLE_MASK, f"{what}: lane {t % WARP} executes it but is not in its member "
                                     f"mask 0x{int(masks[np.flatnonzero(~inside)[0]]):08x}",
                                     L.where(self, self.cur_func, self.cur_pc, t)))
-        for w in np.unique(warps).tolist():
+        for w, m in sorted(set(zip(warps.tolist(), masks.tolist()))):   # every mask of every warp
             sel = warps == w
-            m = int(masks[np.flatnonzero(sel)[0]])
             act = mask_of(lanes[sel])
             missing = m & ~act
             if missing:

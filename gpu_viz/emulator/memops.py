@@ -524,11 +524,13 @@ def c_vote(ins: Instr, fn: Function):
         st.check_mask(ins, idx, masks, name)
         lane = L.lane[idx].astype(np.uint64)
         pv = rp(st, idx)
-        inm = ((masks >> lane) & np.uint64(1)).astype(bool)
-        ones = _per_warp_bits(st, idx, np.where(pv & inm, np.uint64(1) << lane, np.uint64(0)))
-        members = _per_warp_bits(st, idx, np.where(inm, np.uint64(1) << lane, np.uint64(0)))
+        bit = np.uint64(1) << lane
+        # each lane votes among the lanes of ITS member mask: groups of one warp with different masks
+        # (cooperative groups' tiles: 0x0000ffff and 0xffff0000) execute one instruction together
+        ones = _per_warp_bits(st, idx, np.where(pv, bit, np.uint64(0))) & masks
+        members = _per_warp_bits(st, idx, bit) & masks
         if mode == "ballot":
-            wd(st, idx, (ones & masks).astype(np.uint32))
+            wd(st, idx, ones.astype(np.uint32))
         elif mode == "all":
             wd(st, idx, ones == members)
         elif mode == "any":
@@ -569,9 +571,9 @@ def c_match(ins: Instr, fn: Function):
         allp = np.zeros(idx.size, bool)
         for w in np.unique(warp).tolist():
             sel = np.flatnonzero(warp == w)
-            m = int(masks[sel[0]])
-            members = [k for k in sel if m >> int(lane[k]) & 1]
             for k in sel:
+                m = int(masks[k])                     # each lane matches among its own mask's lanes
+                members = [q for q in sel if m >> int(lane[q]) & 1]
                 same = [q for q in members if v[q] == v[k]]
                 bits = 0
                 for q in same:
@@ -601,14 +603,18 @@ def c_redux(ins: Instr, fn: Function):
         st.check_mask(ins, idx, masks, "__reduce_" + op + "_sync")
         v = ra(st, idx)
         warp = L.warp_of[idx]
+        lane = L.lane[idx].astype(np.uint64)
         out = np.empty_like(v)
-        for w in np.unique(warp).tolist():
-            sel = warp == w
+        # one reduction per (warp, member mask): the lanes of a mask reduce among themselves (two
+        # 16-lane tiles of one warp run one redux.sync with masks 0x0000ffff and 0xffff0000)
+        for w, m in set(zip(warp.tolist(), masks.tolist())):
+            group = (warp == w) & (masks == m)
+            sel = (warp == w) & (((np.uint64(m) >> lane) & np.uint64(1)) != 0)
             x = v[sel]
             with np.errstate(all="ignore"):
                 r = {"add": lambda z: z.sum(dtype=z.dtype), "min": np.min, "max": np.max,
                      "and": np.bitwise_and.reduce, "or": np.bitwise_or.reduce, "xor": np.bitwise_xor.reduce}[op](x)
-            out[sel] = r
+            out[group] = r
         wd(st, idx, out)
     return ex
 

@@ -289,6 +289,8 @@ def fma_f64(a, b, c):
                 out.flat[i] = float(v) if v != 0 else (np.float64(x) * np.float64(y) + np.float64(z))
             except OverflowError:          # past the largest double: round-to-nearest gives inf
                 out.flat[i] = np.inf if v > 0 else -np.inf
+        elif np.isfinite(x) and np.isfinite(y) and not np.isnan(z):
+            out.flat[i] = z                    # finite x * y (exact, even past float64's range) + inf
         else:
             with np.errstate(all="ignore"):
                 out.flat[i] = x * y + z
