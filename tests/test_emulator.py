@@ -297,3 +297,78 @@ def test_random_policy_is_replayable_by_seed(rng):
                     seed=1234)
         results.append(hist.get())
     np.testing.assert_array_equal(results[0], results[1])
+
+
+COPY = r"""
+extern "C" __global__ void copy(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x]; }
+"""
+
+
+def test_host_writes_into_empty_device_memory_count_as_initialised():
+    prog = em.compile(COPY, name="copy.cu")
+    dev = em.Device()
+    x = dev.empty(64, np.float32, name="x")
+    x[:40] = np.arange(40, dtype=np.float32)             # written from the host: defined
+    y = dev.zeros(64, np.float32)
+    run = prog.launch("copy", 1, 40, (x, y), device=dev)
+    assert not run.hazards.errors(), [h.text() for h in run.hazards]
+    run = prog.launch("copy", 1, 64, (x, y), device=dev)  # x[40:] was never written
+    found = [h for h in run.hazards.errors() if h.kind == hz.UNINITIALIZED]
+    assert found and "x[40]" in found[0].message, [h.text() for h in run.hazards]
+
+
+# -- memory-traffic counts -------------------------------------------------------------------------------------
+
+PATTERNS = r"""
+extern "C" __global__ void patterns(const float* x, float* y, int stride) {
+  __shared__ float s[32 * 33];
+  int t = threadIdx.x;
+  s[t * stride % (32 * 33)] = x[t];
+  __syncwarp();
+  y[t] = x[t * stride] + s[t * stride % (32 * 33)];
+}
+"""
+
+
+# global: the load of x[t * stride] plus x[t] and y[t] (4 sectors each); shared: a store and a load
+@pytest.mark.parametrize("stride, sectors, wavefronts", [(1, 4 + 8, 1), (2, 8 + 8, 2), (32, 32 + 8, 32),
+                                                          (33, 32 + 8, 1)])
+def test_sectors_per_request_and_bank_conflicts_of_textbook_patterns(stride, sectors, wavefronts):
+    prog = em.compile(PATTERNS, name="patterns.cu")
+    dev = em.Device()
+    run = prog.launch("patterns", 1, 32, (dev.asarray(np.ones(32 * 33, np.float32)), dev.zeros(32), np.int32(stride)),
+                      device=dev)
+    got = run.memory_summary()
+    assert (got["global_requests"], got["global_sectors"]) == (3, sectors), got
+    assert (got["shared_wavefronts"], got["shared_bank_conflicts"]) == (2 * wavefronts, 2 * wavefronts - 2), got
+    assert not run.hazards.errors()
+
+
+def test_per_warp_counts_of_a_group_equal_the_one_warp_definitions(rng):
+    """The scheduler counts the warps of a group at once (memory.sectors_per_warp,
+    wavefronts_per_warp); the sums must be those of memory.sectors / bank_wavefronts per warp."""
+    from gpu_viz.emulator import memory as mem
+
+    for _ in range(200):
+        nbytes = int(rng.choice([1, 2, 4, 8, 16]))
+        nw = int(rng.integers(1, 5))
+        lanes = np.concatenate([np.sort(rng.choice(32, int(rng.integers(1, 33)), replace=False)) for _ in range(nw)])
+        warps = np.concatenate([np.full(k, w) for w, k in enumerate(np.diff(np.flatnonzero(
+            np.r_[True, np.diff(lanes) <= 0, True])))]).astype(np.int64)
+        pattern = rng.integers(4)
+        if pattern == 0:
+            offs = lanes * nbytes
+        elif pattern == 1:
+            offs = lanes * nbytes * int(rng.integers(2, 40))
+        elif pattern == 2:
+            offs = np.full(lanes.size, 4 * int(rng.integers(0, 64)))
+        else:
+            offs = rng.integers(0, 4096, lanes.size) * (nbytes if rng.integers(2) else 1)   # straddles, too
+        base = 0x7F00_0000_0000
+        got = mem.sectors_per_warp(warps, base + offs, nbytes)
+        want = (len(set(warps.tolist())),
+                sum(mem.sectors(base + offs[warps == w], nbytes) for w in set(warps.tolist())))
+        assert got == want, (nbytes, pattern)
+        got = mem.wavefronts_per_warp(warps, lanes, offs, nbytes)
+        parts = [mem.bank_wavefronts(lanes[warps == w], offs[warps == w], nbytes) for w in set(warps.tolist())]
+        assert got == (sum(p[0] for p in parts), sum(p[1] for p in parts)), (nbytes, pattern)

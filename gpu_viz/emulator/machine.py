@@ -177,14 +177,24 @@ class Warp:
 _LANES = [np.array([b for b in range(32) if m >> b & 1], np.int64) for m in range(1 << 8)]
 
 
+_LANES_OF: Dict[int, np.ndarray] = {}
+
+
 def lanes_of(mask: int) -> np.ndarray:
-    """Lane numbers set in a 32-bit mask, ascending."""
+    """Lane numbers set in a 32-bit mask, ascending (a shared read-only array: copy to modify)."""
+    got = _LANES_OF.get(mask)
+    if got is not None:
+        return got
     parts = []
     for k in range(4):
         byte = (mask >> (8 * k)) & 0xFF
         if byte:
             parts.append(_LANES[byte] + 8 * k)
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    got = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    got.flags.writeable = False
+    if len(_LANES_OF) < 1 << 16:          # a launch meets few distinct masks; bound the cache anyway
+        _LANES_OF[mask] = got
+    return got
 
 
 def mask_of(lanes: np.ndarray) -> int:
@@ -254,6 +264,7 @@ class Launch:
         self.concurrent_blocks = max(1, int(concurrent_blocks))
         self.hazards = hz.HazardLog()
         self.stats: Dict[Tuple[str, int], InstrStats] = {}
+        self.stat_rows: Dict[str, List[Optional[InstrStats]]] = {}
         self.printf: List[str] = []
         self.simulated = set()
         self.approximate = set()
@@ -388,7 +399,18 @@ class Launch:
         s = self.stats.get(key)
         if s is None:
             s = self.stats[key] = InstrStats()
+            row = self.stat_rows.get(func)
+            if row is not None:
+                row[pc] = s
         return s
+
+    def stat_row(self, func: str, n: int) -> List[Optional[InstrStats]]:
+        """The function's :class:`InstrStats` by code index (None until the instruction runs): the
+        scheduler's fast path to :meth:`stat`."""
+        row = self.stat_rows.get(func)
+        if row is None:
+            row = self.stat_rows[func] = [self.stats.get((func, pc)) for pc in range(n)]
+        return row
 
     # -- where, for hazards ------------------------------------------------------------------------
 
@@ -498,6 +520,7 @@ class Block:
         self.cur_func = L.kernel
         self.cur_pc = 0
         self.cur_warps: List[Warp] = []
+        self.pending = 0                  # instructions the running group issued, not yet in Warp.issued
         self.arrivals: Dict[int, int] = {}
         self.exited_since_barrier = 0
         self.sm = linear % L.sm_count
@@ -533,7 +556,9 @@ class Block:
             return np.full(idx.shape, 1, np.uint64)
         if name in ("clock", "clock64", "clock_hi"):
             ws = L.warp_of[idx]
-            v = np.array([self.warps[w].issued for w in ws.tolist()], np.uint64) * np.uint64(CYCLES_PER_ISSUE)
+            # instructions issued: those counted so far, plus the running group's not yet added
+            v = np.array([self.warps[w].issued + self.pending for w in ws.tolist()], np.uint64) \
+                * np.uint64(CYCLES_PER_ISSUE)
             v = v + np.uint64(self.linear * 1000)
             return (v >> np.uint64(32)) if name == "clock_hi" else v
         if name.startswith("globaltimer"):
@@ -694,54 +719,74 @@ class Block:
         self.R = self.fregs[func]
         self.cur_func = func
         self.cur_warps = group
-        idx = np.concatenate([lanes_of(w.stack[-1].mask) + w.id * WARP for w in group])
+        if len(group) == 1:
+            w0 = group[0]
+            idx = lanes_of(w0.stack[-1].mask) + w0.id * WARP
+        else:
+            idx = np.concatenate([lanes_of(w.stack[-1].mask) + w.id * WARP for w in group])
         stops = {w.stack[-1].rpc for w in group}
         nw = len(group)
+        nidx = int(idx.size)
+        stats = L.stat_row(func, len(code))
+        R = self.R
+        record = L.record
         steps = 0
         end = len(code)
-        while True:
-            if pc in stops or pc >= end:
-                break
-            ins = code[pc]
-            self.cur_pc = pc
-            kind = CONTROL.get(ins.base) if exs[pc] is None else None
-            if kind is not None:
-                for w in group:
-                    w.stack[-1].pc = pc
-                kind(self, group, ins, idx, fn)
-                self._count(func, pc, group, idx)
-                return
-            sub = idx
-            if ins.guard is not None:
-                g = self.R[ins.guard[0]][idx]
-                sub = idx[~g] if ins.guard[1] else idx[g]
-            if sub.size:
-                L.seq += 1
-                try:
-                    exs[pc](self, sub)
-                except isa.Unsupported:
-                    raise
-                if L.record:
-                    self._event(func, pc, group, sub)
-            self._count(func, pc, group, sub)
-            pc += 1
-            steps += 1
-            if quantum is not None and steps >= quantum:
-                break
-            if L.issued > L.budget:
-                break
+        self.pending = 0
+        # The executors compute PTX's defined results with numpy; overflow, NaN and inf along the
+        # way are the emulated arithmetic, not errors: numpy's floating-point warnings stay off.
+        with np.errstate(all="ignore"):
+            while True:
+                if pc in stops or pc >= end:
+                    break
+                ins = code[pc]
+                self.cur_pc = pc
+                ex = exs[pc]
+                kind = CONTROL.get(ins.base) if ex is None else None
+                if kind is not None:
+                    for w in group:
+                        w.stack[-1].pc = pc
+                        w.issued += steps
+                    self.pending = 0
+                    kind(self, group, ins, idx, fn)
+                    self._count(stats, func, pc, nw, group, nidx)
+                    return
+                sub = idx
+                guard = ins.guard
+                if guard is not None:
+                    g = R[guard[0]][idx]
+                    sub = idx[~g] if guard[1] else idx[g]
+                if sub.size:
+                    L.seq += 1
+                    ex(self, sub)
+                    if record:
+                        self._event(func, pc, group, sub)
+                # the group's warps issued one more instruction (added to Warp.issued at the end:
+                # %clock reads add Block.pending meanwhile)
+                L.issued += nw
+                s = stats[pc] if stats[pc] is not None else L.stat(func, pc)
+                s.warp_instructions += nw
+                s.thread_instructions += int(sub.size)
+                pc += 1
+                steps += 1
+                self.pending = steps
+                if quantum is not None and steps >= quantum:
+                    break
+                if L.issued > L.budget:
+                    break
         for w in group:
             w.stack[-1].pc = pc
+            w.issued += steps
+        self.pending = 0
 
-    def _count(self, func, pc, group, sub) -> None:
+    def _count(self, stats, func, pc, nw, group, nidx) -> None:
         L = self.L
-        n = len(group)
-        L.issued += n
+        L.issued += nw
         for w in group:
             w.issued += 1
-        s = L.stat(func, pc)
-        s.warp_instructions += n
-        s.thread_instructions += int(sub.size)
+        s = stats[pc] if stats[pc] is not None else L.stat(func, pc)
+        s.warp_instructions += nw
+        s.thread_instructions += nidx
 
     def _event(self, func, pc, group, sub, **extra) -> None:
         L = self.L

@@ -300,12 +300,15 @@ def _spaced(st, ins, sp, pos, a, idx, nbytes, nvec, write, out, atomic):
         return
     threads = idx[pos]
     _count_traffic(st, ins, sp, threads, a, total)
-    for r_i in np.unique(ridx).tolist():
-        sel = ridx == r_i
+    r0 = int(ridx[0])
+    one_region = bool((ridx == r0).all())             # the usual case: every lane in one array
+    for r_i in ([r0] if one_region else np.unique(ridx).tolist()):
         region = space.regions[r_i]
-        o = offs[sel]
-        ps = pos[sel]
-        th = threads[sel]
+        if one_region:
+            o, ps, th = offs, pos, threads
+        else:
+            sel = ridx == r_i
+            o, ps, th = offs[sel], pos[sel], threads[sel]
         if st.L.checks:
             _check(st, ins, region, o, th, total, write is not None or atomic is not None, atomic is not None, write,
                    ps, idx)
@@ -343,23 +346,20 @@ def _atomic(region, offs, nbytes, ps, out, atomic):
 
 
 def _count_traffic(st, ins, sp, threads, addrs, total):
-    """Per warp of the instruction: global requests and sectors; shared wavefronts."""
+    """Per warp of the instruction: global requests and sectors; shared wavefronts (all the warps
+    of a group at once: :func:`memory.sectors_per_warp` and :func:`memory.wavefronts_per_warp`)."""
     L = st.L
     s = L.stat(st.cur_func, ins.index)
     warps = threads // WARP
-    uw = np.unique(warps)
-    for w in uw.tolist():
-        sel = warps == w
-        aw = addrs[sel]
-        if sp == "global":
-            s.requests += 1
-            s.sectors += mem.sectors(aw.astype(np.int64), total)
-            s.bytes += int(sel.sum()) * total
-        else:
-            wf, ideal = mem.bank_wavefronts((threads[sel] % WARP).astype(np.int64), aw.astype(np.int64), total)
-            s.wavefronts += wf
-            s.ideal_wavefronts += ideal
-            s.bytes += int(sel.sum()) * total
+    s.bytes += int(threads.size) * total
+    if sp == "global":
+        requests, sectors = mem.sectors_per_warp(warps, addrs.astype(np.int64), total)
+        s.requests += requests
+        s.sectors += sectors
+    else:
+        wf, ideal = mem.wavefronts_per_warp(warps, threads % WARP, addrs.astype(np.int64), total)
+        s.wavefronts += wf
+        s.ideal_wavefronts += ideal
 
 
 def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps, idx):
@@ -369,8 +369,9 @@ def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps
     sh = region.get_shadow()
     if sh is None:
         return
-    who = mem.Access(gtid=st.gtid0 + threads, block=st.linear, warp=threads // WARP, epoch=st.epoch,
-                     wsync=np.array([st.warps[w].wsync for w in (threads // WARP).tolist()], np.int64),
+    warp = threads // WARP
+    wsync = np.fromiter((w.wsync for w in st.warps), np.int64, len(st.warps))[warp]
+    who = mem.Access(gtid=st.gtid0 + threads, block=st.linear, warp=warp, epoch=st.epoch, wsync=wsync,
                      seq=L.seq, pc=ins.index, atomic=is_atomic)
     o = offs.astype(np.int64)
     found = mem.check_write(sh, o, total, who) if is_write else mem.check_read(sh, o, total, who)

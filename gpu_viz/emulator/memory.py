@@ -82,6 +82,7 @@ class Shadow:
     """
 
     def __init__(self, size: int, initialized: bool):
+        self.all_init = bool(initialized)     # every byte holds a defined value (no initcheck to do)
         self.init = np.full(size, bool(initialized))
         self.w_gtid = np.full(size, -1, np.int64)
         self.w_block = np.full(size, -1, np.int64)
@@ -218,17 +219,20 @@ def check_read(shadow: Shadow, offsets: np.ndarray, nbytes: int, who: Access) ->
     """Update the shadow for a read; the races and uninitialised bytes it finds (one per lane)."""
     pos = bytes_of(offsets, nbytes)                   # (lanes, nbytes)
     out: List[Conflict] = []
-    uninit = ~shadow.init[pos]
-    if uninit.any():
-        lanes = np.flatnonzero(uninit.any(axis=1))
-        out += [Conflict("uninitialized", int(p), None, int(offsets[p])) for p in lanes[:4]]
+    if not shadow.all_init:
+        uninit = ~shadow.init[pos]
+        if uninit.any():
+            lanes = np.flatnonzero(uninit.any(axis=1))
+            out += [Conflict("uninitialized", int(p), None, int(offsets[p])) for p in lanes[:4]]
     g = who.gtid[:, None]
     wg = shadow.w_gtid[pos]
-    same_block = shadow.w_block[pos] == who.block
-    ordered = same_block & (shadow.w_epoch[pos] != who.epoch)
-    conflict = (wg >= 0) & (wg != g) & ~ordered & ~(shadow.w_atomic[pos] & who.atomic)
-    if conflict.any():
-        out += _classify(shadow, pos, conflict, who, write=False, reader=True)
+    written = wg >= 0
+    if written.any():                                # a read of bytes nothing wrote races with nothing
+        same_block = shadow.w_block[pos] == who.block
+        ordered = same_block & (shadow.w_epoch[pos] != who.epoch)
+        conflict = written & (wg != g) & ~ordered & ~(shadow.w_atomic[pos] & who.atomic)
+        if conflict.any():
+            out += _classify(shadow, pos, conflict, who, write=False, reader=True)
     # record this read
     flat = pos.reshape(-1)
     gt = np.repeat(who.gtid, nbytes)
@@ -249,21 +253,26 @@ def check_write(shadow: Shadow, offsets: np.ndarray, nbytes: int, who: Access) -
     pos = bytes_of(offsets, nbytes)
     out: List[Conflict] = []
     g = who.gtid[:, None]
-    # write after write
+    # write after write (bytes nobody wrote yet: no conflict, and no more gathers)
     wg = shadow.w_gtid[pos]
-    ordered = (shadow.w_block[pos] == who.block) & (shadow.w_epoch[pos] != who.epoch)
-    both_atomic = shadow.w_atomic[pos] & who.atomic
-    waw = (wg >= 0) & (wg != g) & ~ordered & ~both_atomic & (shadow.w_seq[pos] != who.seq)
-    if waw.any():
-        out += _classify(shadow, pos, waw, who, write=True, reader=False)
+    written = wg >= 0
+    if written.any():
+        ordered = (shadow.w_block[pos] == who.block) & (shadow.w_epoch[pos] != who.epoch)
+        both_atomic = shadow.w_atomic[pos] & who.atomic
+        waw = written & (wg != g) & ~ordered & ~both_atomic & (shadow.w_seq[pos] != who.seq)
+        if waw.any():
+            out += _classify(shadow, pos, waw, who, write=True, reader=False)
     # write after read
     rg = shadow.r_gtid[pos]
-    r_ordered = (shadow.r_block[pos] == who.block) & (shadow.r_epoch[pos] != who.epoch)
-    war = (rg >= 0) & ((rg != g) | shadow.r_multi[pos]) & ~r_ordered & ~who.atomic & (shadow.r_seq[pos] != who.seq)
-    if war.any():
-        out += _classify(shadow, pos, war, who, write=True, reader=True)
+    read = rg >= 0
+    if read.any():
+        r_ordered = (shadow.r_block[pos] == who.block) & (shadow.r_epoch[pos] != who.epoch)
+        war = read & ((rg != g) | shadow.r_multi[pos]) & ~r_ordered & ~who.atomic & (shadow.r_seq[pos] != who.seq)
+        if war.any():
+            out += _classify(shadow, pos, war, who, write=True, reader=True)
     flat = pos.reshape(-1)
-    shadow.init[flat] = True
+    if not shadow.all_init:
+        shadow.init[flat] = True
     shadow.w_gtid[flat] = np.repeat(who.gtid, nbytes)
     shadow.w_block[flat] = who.block
     shadow.w_epoch[flat] = who.epoch
@@ -304,6 +313,43 @@ def sectors(addrs: np.ndarray, nbytes: int) -> int:
     if (first == last).all():
         return int(np.unique(first).size)
     return int(np.unique(np.concatenate([np.arange(f, l + 1) for f, l in zip(first, last)])).size)
+
+
+def sectors_per_warp(warps: np.ndarray, addrs: np.ndarray, nbytes: int) -> Tuple[int, int]:
+    """(requests, sectors) of one instruction for all the warps issuing it: one request per warp,
+    and per warp the distinct 32-byte sectors its lanes touch (:func:`sectors`), summed."""
+    if addrs.size == 0:
+        return 0, 0
+    first = addrs // SECTOR_BYTES
+    last = (addrs + nbytes - 1) // SECTOR_BYTES
+    if (first != last).any():              # accesses that straddle sectors: every sector they touch
+        span = int((last - first).max()) + 1
+        touched = first[:, None] + np.arange(span)
+        keep = touched <= last[:, None]
+        sec = touched[keep]
+        w = np.broadcast_to(warps[:, None], touched.shape)[keep]
+    else:
+        sec, w = first, warps
+    # (warp, sector) pairs as one int64 key: sectors of a 48-bit address space fit 43 bits
+    keys = np.unique((w.astype(np.int64) << 45) | sec.astype(np.int64))
+    return int(np.unique(warps).size), int(keys.size)
+
+
+def wavefronts_per_warp(warps: np.ndarray, lanes: np.ndarray, offsets: np.ndarray,
+                        nbytes: int) -> Tuple[int, int]:
+    """(wavefronts, ideal) of one shared-memory instruction for all the warps issuing it: per
+    warp, what :func:`bank_wavefronts` counts, summed."""
+    if offsets.size == 0:
+        return 0, 0
+    per_phase = 32 // max(1, nbytes // BANK_BYTES) if nbytes > BANK_BYTES else 32
+    group = warps.astype(np.int64) * (32 // per_phase) + lanes.astype(np.int64) // per_phase   # (warp, phase)
+    words = (offsets[:, None] + np.arange(0, max(nbytes, 1), BANK_BYTES)) // BANK_BYTES
+    g = np.broadcast_to(group[:, None], words.shape).reshape(-1)
+    pairs = np.unique((g << 40) | words.reshape(-1).astype(np.int64))      # distinct (group, word)
+    pg, pw = pairs >> 40, pairs & ((1 << 40) - 1)
+    groups, gi = np.unique(pg, return_inverse=True)
+    per_bank = np.bincount(gi * BANKS + pw % BANKS, minlength=groups.size * BANKS).reshape(groups.size, BANKS)
+    return int(per_bank.max(axis=1).sum()), int(groups.size)
 
 
 def lines(addrs: np.ndarray, nbytes: int) -> int:

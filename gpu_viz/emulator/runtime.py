@@ -94,6 +94,15 @@ class DeviceArray:
 
     def __setitem__(self, key, value):
         self._a[key] = np.asarray(value.get() if isinstance(value, DeviceArray) else value)
+        if not self.region.initialized:
+            # a host write defines those bytes, as a cudaMemcpy does for initcheck: mark them so a
+            # kernel reading them is not told they are uninitialised
+            shadow = self.region.get_shadow()
+            if shadow is not None:
+                elems = np.ravel(np.arange(self._a.size).reshape(self._a.shape)[key])
+                first = self.address - self.region.base
+                item = self._a.itemsize
+                shadow.init[(first + elems[:, None] * item + np.arange(item)).reshape(-1)] = True
 
     def __repr__(self):
         return f"DeviceArray({self.name!r}, shape={self.shape}, dtype={self.dtype}, address=0x{self.address:x})"
