@@ -480,6 +480,35 @@ case(name="f32_round", source=F32_SRC, kernel="f32_round", grid=(3,), block=(32,
 case(name="f32_plain", source=F32_SRC, kernel="f32_plain", grid=(3,), block=(32,),
      make=lambda rng: _f32_args(rng, outs=13))
 
+MATH_SRC = r"""
+extern "C" __global__ void math_approx(const float* a, float* exact, float* approx, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float x = a[i];
+  exact[0 * n + i] = rintf(x);
+  exact[1 * n + i] = floorf(x);
+  exact[2 * n + i] = ceilf(x);
+  exact[3 * n + i] = truncf(x);
+  exact[4 * n + i] = fmodf(x, 0.75f);
+  approx[0 * n + i] = __expf(x);                      // ex2.approx
+  approx[1 * n + i] = __sinf(x);                      // sin.approx
+  approx[2 * n + i] = __logf(fabsf(x) + 1.0f);        // lg2.approx
+  approx[3 * n + i] = rsqrtf(fabsf(x) + 1.0f);        // rsqrt.approx
+  approx[4 * n + i] = __fdividef(x, 3.0f);            // div.full
+  approx[5 * n + i] = expf(x);                        // a sequence around ex2.approx
+}
+"""
+
+
+def _math_args(rng, n=96):
+    x = (rng.standard_normal(n) * 4).astype(np.float32)
+    x[:6] = [0.0, -0.0, 0.5, -2.5, 3.5, 1e-3]
+    return [x, _nan_f32(5 * n), _nan_f32(6 * n), np.int32(n)]
+
+
+case(name="math_approx", source=MATH_SRC, kernel="math_approx", grid=(3,), block=(32,), make=_math_args,
+     approximate=(2,))
+
 # conversions ------------------------------------------------------------------------------------------
 
 CONV_SRC = r"""

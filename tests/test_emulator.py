@@ -6,7 +6,6 @@ the right line, and not on its fixed twin (tests/emulator_hazard_cases.py)."""
 from __future__ import annotations
 
 import gc
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +14,8 @@ from gpu_viz import emulator as em
 from gpu_viz.emulator import hazards as hz
 from gpu_viz.kernels import KERNEL_DIR
 
-from emulator_hazard_cases import CASES as HAZARDS, Uninit
+from emulator_hazard_cases import CASES as HAZARDS
+from emulator_hazard_cases import run_emulated as run_hazard
 
 pytestmark = pytest.mark.skipif(not em.available(), reason="NVRTC is not installed (pip install nvidia-cuda-nvrtc)")
 
@@ -194,17 +194,7 @@ def test_module_variables_are_placed_on_every_new_device():
 # -- hazards ---------------------------------------------------------------------------------------------------
 
 def launch_hazard(case, faulty, arch, rng, **options):
-    prog = em.compile(case.source(faulty), name=f"{case.name}.cu", arch=arch)
-    dev = em.Device()
-    args = []
-    for k, a in enumerate(case.make(rng, faulty)):
-        if isinstance(a, Uninit):
-            args.append(dev.empty(a.shape, a.dtype, name=f"arg{k}"))
-        elif isinstance(a, np.ndarray):
-            args.append(dev.asarray(a, name=f"arg{k}"))
-        else:
-            args.append(a)
-    return prog.launch(case.kernel, case.grid, case.block, args, device=dev, **{**case.launch, **options})
+    return run_hazard(case, faulty, arch, rng, **options)[0]
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
@@ -216,6 +206,7 @@ def test_hazard_fires_at_its_line_and_not_on_the_fixed_twin(name, arch, rng):
     assert found, (name, [h.text() for h in run.hazards])
     assert found[0].where.line in case.lines(), (name, case.lines(), found[0].text())
     assert found[0].where.file == f"{name}.cu"
+    assert found[0].tool == case.tool, (name, found[0].tool)
     fixed = launch_hazard(case, False, arch, rng)
     assert fixed.completed and not fixed.hazards.errors(), (name, [h.text() for h in fixed.hazards.errors()])
 

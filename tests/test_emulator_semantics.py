@@ -276,6 +276,23 @@ def test_f32_library_functions(arch, rng):
            f32_expect([ec.ref_fma(x, z, y) for x, y, z in zip(X, Y, Z)]), (a, b, c))
 
 
+@pytest.mark.parametrize("arch", ARCHES)
+def test_approximate_instructions_are_listed_and_close(arch, rng):
+    (x, _, _, n), (_, exact, approx, _), run = emulate("math_approx", arch, rng)
+    n = int(n)
+    X = x.astype(np.float64)
+    for k, (what, f) in enumerate((("rintf", np.rint), ("floorf", np.floor), ("ceilf", np.ceil),
+                                   ("truncf", np.trunc))):
+        expect(f"{what} ({arch})", exact[k * n:(k + 1) * n], f(x), (x,))
+    expect(f"fmodf ({arch})", exact[4 * n:5 * n], np.fmod(X, 0.75).astype(np.float32), (x,))
+    # the approximate instructions are computed correctly rounded and listed as such: silicon's
+    # MUFU results are within PTX's stated error of them, not equal
+    assert {"ex2.approx", "sin.approx", "lg2.approx", "rsqrt.approx"} <= set(run.approximate), run.approximate
+    refs = [np.exp(X), np.sin(X), np.log(np.abs(X) + 1), 1 / np.sqrt(np.abs(X) + 1), X / 3, np.exp(X)]
+    for k, ref in enumerate(refs):
+        np.testing.assert_allclose(approx[k * n:(k + 1) * n], ref, rtol=2e-6, atol=1e-7)
+
+
 # -- conversions ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("arch", ARCHES)

@@ -378,11 +378,12 @@ def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps
     for c in found[:2]:
         t = int(threads[c.pos])
         el = region.element(c.offset if c.kind != "uninitialized" else c.offset)
+        space = "shared" if any(region is r for r in st.shared.regions) else "global"
         if c.kind == "uninitialized":
-            sp = "shared memory" if region in st.shared.regions else "memory"
+            sp = "shared memory" if space == "shared" else "memory"
             _hazard(st, ins, t, hz.UNINITIALIZED,
                     f"reads {el}, which nothing in this block wrote (uninitialised {sp}: on a GPU it holds whatever "
-                    "was there before)", details={"region": region.name, "element": el})
+                    "was there before)", details={"region": region.name, "element": el, "space": space})
             continue
         other = _other_where(st, c)
         kind = hz.LOCKSTEP if c.kind == "lockstep" else hz.RACE
@@ -399,7 +400,7 @@ def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps
                    f"{this_acc} it while thread {other.thread[0]} (warp {other.warp}"
                    f"{'' if same_block else ', block ' + str(other.block[0])}) {other_acc} it at line {other.line}, "
                    f"{between}: the result depends on which runs first")
-        _hazard(st, ins, t, kind, msg, other, details={"region": region.name, "element": el})
+        _hazard(st, ins, t, kind, msg, other, details={"region": region.name, "element": el, "space": space})
 
 
 def _same_instruction(st, ins, region, offs, threads, total, vals):
@@ -420,7 +421,9 @@ def _same_instruction(st, ins, region, offs, threads, total, vals):
             _hazard(st, ins, t, hz.SAME_INSTRUCTION,
                     f"lanes {int(threads[i]) % WARP} and {t % WARP} of warp {t // WARP} store different values to "
                     f"{region.element(int(o[i]))} in one instruction: which one lands is undefined (guard the store "
-                    "so that one lane writes, e.g. `if (lane == 0)`)", details={"element": region.element(int(o[i]))})
+                    "so that one lane writes, e.g. `if (lane == 0)`)",
+                    details={"element": region.element(int(o[i])),
+                             "space": "shared" if any(region is r for r in st.shared.regions) else "global"})
             return
 
 
