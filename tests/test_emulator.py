@@ -363,3 +363,12 @@ def test_per_warp_counts_of_a_group_equal_the_one_warp_definitions(rng):
         got = mem.wavefronts_per_warp(warps, lanes, offs, nbytes)
         parts = [mem.bank_wavefronts(lanes[warps == w], offs[warps == w], nbytes) for w in set(warps.tolist())]
         assert got == (sum(p[0] for p in parts), sum(p[1] for p in parts)), (nbytes, pattern)
+
+
+def test_warp_masks_packs_each_warp_s_lanes(rng):
+    from gpu_viz.emulator.machine import mask_of, warp_masks
+
+    for _ in range(300):
+        nw = int(rng.integers(1, 33))
+        t = np.sort(rng.choice(nw * 32, int(rng.integers(0, nw * 32 + 1)), replace=False))
+        assert warp_masks(t, nw) == [mask_of(t[t // 32 == w] % 32) for w in range(nw)]

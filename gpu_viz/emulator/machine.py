@@ -197,6 +197,13 @@ def lanes_of(mask: int) -> np.ndarray:
     return got
 
 
+def warp_masks(threads: np.ndarray, nwarps: int) -> List[int]:
+    """For thread numbers of a block: each warp's 32-bit mask of the lanes among them."""
+    bits = np.zeros(nwarps * WARP, np.uint8)
+    bits[threads] = 1
+    return np.packbits(bits.reshape(nwarps, WARP), axis=1, bitorder="little").view("<u4").reshape(-1).tolist()
+
+
 def mask_of(lanes: np.ndarray) -> int:
     m = 0
     for b in np.asarray(lanes).tolist():
@@ -819,23 +826,19 @@ class Block:
                 w.stack[-1].pc = target
             return
         g = self.R[ins.guard[0]][idx]
-        taken_t = idx[~g] if ins.guard[1] else idx[g]
-        taken = np.zeros(L.tpad, bool)
-        taken[taken_t] = True
+        taken = warp_masks(idx[~g] if ins.guard[1] else idx[g], L.nwarps)
         rpc = fn.reconverge.get(pc, EXIT)
         if rpc == EXIT and not fn.entry:
             rpc = len(fn.code)        # a device function's lanes meet again where it returns
         for w in group:
             top = w.stack[-1]
-            lanes = lanes_of(top.mask)
-            tk = taken[w.id * WARP + lanes]
-            if tk.all():
+            m_t = taken[w.id] & top.mask
+            if m_t == top.mask:
                 top.pc = target
-            elif not tk.any():
+            elif not m_t:
                 top.pc = pc + 1
             else:
                 L.stat(top.func, pc).divergent += 1
-                m_t = mask_of(lanes[tk])
                 m_n = top.mask & ~m_t
                 top.pc = rpc
                 w.stack.append(Entry(top.func, target, m_t, rpc))
@@ -847,12 +850,10 @@ class Block:
         if ins.guard is not None:
             g = self.R[ins.guard[0]][idx]
             sub = idx[~g] if ins.guard[1] else idx[g]
-        leaving = np.zeros(self.L.tpad, bool)
-        leaving[sub] = True
+        leaving = warp_masks(sub, self.L.nwarps)
         for w in group:
             top = w.stack[-1]
-            lanes = lanes_of(top.mask)
-            m = mask_of(lanes[leaving[w.id * WARP + lanes]])
+            m = leaving[w.id] & top.mask
             w.exited |= m
             self.exited_since_barrier |= m << (32 * w.id)
             if top.mask & ~m:
