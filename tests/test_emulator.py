@@ -372,3 +372,42 @@ def test_warp_masks_packs_each_warp_s_lanes(rng):
         nw = int(rng.integers(1, 33))
         t = np.sort(rng.choice(nw * 32, int(rng.integers(0, nw * 32 + 1)), replace=False))
         assert warp_masks(t, nw) == [mask_of(t[t // 32 == w] % 32) for w in range(nw)]
+
+
+SPIN = r"""
+extern "C" __global__ void cas_add(float* sum, const float* x) {
+  unsigned* a = (unsigned*)sum;
+  unsigned old = *a, assumed;
+  do {
+    assumed = old;
+    old = atomicCAS(a, assumed, __float_as_uint(__uint_as_float(assumed) + x[threadIdx.x]));
+  } while (assumed != old);
+}
+
+extern "C" __global__ void spin_lock(int* lock, int* counter) {
+  while (atomicCAS(lock, 0, 1) != 0) { }
+  counter[0] += 1;
+  atomicExch(lock, 0);
+}
+"""
+
+
+def test_a_compare_and_swap_loop_of_one_warp_finishes_exactly():
+    prog = em.compile(SPIN, name="spin.cu")
+    dev = em.Device()
+    total = dev.zeros(1)
+    run = prog.launch("cas_add", 1, 64, (total, dev.asarray(np.arange(64, dtype=np.float32))), device=dev)
+    assert run.completed and total.get()[0] == np.arange(64).sum(), [h.text() for h in run.hazards]
+
+
+def test_a_lock_within_one_warp_is_stopped_and_explained():
+    """Lanes of one warp taking a spin lock: fine on sm_70+ (independent thread scheduling), a
+    deadlock under the stack reconvergence the emulator models; it must say which lanes wait."""
+    prog = em.compile(SPIN, name="spin.cu")
+    dev = em.Device()
+    run = prog.launch("spin_lock", 1, 32, (dev.zeros(1, np.int32), dev.zeros(1, np.int32)), device=dev, budget=50_000)
+    assert not run.completed
+    msg = " ".join(h.message for h in run.hazards if h.kind == hz.RUNAWAY)
+    line = SPIN.split("\n").index("  counter[0] += 1;") + 1
+    assert f"Lanes 0 of warp 0 have left the loop and wait at line {line}" in msg, msg
+    assert "independent thread scheduling" in msg

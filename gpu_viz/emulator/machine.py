@@ -11,7 +11,11 @@ is the stack-based reconvergence of pre-Volta GPUs.  Volta and later (sm_70+, ev
 targets) schedule threads independently: the two sides may interleave and need not merge where
 the post-dominator is, so code that works only because lanes run in lockstep (shared memory
 passed between lanes with no ``__syncwarp``) is reported as a hazard, not trusted.  The values a
-correct kernel computes are the same under both models.
+correct kernel computes are the same under both models, with one exception: a kernel whose lanes
+of ONE warp wait for each other (a spin lock taken by lanes of the same warp, a flag one lane sets
+for another) relies on Volta's forward-progress guarantee; under stack reconvergence the waiting
+side never yields to the lane it waits for, so the emulator stops it by its budget and says so (a
+runaway hazard naming the lanes parked at the reconvergence point).
 
 Warps whose next instruction is the same run it together (one numpy operation for all their
 active lanes); otherwise the lowest pc runs first.  ``policy="random"`` instead runs one warp at
@@ -1139,7 +1143,34 @@ class Block:
                     "variable advance, and can its condition become false?)")
             w = next((w for w in self.warps if w.state == "run"), self.warps[0])
             t = w.id * WARP + (int(lanes_of(w.stack[-1].mask)[0]) if w.stack and w.stack[-1].mask else 0)
+            parked = self._parked(w)
+            if parked:
+                lanes, at = parked
+                msg += (f". Lanes {_lane_list(lanes)} of warp {w.id} have left the loop and wait at line {at} for the "
+                        "others: if the looping lanes wait for them (a lock or flag held by a lane of the same warp), "
+                        "the kernel needs Volta's independent thread scheduling, which this emulator does not model "
+                        "(it reconverges lanes as pre-Volta GPUs did); on sm_70+ such a kernel can finish")
         L.hazards.add(hz.Hazard(hz.RUNAWAY, msg, L.where(self, f, pc, t)))
+
+    def _parked(self, w: Warp):
+        """(lanes, line) of a warp's lanes that finished their side of a branch and wait at its
+        reconvergence point while the running lanes loop; None if there are none.  The entry that
+        waits at the merge (its pc is the top's reconvergence pc) holds them, less the lanes of
+        sibling entries still to run."""
+        st = w.stack
+        top = st[-1]
+        pending = 0
+        for e in reversed(st[:-1]):
+            if e.call is not None and e is not st[0]:
+                return None
+            if e.pc == top.rpc:
+                parked = e.mask & ~top.mask & ~pending & ~w.exited
+                if not parked or e.pc == EXIT:
+                    return None
+                code = self.L.module.functions[e.func].code
+                return parked, (self.L.program.user_line(code[e.pc]) if 0 <= e.pc < len(code) else None)
+            pending |= e.mask
+        return None
 
     # -- warp-level synchronous operations -------------------------------------------------------------
 
