@@ -7,15 +7,18 @@ without the race / initialisation checks.  Every run's output is checked against
     python benchmarks/emulator_bench.py --profile block_sum  # cProfile of one kernel, top 25 functions
 
 Not a test: the numbers depend on the machine and its load (a 2-core CI-class machine is the one
-the record names).  Seconds are the emulation's wall time (``Run.seconds``), best of ``--repeat``.
+the record names).  Seconds are the emulation's wall time (``Run.seconds``), best of ``--repeat``;
+``cpu_seconds`` the process's CPU time in that run (less sensitive to other processes' load).
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import json
+import os
 import platform
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -126,21 +129,23 @@ def measure(repeat: int = 2, only=None, arch: str = "sm_75"):
         if only and name not in only:
             continue
         for checks in (True, False):
-            best = None
+            best, best_cpu = None, None
             for _ in range(repeat):
                 dev = em.Device()
                 args, check = build(dev)
+                cpu0 = time.process_time()
                 run = prog.launch(kernel, grid, block, args, device=dev, checks=checks)
+                cpu = time.process_time() - cpu0
                 if not (run.completed and not run.hazards.errors() and check()):
                     raise AssertionError(f"{name}: wrong result or a hazard: {[h.text() for h in run.hazards]}")
                 if best is None or run.seconds < best.seconds:
-                    best = run
+                    best, best_cpu = run, cpu
             rows.append({"kernel": name, "threads": threads, "warp_instructions": best.warp_instructions,
                          "seconds": round(best.seconds, 4),
                          "warp_instructions_per_second": round(best.warp_instructions / best.seconds),
-                         "checks": checks})
+                         "checks": checks, "cpu_seconds": round(best_cpu, 4)})
             print(f"{name:16s} checks={checks!s:5s} {best.warp_instructions:9,d} warp-instr {best.seconds:7.3f} s "
-                  f"{best.warp_instructions / best.seconds:10,.0f} warp-instr/s", flush=True)
+                  f"(cpu {best_cpu:6.3f} s) {best.warp_instructions / best.seconds:10,.0f} warp-instr/s", flush=True)
     return rows
 
 
@@ -152,7 +157,9 @@ def record(rows, arch: str) -> dict:
             "numpy": np.__version__, "nvrtc": f"{major}.{minor}", "arch": arch,
             # the records' common header (benchmarks/README.md): no GPU took part in this one
             "gpu": None, "sm": None, "driver": None, "cuda": None, "torch": None, "cupy": None,
-            "note": "emulated on the CPU from the kernels' PTX; seconds are the emulation's wall time",
+            "note": "emulated on the CPU from the kernels' PTX; seconds: the emulation's wall time (best of the "
+                    "repeats), cpu_seconds: this process's CPU time in that run; the machine is shared, see load_average",
+            "load_average": [round(v, 2) for v in os.getloadavg()],
             "rows": [dict(op="emulate", **r) for r in rows]}
 
 

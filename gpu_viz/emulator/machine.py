@@ -293,6 +293,13 @@ class Launch:
         self.dynamic_shared = int(shared_mem)
         self.local_layout, self.local_bytes = self._local_layout()
         self.execs = {name: program.executors(name, self) for name in self.functions}
+        # registers of each function grouped by storage type (Block allocates one buffer per group)
+        self.reg_layout: Dict[str, List[Tuple[type, List[str]]]] = {}
+        for f in self.functions:
+            groups: Dict[type, List[str]] = {}
+            for r, t in self.module.functions[f].regs.items():
+                groups.setdefault(isa.storage_dtype(t), []).append(r)
+            self.reg_layout[f] = list(groups.items())
         self.ends = {name: len(self.module.functions[name].code) for name in self.functions}
         tid = np.arange(self.tpad, dtype=np.int64)
         bx, by = self.block[0], self.block[1]
@@ -507,9 +514,13 @@ class Block:
         g = L.grid
         self.index3 = (linear % g[0], (linear // g[0]) % g[1], linear // (g[0] * g[1]))
         self.fregs: Dict[str, Dict[str, np.ndarray]] = {}
-        for f in L.functions:
-            fn = L.module.functions[f]
-            self.fregs[f] = {r: np.zeros(L.tpad, isa.storage_dtype(t)) for r, t in fn.regs.items()}
+        for f, groups in L.reg_layout.items():
+            regs = {}
+            for dtype, names in groups:          # one zeroed buffer per storage type, a row per register
+                buf = np.zeros((len(names), L.tpad), dtype)
+                for k, r in enumerate(names):
+                    regs[r] = buf[k]
+            self.fregs[f] = regs
         self.R = self.fregs[L.kernel]
         self.warps = []
         for w in range(L.nwarps):
