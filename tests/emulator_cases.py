@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -362,14 +362,19 @@ case(name="int_div", source=INT_SRC, kernel="int_div", grid=(2,), block=(64,), m
 # shifts and bits ----------------------------------------------------------------------------------
 
 BITS_SRC = r"""
-__device__ __forceinline__ unsigned shl32(unsigned a, unsigned s) { unsigned r; asm("shl.b32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(s)); return r; }
-__device__ __forceinline__ unsigned shr32(unsigned a, unsigned s) { unsigned r; asm("shr.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(s)); return r; }
-__device__ __forceinline__ int sar32(int a, unsigned s) { int r; asm("shr.s32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(s)); return r; }
-__device__ __forceinline__ unsigned long long shl64(unsigned long long a, unsigned s) { unsigned long long r; asm("shl.b64 %0, %1, %2;" : "=l"(r) : "l"(a), "r"(s)); return r; }
-__device__ __forceinline__ long long sar64(long long a, unsigned s) { long long r; asm("shr.s64 %0, %1, %2;" : "=l"(r) : "l"(a), "r"(s)); return r; }
-__device__ __forceinline__ unsigned bfe_u(unsigned a, unsigned p, unsigned l) { unsigned r; asm("bfe.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(p), "r"(l)); return r; }
-__device__ __forceinline__ int bfe_s(int a, unsigned p, unsigned l) { int r; asm("bfe.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(p), "r"(l)); return r; }
-__device__ __forceinline__ unsigned bfi(unsigned f, unsigned b, unsigned p, unsigned l) { unsigned r; asm("bfi.b32 %0, %1, %2, %3, %4;" : "=r"(r) : "r"(f), "r"(b), "r"(p), "r"(l)); return r; }
+// PTX's own shifts and bit-field instructions (C leaves shifts past the width undefined)
+#define ASM(T, name, args, text, ...) \
+  __device__ __forceinline__ T name args { T r; asm(text : __VA_ARGS__); return r; }
+ASM(unsigned, shl32, (unsigned a, unsigned s), "shl.b32 %0, %1, %2;", "=r"(r) : "r"(a), "r"(s))
+ASM(unsigned, shr32, (unsigned a, unsigned s), "shr.u32 %0, %1, %2;", "=r"(r) : "r"(a), "r"(s))
+ASM(int, sar32, (int a, unsigned s), "shr.s32 %0, %1, %2;", "=r"(r) : "r"(a), "r"(s))
+ASM(unsigned long long, shl64, (unsigned long long a, unsigned s), "shl.b64 %0, %1, %2;", "=l"(r) : "l"(a), "r"(s))
+ASM(long long, sar64, (long long a, unsigned s), "shr.s64 %0, %1, %2;", "=l"(r) : "l"(a), "r"(s))
+ASM(unsigned, bfe_u, (unsigned a, unsigned p, unsigned l), "bfe.u32 %0, %1, %2, %3;",
+    "=r"(r) : "r"(a), "r"(p), "r"(l))
+ASM(int, bfe_s, (int a, unsigned p, unsigned l), "bfe.s32 %0, %1, %2, %3;", "=r"(r) : "r"(a), "r"(p), "r"(l))
+ASM(unsigned, bfi, (unsigned f, unsigned b, unsigned p, unsigned l), "bfi.b32 %0, %1, %2, %3, %4;",
+    "=r"(r) : "r"(f), "r"(b), "r"(p), "r"(l))
 
 extern "C" __global__ void bits(const unsigned* a, const unsigned* b, const unsigned* s, unsigned* out,
                                 unsigned long long* wide, int n) {

@@ -405,7 +405,7 @@ def test_a_lock_within_one_warp_is_stopped_and_explained():
     deadlock under the stack reconvergence the emulator models; it must say which lanes wait."""
     prog = em.compile(SPIN, name="spin.cu")
     dev = em.Device()
-    run = prog.launch("spin_lock", 1, 32, (dev.zeros(1, np.int32), dev.zeros(1, np.int32)), device=dev, budget=50_000)
+    run = prog.launch("spin_lock", 1, 32, (dev.zeros(1, np.int32), dev.zeros(1, np.int32)), device=dev, budget=20_000)
     assert not run.completed
     msg = " ".join(h.message for h in run.hazards if h.kind == hz.RUNAWAY)
     line = SPIN.split("\n").index("  counter[0] += 1;") + 1

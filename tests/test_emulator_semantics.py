@@ -6,7 +6,6 @@ tests/test_emulator_gpu.py runs the same kernels on silicon."""
 from __future__ import annotations
 
 import math
-import struct
 from fractions import Fraction
 
 import numpy as np
@@ -210,8 +209,8 @@ def test_shifts_and_bit_operations(arch, rng):
         ("__clzll", lambda x, y, k: clz((x << 32) | y, 64)), ("__ffsll", lambda x, y, k: ffs((x << 32) | y)),
     ]
     for j, (what, f) in enumerate(refs):
-        expect(f"{what} ({arch})", out[j * n:(j + 1) * n], np.array([f(x, y, k) for x, y, k in zip(A, B, S)], np.uint32),
-               (a, b, s))
+        want = np.array([f(x, y, k) for x, y, k in zip(A, B, S)], np.uint32)
+        expect(f"{what} ({arch})", out[j * n:(j + 1) * n], want, (a, b, s))
     M64 = 2**64 - 1
     L = [(x << 32) | y for x, y in zip(A, B)]
     wrefs = [("shl.b64", [(v << (k & 0xFF)) & M64 if (k & 0xFF) < 64 else 0 for v, k in zip(L, S)]),
@@ -265,7 +264,8 @@ def test_f32_library_functions(arch, rng):
     # PTX leaves the NaN that neg/abs return unspecified)
     nan_x = np.isnan(a)
     sign_ops = [("fabsf", a.view(np.uint32) & np.uint32(0x7FFFFFFF)), ("-x", a.view(np.uint32) ^ np.uint32(0x80000000)),
-                ("copysignf", (a.view(np.uint32) & np.uint32(0x7FFFFFFF)) | (b.view(np.uint32) & np.uint32(0x80000000)))]
+                ("copysignf", (a.view(np.uint32) & np.uint32(0x7FFFFFFF))
+                 | (b.view(np.uint32) & np.uint32(0x80000000)))]
     for k, (what, want) in enumerate(sign_ops, start=8):
         got = out[k * n:(k + 1) * n]
         assert np.isnan(got[nan_x]).all(), (what, arch)
@@ -732,24 +732,11 @@ def test_atomics_are_exact_with_duplicate_addresses(arch, rng):
 
 # -- warp-level operations --------------------------------------------------------------------------------
 
-def shuffle_ref(vals, src):
-    """vals[src(lane)] per warp of 32, src returning None for 'keep my own value'."""
-    out = []
-    for t, v in enumerate(vals):
-        base, lane = t & ~31, t & 31
-        j = src(lane)
-        out.append(v if j is None else vals[base + j])
-    return out
-
-
 @pytest.mark.parametrize("arch", ARCHES)
 def test_shuffles_with_widths_below_32(arch, rng):
     (v, sel, _, _), (_, _, out, dout), _ = emulate("shuffles", arch, rng)
     n = v.size
     V, S = v.astype(np.int64).tolist(), sel.astype(np.int64).tolist()
-
-    def idx(w):
-        return lambda t: None                       # placeholder, replaced per lane below
 
     def per_lane(f):
         res = []
