@@ -411,3 +411,22 @@ def test_a_lock_within_one_warp_is_stopped_and_explained():
     line = SPIN.split("\n").index("  counter[0] += 1;") + 1
     assert f"Lanes 0 of warp 0 have left the loop and wait at line {line}" in msg, msg
     assert "independent thread scheduling" in msg
+
+
+def test_emulated_arithmetic_prints_no_numpy_warnings():
+    """Overflow, NaN and signalling-NaN conversions are the emulated arithmetic: numpy's
+    RuntimeWarnings used to reach the learner's notebook from inside the executors."""
+    import warnings
+
+    src = r"""
+    extern "C" __global__ void ops(const float* x, float* y) {
+      int t = threadIdx.x;
+      y[t] = __fmaf_rz(x[t], 3e38f, x[t]) + __fdiv_ru(x[t], 0.0f) + (float)(double)x[t];
+    }"""
+    prog = em.compile(src, name="warn.cu")
+    dev = em.Device()
+    x = np.array([0x7F800001, 0x7F7FFFFF, 0xFF800000, 0] * 8, np.uint32).view(np.float32)   # sNaN, max, -inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = prog.launch("ops", 1, 32, (dev.asarray(x), dev.zeros(32)), device=dev)
+    assert run.completed
