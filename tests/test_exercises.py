@@ -2,15 +2,11 @@
 reference answer and names the classic wrong answers; kernel exercises compile for the four
 architectures here and, on a GPU (marked gpu), accept the reference and reject each wrong kernel
 with the message that names its mistake."""
-import re
-import subprocess
-import tempfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from gpu_viz import backend, exercises as ex, kernels
+from gpu_viz import backend, exercises as ex
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

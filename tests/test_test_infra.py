@@ -366,7 +366,9 @@ def test_gpu_check_runs_the_timing_tests_alone():
     script = (ROOT / "scripts" / "gpu-check").read_text()
     body = lambda name: re.search(rf"^{name}\(\) {{.*?^}}", script, re.M | re.S).group(0)  # noqa: E731
     assert '"gpu and timing"' in body("run_timing_tests")
-    assert '"gpu and not timing"' in body("run_other_tests")
+    assert '"gpu and not timing and not sanitizer"' in body("run_other_tests")
+    # the compute-sanitizer comparisons (tests/test_emulator_gpu.py) run in the sanitize phase
+    assert '"gpu and sanitizer"' in body("run_sanitize")
     tests = body("run_tests").splitlines()
     assert [ln.strip() for ln in tests[1:-1]] == ["run_timing_tests", "run_other_tests"]
     # checks: nothing else is on the GPU until the timing tests are done; then the sanitizer in

@@ -81,6 +81,14 @@ class Hazard:
 
     @property
     def tool(self) -> Optional[str]:
+        """The compute-sanitizer tool that reports this on silicon, or None.  racecheck looks at
+        shared memory only and initcheck at global memory only, so a race in global memory (or an
+        uninitialised shared read) is the emulator's alone."""
+        space = self.details.get("space")
+        if self.kind in (RACE, LOCKSTEP, SAME_INSTRUCTION) and space == "global":
+            return None
+        if self.kind == UNINITIALIZED and space == "shared":
+            return None
         return SANITIZER_TOOL.get(self.kind)
 
     def text(self) -> str:

@@ -21,11 +21,20 @@ from .ptx import TYPES, Function, Instr
 
 
 class Unsupported(NotImplementedError):
-    """An instruction (or form of one) the emulator does not execute."""
+    """An instruction (or form of one) the emulator does not execute.
 
-    def __init__(self, ins: Instr, why: str = ""):
+    Attributes:
+        instr: the PTX instruction.  why: what about it is not supported.  where: "file.cu line N"
+            (empty until the program that ran it fills it in).
+    """
+
+    def __init__(self, ins: Instr, why: str = "", where: str = ""):
         self.instr = ins
-        super().__init__(f"the emulator does not support `{ins.text.split(';')[0].strip()}`" + (f" ({why})" if why else ""))
+        self.why = why
+        self.where = where
+        detail = "; ".join(x for x in (why, where) if x)
+        super().__init__(f"the emulator does not support `{ins.text.split(';')[0].strip()}`"
+                         + (f" ({detail})" if detail else ""))
 
 
 NP = {"s8": np.int8, "u8": np.uint8, "b8": np.uint8, "s16": np.int16, "u16": np.uint16, "b16": np.uint16,
@@ -763,25 +772,27 @@ def c_bfe(ins, fn):
     ra, rb, rc, wd = reader(a, t, fn, ins), reader(b, "u32", fn, ins), reader(c, "u32", fn, ins), writer(d, t, fn, ins)
     signed = kind_of(t) == "s"
 
+    msb = n - 1
+
     def ex(st, idx):
-        x = ra(st, idx).view(UBITS[n // 8]).astype(object if n == 64 else np.int64)
+        # PTX's definition, bit by bit: d[i] = a[pos + i] for i < len and pos + i <= msb, else the
+        # sign bit a[min(pos + len - 1, msb)] (.s) or 0 (.u, or len == 0).  (A field reaching past
+        # the msb, len >= width included, repeats the msb for .s.)
+        x = ra(st, idx).view(UBITS[n // 8]).astype(np.uint64)
         pos = rb(st, idx).astype(np.int64) & 0xFF
         ln = rc(st, idx).astype(np.int64) & 0xFF
-        out = []
-        for v, p, L in zip(np.ravel(x), pos, ln):
-            v = int(v)
-            if L == 0:
-                out.append(0)
-                continue
-            field = (v >> min(p, n - 1)) & ((1 << L) - 1) if p < n else 0
-            if signed:
-                sbit = (v >> min(p + L - 1, n - 1)) & 1
-                if sbit and L < n:
-                    field |= ((1 << n) - 1) ^ ((1 << min(L, n)) - 1)
-                    if p + L > n:
-                        field = (v >> min(p, n - 1)) | (((1 << n) - 1) ^ ((1 << max(0, n - p)) - 1))
-            out.append(field & ((1 << n) - 1))
-        wd(st, idx, np.array(out, dtype=UBITS[n // 8]).view(NP[t]))
+        one = np.uint64(1)
+        if signed:
+            sbit = (x >> np.minimum(pos + ln - 1, msb).clip(0).astype(np.uint64)) & one
+            sbit = np.where(ln == 0, np.uint64(0), sbit)
+        else:
+            sbit = np.zeros_like(x)
+        out = np.zeros_like(x)
+        for i in range(n):
+            take = (i < ln) & (pos + i <= msb)
+            bit = np.where(take, (x >> np.minimum(pos + i, msb).astype(np.uint64)) & one, sbit)
+            out |= bit << np.uint64(i)
+        wd(st, idx, out.astype(UBITS[n // 8]).view(NP[t]))
     return ex
 
 
@@ -909,9 +920,9 @@ def c_setp(ins, fn):
     dst = ins.args[0]
     a, b = ins.args[1], ins.args[2]
     c = ins.args[3] if bop else None
+    if t in ("f16", "bf16", "f16x2", "bf16x2"):
+        return _setp_half(ins, fn, t, cmp, bop)
     rt = t
-    if t in ("f16", "bf16"):
-        raise Unsupported(ins, "half-precision comparison")
     ra, rb = reader(a, rt, fn, ins), reader(b, rt, fn, ins)
     rc = reader(c, "pred", fn, ins) if c is not None else None
     if dst[0] == "pair":
@@ -938,11 +949,85 @@ def c_setp(ins, fn):
     return ex
 
 
+def _half_values(ins, fn, op, t):
+    """A reader of a 16-bit float operand (or both halves of an x2 one) as float64 arrays."""
+    r = reader(op, "b16" if t in ("f16", "bf16") else "b32", fn, ins)
+    ftz = ins.has(".ftz")
+
+    def values(st, idx):
+        parts = _half_lanes(r(st, idx), t)
+        if ftz and t.startswith("f16"):       # f16 subnormals (|x| < 2^-14) flush to a zero of the same sign
+            parts = [np.where((p != 0) & (np.abs(p) < 2.0 ** -14), np.copysign(0.0, p), p) for p in parts]
+        return parts
+    return values
+
+
+def _setp_half(ins, fn, t, cmp, bop):
+    """setp on f16 / bf16 (one predicate), and on f16x2 / bf16x2: p from the lower halves, q from
+    the upper ones (PTX's p|q for the packed types)."""
+    dst, a, b = ins.args[:3]
+    ra, rb = _half_values(ins, fn, a, t), _half_values(ins, fn, b, t)
+    rc = reader(ins.args[3], "pred", fn, ins) if bop else None
+    packed = t.endswith("x2")
+    if dst[0] == "pair":
+        wp, wq = writer(dst[1], "pred", fn, ins), writer(dst[2], "pred", fn, ins)
+    else:
+        wp, wq = writer(dst, "pred", fn, ins), None
+    f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}.get(bop)
+
+    def ex(st, idx):
+        xs, ys = ra(st, idx), rb(st, idx)
+        res = [_cmp(cmp, x, y, "f32") for x, y in zip(xs, ys)]
+        if packed:
+            p, q = res[0], res[1]
+        else:
+            p, q = res[0], ~res[0]
+        if rc is not None:
+            cv = rc(st, idx)
+            p, q = f(p, cv), f(q, cv)
+        wp(st, idx, p)
+        if wq is not None:
+            wq(st, idx, q)
+    return ex
+
+
+def _set_half(ins, fn, dt, t, cmp, bop):
+    """set.CmpOp.<dtype>.f16 / .f16x2.f16x2 (and bf16): per half, 1.0 / 0.0 in a float destination,
+    all ones / zero in an integer one."""
+    d, a, b = ins.args[:3]
+    ra, rb = _half_values(ins, fn, a, t), _half_values(ins, fn, b, t)
+    rc = reader(ins.args[3], "pred", fn, ins) if bop else None
+    f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}.get(bop)
+    wd = writer(d, "b16" if dt in ("f16", "bf16", "u16", "s16") else "b32", fn, ins)
+    one = {"f16": 0x3C00, "bf16": 0x3F80, "f16x2": 0x3C00, "bf16x2": 0x3F80}.get(dt)
+
+    def ex(st, idx):
+        res = [_cmp(cmp, x, y, "f32") for x, y in zip(ra(st, idx), rb(st, idx))]
+        if rc is not None:
+            res = [f(r, rc(st, idx)) for r in res]
+        if dt in ("f16x2", "bf16x2", "u32", "s32", "b32") and len(res) == 2:
+            hi_one = one if one is not None else 0xFFFF
+            out = (np.where(res[0], hi_one, 0).astype(np.uint32)
+                   | (np.where(res[1], hi_one, 0).astype(np.uint32) << np.uint32(16)))
+        elif dt in ("f16", "bf16"):
+            out = np.where(res[0], one, 0).astype(np.uint16)
+        elif dt in ("u16", "s16"):
+            out = np.where(res[0], 0xFFFF, 0).astype(np.uint16)
+        elif dt == "f32":
+            out = np.where(res[0], np.float32(1.0), np.float32(0.0)).astype(np.float32).view(np.uint32)
+        else:
+            out = np.where(res[0], np.uint32(0xFFFFFFFF), np.uint32(0))
+        wd(st, idx, out)
+    return ex
+
+
 def c_set(ins, fn):
     ts = types_of(ins)
     dt, t = ts[0], ts[1]
     cmp = next(m[1:] for m in ins.mods if m[1:] in _CMP_OPS)
     bop = next((m[1:] for m in ins.mods if m in (".and", ".or", ".xor")), None)
+    if t in ("f16", "bf16", "f16x2", "bf16x2"):
+        return _set_half(ins, fn, dt, t, cmp, bop)
     d, a, b = ins.args[:3]
     c = ins.args[3] if bop else None
     ra, rb = reader(a, t, fn, ins), reader(b, t, fn, ins)

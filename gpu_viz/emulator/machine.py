@@ -11,7 +11,11 @@ is the stack-based reconvergence of pre-Volta GPUs.  Volta and later (sm_70+, ev
 targets) schedule threads independently: the two sides may interleave and need not merge where
 the post-dominator is, so code that works only because lanes run in lockstep (shared memory
 passed between lanes with no ``__syncwarp``) is reported as a hazard, not trusted.  The values a
-correct kernel computes are the same under both models.
+correct kernel computes are the same under both models, with one exception: a kernel whose lanes
+of ONE warp wait for each other (a spin lock taken by lanes of the same warp, a flag one lane sets
+for another) relies on Volta's forward-progress guarantee; under stack reconvergence the waiting
+side never yields to the lane it waits for, so the emulator stops it by its budget and says so (a
+runaway hazard naming the lanes parked at the reconvergence point).
 
 Warps whose next instruction is the same run it together (one numpy operation for all their
 active lanes); otherwise the lowest pc runs first.  ``policy="random"`` instead runs one warp at
@@ -177,14 +181,31 @@ class Warp:
 _LANES = [np.array([b for b in range(32) if m >> b & 1], np.int64) for m in range(1 << 8)]
 
 
+_LANES_OF: Dict[int, np.ndarray] = {}
+
+
 def lanes_of(mask: int) -> np.ndarray:
-    """Lane numbers set in a 32-bit mask, ascending."""
+    """Lane numbers set in a 32-bit mask, ascending (a shared read-only array: copy to modify)."""
+    got = _LANES_OF.get(mask)
+    if got is not None:
+        return got
     parts = []
     for k in range(4):
         byte = (mask >> (8 * k)) & 0xFF
         if byte:
             parts.append(_LANES[byte] + 8 * k)
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    got = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    got.flags.writeable = False
+    if len(_LANES_OF) < 1 << 16:          # a launch meets few distinct masks; bound the cache anyway
+        _LANES_OF[mask] = got
+    return got
+
+
+def warp_masks(threads: np.ndarray, nwarps: int) -> List[int]:
+    """For thread numbers of a block: each warp's 32-bit mask of the lanes among them."""
+    bits = np.zeros(nwarps * WARP, np.uint8)
+    bits[threads] = 1
+    return np.packbits(bits.reshape(nwarps, WARP), axis=1, bitorder="little").view("<u4").reshape(-1).tolist()
 
 
 def mask_of(lanes: np.ndarray) -> int:
@@ -254,6 +275,7 @@ class Launch:
         self.concurrent_blocks = max(1, int(concurrent_blocks))
         self.hazards = hz.HazardLog()
         self.stats: Dict[Tuple[str, int], InstrStats] = {}
+        self.stat_rows: Dict[str, List[Optional[InstrStats]]] = {}
         self.printf: List[str] = []
         self.simulated = set()
         self.approximate = set()
@@ -271,6 +293,13 @@ class Launch:
         self.dynamic_shared = int(shared_mem)
         self.local_layout, self.local_bytes = self._local_layout()
         self.execs = {name: program.executors(name, self) for name in self.functions}
+        # registers of each function grouped by storage type (Block allocates one buffer per group)
+        self.reg_layout: Dict[str, List[Tuple[type, List[str]]]] = {}
+        for f in self.functions:
+            groups: Dict[type, List[str]] = {}
+            for r, t in self.module.functions[f].regs.items():
+                groups.setdefault(isa.storage_dtype(t), []).append(r)
+            self.reg_layout[f] = list(groups.items())
         self.ends = {name: len(self.module.functions[name].code) for name in self.functions}
         tid = np.arange(self.tpad, dtype=np.int64)
         bx, by = self.block[0], self.block[1]
@@ -357,6 +386,10 @@ class Launch:
                         break
         except Aborted:
             completed = False
+        except isa.Unsupported as exc:
+            # found while running (a special register, bar.red ...): name the source line as the
+            # executors' compile does
+            raise self.program.located(exc) from None
         return Run(kernel=self.kernel, grid=self.grid, block=self.block, completed=completed and not self.aborted,
                    hazards=self.hazards, warp_instructions=self.issued, stats=self.stats, printf=self.printf,
                    simulated=tuple(sorted(self.simulated)), approximate=tuple(sorted(self.approximate)),
@@ -384,7 +417,18 @@ class Launch:
         s = self.stats.get(key)
         if s is None:
             s = self.stats[key] = InstrStats()
+            row = self.stat_rows.get(func)
+            if row is not None:
+                row[pc] = s
         return s
+
+    def stat_row(self, func: str, n: int) -> List[Optional[InstrStats]]:
+        """The function's :class:`InstrStats` by code index (None until the instruction runs): the
+        scheduler's fast path to :meth:`stat`."""
+        row = self.stat_rows.get(func)
+        if row is None:
+            row = self.stat_rows[func] = [self.stats.get((func, pc)) for pc in range(n)]
+        return row
 
     # -- where, for hazards ------------------------------------------------------------------------
 
@@ -468,9 +512,13 @@ class Block:
         g = L.grid
         self.index3 = (linear % g[0], (linear // g[0]) % g[1], linear // (g[0] * g[1]))
         self.fregs: Dict[str, Dict[str, np.ndarray]] = {}
-        for f in L.functions:
-            fn = L.module.functions[f]
-            self.fregs[f] = {r: np.zeros(L.tpad, isa.storage_dtype(t)) for r, t in fn.regs.items()}
+        for f, groups in L.reg_layout.items():
+            regs = {}
+            for dtype, names in groups:          # one zeroed buffer per storage type, a row per register
+                buf = np.zeros((len(names), L.tpad), dtype)
+                for k, r in enumerate(names):
+                    regs[r] = buf[k]
+            self.fregs[f] = regs
         self.R = self.fregs[L.kernel]
         self.warps = []
         for w in range(L.nwarps):
@@ -492,6 +540,7 @@ class Block:
         self.cur_func = L.kernel
         self.cur_pc = 0
         self.cur_warps: List[Warp] = []
+        self.pending = 0                  # instructions the running group issued, not yet in Warp.issued
         self.arrivals: Dict[int, int] = {}
         self.exited_since_barrier = 0
         self.sm = linear % L.sm_count
@@ -527,7 +576,9 @@ class Block:
             return np.full(idx.shape, 1, np.uint64)
         if name in ("clock", "clock64", "clock_hi"):
             ws = L.warp_of[idx]
-            v = np.array([self.warps[w].issued for w in ws.tolist()], np.uint64) * np.uint64(CYCLES_PER_ISSUE)
+            # instructions issued: those counted so far, plus the running group's not yet added
+            v = np.array([self.warps[w].issued + self.pending for w in ws.tolist()], np.uint64) \
+                * np.uint64(CYCLES_PER_ISSUE)
             v = v + np.uint64(self.linear * 1000)
             return (v >> np.uint64(32)) if name == "clock_hi" else v
         if name.startswith("globaltimer"):
@@ -688,54 +739,74 @@ class Block:
         self.R = self.fregs[func]
         self.cur_func = func
         self.cur_warps = group
-        idx = np.concatenate([lanes_of(w.stack[-1].mask) + w.id * WARP for w in group])
+        if len(group) == 1:
+            w0 = group[0]
+            idx = lanes_of(w0.stack[-1].mask) + w0.id * WARP
+        else:
+            idx = np.concatenate([lanes_of(w.stack[-1].mask) + w.id * WARP for w in group])
         stops = {w.stack[-1].rpc for w in group}
         nw = len(group)
+        nidx = int(idx.size)
+        stats = L.stat_row(func, len(code))
+        R = self.R
+        record = L.record
         steps = 0
         end = len(code)
-        while True:
-            if pc in stops or pc >= end:
-                break
-            ins = code[pc]
-            self.cur_pc = pc
-            kind = CONTROL.get(ins.base) if exs[pc] is None else None
-            if kind is not None:
-                for w in group:
-                    w.stack[-1].pc = pc
-                kind(self, group, ins, idx, fn)
-                self._count(func, pc, group, idx)
-                return
-            sub = idx
-            if ins.guard is not None:
-                g = self.R[ins.guard[0]][idx]
-                sub = idx[~g] if ins.guard[1] else idx[g]
-            if sub.size:
-                L.seq += 1
-                try:
-                    exs[pc](self, sub)
-                except isa.Unsupported:
-                    raise
-                if L.record:
-                    self._event(func, pc, group, sub)
-            self._count(func, pc, group, sub)
-            pc += 1
-            steps += 1
-            if quantum is not None and steps >= quantum:
-                break
-            if L.issued > L.budget:
-                break
+        self.pending = 0
+        # The executors compute PTX's defined results with numpy; overflow, NaN and inf along the
+        # way are the emulated arithmetic, not errors: numpy's floating-point warnings stay off.
+        with np.errstate(all="ignore"):
+            while True:
+                if pc in stops or pc >= end:
+                    break
+                ins = code[pc]
+                self.cur_pc = pc
+                ex = exs[pc]
+                kind = CONTROL.get(ins.base) if ex is None else None
+                if kind is not None:
+                    for w in group:
+                        w.stack[-1].pc = pc
+                        w.issued += steps
+                    self.pending = 0
+                    kind(self, group, ins, idx, fn)
+                    self._count(stats, func, pc, nw, group, nidx)
+                    return
+                sub = idx
+                guard = ins.guard
+                if guard is not None:
+                    g = R[guard[0]][idx]
+                    sub = idx[~g] if guard[1] else idx[g]
+                if sub.size:
+                    L.seq += 1
+                    ex(self, sub)
+                    if record:
+                        self._event(func, pc, group, sub)
+                # the group's warps issued one more instruction (added to Warp.issued at the end:
+                # %clock reads add Block.pending meanwhile)
+                L.issued += nw
+                s = stats[pc] if stats[pc] is not None else L.stat(func, pc)
+                s.warp_instructions += nw
+                s.thread_instructions += int(sub.size)
+                pc += 1
+                steps += 1
+                self.pending = steps
+                if quantum is not None and steps >= quantum:
+                    break
+                if L.issued > L.budget:
+                    break
         for w in group:
             w.stack[-1].pc = pc
+            w.issued += steps
+        self.pending = 0
 
-    def _count(self, func, pc, group, sub) -> None:
+    def _count(self, stats, func, pc, nw, group, nidx) -> None:
         L = self.L
-        n = len(group)
-        L.issued += n
+        L.issued += nw
         for w in group:
             w.issued += 1
-        s = L.stat(func, pc)
-        s.warp_instructions += n
-        s.thread_instructions += int(sub.size)
+        s = stats[pc] if stats[pc] is not None else L.stat(func, pc)
+        s.warp_instructions += nw
+        s.thread_instructions += nidx
 
     def _event(self, func, pc, group, sub, **extra) -> None:
         L = self.L
@@ -771,23 +842,19 @@ class Block:
                 w.stack[-1].pc = target
             return
         g = self.R[ins.guard[0]][idx]
-        taken_t = idx[~g] if ins.guard[1] else idx[g]
-        taken = np.zeros(L.tpad, bool)
-        taken[taken_t] = True
+        taken = warp_masks(idx[~g] if ins.guard[1] else idx[g], L.nwarps)
         rpc = fn.reconverge.get(pc, EXIT)
         if rpc == EXIT and not fn.entry:
             rpc = len(fn.code)        # a device function's lanes meet again where it returns
         for w in group:
             top = w.stack[-1]
-            lanes = lanes_of(top.mask)
-            tk = taken[w.id * WARP + lanes]
-            if tk.all():
+            m_t = taken[w.id] & top.mask
+            if m_t == top.mask:
                 top.pc = target
-            elif not tk.any():
+            elif not m_t:
                 top.pc = pc + 1
             else:
                 L.stat(top.func, pc).divergent += 1
-                m_t = mask_of(lanes[tk])
                 m_n = top.mask & ~m_t
                 top.pc = rpc
                 w.stack.append(Entry(top.func, target, m_t, rpc))
@@ -799,12 +866,10 @@ class Block:
         if ins.guard is not None:
             g = self.R[ins.guard[0]][idx]
             sub = idx[~g] if ins.guard[1] else idx[g]
-        leaving = np.zeros(self.L.tpad, bool)
-        leaving[sub] = True
+        leaving = warp_masks(sub, self.L.nwarps)
         for w in group:
             top = w.stack[-1]
-            lanes = lanes_of(top.mask)
-            m = mask_of(lanes[leaving[w.id * WARP + lanes]])
+            m = leaving[w.id] & top.mask
             w.exited |= m
             self.exited_since_barrier |= m << (32 * w.id)
             if top.mask & ~m:
@@ -985,9 +1050,7 @@ class Block:
             count = int(isa.reader(c, "u32", fn, ins)(self, idx)[0]) if c[0] != "imm" else c[1]
         for w in group:
             top = w.stack[-1]
-            if top.mask != w.live and ".aligned" not in mods and False:
-                pass
-            if top.mask != (w.live & ~0) and len(w.stack) > 1 and _divergent(w):
+            if top.mask != w.live and len(w.stack) > 1 and _divergent(w):
                 L.hazards.add(hz.Hazard(
                     hz.BARRIER_DIVERGENCE,
                     "__syncthreads() inside a branch on which the lanes of one warp disagree: only lanes "
@@ -1031,6 +1094,23 @@ class Block:
                     "every __syncthreads(); on sm_70+ silicon the barrier usually completes anyway, but the "
                     "CUDA programming model leaves it undefined)", L.where(self, f, pc, t),
                     details={"arrived": arrived, "missing": n_left}))
+            # the block's threads met at barrier `bid`, but at different bar.sync instructions (the
+            # two arms of an if/else each with its own __syncthreads()): silicon counts arrivals per
+            # barrier, so it completes there, but CUDA requires every thread to reach the same
+            # __syncthreads().  (Named barriers with a thread count are the producer/consumer idiom,
+            # where different instructions are the point: not reported.)
+            places = sorted({w.bar_pc for w in ws})
+            if count is None and len(places) > 1:
+                lines = [L.program.user_line(L.module.functions[f].code[pc]) for f, pc in places]
+                w0 = next(w for w in ws if w.bar_pc == places[0])
+                L.hazards.add(hz.Hazard(
+                    hz.BARRIER_DIVERGENCE,
+                    f"the block's threads met at {len(places)} different __syncthreads() (lines "
+                    f"{', '.join(str(x) for x in lines)}): every thread must reach the same __syncthreads() "
+                    "(on sm_70+ silicon they release each other, but the CUDA programming model leaves it undefined; "
+                    "is one inside a branch the block's threads do not all take?)",
+                    L.where(self, places[0][0], places[0][1], w0.id * WARP + int(lanes_of(w0.bar_mask)[0])),
+                    details={"lines": lines}))
             self.epoch += 1
             self.arrivals[bid] = 0
             self.exited_since_barrier = 0
@@ -1076,7 +1156,34 @@ class Block:
                     "variable advance, and can its condition become false?)")
             w = next((w for w in self.warps if w.state == "run"), self.warps[0])
             t = w.id * WARP + (int(lanes_of(w.stack[-1].mask)[0]) if w.stack and w.stack[-1].mask else 0)
+            parked = self._parked(w)
+            if parked:
+                lanes, at = parked
+                msg += (f". Lanes {_lane_list(lanes)} of warp {w.id} have left the loop and wait at line {at} for the "
+                        "others: if the looping lanes wait for them (a lock or flag held by a lane of the same warp), "
+                        "the kernel needs Volta's independent thread scheduling, which this emulator does not model "
+                        "(it reconverges lanes as pre-Volta GPUs did); on sm_70+ such a kernel can finish")
         L.hazards.add(hz.Hazard(hz.RUNAWAY, msg, L.where(self, f, pc, t), details=details))
+
+    def _parked(self, w: Warp):
+        """(lanes, line) of a warp's lanes that finished their side of a branch and wait at its
+        reconvergence point while the running lanes loop; None if there are none.  The entry that
+        waits at the merge (its pc is the top's reconvergence pc) holds them, less the lanes of
+        sibling entries still to run."""
+        st = w.stack
+        top = st[-1]
+        pending = 0
+        for e in reversed(st[:-1]):
+            if e.call is not None and e is not st[0]:
+                return None
+            if e.pc == top.rpc:
+                parked = e.mask & ~top.mask & ~pending & ~w.exited
+                if not parked or e.pc == EXIT:
+                    return None
+                code = self.L.module.functions[e.func].code
+                return parked, (self.L.program.user_line(code[e.pc]) if 0 <= e.pc < len(code) else None)
+            pending |= e.mask
+        return None
 
     # -- warp-level synchronous operations -------------------------------------------------------------
 
@@ -1091,16 +1198,14 @@ class Block:
         L = self.L
         lanes = L.lane[idx]
         warps = L.warp_of[idx]
-        active = self.active_in(idx)
         inside = ((masks >> lanes.astype(np.uint64)) & np.uint64(1)).astype(bool)
         if not inside.all():
             t = int(idx[np.flatnonzero(~inside)[0]])
             L.hazards.add(hz.Hazard(hz.SHUFFLE_MASK, f"{what}: lane {t % WARP} executes it but is not in its member "
                                     f"mask 0x{int(masks[np.flatnonzero(~inside)[0]]):08x}",
                                     L.where(self, self.cur_func, self.cur_pc, t)))
-        for w in np.unique(warps).tolist():
+        for w, m in sorted(set(zip(warps.tolist(), masks.tolist()))):   # every mask of every warp
             sel = warps == w
-            m = int(masks[np.flatnonzero(sel)[0]])
             act = mask_of(lanes[sel])
             missing = m & ~act
             if missing:

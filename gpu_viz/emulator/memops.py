@@ -321,12 +321,15 @@ def _spaced(st, ins, sp, pos, a, idx, nbytes, nvec, write, out, atomic):
         return
     threads = idx[pos]
     _count_traffic(st, ins, sp, threads, a, total)
-    for r_i in np.unique(ridx).tolist():
-        sel = ridx == r_i
+    r0 = int(ridx[0])
+    one_region = bool((ridx == r0).all())             # the usual case: every lane in one array
+    for r_i in ([r0] if one_region else np.unique(ridx).tolist()):
         region = space.regions[r_i]
-        o = offs[sel]
-        ps = pos[sel]
-        th = threads[sel]
+        if one_region:
+            o, ps, th = offs, pos, threads
+        else:
+            sel = ridx == r_i
+            o, ps, th = offs[sel], pos[sel], threads[sel]
         if st.L.checks:
             _check(st, ins, region, o, th, total, write is not None or atomic is not None, atomic is not None, write,
                    ps, idx)
@@ -364,23 +367,20 @@ def _atomic(region, offs, nbytes, ps, out, atomic):
 
 
 def _count_traffic(st, ins, sp, threads, addrs, total):
-    """Per warp of the instruction: global requests and sectors; shared wavefronts."""
+    """Per warp of the instruction: global requests and sectors; shared wavefronts (all the warps
+    of a group at once: :func:`memory.sectors_per_warp` and :func:`memory.wavefronts_per_warp`)."""
     L = st.L
     s = L.stat(st.cur_func, ins.index)
     warps = threads // WARP
-    uw = np.unique(warps)
-    for w in uw.tolist():
-        sel = warps == w
-        aw = addrs[sel]
-        if sp == "global":
-            s.requests += 1
-            s.sectors += mem.sectors(aw.astype(np.int64), total)
-            s.bytes += int(sel.sum()) * total
-        else:
-            wf, ideal = mem.bank_wavefronts((threads[sel] % WARP).astype(np.int64), aw.astype(np.int64), total)
-            s.wavefronts += wf
-            s.ideal_wavefronts += ideal
-            s.bytes += int(sel.sum()) * total
+    s.bytes += int(threads.size) * total
+    if sp == "global":
+        requests, sectors = mem.sectors_per_warp(warps, addrs.astype(np.int64), total)
+        s.requests += requests
+        s.sectors += sectors
+    else:
+        wf, ideal = mem.wavefronts_per_warp(warps, threads % WARP, addrs.astype(np.int64), total)
+        s.wavefronts += wf
+        s.ideal_wavefronts += ideal
 
 
 def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps, idx):
@@ -390,8 +390,9 @@ def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps
     sh = region.get_shadow()
     if sh is None:
         return
-    who = mem.Access(gtid=st.gtid0 + threads, block=st.linear, warp=threads // WARP, epoch=st.epoch,
-                     wsync=np.array([st.warps[w].wsync for w in (threads // WARP).tolist()], np.int64),
+    warp = threads // WARP
+    wsync = np.fromiter((w.wsync for w in st.warps), np.int64, len(st.warps))[warp]
+    who = mem.Access(gtid=st.gtid0 + threads, block=st.linear, warp=warp, epoch=st.epoch, wsync=wsync,
                      seq=L.seq, pc=ins.index, atomic=is_atomic)
     o = offs.astype(np.int64)
     found = []
@@ -403,11 +404,12 @@ def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps
     for c in found[:2]:
         t = int(threads[c.pos])
         el = region.element(c.offset if c.kind != "uninitialized" else c.offset)
+        space = "shared" if any(region is r for r in st.shared.regions) else "global"
         if c.kind == "uninitialized":
-            sp = "shared memory" if region in st.shared.regions else "memory"
+            sp = "shared memory" if space == "shared" else "memory"
             _hazard(st, ins, t, hz.UNINITIALIZED,
                     f"reads {el}, which nothing in this block wrote (uninitialised {sp}: on a GPU it holds whatever "
-                    "was there before)", details={"region": region.name, "element": el})
+                    "was there before)", details={"region": region.name, "element": el, "space": space})
             continue
         other = _other_where(st, c)
         kind = hz.LOCKSTEP if c.kind == "lockstep" else hz.RACE
@@ -424,7 +426,7 @@ def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps
                    f"{this_acc} it while thread {other.thread[0]} (warp {other.warp}"
                    f"{'' if same_block else ', block ' + str(other.block[0])}) {other_acc} it at line {other.line}, "
                    f"{between}: the result depends on which runs first")
-        _hazard(st, ins, t, kind, msg, other, details={"region": region.name, "element": el})
+        _hazard(st, ins, t, kind, msg, other, details={"region": region.name, "element": el, "space": space})
 
 
 def _same_instruction(st, ins, region, offs, threads, total, vals):
@@ -445,7 +447,9 @@ def _same_instruction(st, ins, region, offs, threads, total, vals):
             _hazard(st, ins, t, hz.SAME_INSTRUCTION,
                     f"lanes {int(threads[i]) % WARP} and {t % WARP} of warp {t // WARP} store different values to "
                     f"{region.element(int(o[i]))} in one instruction: which one lands is undefined (guard the store "
-                    "so that one lane writes, e.g. `if (lane == 0)`)", details={"element": region.element(int(o[i]))})
+                    "so that one lane writes, e.g. `if (lane == 0)`)",
+                    details={"element": region.element(int(o[i])),
+                             "space": "shared" if any(region is r for r in st.shared.regions) else "global"})
             return
 
 
@@ -550,11 +554,13 @@ def c_vote(ins: Instr, fn: Function):
         st.check_mask(ins, idx, masks, name)
         lane = L.lane[idx].astype(np.uint64)
         pv = rp(st, idx)
-        inm = ((masks >> lane) & np.uint64(1)).astype(bool)
-        ones = _per_warp_bits(st, idx, np.where(pv & inm, np.uint64(1) << lane, np.uint64(0)))
-        members = _per_warp_bits(st, idx, np.where(inm, np.uint64(1) << lane, np.uint64(0)))
+        bit = np.uint64(1) << lane
+        # each lane votes among the lanes of ITS member mask: groups of one warp with different masks
+        # (cooperative groups' tiles: 0x0000ffff and 0xffff0000) execute one instruction together
+        ones = _per_warp_bits(st, idx, np.where(pv, bit, np.uint64(0))) & masks
+        members = _per_warp_bits(st, idx, bit) & masks
         if mode == "ballot":
-            wd(st, idx, (ones & masks).astype(np.uint32))
+            wd(st, idx, ones.astype(np.uint32))
         elif mode == "all":
             wd(st, idx, ones == members)
         elif mode == "any":
@@ -595,9 +601,9 @@ def c_match(ins: Instr, fn: Function):
         allp = np.zeros(idx.size, bool)
         for w in np.unique(warp).tolist():
             sel = np.flatnonzero(warp == w)
-            m = int(masks[sel[0]])
-            members = [k for k in sel if m >> int(lane[k]) & 1]
             for k in sel:
+                m = int(masks[k])                     # each lane matches among its own mask's lanes
+                members = [q for q in sel if m >> int(lane[q]) & 1]
                 same = [q for q in members if v[q] == v[k]]
                 bits = 0
                 for q in same:
@@ -627,14 +633,18 @@ def c_redux(ins: Instr, fn: Function):
         st.check_mask(ins, idx, masks, "__reduce_" + op + "_sync")
         v = ra(st, idx)
         warp = L.warp_of[idx]
+        lane = L.lane[idx].astype(np.uint64)
         out = np.empty_like(v)
-        for w in np.unique(warp).tolist():
-            sel = warp == w
+        # one reduction per (warp, member mask): the lanes of a mask reduce among themselves (two
+        # 16-lane tiles of one warp run one redux.sync with masks 0x0000ffff and 0xffff0000)
+        for w, m in set(zip(warp.tolist(), masks.tolist())):
+            group = (warp == w) & (masks == m)
+            sel = (warp == w) & (((np.uint64(m) >> lane) & np.uint64(1)) != 0)
             x = v[sel]
             with np.errstate(all="ignore"):
                 r = {"add": lambda z: z.sum(dtype=z.dtype), "min": np.min, "max": np.max,
                      "and": np.bitwise_and.reduce, "or": np.bitwise_or.reduce, "xor": np.bitwise_xor.reduce}[op](x)
-            out[sel] = r
+            out[group] = r
         wd(st, idx, out)
     return ex
 

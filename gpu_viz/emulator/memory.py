@@ -19,7 +19,7 @@ numbers of each array are as on silicon).
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -83,6 +83,7 @@ class Shadow:
     """
 
     def __init__(self, size: int, initialized: bool):
+        self.all_init = bool(initialized)     # every byte holds a defined value (no initcheck to do)
         self.init = np.full(size, bool(initialized))
         self.w_gtid = np.full(size, -1, np.int64)
         self.w_block = np.full(size, -1, np.int64)
@@ -159,14 +160,15 @@ class Space:
 
     def nearest(self, addr: int) -> Tuple[Optional[Region], str]:
         """The region an out-of-bounds ``addr`` most likely meant, and where it fell relative to it."""
-        best, how = None, ""
+        best = None
         for r in self.regions:
             if addr >= r.end:
                 d = addr - r.end
                 if best is None or d < best[0]:
                     k = (addr - r.base) // r.itemsize
-                    best = (d, r, f"{r.name}[{k}], {d // r.itemsize + 1 if r.itemsize else d} element(s) past the end "
-                                  f"of {r.name} ({r.size // r.itemsize} elements)")
+                    over = d // max(1, r.itemsize)
+                    where = "just past the end" if over == 0 else f"{over + 1} elements past the end"
+                    best = (d, r, f"{r.name}[{k}], {where} of {r.name} ({r.size // max(1, r.itemsize)} elements)")
             elif addr < r.base:
                 d = r.base - addr
                 if best is None or d < best[0]:
@@ -219,17 +221,20 @@ def check_read(shadow: Shadow, offsets: np.ndarray, nbytes: int, who: Access) ->
     """Update the shadow for a read; the races and uninitialised bytes it finds (one per lane)."""
     pos = bytes_of(offsets, nbytes)                   # (lanes, nbytes)
     out: List[Conflict] = []
-    uninit = ~shadow.init[pos]
-    if uninit.any():
-        lanes = np.flatnonzero(uninit.any(axis=1))
-        out += [Conflict("uninitialized", int(p), None, int(offsets[p])) for p in lanes[:4]]
+    if not shadow.all_init:
+        uninit = ~shadow.init[pos]
+        if uninit.any():
+            lanes = np.flatnonzero(uninit.any(axis=1))
+            out += [Conflict("uninitialized", int(p), None, int(offsets[p])) for p in lanes[:4]]
     g = who.gtid[:, None]
     wg = shadow.w_gtid[pos]
-    same_block = shadow.w_block[pos] == who.block
-    ordered = same_block & (shadow.w_epoch[pos] != who.epoch)
-    conflict = (wg >= 0) & (wg != g) & ~ordered & ~(shadow.w_atomic[pos] & who.atomic)
-    if conflict.any():
-        out += _classify(shadow, pos, conflict, who, write=False, reader=True)
+    written = wg >= 0
+    if written.any():                                # a read of bytes nothing wrote races with nothing
+        same_block = shadow.w_block[pos] == who.block
+        ordered = same_block & (shadow.w_epoch[pos] != who.epoch)
+        conflict = written & (wg != g) & ~ordered & ~(shadow.w_atomic[pos] & who.atomic)
+        if conflict.any():
+            out += _classify(shadow, pos, conflict, who, write=False, reader=True)
     # record this read
     flat = pos.reshape(-1)
     gt = np.repeat(who.gtid, nbytes)
@@ -250,21 +255,26 @@ def check_write(shadow: Shadow, offsets: np.ndarray, nbytes: int, who: Access) -
     pos = bytes_of(offsets, nbytes)
     out: List[Conflict] = []
     g = who.gtid[:, None]
-    # write after write
+    # write after write (bytes nobody wrote yet: no conflict, and no more gathers)
     wg = shadow.w_gtid[pos]
-    ordered = (shadow.w_block[pos] == who.block) & (shadow.w_epoch[pos] != who.epoch)
-    both_atomic = shadow.w_atomic[pos] & who.atomic
-    waw = (wg >= 0) & (wg != g) & ~ordered & ~both_atomic & (shadow.w_seq[pos] != who.seq)
-    if waw.any():
-        out += _classify(shadow, pos, waw, who, write=True, reader=False)
+    written = wg >= 0
+    if written.any():
+        ordered = (shadow.w_block[pos] == who.block) & (shadow.w_epoch[pos] != who.epoch)
+        both_atomic = shadow.w_atomic[pos] & who.atomic
+        waw = written & (wg != g) & ~ordered & ~both_atomic & (shadow.w_seq[pos] != who.seq)
+        if waw.any():
+            out += _classify(shadow, pos, waw, who, write=True, reader=False)
     # write after read
     rg = shadow.r_gtid[pos]
-    r_ordered = (shadow.r_block[pos] == who.block) & (shadow.r_epoch[pos] != who.epoch)
-    war = (rg >= 0) & ((rg != g) | shadow.r_multi[pos]) & ~r_ordered & ~who.atomic & (shadow.r_seq[pos] != who.seq)
-    if war.any():
-        out += _classify(shadow, pos, war, who, write=True, reader=True)
+    read = rg >= 0
+    if read.any():
+        r_ordered = (shadow.r_block[pos] == who.block) & (shadow.r_epoch[pos] != who.epoch)
+        war = read & ((rg != g) | shadow.r_multi[pos]) & ~r_ordered & ~who.atomic & (shadow.r_seq[pos] != who.seq)
+        if war.any():
+            out += _classify(shadow, pos, war, who, write=True, reader=True)
     flat = pos.reshape(-1)
-    shadow.init[flat] = True
+    if not shadow.all_init:
+        shadow.init[flat] = True
     shadow.w_gtid[flat] = np.repeat(who.gtid, nbytes)
     shadow.w_block[flat] = who.block
     shadow.w_epoch[flat] = who.epoch
@@ -305,6 +315,45 @@ def sectors(addrs: np.ndarray, nbytes: int) -> int:
     if (first == last).all():
         return int(np.unique(first).size)
     return int(np.unique(np.concatenate([np.arange(f, l + 1) for f, l in zip(first, last)])).size)
+
+
+def sectors_per_warp(warps: np.ndarray, addrs: np.ndarray, nbytes: int) -> Tuple[int, int]:
+    """(requests, sectors) of one instruction for all the warps issuing it: one request per warp,
+    and per warp the distinct 32-byte sectors its lanes touch (:func:`sectors`), summed."""
+    if addrs.size == 0:
+        return 0, 0
+    first = addrs // SECTOR_BYTES
+    last = (addrs + nbytes - 1) // SECTOR_BYTES
+    if (first != last).any():              # accesses that straddle sectors: every sector they touch
+        span = int((last - first).max()) + 1
+        touched = first[:, None] + np.arange(span)
+        keep = touched <= last[:, None]
+        sec = touched[keep]
+        w = np.broadcast_to(warps[:, None], touched.shape)[keep]
+    else:
+        sec, w = first, warps
+    # distinct (warp, sector) pairs, as one int64 key each (sectors of a 48-bit address space fit
+    # 43 bits), counted after a sort (cheaper than np.unique for a warp-group's few hundred lanes)
+    keys = np.sort((w.astype(np.int64) << 45) | sec.astype(np.int64))
+    ws = np.sort(warps)
+    return 1 + int(np.count_nonzero(ws[1:] != ws[:-1])), 1 + int(np.count_nonzero(keys[1:] != keys[:-1]))
+
+
+def wavefronts_per_warp(warps: np.ndarray, lanes: np.ndarray, offsets: np.ndarray,
+                        nbytes: int) -> Tuple[int, int]:
+    """(wavefronts, ideal) of one shared-memory instruction for all the warps issuing it: per
+    warp, what :func:`bank_wavefronts` counts, summed."""
+    if offsets.size == 0:
+        return 0, 0
+    per_phase = 32 // max(1, nbytes // BANK_BYTES) if nbytes > BANK_BYTES else 32
+    group = warps.astype(np.int64) * (32 // per_phase) + lanes.astype(np.int64) // per_phase   # (warp, phase)
+    words = (offsets[:, None] + np.arange(0, max(nbytes, 1), BANK_BYTES)) // BANK_BYTES
+    g = np.broadcast_to(group[:, None], words.shape).reshape(-1)
+    pairs = np.unique((g << 40) | words.reshape(-1).astype(np.int64))      # distinct (group, word)
+    pg, pw = pairs >> 40, pairs & ((1 << 40) - 1)
+    groups, gi = np.unique(pg, return_inverse=True)
+    per_bank = np.bincount(gi * BANKS + pw % BANKS, minlength=groups.size * BANKS).reshape(groups.size, BANKS)
+    return int(per_bank.max(axis=1).sum()), int(groups.size)
 
 
 def lines(addrs: np.ndarray, nbytes: int) -> int:

@@ -176,7 +176,14 @@ def add_f32(a, b, mode=RN):
         with np.errstate(all="ignore"):
             return canon32((np.asarray(a, np.float32) + np.asarray(b, np.float32)).astype(np.float32))
     hi, lo = two_sum(a64, b64)
-    return canon32(round_dd(hi, lo, np.float32, mode))
+    r = round_dd(hi, lo, np.float32, mode)
+    if mode == RM:
+        # IEEE: an exact zero sum is -0 when rounding toward -inf (x + -x, -0 + +0), unless both
+        # terms are +0; float64's own sum (taken for hi) rounds to nearest and gives +0 there
+        zero = (hi == 0) & (lo == 0) & ~(np.signbit(a64) & np.signbit(b64))
+        both_pos = ~np.signbit(a64) & ~np.signbit(b64) & (a64 == 0) & (b64 == 0)
+        r = np.where(zero & ~both_pos, np.float32(-0.0), r).astype(np.float32)
+    return canon32(r)
 
 
 def mul_f32(a, b, mode=RN):
@@ -209,8 +216,11 @@ def fma_f32(a, b, c, mode=RN):
 
 def div_f32(a, b, mode=RN):
     if mode != RN:
-        q = np.array([_frac_round(Fraction(float(x)) / Fraction(float(y)) if y != 0 and np.isfinite(x) and np.isfinite(y)
-                                  else None, float(x), float(y), mode) for x, y in zip(np.ravel(a), np.ravel(b))],
+        # exact rationals for finite, non-zero operands; the rest (zeros, infinities, NaN) are exact
+        # in float32 itself, and keep the sign of a zero quotient (-0 / y is -0 in every mode)
+        q = np.array([_frac_round(Fraction(float(x)) / Fraction(float(y))
+                                  if x != 0 and y != 0 and np.isfinite(x) and np.isfinite(y) else None,
+                                  float(x), float(y), mode) for x, y in zip(np.ravel(a), np.ravel(b))],
                      np.float32)
         return canon32(q)
     with np.errstate(all="ignore"):
@@ -275,7 +285,12 @@ def fma_f64(a, b, c):
     for i, (x, y, z) in enumerate(zip(fa.ravel(), fb.ravel(), fc.ravel())):
         if np.isfinite(x) and np.isfinite(y) and np.isfinite(z):
             v = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
-            out.flat[i] = float(v) if v != 0 else (np.float64(x) * np.float64(y) + np.float64(z))
+            try:
+                out.flat[i] = float(v) if v != 0 else (np.float64(x) * np.float64(y) + np.float64(z))
+            except OverflowError:          # past the largest double: round-to-nearest gives inf
+                out.flat[i] = np.inf if v > 0 else -np.inf
+        elif np.isfinite(x) and np.isfinite(y) and not np.isnan(z):
+            out.flat[i] = z                    # finite x * y (exact, even past float64's range) + inf
         else:
             with np.errstate(all="ignore"):
                 out.flat[i] = x * y + z

@@ -17,7 +17,7 @@ import glob
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 #: The architecture emulated when none is named: sm_75 (T4), the lowest this course supports.
 DEFAULT_ARCH = "sm_75"

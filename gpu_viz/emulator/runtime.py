@@ -94,6 +94,15 @@ class DeviceArray:
 
     def __setitem__(self, key, value):
         self._a[key] = np.asarray(value.get() if isinstance(value, DeviceArray) else value)
+        if not self.region.initialized:
+            # a host write defines those bytes, as a cudaMemcpy does for initcheck: mark them so a
+            # kernel reading them is not told they are uninitialised
+            shadow = self.region.get_shadow()
+            if shadow is not None:
+                elems = np.ravel(np.arange(self._a.size).reshape(self._a.shape)[key])
+                first = self.address - self.region.base
+                item = self._a.itemsize
+                shadow.init[(first + elems[:, None] * item + np.arange(item)).reshape(-1)] = True
 
     def __repr__(self):
         return f"DeviceArray({self.name!r}, shape={self.shape}, dtype={self.dtype}, address=0x{self.address:x})"
@@ -216,11 +225,16 @@ class Program:
             try:
                 out.append(_compile(ins, fn))
             except isa.Unsupported as exc:
-                line = self.user_line(ins)
-                raise isa.Unsupported(ins, (str(exc).split("(", 1)[1].rstrip(")") if "(" in str(exc) else "")
-                                      + (f"; {self.source_name} line {line}" if line else "")) from None
+                raise self.located(exc) from None
         self._exec[fname] = out
         return out
+
+    def located(self, exc: isa.Unsupported) -> isa.Unsupported:
+        """``exc`` naming the source line of its instruction ("kernel.cu line 12"), if it does not yet."""
+        if exc.where:
+            return exc
+        line = self.user_line(exc.instr)
+        return isa.Unsupported(exc.instr, exc.why, f"{self.source_name} line {line}" if line else "")
 
     def globals_on(self, device: Device) -> Dict[str, mem.Region]:
         """This module's ``.global`` / ``.const`` variables, allocated once per device (kept on the
