@@ -17,7 +17,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import statistics
 import sys
 import time
