@@ -264,3 +264,26 @@ def test_hit_rates_record_on_the_gpu(tmp_path):
     rec = json.loads(hit_rates.record(tmp_path).read_text())
     by = {(r["level"], r["impl"]): r for r in rec["rows"]}
     assert len(by) == 4 and all(0 <= r["l1_hit_pct"] <= 100 for r in rec["rows"]), rec["rows"]
+
+
+def test_doubling_claim_never_teaches_a_rule_its_rows_contradict(monkeypatch):
+    """Bug class: the claim quoted 1,056 blocks taking 2.01 block-times and 2,048 taking 4.01 as
+    support for "waves = blocks / slots".  Where the rows follow the arithmetic the text says so;
+    where they do not, it calls the arithmetic a lower bound, with the numbers beside it."""
+    from gpu_viz.measure import claims
+
+    def row(threads, blocks, slots, took, first):
+        return {"op": "doubling_point", "threads": threads, "blocks": blocks, "slots": slots, "sm_count": 132,
+                "resident_blocks_per_sm": slots // 132, "first_wave_blocks": first, "block_us_median": 10.4,
+                "makespan_us": 10.4 * took, "makespan_blocks": took}
+
+    follows = [row(1024, 264, 264, 1.04, 264), row(1024, 265, 264, 2.01, 264), row(1024, 2048, 264, 8.34, 264)]
+    breaks = [row(256, 1056, 1056, 2.01, 911), row(256, 1057, 1056, 2.10, 871), row(256, 2048, 1056, 4.01, 883)]
+    monkeypatch.setattr(probes, "current", lambda op: (follows + breaks, "recorded on X, D (not live)"))
+    text = claims.doubling_point()
+    assert "At 1024 threads per block the silicon follows the arithmetic" in text
+    assert "At 256 it does not" in text and "lower bound on the makespan, not a prediction" in text
+    assert "| 256 | 2,048 | 2 | **4.01** |" in text and "recorded on X" in text
+    monkeypatch.setattr(probes, "current", lambda op: (follows, "recorded on X, D (not live)"))
+    text = claims.doubling_point()
+    assert "does not" not in text and "follows the arithmetic" in text

@@ -35,22 +35,53 @@ def shuffle_step() -> str:
 
 
 def doubling_point() -> str:
-    """Notebook 07: when the makespan doubles, and how full the first wave is."""
+    """Notebook 07: the occupancy arithmetic (waves = blocks / (SMs x resident blocks per SM))
+    against the makespans the silicon took, at 1024 and 256 threads per block: where the rule held,
+    where it did not, and how full the slots were kept (the scheduling record's mean resident blocks)."""
+    import math
+
+    from ..frames.scheduling import mean_resident
+    from . import records
+
     rows, label = _rows("doubling_point")
     if not rows:
         return f"*The doubling point is measured by `gpu-viz record probes`; {label}.*"
-    parts = []
-    for t in sorted({r["threads"] for r in rows}):
-        at = {r["blocks"] - r["slots"]: r for r in rows if r["threads"] == t and r["blocks"] != 2048}
-        big = next((r for r in rows if r["threads"] == t and r["blocks"] == 2048), None)
-        if 0 in at and 1 in at:
-            a, b = at[0], at[1]
-            parts.append(f"at {t} threads per block, {a['sm_count']} SMs x {a['resident_blocks_per_sm']} resident = "
-                         f"{a['blocks']} blocks take {a['makespan_us']:.1f} µs and {b['blocks']} take "
-                         f"{b['makespan_us']:.1f} µs" + (f"; of 2,048 blocks, {big['first_wave_blocks']} started "
-                                                         f"in the first wave (the API allows {big['slots']})" if big else ""))
-    return ("The makespan does not double at SMs + 1 blocks: each SM holds several blocks at once, so it doubles "
-            "at SMs x resident + 1: " + "; ".join(parts) + f". Data: {label}.")
+    lines = ["| threads per block | blocks | waves by the arithmetic | block-times taken | "
+             "started before the first block ended |", "|---|---|---|---|---|"]
+    held = {}
+    for t in sorted({r["threads"] for r in rows}, reverse=True):
+        for r in sorted((r for r in rows if r["threads"] == t), key=lambda r: r["blocks"]):
+            waves = math.ceil(r["blocks"] / r["slots"])
+            took = r.get("makespan_blocks") or r["makespan_us"] / r["block_us_median"]
+            lines.append(f"| {t} | {r['blocks']:,} | {waves} | **{took:.2f}** | {r['first_wave_blocks']:,} "
+                         f"of {min(r['blocks'], r['slots']):,} slots |")
+            held.setdefault(t, []).append(abs(took - waves) < 0.5)
+    gpu = rows[0]
+    text = ("\n".join(lines) + f"\n\n{gpu['sm_count']} SMs; resident blocks per SM from the occupancy API: "
+            + ", ".join(f"{r['resident_blocks_per_sm']} at {r['threads']} threads"
+                        for r in {r["threads"]: r for r in rows}.values()) + f". Data: {label}.")
+    ok = sorted(t for t, v in held.items() if all(v))
+    off = sorted(t for t, v in held.items() if not all(v))
+    words = []
+    if ok:
+        words.append(f"At {' and '.join(map(str, ok))} threads per block the silicon follows the arithmetic.")
+    if off:
+        sched, slab = records.recorded("scheduling") if not _live() else (None, None)
+        busy = [(r["threads"], r.get("mean_resident_blocks_per_sm")
+                 or mean_resident(r["blocks"], r["block_us_median"], r["sm_count"], r["makespan_us"]),
+                 r["resident_blocks_per_sm"]) for r in (sched or {}).get("rows", []) if r["threads"] in off]
+        held_on = "; ".join(f"{b:.1f} of their {k} slots at {t} threads" for t, b, k in busy if b is not None)
+        words.append(f"At {' and '.join(map(str, off))} it does not" + (
+            f": the SMs held on average {held_on} ({slab})" if held_on else "")
+            + ". The arithmetic counts the blocks an SM *can* hold: **a lower bound on the makespan, not a "
+              "prediction**.")
+    return text + "\n\n" + " ".join(words)
+
+
+def _live() -> bool:
+    from .. import backend
+
+    return backend.has_gpu()
 
 
 def fp16_load() -> str:
