@@ -117,10 +117,34 @@ def _rows(text: str) -> int:
     return len(source_rows(text))
 
 
+def _code_part(text: str) -> str:
+    """A source line without its ``//`` comment (string literals are rare in kernels; a ``//``
+    inside one would only make the statement look shorter)."""
+    return text.split("//", 1)[0]
+
+
+def statement_start(source: str, line: int) -> int:
+    """The 1-based first line of the statement ``line`` (1-based) belongs to: ``line`` itself, or
+    the line above it where a bracket it closes was opened (``i += stride) {`` belongs to its
+    ``for (`` three lines up).  The pane shows a frame's line with the start of its statement."""
+    lines = source.splitlines()
+    if not 1 <= line <= len(lines):
+        return line
+    depth = 0
+    for k in range(line, 0, -1):
+        code = _code_part(lines[k - 1])
+        depth += code.count(")") + code.count("]") - code.count("(") - code.count("[")
+        if depth <= 0:
+            return k
+    return line
+
+
 def source_window(source: str, line: Optional[int]) -> tuple:
     """The 1-based lines ``(first, last)`` of ``source`` the pane shows for ``line``: all of them
-    when they fit :data:`SOURCE_ROWS` wrapped rows, else a window around ``line`` (a third of the
-    pane above it) that fits, leaving a row for each "lines above / below" marker."""
+    when they fit :data:`SOURCE_ROWS` wrapped rows, else a window around ``line`` that fits,
+    leaving a row for each "lines above / below" marker: from the start of ``line``'s statement
+    (:func:`statement_start`: a loop's increment is shown with its ``for``) or a third of the pane
+    above it, whichever reaches higher, then downwards, then upwards with what is left."""
     lines = source.splitlines() or [""]
     n = len(lines)
     if sum(_rows(t) for t in lines) <= SOURCE_ROWS:
@@ -129,7 +153,12 @@ def source_window(source: str, line: Optional[int]) -> tuple:
     centre = min(max(line or 1, 1), n)
     first = last = centre
     used = _rows(lines[centre - 1])
-    above_target = budget // 3
+    # the statement's first lines, as far as they fit with the line itself
+    start = statement_start(source, centre)
+    while first > start and used + _rows(lines[first - 2]) <= budget:
+        first -= 1
+        used += _rows(lines[first - 1])
+    above_target = max(budget // 3, used - _rows(lines[centre - 1]))
     # grow upwards to a third of the budget, then downwards, then upwards again with what is left
     while first > 1 and used + _rows(lines[first - 2]) <= above_target + _rows(lines[centre - 1]):
         first -= 1
