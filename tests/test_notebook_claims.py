@@ -44,3 +44,41 @@ def test_no_text_says_cpu_mode_uses_the_l4_when_a_record_names_another_gpu(path,
                     and not fallback:
                 bad.append(f"{cid} ({where}): {sentence.strip()[:160]}")
     assert not bad, "\n".join(bad)
+
+
+def test_the_prefill_shows_only_after_it_is_explained():
+    """Bug class: notebook 09's first player drew shared memory pre-filled with 1000 + slot two
+    sections before the text that explains the prefill.  Every four-phase trace a cell draws before
+    that explanation asks for no prefill."""
+    nb = nbformat.read(str(ROOT / "notebooks" / "09_four_phase_trace.ipynb"), as_version=4)
+    explained = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and "1000 + s" in c.source)
+    early = [c.source for c in nb.cells[:explained] if c.cell_type == "code" and "RMSNORM_DECK.trace(" in c.source]
+    assert early, "no player before the explanation: the check would be empty"
+    for src in early:
+        for call in re.findall(r"RMSNORM_DECK\.trace\([^)]*\)", src):
+            assert "prefill=False" in call, call
+
+
+def test_every_kernel_listing_shows_the_taught_kernel():
+    """Bug class: notebook 09's listing carried the traced build's record lines (``6 - __ffs(off)``,
+    ``rec_levels[...]``).  No notebook shows ``traced_text``, and every region the notebooks and the
+    lessons' players list is free of record writes."""
+    from gpu_viz import kernels
+    from gpu_viz.lessons import LESSONS
+
+    shown = set()
+    for path in NOTEBOOKS:
+        nb = nbformat.read(str(path), as_version=4)
+        for c in nb.cells:
+            if c.cell_type != "code":
+                continue
+            assert "traced_text" not in c.source, f"{path.name}: a cell shows the traced build"
+            shown |= set(re.findall(r"snippet\(\s*\"([\w.]+)\"\s*,\s*\"(\w+)\"", c.source))
+    for lesson in LESSONS.values():
+        shown |= {(lesson.kernel_file, r) for r in lesson.regions}
+    shown |= {("reduction.cu", "seed_tree"), ("reduction.cu", "fixed_tree")}
+    assert len(shown) > 8
+    for file, region in sorted(shown):
+        text = kernels.snippet(file, region).text
+        bad = re.findall(r"\bTRACE\w*\(|\brec(?:\.|_)\w+|__ffs\(", text)
+        assert not bad, f"{file}:{region} shows record lines: {bad}"
