@@ -49,7 +49,7 @@ __device__ __forceinline__ float warp_reduce_sum(float v, int n, int trace_stage
     #pragma unroll
     for (int off = 16; off > 0; off >>= 1) {
         float other = __shfl_down_sync(mask, v, off);
-        if (lane + off < n) v += other;   // an fp32 add: nothing to contract into an FMA
+        if (lane + off < n) v = __fadd_rn(v, other);   // never fused with the caller's multiply
         TRACE_REDUCE_LANES(trace_stage, 6 - __ffs(off), v);
     }
     return v;

@@ -107,8 +107,11 @@ def warp_order() -> str:
 
     table = "\n".join(f"| {r['block']} | {r['smid']} | {listed(r['warpid'])} | {listed(r['clk_offset'], '+{}')} |"
                       for r in rows[:4])
+    offsets = sorted({o for r in rows for o in (r["clk_offset"] if isinstance(r["clk_offset"], list) else [])} - {0})
+    when = ("they first issued within a cycle of each other" if not offsets else
+            f"their first instructions issued {', '.join(map(str, offsets))} cycles apart, not in one cycle")
     return ("The animation's order (warp 0 issues, then warp 1) is a schematic. An SM has four sub-partition "
-            "schedulers, each issuing for its own warps in the same cycle. `%warpid` is a slot number on the SM, "
+            f"schedulers, each issuing for its own warps; here {when}. `%warpid` is a slot number on the SM, "
             f"not the warp's index in its block. Two-warp blocks, {label}:\n\n"
             "| block | SM | its warps' %warpid | first issue (cycles after the block's first) |\n|---|---|---|---|\n"
             + table)
@@ -163,7 +166,9 @@ def decoder_step() -> str:
 
 
 def l2_bandwidth() -> str:
-    """Notebook 01 (the chip drawing): L2's bandwidth from a re-read that is not launch-bound."""
+    """Notebook 01 (the chip drawing): L2's bandwidth from a re-read that is not launch-bound and
+    bypasses L1; a record of the earlier, L1-cacheable probe is quoted as what it measured
+    (mostly L1), beside the claim."""
     from .. import backend
     from . import memory, records
 
@@ -183,8 +188,19 @@ def l2_bandwidth() -> str:
                 + (f" Data: {small_label}." if small_label else ""))
     by = {r["level"]: r for r in rows}
     l2, dram = by.get("L2"), by.get("DRAM")
-    text = (f"L2 read bandwidth, a {memory.size_label(l2['size_bytes'])} buffer read {l2['passes']} times in one "
-            f"launch: **{l2['GBps']:,.0f} GB/s**" if l2 else "no L2 row")
+    if l2 and not probes.reread_measures_l2(l2):
+        # the earlier probe: L1-cacheable loads, each SM re-reading a share that fits its L1
+        from .. import device as _device
+
+        sms = (_device.current() if backend.has_gpu() else records.lesson_device()[0]).sm_count
+        text = (f"A {memory.size_label(l2['size_bytes'])} buffer read {l2['passes']} times in one launch: "
+                f"**{l2['GBps']:,.0f} GB/s, mostly L1, not L2**: this record's probe used L1-cacheable loads "
+                f"and each of the {sms} SMs re-read its own ~{l2['size_bytes'] / sms / 1024:.0f} KB share, "
+                "which fits its L1. The probe now reads through L2 only (`__ldcg`); a GPU run of "
+                "`gpu-viz record probes` measures L2")
+    else:
+        text = (f"L2 read bandwidth, a {memory.size_label(l2['size_bytes'])} buffer read {l2['passes']} times in "
+                f"one launch, L1 bypassed: **{l2['GBps']:,.0f} GB/s**" if l2 else "no L2 row")
     if dram:
         text += f"; DRAM, 1 GiB read once: {dram['GBps']:,.0f} GB/s"
     also = f"; the one-pass sweep: {small_label}" if small_label and small_label != label else ""
