@@ -139,3 +139,18 @@ def test_a_bus_width_the_runtime_and_the_sheet_disagree_on_is_shown_both_ways(mo
     nb = json.loads((ROOT / "notebooks" / "01_whole_chip.ipynb").read_text())
     table = next("".join(c["source"]) for c in nb["cells"] if '("memory bus"' in "".join(c["source"]))
     assert "the vendor's sheet" in table and "sheet.mem_bus_bits" in table
+
+
+def test_every_live_control_a_notebook_shows_has_a_static_twin():
+    """Bug class: notebook 07's sliders showed "model not found" after a reopen.  A course cell
+    (not an exercise cell: those are generated) that builds ipywidgets controls shows them with
+    gpu_viz.widgets.show_live, never with a bare display()."""
+    bad = []
+    for path in NOTEBOOKS:
+        for c in nbformat.read(str(path), as_version=4).cells:
+            tags = set(c.metadata.get("tags", []))
+            if c.cell_type != "code" or tags & {"exercise", "solution"}:
+                continue
+            if re.search(r"\bwidgets\.(VBox|HBox|IntSlider|Dropdown|interact)\b", c.source) and "show_live(" not in c.source:
+                bad.append(f"{path.name} {c.get('id')}")
+    assert not bad, bad

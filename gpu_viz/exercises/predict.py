@@ -414,10 +414,17 @@ def _check_04_hide(answer):
 
 
 def _slider_04():
+    # show_live: the slider with a static twin, so a reopened notebook says what it needs instead
+    # of "model not found"
     return ("import ipywidgets as widgets\nfrom gpu_viz.model import latency as lm\n"
-            "def busy(warps):\n    print(f\"{warps} warps: {lm.utilization(warps, g['latency_cycles'], "
-            "g['compute_per_load']):.1%} busy\")\n"
-            "widgets.interact(busy, warps=widgets.IntSlider(value=1, min=1, max=64))\n")
+            "from gpu_viz.widgets import show_live\n"
+            "warps = widgets.IntSlider(value=1, min=1, max=64, description='warps')\n"
+            "busy = widgets.HTML()\n"
+            "def show_busy(_=None):\n"
+            "    busy.value = f\"{warps.value} warps: {lm.utilization(warps.value, g['latency_cycles'], "
+            "g['compute_per_load']):.1%} busy\"\n"
+            "warps.observe(show_busy, names='value'); show_busy()\n"
+            "show_live(widgets.VBox([warps, busy]), '<p>A slider of warps per scheduler: run this cell to use it.</p>')\n")
 
 
 register(Exercise(

@@ -317,9 +317,7 @@ class Animation:
         return f"""
 <div class="gpu-viz-player" id="{uid}" data-frames="{n}" data-frame="0"{live_attr} style="{_BOX}">
   {self._header()}
-  {_body(first.markup, views[_key(first.line)] if self.source else None, uid)}
-  <div class="gpu-viz-caption" id="{uid}-cap" style="min-height:44px">{html.escape(first.caption)}</div>
-  <div class="gpu-viz-controls" style="display:flex;flex-wrap:wrap;gap:6px;align-items:center">
+  <div class="gpu-viz-controls" style="display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin-top:4px">
     <button type="button" style="{btn}" data-act="first" title="first frame">|&#x25C0;</button>
     <button type="button" style="{btn}" data-act="prev" title="step back">&#x25C0;</button>
     <button type="button" style="{btn}" data-act="play" title="play / pause">&#x25B6;</button>
@@ -329,6 +327,8 @@ class Animation:
     <span id="{uid}-pos" class="gpu-viz-counter" style="min-width:130px;text-align:right">{self._counter(0)}</span>
     <label style="font-size:18px">speed <select id="{uid}-speed" style="font-size:18px">{speeds}</select></label>
   </div>
+  <div class="gpu-viz-caption" id="{uid}-cap" style="min-height:44px">{html.escape(first.caption)}</div>
+  {_body(first.markup, views[_key(first.line)] if self.source else None, uid)}
 </div>
 <script>
 (function() {{
@@ -366,27 +366,7 @@ class Animation:
   rng.addEventListener("change", function() {{ rng.blur(); }});
   speed.addEventListener("change", function() {{ if (timer) {{ clearInterval(timer); timer = null; play(); }} speed.blur(); }});
   show(0);
-  // The live twin (see Animation.static_html): one of the two shows.  JupyterLab and Notebook 7
-  // put each output in a .jp-OutputArea-child; the twin's is the next one, a widget renderer
-  // (.lm-Panel) holding either the live box or the text "Loading widget..." / "Error displaying
-  // widget: model not found".  Elsewhere (Colab) only this copy hides while the twin is live.
-  var twin = root.dataset.live;
-  if (!twin) return;
-  var tries = 0;
-  function sync() {{
-    var out = root.closest(".jp-OutputArea-child"), next = out && out.nextElementSibling;
-    var live = document.querySelector(".gpu-viz-live-" + twin);
-    (out || root).style.display = live ? "none" : "";
-    if (next && next.querySelector(":scope > .jp-OutputArea-output.lm-Panel") && !live) next.style.display = "none";
-    else if (next && live && next.contains(live)) next.style.display = "";
-    return out;
-  }}
-  function watch() {{
-    var out = sync(), area = out ? out.parentNode : document.body;
-    if (!out && root.isConnected === false && tries++ < 100) {{ setTimeout(watch, 50); return; }}
-    new MutationObserver(sync).observe(area, {{childList: true, subtree: true}});
-  }}
-  watch();
+{twin_sync_js("root")}
 }})();
 </script>"""
 
@@ -423,7 +403,9 @@ class Animation:
         fwd.on_click(lambda _b: setattr(slider, "value", min(n - 1, slider.value + 1)))
         header = w.HTML(value=f'<div style="{_BOX}">{self._header()}</div>')
         controls = w.HBox([play, back, fwd, slider, counter, speed], layout=w.Layout(flex_flow="row wrap"))
-        box = w.VBox([header, body, caption, controls], layout=w.Layout(max_width=f"{PLAYER_WIDTH}px"))
+        # the controls and the caption above the drawing: in a short window (1024x768) stepping
+        # never needs a scroll between the buttons and what they change
+        box = w.VBox([header, controls, caption, body], layout=w.Layout(max_width=f"{PLAYER_WIDTH}px"))
         box.add_class("gpu-viz-live-player")
         if live_id:
             box.add_class(f"gpu-viz-live-{live_id}")
@@ -473,6 +455,73 @@ class Animation:
         """Display the player: the static one, and the live one where a widget manager runs
         (each hides while the other shows; see :meth:`_ipython_display_`)."""
         self._ipython_display_()
+
+
+#: The output containers of the frontends a learner uses: JupyterLab 3 and 4 and Notebook 7
+#: (``.jp-OutputArea-child``), the classic notebook with ipywidgets 7 (``.output_area``).
+_OUTPUT_CONTAINERS = ".jp-OutputArea-child, .output_area"
+
+
+def twin_sync_js(root: str) -> str:
+    """JavaScript (inside a function where ``root`` names the static copy's element, which carries
+    ``data-live="<live_id>"``) that keeps exactly one of a static copy and its live twin visible.
+    The twin is the widget output displayed right after the static one; its box carries the
+    class ``gpu-viz-live-<live_id>`` once a widget manager has rendered it.  While it is rendered
+    the static copy hides; while it is not -- a saved notebook reopened, where the manager writes
+    "Error displaying widget: model not found" (ipywidgets 8) or "A Jupyter widget could not be
+    displayed because the widget state could not be found" (ipywidgets 7), or no manager at all --
+    the twin's output hides and the static copy shows.  In a frontend whose outputs live in
+    separate frames (Colab) the copy can only see its own frame: it hides while the twin is live
+    in that frame, and shows otherwise."""
+    return f"""  var twin = {root}.dataset.live;
+  if (twin) (function() {{
+    var tries = 0;
+    function sync() {{
+      var out = {root}.closest("{_OUTPUT_CONTAINERS}"), next = out && out.nextElementSibling;
+      var live = document.querySelector(".gpu-viz-live-" + twin);
+      (out || {root}).style.display = live ? "none" : "";
+      if (next && live && next.contains(live)) next.style.display = "";   // the twin is live: it shows
+      else if (next && !live) next.style.display = "none";                 // it is not: its output hides
+      return out;
+    }}
+    function watch() {{
+      var out = sync(), area = out ? out.parentNode : document.body;
+      if (!out && {root}.isConnected === false && tries++ < 100) {{ setTimeout(watch, 50); return; }}
+      new MutationObserver(sync).observe(area, {{childList: true, subtree: true}});
+    }}
+    watch();
+  }})();"""
+
+
+def show_live(widget, fallback_html: str) -> None:
+    """Display a live ipywidgets ``widget`` with a static HTML twin, as a player is shown: the
+    twin (``fallback_html``: what the widget shows, or says, without a kernel) first, then the
+    widget as its own output; exactly one of them is visible in any frontend, a reopened notebook
+    included (:func:`twin_sync_js`).  Without ipywidgets' comm (no kernel) only the twin is shown.
+
+    Raises:
+        TypeError: ``fallback_html`` is not a string.
+    """
+    from IPython.display import display
+
+    if not isinstance(fallback_html, str):
+        raise TypeError(f"fallback_html must be an HTML string, got {type(fallback_html).__name__}")
+    live_id = f"gvl{next(_ids)}"
+    uid = f"gvs{next(_ids)}"
+    try:
+        widget.add_class(f"gpu-viz-live-{live_id}")
+        model_id = widget.model_id
+    except Exception:  # no comm: the twin alone
+        model_id = None
+    live_attr = f' data-live="{live_id}"' if model_id else ""
+    display({"text/html": f'<div class="gpu-viz-static" id="{uid}"{live_attr}>{fallback_html}</div>'
+                          f'<script>(function() {{ var root = document.getElementById("{uid}"); if (!root) return;\n'
+                          f'{twin_sync_js("root")}\n}})();</script>',
+             "text/plain": "(an interactive control: run the cell with a kernel to use it)"}, raw=True)
+    if model_id:
+        display({"text/plain": "<live control>", LIVE_MIME: {"version_major": 2, "version_minor": 0,
+                                                            "model_id": model_id}},
+                raw=True, metadata={PLAYER_METADATA_KEY: {"live": True}})
 
 
 def _body(markup: str, view: Optional[str], uid: Optional[str] = None) -> str:
