@@ -343,3 +343,23 @@ def test_warp_order_says_what_the_clocks_say(monkeypatch):
     assert "same cycle" not in text and "4 cycles apart" in text
     monkeypatch.setattr(probes, "current", lambda op: ([dict(r, clk_offset=[0, 0]) for r in rows], "recorded on X"))
     assert "within a cycle" in claims.warp_order()
+
+
+@pytest.mark.parametrize("gpu", ["T4", "L4", "A100", "H100", "H200"])
+def test_block_cap_claim_holds_on_every_gpu(gpu, monkeypatch):
+    """Bug class: "the cap is not the SM's size: an SM of a T4 holds 1,024 threads" contradicted
+    itself on the Colab GPU.  On every spec sheet the text is true: where an SM holds exactly 1024
+    threads it says they coincide there; smem[32] is a consequence of the cap."""
+    from gpu_viz import device
+    from gpu_viz.exercises import core
+    from gpu_viz.measure import claims
+
+    info = device.SPEC_SHEETS[gpu]
+    monkeypatch.setattr(core, "info", lambda: info)
+    text = claims.block_cap()
+    assert f"holds {info.max_threads_per_sm:,} threads" in text and "compute capability 2.0" in text
+    assert "consequence of the cap, not its cause" in text
+    if info.max_threads_per_sm == 1024:
+        assert "coincide" in text and "not the SM's size" not in text
+    else:
+        assert "coincide" not in text

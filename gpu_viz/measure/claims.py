@@ -234,15 +234,27 @@ def latency_hiding(compute_per_load: int = 16) -> str:
 
 
 def block_cap() -> str:
-    """Notebook 05: 1024 is the block's cap, not the SM's size; and 1024 = 32 x 32 is smem[32]."""
+    """Notebook 05: 1024 is a fixed cap, not the SM's size (which is 1,024, 1,536 or 2,048 threads
+    by GPU); ``smem[32]`` follows from the cap (32 warps of 32 lanes), it does not cause it."""
+    from .. import device
     from ..exercises.core import info, source_label
 
     i = info()
+    sizes = sorted({s.max_threads_per_sm for s in device.SPEC_SHEETS.values()})
+    blocks = i.max_threads_per_sm // 1024
+    here = (f"An SM of {i.name} holds {i.max_threads_per_sm:,} threads, exactly one block of 1024: on this GPU "
+            "the cap and the SM's size coincide, on most others they do not."
+            if i.max_threads_per_sm == 1024 else
+            f"An SM of {i.name} holds {i.max_threads_per_sm:,} threads ({count(blocks, 'block')} of 1024 at once"
+            + (", with room to spare" if i.max_threads_per_sm % 1024 else "") + ").")
     return ("The deck: the whole block must fit on one SM, \"and that constraint is exactly why blocks cap at "
-            f"1024\". The cap is not the SM's size: an SM of {i.name} holds {i.max_threads_per_sm:,} threads "
-            f"({count(i.max_threads_per_sm // 1024, 'block')} of 1024 at once). What 1024 does fix "
-            "is the reduction's shape: 1024 threads are 32 warps of 32 lanes, so one partial per warp fits "
-            f"`smem[32]` and warp 0's 32 lanes can reduce them in one more shuffle pass. Data: {source_label()}.")
+            "1024\". Fitting on one SM bounds a block, but it does not set 1024: the cap has been a fixed limit "
+            "since compute capability 2.0 (2010), while an SM holds "
+            + ", ".join(f"{n:,}" for n in sizes[:-1]) + f" or {sizes[-1]:,} threads depending on the GPU. "
+            + here + " What the cap fixes in your code is the reduction's shape: 1024 threads are at most 32 "
+            "warps of 32 lanes, so one partial per warp fits `smem[32]` and warp 0's 32 lanes reduce them in one "
+            f"more shuffle pass -- a consequence of the cap, not its cause. Data: {source_label()}; SM sizes from "
+            "the spec sheets of the GPUs the course names.")
 
 
 def deck_littles_law(block: int = 1024) -> str:
