@@ -163,3 +163,28 @@ def test_notebook_02_quotes_the_register_budget_the_calculator_gives():
     src = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert "occupancy.full_occupancy_registers(info)" in src
     assert "{per_thread_regs:.0f}" not in src
+
+
+def test_two_records_that_seem_to_disagree_say_why():
+    """Bug class: the decoder step showed F.rms_norm's norms faster than ours while deck 10 showed
+    ours faster; deck 10 showed ours at 15.46 µs per call beside the write-up's 4.92.  Each
+    comparison says why, from the records (how the calls were launched, the host's floor)."""
+    from gpu_viz.measure import claims
+    from gpu_viz.rmsnorm import bench, report
+
+    def decoder(fused, native, launcher=None):
+        rows = [{"phase": "prefill", "impl": i, "dtype": "float16", "norms_median_us": v}
+                for i, v in (("fused", fused), ("native", native))]
+        return {"conclusion_dtype": "float16", "rows": rows, **({"launcher": launcher} if launcher else {})}
+
+    assert "ctypes" in claims._decoder_vs_deck_10(decoder(53.5, 46.5))
+    assert "C++ launcher too" in claims._decoder_vs_deck_10(decoder(53.5, 46.5, "built: x.so"))
+    assert claims._decoder_vs_deck_10(decoder(40.0, 46.5)) == ""
+    rec = bench.newest_record()
+    if rec is None:
+        pytest.skip("no committed bench record")
+    note = report.seed_call_note(rec["rows"], rec.get("launch_floor_call_us"))
+    assert "per-call times measure the host" in note and "loop of 100 calls" in note and "kernel alone" in note
+    rows = [dict(r, median_us=4.0) if (r.get("op"), r.get("impl"), r.get("M"), r.get("timing")) ==
+            ("rmsnorm_gate", "fused", 128, "call") else r for r in rec["rows"]]
+    assert report.seed_call_note(rows) == ""     # no gap to explain

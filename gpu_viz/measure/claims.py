@@ -162,7 +162,33 @@ def decoder_step() -> str:
                                    rec.get("conclusion_dtype"))
     except (KeyError, TypeError, ZeroDivisionError):
         lines = rec["conclusion"]
-    return f"**A decoder step, {records.label(rec)}:**\n\n" + "\n".join(f"- {ln}" for ln in lines)
+    text = f"**A decoder step, {records.label(rec)}:**\n\n" + "\n".join(f"- {ln}" for ln in lines)
+    return text + _decoder_vs_deck_10(rec)
+
+
+def _decoder_vs_deck_10(rec) -> str:
+    """Why the decoder record can show ``F.rms_norm``'s norms faster than ours while notebook 10's
+    record shows ours faster, when it does: the decoder times each step per call from Python, and a
+    record that names no C++ launcher called ours through Python's ctypes; "" otherwise."""
+    from . import records
+
+    rows = [r for r in rec.get("rows", []) if r.get("dtype") == rec.get("conclusion_dtype", "float16")]
+    by = {(r.get("phase"), r.get("impl")): r.get("norms_median_us") for r in rows}
+    slower = [ph for ph in ("prefill", "decode")
+              if by.get((ph, "fused")) and by.get((ph, "native")) and by[(ph, "fused")] > by[(ph, "native")]]
+    if not slower:
+        return ""
+    how = str(rec.get("launcher") or "")
+    if how.startswith("built"):
+        why = "through the C++ launcher too, so the difference is the call's own cost at these shapes"
+    else:
+        prof, _lab = records.recorded("per-call-profile")
+        ctypes_us = next((r.get("launch_only") for r in (prof or {}).get("rows", []) if r.get("launch_only")), None)
+        why = ("and it predates the course's C++ launcher (it names none): each of our three calls a step went "
+               "through Python's ctypes launch" + (f" (about {ctypes_us:.0f} µs a call, {records.label(prof)})" if ctypes_us else ""))
+    return (f"\n\nHere `F.rms_norm`'s three norms took less time than ours ({', '.join(slower)}): this record "
+            f"times every step per call from Python, {why}. Notebook 10's record times the kernels alone (CUDA "
+            "graphs), where ours is faster, and its per-call rows go through the C++ launcher.")
 
 
 def l2_bandwidth() -> str:
