@@ -177,7 +177,8 @@ def test_two_records_that_seem_to_disagree_say_why():
                 for i, v in (("fused", fused), ("native", native))]
         return {"conclusion_dtype": "float16", "rows": rows, **({"launcher": launcher} if launcher else {})}
 
-    assert "ctypes" in claims._decoder_vs_deck_10(decoder(53.5, 46.5))
+    assert "ctypes" in claims._decoder_vs_deck_10(decoder(53.5, 46.5)) and "Notebook 10" in claims._decoder_vs_deck_10(
+        decoder(53.5, 46.5))
     assert "C++ launcher too" in claims._decoder_vs_deck_10(decoder(53.5, 46.5, "built: x.so"))
     assert claims._decoder_vs_deck_10(decoder(40.0, 46.5)) == ""
     rec = bench.newest_record()
@@ -188,3 +189,14 @@ def test_two_records_that_seem_to_disagree_say_why():
     rows = [dict(r, median_us=4.0) if (r.get("op"), r.get("impl"), r.get("M"), r.get("timing")) ==
             ("rmsnorm_gate", "fused", 128, "call") else r for r in rec["rows"]]
     assert report.seed_call_note(rows) == ""     # no gap to explain
+
+
+def test_the_sources_the_five_gpus_slide_points_to_are_in_its_notes():
+    """Bug class: notebook 01's table says "sources in the speaker notes", and the notes had none."""
+    from gpu_viz import device
+
+    nb = nbformat.read(str(ROOT / "notebooks" / "01_whole_chip.ipynb"), as_version=4)
+    cell = next(c for c in nb.cells if "sources in the speaker notes" in c.source)
+    notes = cell.metadata.get("speaker_notes", "")
+    for s in device.SPEC_SHEETS.values():
+        assert s.source.replace("spec sheet: ", "") in notes, s.name

@@ -52,6 +52,8 @@ BROKEN_PAGE = """<html><head><style>
   <table style="width: 420px; font: 20px monospace"><caption style="text-align: left">recorded on a GPU, a day (not live)</caption><tr><td>1</td></tr></table>
   <svg width="600" height="120"><g><text x="10" y="40" font-size="24">Data: recorded on a GPU, a day (not</text>
     <text x="10" y="80" font-size="24">live)</text></g></svg>
+  <table style="font: 20px sans-serif"><tr><td>x</td></tr></table><p style="font-size: 28px">Data: a caption too big</p>
+  <p style="font-size: 24px">total = nan</p>
   <div style="height: 900px">tall</div>
 </section></div>
 <script>window.Reveal = { getScale: () => 1, getCurrentSlide: () => document.getElementById('s') };</script>
@@ -77,6 +79,8 @@ def test_fit_checker_names_every_kind_of_defect(browser, tmp_path):
         assert "raster image" in text
         assert "control needs a kernel" in text and "input" in text
         assert "no speaker notes" in text
+        assert "caption larger than its table (28 px vs 20 px)" in text and "a Data: a caption" not in text
+        assert "a value reads nan" in text
         assert 'word broken across lines: "2026-12-02" in pre' in text   # at a hyphen, not a space
         assert 'lone word on the last line: "live)" in caption' in text
         assert 'lone word on the last line: "live)" in svg text "Data: recorded on a GPU, a day' in text
@@ -92,6 +96,13 @@ def test_fit_checker_names_every_kind_of_defect(browser, tmp_path):
             <script>window.Reveal = { getScale: () => 1,
                                       getCurrentSlide: () => document.getElementById('s') };</script>""")
         assert [p.split(":")[0] for p in problems(dp.page)] == ["only a title"], problems(dp.page)
+        # a CPU build's dead slide: nothing but what did not run
+        dp.page.set_content("""<section id="s" style="width:1280px;height:720px;font-size:24px">
+            <h2>Both variants, on the GPU</h2><pre>CPU mode: the kernels were not launched.</pre>
+            <aside class="notes">say this</aside></section>
+            <script>window.Reveal = { getScale: () => 1,
+                                      getCurrentSlide: () => document.getElementById('s') };</script>""")
+        assert [p.split(":")[0] for p in problems(dp.page)] == ["says only what did not run"], problems(dp.page)
     finally:
         dp.close()
         server.shutdown()
