@@ -265,8 +265,8 @@ def test_index_page_says_what_the_keys_do(built_slides):
 @pytest.mark.slow
 def test_pdf_of_every_deck(browser, built_slides, tmp_path):
     """Print mode through Chromium: one page per slide, each page the slide's 16:9 size (a slide
-    that overflowed its page would add pages), for every deck built; the players print at their
-    last frame (the finished state), which pdf.show_last_frames moves each one to."""
+    that overflowed its page would add pages), for every deck built; the players print at the
+    frame each chose (pdf.show_print_frames), and no page's content touches the page's left edge."""
     from gpu_viz import pdf
 
     pypdf = pytest.importorskip("pypdf")
@@ -279,8 +279,8 @@ def test_pdf_of_every_deck(browser, built_slides, tmp_path):
     try:
         for d, path in zip(sorted(decks, key=lambda d: d.html.name), sorted(made)):
             dp.open_deck(d.html.name)
-            shown = pdf.show_last_frames(dp.page)
-            assert all(f == n - 1 for f, n in shown), f"{d.html.name}: players not at their last frame: {shown}"
+            shown = pdf.show_print_frames(dp.page)
+            assert all(f == want for f, _n, want in shown), f"{d.html.name}: players not at their print frame: {shown}"
             players += len(shown)
             total = dp.page.evaluate("Reveal.getTotalSlides()")
             reader = pypdf.PdfReader(str(path))
@@ -290,6 +290,40 @@ def test_pdf_of_every_deck(browser, built_slides, tmp_path):
                 assert abs(w / h - 16 / 9) < 0.01, f"{path.name} page {k + 1}: {w}x{h} is not 16:9"
         assert players or not any(n.startswith(("03_", "09_")) for n in (d.html.name for d in decks)), \
             "no static player found in the decks that have players"
+    finally:
+        dp.close()
+        server.shutdown()
+
+
+def test_print_mode_keeps_the_margin_and_prints_the_frame_that_teaches(browser, built_slides):
+    """Bug classes of the PDFs: every page's content sat flush against its left edge (reveal.js's
+    print mode wraps a slide in a .pdf-page the theme's padding rule missed), and 07's player printed
+    its last frame, every SM empty.  In print mode no page's text starts within 30 px of its left
+    edge, and 07's player shows the frame it chose, one with blocks running."""
+    from gpu_viz import pdf
+
+    deck = built_slides.deck("07_kernel_scheduling")
+    base, server = _serve(built_slides.out_dir)
+    dp = DeckPage(browser, base, viewport={"width": 1280, "height": 720})
+    try:
+        dp.page.goto(f"{base}/{deck.html.name}?print-pdf", wait_until="load")
+        dp.page.wait_for_function("window.gpuVizReady === true", timeout=60000)
+        dp.page.wait_for_timeout(500)
+        lefts = dp.page.evaluate("""() => Array.from(document.querySelectorAll('.pdf-page')).map(pg => {
+            const box = pg.getBoundingClientRect(); let min = Infinity;
+            const tw = document.createTreeWalker(pg, NodeFilter.SHOW_TEXT);
+            for (let n = tw.nextNode(); n; n = tw.nextNode()) {
+              const el = n.parentElement;
+              if (!n.textContent.trim() || !el || el.closest('aside.notes, script, style, .slide-number')) continue;
+              const r = document.createRange(); r.selectNodeContents(n);
+              for (const q of r.getClientRects()) if (q.width > 0) min = Math.min(min, q.left - box.left);
+            }
+            return min; })""")
+        assert lefts and min(lefts) >= 30, f"text within {min(lefts):.0f} px of a page's left edge: {lefts}"
+        shown = pdf.show_print_frames(dp.page)
+        assert shown and all(f == want for f, _n, want in shown), shown
+        caption = dp.page.locator(".gpu-viz-player .gpu-viz-caption").first.inner_text()
+        assert "running" in caption and "all 2,048 blocks done" not in caption, caption
     finally:
         dp.close()
         server.shutdown()

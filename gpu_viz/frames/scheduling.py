@@ -224,10 +224,11 @@ def animation(trace: Trace, source: Optional[str] = None, frames: int = 10) -> A
     def line_of(needle):
         return next((i + 1 for i, ln in enumerate(lines) if needle in ln), None)
 
-    out = []
+    out, states = [], []
     for t in frame_instants(trace, int(frames)):
         queued = int((rel > t).sum())
         running = int(((rel <= t) & (rel1 > t)).sum())
+        states.append((queued, running))
         if running == 0 and queued == 0:
             cap, line = f"t = {t / 1e3:.1f} µs: all {p['blocks']:,} blocks done; each recorded its end", _LINE_END
         elif int(((rel <= t) & (rel > t - 1)).sum()) and queued:
@@ -238,8 +239,12 @@ def animation(trace: Trace, source: Optional[str] = None, frames: int = 10) -> A
                          f"{count(queued, 'block')} in the queue"), _LINE_WORK
         out.append(Frame(drawing(trace, float(t)), cap, line_of(line)))
     r = p["resident_blocks_per_sm"]
+    # a printed deck shows the queue draining (blocks running, more waiting), not the end's empty SMs
+    draining = [k for k, (q, run) in enumerate(states) if q and run and k]
+    print_frame = draining[len(draining) // 2] if draining else len(out) // 2
     return Animation(out, title=f"{p['blocks']} blocks on {p['sm_count']} SMs ({r} slot{'s' if r != 1 else ''} "
-                                f"each): the queue drains", provenance=trace.provenance, source=source)
+                                f"each): the queue drains", provenance=trace.provenance, source=source,
+                     print_frame=print_frame)
 
 
 def max_concurrent(starts: np.ndarray, ends: np.ndarray) -> int:

@@ -253,13 +253,16 @@ class Animation:
             "CPU model, no GPU", "recorded on NVIDIA H200, 2026-11-29"); shown with every frame.
         source: kernel source text whose ``Frame.line`` is highlighted, or None.
         interval_ms: play speed, milliseconds per frame (50..10000).
+        print_frame: the frame a printed deck (PDF) shows: the one that teaches (default: the
+            last, the finished state; a queue draining prints mid-way, not "every SM empty").
 
     Raises:
-        ValueError: no frames, a frame's ``line`` outside ``source``, or ``interval_ms`` out of range.
+        ValueError: no frames, a frame's ``line`` outside ``source``, ``interval_ms`` or
+            ``print_frame`` out of range.
     """
 
     def __init__(self, frames: Sequence[Frame], *, title: str, provenance: str,
-                 source: Optional[str] = None, interval_ms: int = 900):
+                 source: Optional[str] = None, interval_ms: int = 900, print_frame: Optional[int] = None):
         if not frames:
             raise ValueError("Animation: frames is empty; a player needs at least one frame")
         if not all(isinstance(f, Frame) for f in frames):
@@ -270,6 +273,11 @@ class Animation:
                 raise ValueError(f"Animation: frame {i} highlights line {f.line}, but source has {n_lines} lines")
         if not 50 <= int(interval_ms) <= 10000:
             raise ValueError(f"Animation: interval_ms must be 50..10000 ms per frame, got {interval_ms}")
+        if print_frame is None:
+            print_frame = len(frames) - 1
+        if isinstance(print_frame, bool) or not isinstance(print_frame, int) or not 0 <= print_frame < len(frames):
+            raise ValueError(f"Animation: print_frame must be a frame index 0..{len(frames) - 1}, got {print_frame!r}")
+        self.print_frame = print_frame
         self.frames = list(frames)
         self.title, self.provenance, self.source = title, provenance, source
         self.interval_ms = int(interval_ms)
@@ -315,7 +323,7 @@ class Animation:
         speeds = "".join(f'<option value="{s}"{" selected" if s == 1 else ""}>{s}x</option>' for s in (0.5, 1, 2, 4))
         live_attr = f' data-live="{html.escape(live_id)}"' if live_id else ""
         return f"""
-<div class="gpu-viz-player" id="{uid}" data-frames="{n}" data-frame="0"{live_attr} style="{_BOX}">
+<div class="gpu-viz-player" id="{uid}" data-frames="{n}" data-frame="0" data-print-frame="{self.print_frame}"{live_attr} style="{_BOX}">
   {self._header()}
   <div class="gpu-viz-controls" style="display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin-top:4px">
     <button type="button" style="{btn}" data-act="first" title="first frame">|&#x25C0;</button>
