@@ -49,10 +49,12 @@
 // packed loads
 
 // VEC elements moved as one load/store (16 bytes when VEC * sizeof(T) == 16).
+// [region pack]
 template <typename T, int VEC>
 struct alignas(sizeof(T) * VEC) Pack {
     T v[VEC];
 };
+// [end pack]
 
 // Element k of a pack, widened to fp32.  bf16 is read from the pack's 32-bit words (an
 // exact shift / mask: a bf16 is the high half of its float) -- element by element through
@@ -67,10 +69,12 @@ __device__ __forceinline__ float elem(const Pack<__nv_bfloat16, VEC>& p, int k) 
     return __uint_as_float((k & 1) ? (u & 0xffff0000u) : (u << 16));
 }
 
+// [region load_pack]
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
     return *reinterpret_cast<const Pack<T, VEC>*>(p);
 }
+// [end load_pack]
 
 // Cache-hinted loads and stores of one pack (hints only: the values are load_pack's).  The
 // 16-byte packs use inline PTX (NVRTC needs no header for it); other pack sizes are plain.
@@ -218,11 +222,13 @@ __device__ __forceinline__ float silu(float g) { return __fdividef(g, 1.0f + __e
 // [end silu]
 
 // Sum over the 32 lanes of a warp, every lane gets it (butterfly; all 32 lanes must call).
+// [region warp_allreduce]
 __device__ __forceinline__ float warp_allreduce_sum(float v) {
     #pragma unroll
     for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(GPU_VIZ_FULL_MASK, v, off);
     return v;
 }
+// [end warp_allreduce]
 
 // Block sum when blockDim.x % 32 == 0 (the chooser's blocks): butterfly in every warp, the
 // warp totals through shared memory, then EVERY warp butterflies the nwarps partials itself --
@@ -231,6 +237,7 @@ __device__ __forceinline__ float warp_allreduce_sum(float v) {
 // gets the bit-identical total.  Called once per kernel (smem is not reused afterwards).
 // `block_allreduce_warp_totals` is its second half: `v` already the warp's total (the same in
 // every lane).
+// [region block_allreduce]
 __device__ __forceinline__ float block_allreduce_warp_totals(float v, float* smem) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     if (lane == 0) smem[warp] = v;
@@ -240,6 +247,7 @@ __device__ __forceinline__ float block_allreduce_warp_totals(float v, float* sme
 __device__ __forceinline__ float block_allreduce_sum_full_warps(float v, float* smem) {
     return block_allreduce_warp_totals(warp_allreduce_sum(v), smem);
 }
+// [end block_allreduce]
 
 // ---------------------------------------------------------------------------------------
 // register-resident row: `warp` (WARP_ROW) and `block` variants share one body
@@ -363,6 +371,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, T* __restrict_
     constexpr int LOAD = TWO ? LOAD_PLAIN : F32_BLOCK ? LOAD_KEEP_L2 : LOAD_NO_L1;
     constexpr int STORE = TWO ? STORE_PLAIN : F32_BLOCK ? STORE_PLAIN : STORE_EVICT_FIRST;
     const unsigned long long load_pol = l2_policy<LOAD == LOAD_KEEP_L2 ? 2 : 0>();
+    // [region row_loads]
     Pack<T, VEC> px[CHUNKS], pg[CHUNKS];
     Pack<TW, VEC> pw[CHUNKS];
     // every chunk c of this thread's share of the row: vector j = t + c * nthreads, while j < nvec
@@ -379,6 +388,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, T* __restrict_
         pw[c] = load_any<LOAD_WEIGHT, TW, VEC>(w + (long long)j * VEC, 0, 0, aligned);
     };
     if (LOADS_FIRST) for_each_chunk(load_chunk);
+    // [end row_loads]
     // ... then sum x^2 (h^2 for the add op, after h = x + residual is rounded to T and
     // written); the gate op keeps x * silu(g) as fp32 in v, the others keep the row packed
     // (half the registers in fp16/bf16: more blocks per SM, more bytes in flight) and widen it
@@ -390,6 +400,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, T* __restrict_
     for (int c = 0; c < (CANON ? CHUNKS : 1); ++c) part[c] = 0.0f;
     float sumsq = 0.0f;
     const unsigned long long store_pol = l2_policy<STORE == STORE_EVICT_FIRST ? 1 : 0>();
+    // [region row_sum]
     for_each_chunk([&](int c, int j) {
         if (!LOADS_FIRST) load_chunk(c, j);
         if (MODE == MODE_ADD) {
@@ -405,6 +416,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, T* __restrict_
             if (MODE == MODE_GATE) v[c * VEC + k] = xf * silu(elem(pg[c], k));
         }
     });
+    // [end row_sum]
     float total;
     if (WARP_ROW) {
         total = warp_allreduce_sum(sumsq);
@@ -429,6 +441,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, T* __restrict_
                                            : block_reduce_sum(sumsq, red);
         }
     }
+    // [region row_write]
     const float r = rsqrtf(__fdividef(total, (float)N) + eps);
     // phase 2: y = a * w * r, written once.
     with_out_kind(llama, w_offset, [&](auto kind) {
@@ -443,6 +456,7 @@ __device__ __forceinline__ void rmsnorm_rows(T* __restrict__ out, T* __restrict_
             store_any<STORE, T, VEC>(yr + (long long)j * VEC, py, store_pol, fits_l2, aligned);
         });
     });
+    // [end row_write]
 }
 // [end rows]
 

@@ -345,6 +345,7 @@ __device__ __forceinline__ void cluster_row(T* __restrict__ out, float* __restri
     // the weight (L2-resident: every row reads it) once x's registers are folded: its latency
     // hides behind the block and cluster reductions, and the gate op's x and g are dead by now
     load_weight_slice<WT, VEC, CHUNKS, THREADS>(pw, w, first, nvec);
+    // [region cluster_exchange]
     const float cta = cta_allreduce_sum<THREADS>(sumsq, warp_sums, t);
     // step 3: this CTA's sum into slot [rank] of every CTA of the cluster
     cluster_wait_acquire();  // matches step 0: every CTA of the cluster has started
@@ -354,6 +355,7 @@ __device__ __forceinline__ void cluster_row(T* __restrict__ out, float* __restri
     // step 4: the row sum, in rank order (the same bits in every CTA)
     const float r = rstd_of_cta_sums<CLUSTER>(cta_sums, N, eps);
     if (rank == 0 && t == 0) rstd[row] = r;
+    // [end cluster_exchange]
     // step 5: y from the registers
     unsigned long long pol;
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));

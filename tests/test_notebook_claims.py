@@ -200,3 +200,22 @@ def test_the_sources_the_five_gpus_slide_points_to_are_in_its_notes():
     notes = cell.metadata.get("speaker_notes", "")
     for s in device.SPEC_SHEETS.values():
         assert s.source.replace("spec sheet: ", "") in notes, s.name
+
+
+def test_deck_10_walks_the_fused_kernel_before_its_tables():
+    """Bug class: deck 10 never showed the fused kernel (22 slides of tables).  Before its first
+    table it shows the kernel's 16-byte loads, the row held in registers, the reduction, the
+    write-once output and the cluster path, read from the kernel files through region fences."""
+    from gpu_viz import kernels
+
+    nb = nbformat.read(str(ROOT / "notebooks" / "10_fused_rmsnorm_gate.ipynb"), as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    first_table = next(i for i, s in enumerate(code) if "seed_comparison(" in s)
+    shown = [tuple(re.findall(r'"(\w+)"', m)) for s in code[:first_table]
+             for m in re.findall(r'show_code\("[\w.]+", \[([^\]]*)\]', s)]
+    regions = {r for t in shown for r in t}
+    assert {"pack", "row_loads", "row_sum", "block_allreduce", "row_write", "cluster_exchange"} <= regions, regions
+    for file, names in (("rmsnorm_fused.cu", ("pack", "load_pack", "row_loads", "row_sum", "warp_allreduce",
+                                              "block_allreduce", "row_write")), ("rmsnorm_wide.cu", ("cluster_exchange",))):
+        for name in names:
+            assert kernels.snippet(file, name).text.strip(), (file, name)

@@ -1107,7 +1107,7 @@ register(Exercise(
     "from gpu_viz import exercises as ex\nanswer = None   # FILL ME IN: bytes\nex.check('10.bytes', answer)",
     f"from gpu_viz import exercises as ex\nM, N = {M10}, {N10}\nanswer = 3 * M * N * 2 + N * 2   # x, gate in; y out; w once\n"
     "ex.check('10.bytes', answer).require()",
-    "## 6. Long rows, one call at a time", lambda: {"M": M10, "N": N10, "dtype": "float16"}, _check_10_bytes,
+    "## 7. Long rows, one call at a time", lambda: {"M": M10, "N": N10, "dtype": "float16"}, _check_10_bytes,
     ("gate left out", "fp32 sizes", "eager intermediates")))
 
 register(Exercise(
@@ -1123,5 +1123,5 @@ register(Exercise(
     "per second than the copy that sets the reference.*",
     _placeholder("10.floor", "microseconds"),
     _solution("10.floor", "g['bytes'] / (g['copy_GBps'] * 1e9) * 1e6"),
-    "## 6. Long rows, one call at a time", _given_10_floor, _check_10_floor,
+    "## 7. Long rows, one call at a time", _given_10_floor, _check_10_floor,
     ("spec-sheet peak", "GiB/s", "milliseconds")))
