@@ -345,3 +345,58 @@ def constant_and_l1(file: str = "rmsnorm_deck.cu", kernel: str = "rmsnorm_deck_f
                if ro else "* no load is marked `.CONSTANT` in this build: whether phase 4 hits L1 is a profiler's "
                           "hit rate to say, not the SASS's.")
             + f"\n\nData: {label}.")
+
+def three_forces() -> str:
+    """The recap deck (notebook 11): the three forces the course keeps meeting, each with what the
+    committed records measured -- where data lives, bytes in flight, the hardware's fixed shapes --
+    as a table and its data line (every number from a record, labelled; nothing is measured here)."""
+    from ..frames.scheduling import mean_resident
+    from ..rmsnorm import bench
+    from . import memory, records
+
+    hw, hw_label = memory.recorded_hardware()
+    fused = bench.newest_record()
+    sched, _ = records.recorded("scheduling")
+    div, _ = records.recorded("divergence")
+    labels = []
+    rows = []
+    if hw and hw.get("latency") and hw.get("dram_latency"):
+        lv = memory.summarize_levels(hw["latency"], hw["device"]["l2_bytes"], dram=hw["dram_latency"])
+        text = " -> ".join(f"{k} {lv[k]['cycles']:.0f}" for k in ("L1", "L2", "DRAM") if k in lv) + " cycles a load"
+        labels.append(hw_label)
+    else:
+        text = "each level larger and slower (no committed hardware record)"
+    if fused:
+        by = {(r["impl"], r["timing"]): r for r in fused["rows"] if (r.get("op"), r.get("M"), r.get("N"), r.get("dtype"))
+              == ("rmsnorm", 16384, 4096, "float16")}
+        f, e = by.get(("fused", "kernel")), by.get(("eager", "kernel"))
+        if f and e:
+            text += (f"; RMSNorm 16384 x 4096 moved once: {f['median_us']:.0f} µs, "
+                     f"{100 * f['GBps'] / fused['copy_GBps']:.0f} % of the copy, eager {e['median_us']:,.0f} µs")
+            labels.append(records.label(fused))
+    rows.append(("**Where data lives**: keep it close, move each byte once", text, "01, 08, 10"))
+    if hw and hw.get("dram_latency") and hw.get("copy_GBps"):
+        need = hw["copy_GBps"] * hw["dram_latency"]["ns_per_load"] / hw["device"]["sm_count"]
+        held = hw["device"]["max_threads_per_sm"] * 2
+        rows.append(("**Bytes in flight**: latency is hidden by having enough requests out",
+                     f"the copy needs {need:,.0f} B per SM in flight; one fp16 load per thread gives {held:,} B; "
+                     "16-byte loads close the gap", "04, 08, 10"))
+    shapes = []
+    if div and div.get("divergence_ratio"):
+        shapes.append(f"a warp runs both sides of a split branch: {div['divergence_ratio']:.2f}x")
+        labels.append(records.label(div))
+    if hw and hw.get("device"):
+        shapes.append(f"a block is at most 1024 threads on one SM of {hw['device']['max_threads_per_sm']:,}")
+    srow = next((r for r in (sched or {}).get("rows", []) if r.get("threads") == 256), None)
+    if srow:
+        busy = srow.get("mean_resident_blocks_per_sm") or mean_resident(
+            srow["blocks"], srow["block_us_median"], srow["sm_count"], srow["makespan_us"])
+        shapes.append(f"{srow['blocks']:,} blocks took {srow['makespan_us'] / srow['block_us_median']:.1f} "
+                      f"block-times for the arithmetic's {srow['waves']} ({busy:.1f} of {srow['resident_blocks_per_sm']} "
+                      "slots busy)")
+        labels.append(records.label(sched))
+    rows.append(("**The hardware's fixed shapes**: warps of 32, blocks on one SM, waves of blocks",
+                 "; ".join(shapes) or "no committed records", "03, 05, 07"))
+    table = "| force | what the records show | notebooks |\n|---|---|---|\n" + "\n".join(
+        f"| {a} | {b} | {c} |" for a, b, c in rows)
+    return table + "\n\nData: " + "; ".join(dict.fromkeys(labels)) if labels else table
