@@ -219,3 +219,19 @@ def test_deck_10_walks_the_fused_kernel_before_its_tables():
                                               "block_allreduce", "row_write")), ("rmsnorm_wide.cu", ("cluster_exchange",))):
         for name in names:
             assert kernels.snippet(file, name).text.strip(), (file, name)
+
+
+def test_the_vector_add_notes_describe_the_drawing_they_sit_under():
+    """Bug class: deck 03's player notes described a colour scale (blue negative, red positive) and
+    values printed for four lanes only, while the drawing fills a cell by the register written and
+    prints every lane's value.  The notes name no encoding the drawing lacks."""
+    from gpu_viz.lessons import VECTOR_ADD
+
+    nb = nbformat.read(str(ROOT / "notebooks" / "03_warps_simt.ipynb"), as_version=4)
+    notes = next(c.metadata["speaker_notes"] for c in nb.cells if "VECTOR_ADD.animation(" in c.source)
+    drawing = VECTOR_ADD.animation(VECTOR_ADD.trace(seed=1)).frames[-1].markup
+    for claim, needs in (("blue negative", "negative"), ("red positive", "positive")):
+        assert claim not in notes or needs in drawing, claim
+    labels = re.findall(r">([^<]+)</text>", drawing)
+    printed_lanes = sum(1 for t in labels if re.fullmatch(r"-?\d+(\.\d+)?", t.strip()))
+    assert "Lanes 0, 1, 2 and 31 print" not in notes or printed_lanes <= 8, printed_lanes
