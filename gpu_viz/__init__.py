@@ -65,3 +65,19 @@ def banner(recorded: bool = False) -> str:
     text = "\n".join("\n".join(words.wrap_even(line, 72)) for line in text.splitlines())
     print(text)
     return text
+
+
+#: The subpackages and modules ``gpu_viz.<name>`` reaches after a plain ``import gpu_viz``, imported
+#: on first use (PEP 562): text the course prints names calls such as ``gpu_viz.doctor.report()``,
+#: and a learner who types one after ``import gpu_viz`` must not get an AttributeError.
+SUBMODULES = ("arrays", "backend", "check", "cli", "data", "device", "disasm", "doctor", "exercises",
+              "figures", "frames", "kernels", "lessons", "measure", "model", "occupancy", "ops", "pdf",
+              "record", "rmsnorm", "slides", "trace", "widgets", "words")
+
+
+def __getattr__(name):
+    if name in SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

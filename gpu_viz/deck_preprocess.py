@@ -223,6 +223,61 @@ def glue_printed_words(nb) -> int:
     return count
 
 
+#: Cell metadata holding the speaker notes of the slide the cell is on (markdown).  Notes live
+#: there, not as cells of their own, so a learner's notebook is not interleaved with "give the
+#: class a few minutes"; :func:`expand_speaker_notes` puts them back for the deck.
+SPEAKER_NOTES_KEY = "speaker_notes"
+#: Cells whose metadata never carries notes: the exercise cells gpu_viz/exercises/cells.py rewrites.
+_GENERATED_TAGS = ("exercise", "solution")
+
+
+def _notes_text(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value or "")
+
+
+def expand_speaker_notes(nb) -> int:
+    """Insert after every cell with :data:`SPEAKER_NOTES_KEY` metadata a markdown cell of
+    slide_type ``notes`` holding them (what nbconvert's reveal.js exporter turns into the slide's
+    speaker notes).  In place; the number of notes cells inserted."""
+    from nbformat.v4 import new_markdown_cell
+
+    cells, added = [], 0
+    for cell in nb.cells:
+        cells.append(cell)
+        text = _notes_text(cell.get("metadata", {}).get(SPEAKER_NOTES_KEY)).strip()
+        if text:
+            cells.append(new_markdown_cell(text, metadata={"slideshow": {"slide_type": "notes"}}))
+            added += 1
+    nb.cells = cells
+    return added
+
+
+def fold_speaker_notes(nb) -> int:
+    """The inverse of :func:`expand_speaker_notes`: move each notes cell (slide_type ``notes``)
+    into the :data:`SPEAKER_NOTES_KEY` metadata of the nearest cell above it that is not an
+    exercise or solution cell (those are regenerated), appending to notes already there.  In
+    place; the number of notes cells folded.
+
+    Raises:
+        ValueError: a notes cell with no cell above it to carry it.
+    """
+    cells, folded = [], 0
+    for cell in nb.cells:
+        if cell.get("metadata", {}).get("slideshow", {}).get("slide_type") != "notes":
+            cells.append(cell)
+            continue
+        host = next((c for c in reversed(cells)
+                     if not set(c.get("metadata", {}).get("tags", [])) & set(_GENERATED_TAGS)), None)
+        if host is None:
+            raise ValueError(f"a notes cell with no cell above it to carry it: {_notes_text(cell.source)[:60]!r}")
+        text = _notes_text(cell.source).strip()
+        before = _notes_text(host.metadata.get(SPEAKER_NOTES_KEY)).strip()
+        host.metadata[SPEAKER_NOTES_KEY] = f"{before}\n\n{text}" if before else text
+        folded += 1
+    nb.cells = cells
+    return folded
+
+
 def _nbconvert_preprocessor_base():
     from nbconvert.preprocessors import Preprocessor
 

@@ -187,12 +187,23 @@ MAX_FMA_ITERS = 10**6
 MAX_ITERS = 4096
 
 
+def _modelled_gpu(launch: Dict) -> Dict:
+    """``launch`` plus, in CPU mode, ``info``: the GPU the CPU model models, the one the committed
+    records were made on (records.lesson_device), so a model's %smid and the recorded numbers
+    beside it describe one GPU, the one its caption names."""
+    if not backend.has_gpu():
+        from .measure import records
+
+        launch["info"] = records.lesson_device()[0]
+    return launch
+
+
 def _vector_add_inputs(seed: int, n: int = 64, block: int = 64):
     from .model import vector_add as m
 
     n, block = m.check_launch(n, block, min_n=1)
     check_int("n", n, 1, MAX_TRACE)
-    return (random_f32(n, seed), random_f32(n, seed + 1)), {"block": block}
+    return (random_f32(n, seed), random_f32(n, seed + 1)), _modelled_gpu({"block": block})
 
 
 def _vector_add_lines(snip, **_launch) -> Dict:
@@ -234,13 +245,7 @@ def _scheduling_inputs(seed: int, blocks: int = _sch.DECK_BLOCKS, threads: int =
     spin_cycles = check_int("spin_cycles", spin_cycles, 0, MAX_SPIN_CYCLES)
     fma_iters = check_int("fma_iters", fma_iters, 0, MAX_FMA_ITERS)
     launch = {"blocks": blocks, "threads": threads, "spin_cycles": spin_cycles, "fma_iters": fma_iters}
-    if not backend.has_gpu():
-        # the CPU model models the GPU the committed records were made on, so its timeline and
-        # the recorded numbers shown beside it describe one GPU (records.lesson_device)
-        from .measure import records
-
-        launch["info"] = records.lesson_device()[0]
-    return (), launch
+    return (), _modelled_gpu(launch)
 
 
 def _rmsnorm_deck_inputs(seed: int, d: int = 2048, block: int = 1024, variant: str = _rd.GUARDED,

@@ -257,6 +257,23 @@ def calculate(info: device.DeviceInfo, block_size: int, kernel: Union[KernelReso
                      smem_per_block_bytes=smem_block)
 
 
+
+def full_occupancy_registers(info: device.DeviceInfo) -> int:
+    """The most registers per thread a kernel may use and still keep every warp slot of an SM of
+    ``info`` resident (notebook 02's budget, exercise ``02.regs``).
+
+    Not ``regs_per_sm / max_threads_per_sm``: registers are allocated per warp in units of
+    :data:`REG_ALLOC_UNIT` (8 per thread), within each of the :data:`SUB_PARTITIONS`
+    sub-partitions, so the budget is rounded down to a multiple of 8 (an L4: 65,536 / 1,536 =
+    42.67, allocated as 40).  The value :func:`calculate` agrees with: at it, 128-thread blocks
+    reach full occupancy; one allocation unit more, they do not.
+    """
+    warps_per_sub = info.max_threads_per_sm // info.warp_size // SUB_PARTITIONS
+    per_warp = (info.regs_per_sm // SUB_PARTITIONS) // max(warps_per_sub, 1)
+    per_warp -= per_warp % REG_ALLOC_UNIT
+    return min(MAX_REGS_PER_THREAD, per_warp // info.warp_size)
+
+
 #: Block sizes of the lesson's sweep: 32, 64, ..., 1024.
 SWEEP_BLOCK_SIZES: Tuple[int, ...] = tuple(range(32, 1025, 32))
 

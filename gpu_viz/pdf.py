@@ -73,20 +73,23 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-#: Print mode shows each static player at its last frame (the finished state: every warp done,
-#: the row reduced), not its first (often nothing has happened yet).  Returns each player's
-#: [frame shown, frames] after the move.
-LAST_FRAME_JS = """() => Array.from(document.querySelectorAll('.gpu-viz-player')).map(p => {
+#: Print mode shows each static player at the frame its Animation chose to print (``data-print-frame``:
+#: the one that teaches -- by default the last, the finished state, not the first, where often
+#: nothing has happened yet; a queue draining prints mid-way).  Returns each player's
+#: [frame shown, frames, frame chosen] after the move.
+PRINT_FRAME_JS = """() => Array.from(document.querySelectorAll('.gpu-viz-player')).map(p => {
   const r = p.querySelector('input[type=range]');
-  if (r) { r.value = r.max; r.dispatchEvent(new Event('input', {bubbles: true})); }
-  return [parseInt(p.dataset.frame || '0', 10), parseInt(p.dataset.frames || '1', 10)];
+  const n = parseInt(p.dataset.frames || '1', 10);
+  const want = p.dataset.printFrame !== undefined ? parseInt(p.dataset.printFrame, 10) : n - 1;
+  if (r) { r.value = want; r.dispatchEvent(new Event('input', {bubbles: true})); }
+  return [parseInt(p.dataset.frame || '0', 10), n, want];
 })"""
 
 
-def show_last_frames(page) -> List[List[int]]:
-    """Move every static player on ``page`` (a playwright page) to its last frame; returns each
-    player's [frame shown, frames]."""
-    return page.evaluate(LAST_FRAME_JS)
+def show_print_frames(page) -> List[List[int]]:
+    """Move every static player on ``page`` (a playwright page) to the frame it prints; returns
+    each player's [frame shown, frames, frame chosen]."""
+    return page.evaluate(PRINT_FRAME_JS)
 
 
 def _print_deck(browser, base: str, html_name: str, pdf_path: Path) -> None:
@@ -99,7 +102,7 @@ def _print_deck(browser, base: str, html_name: str, pdf_path: Path) -> None:
         page.goto(f"{base}/{html_name}?print-pdf", wait_until="load")
         page.wait_for_function("window.gpuVizReady === true", timeout=60000)
         page.wait_for_timeout(800)  # MathJax typesets after reveal.js is ready
-        show_last_frames(page)
+        show_print_frames(page)
         page.pdf(path=str(pdf_path), width=f"{SLIDE_WIDTH}px", height=f"{SLIDE_HEIGHT}px",
                  print_background=True, margin={"top": "0", "right": "0", "bottom": "0", "left": "0"})
     finally:

@@ -3,7 +3,8 @@
 * ``hardware`` -- notebooks 01, 04, 05: latency staircase, bandwidth, occupancy, copy bandwidth,
   launch floor (:func:`gpu_viz.measure.memory.hardware_record`);
 * ``scheduling`` -- notebook 07: the deck's 2048-block launch at 256 and 1024 threads per block
-  (:func:`gpu_viz.frames.scheduling.summary` of ``gpu_viz.record.scheduling``);
+  (:func:`gpu_viz.frames.scheduling.summary` of ``gpu_viz.record.scheduling``), with every
+  block's %smid and start / end time (:func:`gpu_viz.frames.scheduling.timeline_entry`);
 * ``divergence`` -- notebook 03: divergent vs uniform branches (:func:`gpu_viz.claims.divergence.cost`);
 * ``probes`` -- notebooks 03, 06, 07, 08, 09: shuffle-step latency, the doubling point, warp order,
   the fp16 load's width, the grid-stride timings, x re-read vs staged in registers
@@ -60,10 +61,13 @@ def record(what: str, out=None) -> Path:
         from .frames import scheduling as frames
         from .record import scheduling as producer
 
-        runs = [frames.summary(producer.trace(threads=t)) for t in (256, 1024)]
+        traces = [producer.trace(threads=t) for t in (256, 1024)]
+        runs = [frames.summary(tr) for tr in traces]
         for r in runs:
             print(json.dumps(r))
-        rec = records.new_record([frames.summary_row(r) for r in runs], scheduling=runs[0])
+        # the per-block timelines too: notebook 07 draws the silicon's run from them in CPU mode
+        rec = records.new_record([frames.summary_row(r) for r in runs], scheduling=runs[0],
+                                 **{frames.TIMELINE_KEY: [frames.timeline_entry(tr) for tr in traces]})
     else:
         from .claims import divergence
 

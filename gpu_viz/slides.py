@@ -49,7 +49,8 @@ from .deck_vendor import (BUILD_METADATA_KEY, NOTEBOOK_GLOB, VENDOR_REQUIRED, VE
                           _inside, vendor)
 from .deck_preprocess import (CODE_CLASS, CODE_COLS, PLAYER_METADATA_KEY, SLIDE_HEIGHT, SLIDE_WIDTH,  # noqa: F401
                               WIDGET_STATE_MIME, WIDGET_VIEW_MIME, _LazyPreprocessor, code_outputs, drop_colab_badges,
-                              glue_printed_words, inline_svg, is_printed_code, prune_widget_state, static_players)
+                              glue_printed_words, inline_svg, is_printed_code, prune_widget_state, static_players,
+                              SPEAKER_NOTES_KEY, expand_speaker_notes, fold_speaker_notes)
 from .outdir import OwnedFolder
 
 SLIDES_DIR = course_dir("slides", "_slides")
@@ -491,6 +492,9 @@ def deck_html(executed: Path, name: str, title: Optional[str] = None) -> str:
     nb = nbformat.read(str(executed), as_version=4)
     if title:
         nb.metadata["title"] = title
+    # before nbconvert groups cells into slides (its reveal metadata pass runs ahead of any
+    # configured preprocessor): the notes of a removed cell stay on its slide
+    expand_speaker_notes(nb)
     body, _resources = exporter().from_notebook_node(nb, resources={"metadata": {"name": Path(name).stem}})
     _check_offline(body, name)
     return body

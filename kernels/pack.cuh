@@ -9,10 +9,12 @@
 #include "convert.cuh"  // to_f32 / from_f32<T>
 
 // VEC elements moved as one load/store.
+// [region pack]
 template <typename T, int VEC>
 struct alignas(sizeof(T) * VEC) Pack {
     T v[VEC];
 };
+// [end pack]
 
 // Element k of a pack, widened to fp32.  bf16 is read from the pack's 32-bit words (an exact
 // shift / mask: a bf16 is the high half of its float) -- element by element through
@@ -28,10 +30,12 @@ __device__ __forceinline__ float elem(const Pack<__nv_bfloat16, VEC>& p, int k) 
 }
 
 // One pack from `p`, a plain load (the kernels' cache-hinted loads give the same values).
+// [region load_pack]
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> load_pack(const T* p) {
     return *reinterpret_cast<const Pack<T, VEC>*>(p);
 }
+// [end load_pack]
 
 // The squares of px's elements added to `acc` in element order, one fmaf chain (the order the
 // kernels' batch invariance rests on); with GATE, also a[k] = x * silu(g) of each element, from

@@ -24,7 +24,10 @@
 //   reread            any grid: every thread sums its grid-stride share of x (float4 loads),
 //                     `passes` times over, and writes the sum to out[thread]: a buffer that fits
 //                     in L2 is read from L2 on every pass after the first, so one launch does
-//                     enough work to measure L2 bandwidth rather than the launch.
+//                     enough work to measure L2 bandwidth rather than the launch.  The loads are
+//                     __ldcg (ld.global.cg: cached in L2, not in L1): each SM re-reads the same
+//                     share every pass, a few tens of KB that its L1 would otherwise hold, and
+//                     the probe would time L1.
 //   rownorm_reread    one block per row of n floats: pass 1 sums x^2, the block reduces it,
 //                     pass 2 reads x AGAIN from global memory (L1/L2 if it is still there, else
 //                     DRAM) and writes y = x * rsqrt(mean + eps) * w.
@@ -120,7 +123,7 @@ extern "C" __global__ void reread(const float4* x, long long n4, int passes, flo
     float acc = 0.0f;
     for (int p = 0; p < passes; ++p)
         for (long long i = t; i < n4; i += stride) {
-            float4 v = x[i];
+            float4 v = __ldcg(&x[i]);           // L2, never L1: the share would fit L1
             acc += (v.x + v.y) + (v.z + v.w);
         }
     out[t] = acc;

@@ -50,7 +50,7 @@ __device__ __forceinline__ float warp_reduce_sum(float v, int n, int trace_stage
     #pragma unroll
     for (int off = 16; off > 0; off >>= 1) {
         float other = __shfl_down_sync(mask, v, off);
-        if (lane + off < n) v = __fadd_rn(v, other);
+        if (lane + off < n) v = __fadd_rn(v, other);   // never fused with the caller's multiply
         TRACE_REDUCE_LANES(trace_stage, 6 - __ffs(off), v);
     }
     return v;
@@ -78,8 +78,10 @@ __device__ __forceinline__ float block_reduce_sum(float v, float* smem) {
 
 // Sum over the 32 lanes of a warp, every lane gets it (butterfly; all 32 lanes must call).  The
 // xor butterfly adds the same pairs in every lane, so every lane holds the bit-identical sum.
+// [region warp_allreduce]
 __device__ __forceinline__ float warp_allreduce_sum(float v) {
     #pragma unroll
     for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(GPU_VIZ_FULL_MASK, v, off);
     return v;
 }
+// [end warp_allreduce]

@@ -22,8 +22,9 @@
 //   guarded  the same four phases with phase 2 replaced by block_reduce_sum from reduce.cuh
 //            (partial warps, only written slots read): correct for any blockDim 1..1024, any d >= 1.
 // The only edits to the deck's lines: `row` is a size_t (so row*d is 64-bit), element loads and
-// stores go through to_f32()/from_f32<T>() so one source serves fp32, fp16 and bf16, and the
-// shuffle loops have braces (for their TRACE lines).
+// stores go through to_f32()/from_f32<T>() so one source serves fp32, fp16 and bf16, the
+// shuffle loops have braces (for their TRACE lines), and the deck's `rms` / `smem_rms` are named
+// `rstd` / `smem_rstd`: they hold 1/RMS, the reciprocal the slides call rstd.
 //
 // Where the data lives (the deck's captions): phase 1 reads VRAM, writes registers; phase 2
 // registers -> shared -> registers; phase 3 reads constant memory (d and eps are kernel
@@ -114,7 +115,7 @@ template <typename T, bool GUARDED>
 __device__ __forceinline__ void rmsnorm_four_phase(const T* __restrict__ x, const T* __restrict__ w,
                                                    T* __restrict__ y, int d, float eps) {
     __shared__ float smem[GPU_VIZ_REDUCE_SLOTS];  // one partial sum per warp (+ reduce.cuh's total)
-    __shared__ float smem_rms;      // the row's 1/RMS, published by thread 0
+    __shared__ float smem_rstd;     // the row's 1/RMS (rstd), published by thread 0
     const int tid = threadIdx.x;
     const size_t row = blockIdx.x;  // one block per row; size_t so row*d cannot overflow
     TRACE(prefill_slots(smem));
@@ -138,17 +139,17 @@ __device__ __forceinline__ void rmsnorm_four_phase(const T* __restrict__ x, cons
     // [region phase3]
     if (tid == 0) {
         float mean = total / d;        // d ← constant mem
-        smem_rms = rsqrtf(mean + eps);  // eps ← constant mem
-        TRACE(record_scalars(total, mean, mean + eps, smem_rms));
+        smem_rstd = rsqrtf(mean + eps);  // eps ← constant mem
+        TRACE(record_scalars(total, mean, mean + eps, smem_rstd));
     }
     __syncthreads();   // RMS now visible to all
     // [end phase3]
 
     // [region phase4]
-    float rms = smem_rms;          // from shared mem
+    float rstd = smem_rstd;        // from shared mem
     for (int i = tid; i < d; i += blockDim.x) {
         y[row*d + i] = from_f32<T>(
-            to_f32(x[row*d + i]) * rms * to_f32(w[i])); // STG to VRAM
+            to_f32(x[row*d + i]) * rstd * to_f32(w[i])); // STG to VRAM
     }
     // w[i]: left in VRAM, hot in L1 cache
     // [end phase4]

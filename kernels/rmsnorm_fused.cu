@@ -190,12 +190,14 @@ __device__ __forceinline__ void store_any(T* p, const Pack<T, VEC>& v, unsigned 
 // gets the bit-identical total.  Called once per kernel (smem is not reused afterwards).
 // `block_allreduce_warp_totals` is its second half: `v` already the warp's total (the same in
 // every lane).
+// [region block_allreduce]
 __device__ __forceinline__ float block_allreduce_warp_totals(float v, float* smem) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     if (lane == 0) smem[warp] = v;
     __syncthreads();
     return warp_allreduce_sum(lane < nwarps ? smem[lane] : 0.0f);
 }
+// [end block_allreduce]
 __device__ __forceinline__ float block_allreduce_sum_full_warps(float v, float* smem) {
     return block_allreduce_warp_totals(warp_allreduce_sum(v), smem);
 }
@@ -324,6 +326,7 @@ __device__ __forceinline__ void rmsnorm_rows(RMSNORM_PARAMS(T, TW)) {
     constexpr int LOAD = TWO ? LOAD_PLAIN : F32_BLOCK ? LOAD_KEEP_L2 : LOAD_NO_L1;
     constexpr int STORE = TWO ? STORE_PLAIN : F32_BLOCK ? STORE_PLAIN : STORE_EVICT_FIRST;
     const unsigned long long load_pol = l2_policy<LOAD == LOAD_KEEP_L2 ? 2 : 0>();
+    // [region row_loads]
     Pack<T, VEC> px[CHUNKS], pg[CHUNKS];
     Pack<TW, VEC> pw[CHUNKS];
     // every chunk c of this thread's share of the row: vector j = t + c * nthreads, while j < nvec
@@ -340,6 +343,7 @@ __device__ __forceinline__ void rmsnorm_rows(RMSNORM_PARAMS(T, TW)) {
         pw[c] = load_any<LOAD_WEIGHT, TW, VEC>(w + (long long)j * VEC, 0, 0, aligned);
     };
     if (LOADS_FIRST) for_each_chunk(load_chunk);
+    // [end row_loads]
     // ... then sum x^2 (h^2 for the add op, after h = x + residual is rounded to T and
     // written); the gate op keeps x * silu(g) as fp32 in v, the others keep the row packed
     // (half the registers in fp16/bf16: more blocks per SM, more bytes in flight) and widen it
@@ -351,6 +355,7 @@ __device__ __forceinline__ void rmsnorm_rows(RMSNORM_PARAMS(T, TW)) {
     for (int c = 0; c < (CANON ? CHUNKS : 1); ++c) part[c] = 0.0f;
     float sumsq = 0.0f;
     const unsigned long long store_pol = l2_policy<STORE == STORE_EVICT_FIRST ? 1 : 0>();
+    // [region row_sum]
     for_each_chunk([&](int c, int j) {
         if (!LOADS_FIRST) load_chunk(c, j);
         if (MODE == MODE_ADD) {
@@ -361,6 +366,7 @@ __device__ __forceinline__ void rmsnorm_rows(RMSNORM_PARAMS(T, TW)) {
         float& acc = CANON ? part[CANON ? c : 0] : sumsq;
         add_squares<MODE == MODE_GATE>(px[c], pg[c], acc, v + (MODE == MODE_GATE ? c * VEC : 0));
     });
+    // [end row_sum]
     float total;
     if (WARP_ROW) {
         total = warp_allreduce_sum(sumsq);
@@ -385,6 +391,7 @@ __device__ __forceinline__ void rmsnorm_rows(RMSNORM_PARAMS(T, TW)) {
                                            : block_reduce_sum(sumsq, red);
         }
     }
+    // [region row_write]
     const float r = rsqrtf(__fdividef(total, (float)N) + eps);
     // phase 2: y = a * w * r, written once.
     with_out_kind(llama, w_offset, [&](auto kind) {
@@ -398,6 +405,7 @@ __device__ __forceinline__ void rmsnorm_rows(RMSNORM_PARAMS(T, TW)) {
             }
             store_any<STORE, T, VEC>(yr + (long long)j * VEC, py, store_pol, fits_l2, aligned);
         });
+    // [end row_write]
     });
 }
 // [end rows]

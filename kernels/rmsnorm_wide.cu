@@ -387,9 +387,11 @@ __device__ __forceinline__ void cluster_row(WIDE_ROW_PARAMS(T, WT)) {
     // the weight (L2-resident: every row reads it) once x's registers are folded: its latency
     // hides behind the block and cluster reductions, and the gate op's x and g are dead by now
     load_weight_slice<WT, VEC, CHUNKS>(pw, w, s);
+    // [region cluster_exchange]
     const float cta = cta_allreduce_sum<THREADS>(sumsq, warp_sums, s.t);
     // steps 3 and 4: the row sum, in rank order (the same bits in every CTA)
     const float r = exchange_rstd_barrier<CLUSTER>(cta, cta_sums, s.rank, s.t, N, eps);
+    // [end cluster_exchange]
     if (s.rank == 0 && s.t == 0) rstd[s.row] = r;
     // step 5: y from the registers
     const unsigned long long pol = evict_first_policy();

@@ -39,7 +39,14 @@ def code(src, slide="-", **extra_meta):
     return new_code_cell(src.strip("\n"), metadata=meta)
 
 
+#: The cell metadata key that holds speaker notes (gpu_viz.slides.SPEAKER_NOTES_KEY, which the deck
+#: build reads; kept here too so the format checker needs no gpu_viz import).
+SPEAKER_NOTES_KEY = "speaker_notes"
+
+
 def notes(src):
+    """Speaker notes for the slide so far.  A notes cell while a notebook is assembled; :func:`write`
+    folds it into the metadata of the cell above (the learner's notebook shows no notes)."""
     return md(src, "notes")
 
 
@@ -92,10 +99,13 @@ def header(number, slug, title, intro="", recorded=False):
 
 
 def write(path, cells):
+    from gpu_viz.slides import fold_speaker_notes
+
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
     })
+    fold_speaker_notes(nb)   # notes go to the cell above's metadata: the deck shows them, the notebook not
     nbformat.validate(nb)
     with open(path, "w", encoding="utf-8") as f:
         nbformat.write(nb, f)

@@ -28,6 +28,9 @@ REPO = HERE.parent
 NOTEBOOKS = REPO / "notebooks"
 NAME_RE = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
 SLIDE_TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}
+#: Where a cell keeps its slide's speaker notes (gpu_viz.slides.SPEAKER_NOTES_KEY: the deck build
+#: turns them into notes; the learner's notebook shows nothing).
+SPEAKER_NOTES_KEY = nbkit.SPEAKER_NOTES_KEY
 EXECUTION_NB_KEYS = ("widgets", "gpu_viz_build", "papermill")
 CELL_META_DROP = {"collapsed", "scrolled", "execution", "ExecuteTime"}
 #: A markdown claim that numbers are measured now ("timed live", "the live speed-up", "the same
@@ -62,8 +65,8 @@ def check_notebook(nb, filename: str) -> List[str]:
     Rules: valid nbformat 4; NN_topic.ipynb name; no outputs or execution counts; a ``slideshow``
     slide_type on every cell; the standard header (nbkit.header: Colab badge for this file and a
     ``# title`` in cell 0, the install cell from nbkit.COURSE_REPO skipped on slides in cell 1,
-    ``gpu_viz.banner()`` or ``gpu_viz.banner(recorded=True)`` in cell 2); at least one speaker-notes
-    cell; no markdown cell that says a number is live (measured / timed / a table or speed-up "live") without also saying
+    ``gpu_viz.banner()`` or ``gpu_viz.banner(recorded=True)`` in cell 2); speaker notes only in cell
+    metadata (:data:`SPEAKER_NOTES_KEY`), never as cells of their own, and at least one; no markdown cell that says a number is live (measured / timed / a table or speed-up "live") without also saying
     what CPU mode shows instead (``LIVE_CLAIM_RE``, ``CPU_MODE_RE``): in CPU mode nothing is
     timed, and the text must not claim otherwise.
     """
@@ -107,8 +110,13 @@ def check_notebook(nb, filename: str) -> List[str]:
                         f"{nbkit.install_spec()!r} when gpu_viz is missing)")
     if c2.cell_type != "code" or not any(call in _source(c2) for call in nbkit.BANNER_CALLS.values()):
         problems.append(f"cell 2 does not call {' or '.join(nbkit.BANNER_CALLS.values())}")
-    if not any(c.metadata.get("slideshow", {}).get("slide_type") == "notes" for c in cells):
-        problems.append("no speaker-notes cell (nbkit.notes)")
+    for i, c in enumerate(cells):
+        if c.metadata.get("slideshow", {}).get("slide_type") == "notes":
+            problems.append(f"cell {i} is a speaker-notes cell in the learner's way: keep notes in the "
+                            f"metadata of the cell above ({SPEAKER_NOTES_KEY!r}; nbkit.write folds nbkit.notes "
+                            "cells there, gpu_viz.slides.fold_speaker_notes does it for a notebook)")
+    if not any(c.metadata.get(SPEAKER_NOTES_KEY) for c in cells):
+        problems.append(f"no speaker notes (cell metadata {SPEAKER_NOTES_KEY!r})")
     return problems
 
 

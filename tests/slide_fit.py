@@ -19,7 +19,11 @@
 - ``lone word on the last line``: a wrapped caption, paragraph, list item or printed line, or a
   multi-row SVG label, ends on one short word ("(not" / "live)");
 - ``only a title``: the slide shows its heading and nothing else (e.g. a figure whose cell printed
-  nothing: a kernel with a headless matplotlib backend draws no output).
+  nothing: a kernel with a headless matplotlib backend draws no output);
+- ``says only what did not run``: every text block is a "not run / SKIPPED" line and nothing else
+  is shown (a CPU build's dead slide: show a recorded figure with its label, or the model's run);
+- ``a value reads nan``: a number shown as nan ("total = nan");
+- ``caption larger than its table``: the paragraph right after a table in a bigger font than it.
 
 Used by tests/test_slide_fit.py on every slide of every deck; its own behaviour is tested there
 on a page built to break each rule.
@@ -28,6 +32,8 @@ from gpu_viz.slides import MIN_TEXT_PX
 
 CHECK_JS = r"""(minPx) => {
   const MAX_LONE = 6;   // characters: a last line of one word this short reads as a leftover
+  const MAX_PRINTED_LINES = 4;   // printed lines a slide may show as raw text
+  const MAX_PROSE_LINES = 5;     // lines of one output paragraph
   const scale = Reveal.getScale ? Reveal.getScale() : 1;
   const sec = Reveal.getCurrentSlide();
   const out = [];
@@ -218,6 +224,65 @@ CHECK_JS = r"""(minPx) => {
     }
   }
   for (const w of lone) out.push('lone word on the last line: ' + w);
+  // 11. a slide that says only what did not run (a CPU build's dead slide): every text block
+  //     outside the headings is a "not run / not launched / SKIPPED" line, and there is no figure,
+  //     table or player to look at
+  const NOT_RUN = /\b(not (run|launched|measured|timed|attempted)|NOT (run|launched|measured|timed|attempted)|SKIPPED|(was|were) NOT|needs a GPU|nothing (was|is) (timed|measured|run|launched))\b/;
+  // the slide's outputs when it has any (a status line under an introduction is still a dead
+  // output), else its text
+  const outs = [...sec.querySelectorAll('.jp-OutputArea-output')].filter(el => !skip(el) && shown(el));
+  const blocks = (outs.length ? outs : [...sec.querySelectorAll('p, li, pre, td, caption')]).filter(
+      el => !skip(el) && shown(el) && !el.closest(heading) && !el.closest('.gpu-viz-player')
+            && (outs.length || !el.querySelector('p, li, pre')) && el.textContent.trim());
+  const visual = [...sec.querySelectorAll('svg, img, canvas, table, .gpu-viz-player')].some(
+      el => !skip(el) && shown(el) && !el.closest(heading));
+  // a block is dead when each of its lines (or sentences) says what did not run
+  // (a provenance "Data: ... nothing was measured" is a label, not a line of content either way)
+  const dead = (el) => {
+    const lines = el.innerText.split(/\n|(?<=\.)\s+(?=[A-Z])/).map(t => t.replace(/\b[Dd]ata:.*$/, '').trim())
+                              .filter(Boolean);
+    // a line that quotes a recorded run ("recorded on ...", "30 of 30 passed") says something
+    return lines.length > 0 && lines.every(t => NOT_RUN.test(t) && !/\brecorded on\b|\b\d+ of \d+\b/.test(t));
+  };
+  const title = sec.querySelector('h1');   // the title slide's banner says the mode: that is its job
+  if (blocks.length && !visual && !title && blocks.every(dead)) {
+    out.push('says only what did not run: ' + name(blocks[0]));
+  }
+  // 12. a value that reads nan ("total = nan"): a computation shown with nothing to show
+  const nanText = document.createTreeWalker(sec, NodeFilter.SHOW_TEXT);
+  for (let n = nanText.nextNode(); n; n = nanText.nextNode()) {
+    const el = n.parentElement;
+    if (!el || skip(el) || !shown(el)) continue;
+    // a printed float: "= nan", ": nan", a lone "nan" (Python's); "NaN" in prose is a word
+    const m = n.textContent.match(/(^|[\s=:(,])nan(?=[\s,;).]|$)/);
+    if (m) { out.push('a value reads nan: ' + name(el)); break; }
+  }
+  // 13. a caption larger than the table it captions: the paragraph right after a table, in the
+  //     same output, drawn in a bigger font than the table's cells
+  for (const t of sec.querySelectorAll('table')) {
+    if (skip(t) || !shown(t)) continue;
+    const next = t.nextElementSibling;
+    if (!next || next.tagName !== 'P' || !shown(next)) continue;
+    const cell = t.querySelector('td, th') || t;
+    const ft = parseFloat(getComputedStyle(cell).fontSize), fp = parseFloat(getComputedStyle(next).fontSize);
+    if (fp > ft + 0.5) out.push('caption larger than its table (' + Math.round(fp) + ' px vs ' + Math.round(ft)
+                                + ' px): ' + name(next));
+  }
+  // 14. a wall of raw output: printed text (not code, not a player's source) more than
+  //     MAX_PRINTED_LINES lines tall on the slide -- a table or a figure says it better
+  //     (code shown as code -- a listing, a highlighted block -- is the point of its slide; the
+  //     title slide's banner says the mode), and an output paragraph of more than MAX_PROSE_LINES
+  //     lines: a claim said as a wall of prose
+  if (!sec.querySelector('h1')) {
+    for (const el of sec.querySelectorAll('.jp-OutputArea-output pre, .jp-OutputArea-output p')) {
+      if (skip(el) || !shown(el) || el.closest('.gpu-viz-player, .highlight') || el.classList.contains('gv-code')) continue;
+      const prose = el.tagName === 'P';
+      const lh = parseFloat(getComputedStyle(el).lineHeight) || 24;
+      const lines = Math.round((el.getBoundingClientRect().height / scale - (prose ? 0 : 8)) / lh);
+      if (lines > (prose ? MAX_PROSE_LINES : MAX_PRINTED_LINES))
+        out.push('a wall of ' + (prose ? 'prose' : 'raw output') + ' (' + lines + ' lines): ' + name(el));
+    }
+  }
   return out;
 }"""
 

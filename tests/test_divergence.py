@@ -50,7 +50,8 @@ def test_frames_render():
     assert len(an) == 5
     lit = {f.line for f in an.frames if f.line}
     src = DIVERGENCE.source()
-    assert lit == {src.line_of("path_a("), src.line_of("path_b(")}
+    assert lit == {src.line_of("path_a("), src.line_of("path_b("), src.line_of("if (take_a)")}
+    assert an.frames[-1].line == src.line_of("if (take_a)")   # the summary points at the branch
 
 
 def test_mask_bits():

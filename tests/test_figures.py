@@ -385,7 +385,7 @@ print(sorted(data), data.get("image/svg+xml", "").count("<text"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     formats, n_text = out.stdout.split("] ")
-    assert formats == "['image/svg+xml', 'text/plain'" and int(n_text) >= 1
+    assert formats == "['image/svg+xml', 'text/html', 'text/plain'" and int(n_text) >= 1
 
 
 def test_subplots_refuses_a_figure_over_the_slide():
@@ -587,3 +587,44 @@ def test_wrapped_figure_text_leaves_no_lone_word_and_keeps_names_whole():
             if len(out) > 1:
                 assert len(out[-1].split()) > 1 or len(out[-1]) > 6, (width_in, out)
             assert not any(a.endswith("NVIDIA") for a in out[:-1]), (width_in, out)
+
+
+def test_a_figure_fits_the_notebooks_output_width_and_keeps_its_size_in_a_deck():
+    """Bug class: figures are drawn ~1,150 px wide and ran past JupyterLab's ~1,000 px output area,
+    cutting legends and axes.  In a notebook a figure's HTML rendering scales down to the output
+    width (max-width: 100%, as the players do); the deck keeps the drawn size (its slide-fit check
+    measures the labels at that size).  The SVG is drawn once for both.  (A fresh interpreter: an
+    IPython shell is a process-wide singleton.)"""
+    import json
+    import subprocess
+    import sys
+
+    code = """
+import json
+import matplotlib; matplotlib.use("Agg")
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+import matplotlib.pyplot as plt
+from matplotlib.backend_bases import FigureCanvasBase
+import nbformat
+from gpu_viz import slides
+from gpu_viz.figures import style
+style.use(); style.use()           # idempotent: no second wrapper round the first
+fig, ax = plt.subplots(figsize=style.MAX_FIGSIZE_IN); ax.plot([0, 1], [1, 0])
+calls, real = [], FigureCanvasBase.print_figure
+FigureCanvasBase.print_figure = lambda self, *a, **k: calls.append(1) or real(self, *a, **k)
+data, _ = shell.display_formatter.format(fig)
+FigureCanvasBase.print_figure = real
+nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("fig")])
+nb.cells[0].outputs = [nbformat.v4.new_output("display_data", data=data)]
+converted = slides.inline_svg(nb)
+print(json.dumps({"calls": len(calls), "html": data["text/html"], "converted": converted,
+                  "deck": nb.cells[0].outputs[0]["data"]["text/html"]}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["calls"] == 1, f"the SVG was drawn {r['calls']} times"
+    assert 'style="max-width:100%;height:auto"' in r["html"] and r["html"].count("<svg") == 1
+    assert "<?xml" not in r["html"]
+    assert r["converted"] == 1 and r["deck"].startswith('<div class="gv-figure">') and "max-width:100%" not in r["deck"]

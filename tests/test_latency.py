@@ -70,3 +70,19 @@ def test_caption_words():
     tr = L.simulate(1, 10, 2, 1)
     assert "issues a load; its data arrives at cycle 10" in F.caption(tr, 0)
     assert "every warp is waiting" in F.caption(tr, 5)
+
+
+def test_few_warps_against_many_side_by_side():
+    """Bug class: deck 04's only animation showed latency NOT hidden (8 warps, 18 % busy).  The
+    contrast player draws few warps and many on one time axis, and the many stay busier."""
+    from gpu_viz.frames import latency as fr
+    from gpu_viz.model import latency as lm
+
+    runs = [lm.simulate(n, 691, 16, 5) for n in (2, 16, 42)]
+    frames = fr.contrast_frames(runs, ["2 warps", "16 warps", "42 warps"], count=8)
+    assert len(frames) == 8 and all(f.markup.startswith("<svg") for f in frames)
+    busy = [float(x) for x in __import__("re").findall(r"(\d+)% busy", frames[-1].caption)]
+    assert busy == sorted(busy) and busy[0] < 10 < 80 < busy[-1], frames[-1].caption
+    assert "100% busy" not in frames[0].caption          # no trivial first frame at cycle 0
+    with pytest.raises(ValueError, match="one label per trace"):
+        fr.contrast_drawing(runs, 10, ["one"])

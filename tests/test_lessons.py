@@ -248,3 +248,22 @@ def test_show_outside_a_notebook_prints_one_line_not_the_html(capsys):
     out = capsys.readouterr().out
     assert len(out) < 1000 and "<div" not in out and "static_html()" in out, out[:2000]
     assert out.startswith("<Animation 'C = A + B on 64 elements")
+
+
+def test_cpu_models_model_the_gpu_of_the_records_beside_them(monkeypatch):
+    """Bug class: notebook 03's model placed blocks on the L4's 58 SMs and 07's on the H200's 132,
+    both under captions that said L4.  In CPU mode every model that invents %smid models the GPU
+    of the committed records (records.lesson_device) and its provenance names that GPU."""
+    from gpu_viz import backend
+    from gpu_viz.lessons import SCHEDULING, VECTOR_ADD
+    from gpu_viz.measure import records
+
+    monkeypatch.setattr(backend, "has_gpu", lambda: False)
+    info, _label = records.lesson_device()
+    short = info.name.replace("NVIDIA ", "")
+    for lesson, launch in ((VECTOR_ADD, {"n": 64, "block": 64}), (SCHEDULING, {"blocks": 300})):
+        tr = lesson.trace(seed=1, **launch)
+        assert tr.params["gpu"] == info.name, (lesson.stem, tr.params["gpu"])
+        assert f"{short}'s {info.sm_count} SMs" in tr.provenance, (lesson.stem, tr.provenance)
+        if short != "L4":
+            assert "L4" not in tr.provenance, (lesson.stem, tr.provenance)

@@ -1,7 +1,8 @@
 """Every notebooks/*.ipynb is committed in the course's format (scripts/strip_notebooks.py rules).
 
 No outputs or execution counts, valid nbformat, slideshow metadata on every cell, the standard
-header (Colab badge + install cell from nbkit.COURSE_REPO + banner), at least one notes cell.
+header (Colab badge + install cell from nbkit.COURSE_REPO + banner), speaker notes in cell metadata
+(never cells of their own in the learner's way).
 Fix a failing notebook with `python scripts/strip_notebooks.py` (outputs) or by regenerating it
 with scripts/nbkit.py (header, metadata).
 """
@@ -57,9 +58,11 @@ def test_rules_catch_outputs_and_execution_counts():
 
 def test_rules_catch_missing_slideshow_metadata_notes_and_header():
     assert any("cell 3 has no slideshow" in p for p in _broken(lambda nb: nb.cells[3].metadata.clear()))
-    no_notes = _broken(lambda nb: setattr(nb, "cells", [c for c in nb.cells
-                                                          if c.metadata["slideshow"]["slide_type"] != "notes"]))
-    assert any("speaker-notes" in p for p in no_notes)
+    no_notes = _broken(lambda nb: [c.metadata.pop(nbkit.SPEAKER_NOTES_KEY, None) for c in nb.cells])
+    assert any("no speaker notes" in p for p in no_notes)
+    # a notes cell of its own sits in the learner's notebook: the rule names it (notes go to metadata)
+    notes_cell = _broken(lambda nb: nb.cells.insert(4, nbkit.notes("say this")))
+    assert any("cell 4 is a speaker-notes cell in the learner's way" in p for p in notes_cell)
     other_repo = _broken(lambda nb: nb.cells[1].__setitem__("source", nb.cells[1].source.replace(
         nbkit.COURSE_REPO, "someone/else")))
     assert any("cell 1 is not the install cell" in p for p in other_repo)
@@ -258,7 +261,11 @@ def talk_problems(nb):
     title (``# ...``) and closes on its takeaways; no words from the project's own history."""
     import re
 
+    from gpu_viz.slides import expand_speaker_notes
+
     problems = []
+    nb = copy.deepcopy(nb)
+    expand_speaker_notes(nb)     # the deck's view: each cell's speaker_notes become the slide's notes
     groups = _slide_groups(nb)
     for k, g in enumerate(groups):
         shown = [c for c in g if c.metadata.get("slideshow", {}).get("slide_type") != "notes"]

@@ -77,8 +77,9 @@ def test_vector_add_draws_two_warps_and_says_so_for_more():
     tr = VECTOR_ADD.trace(seed=1, n=256, block=128)
     anim = VECTOR_ADD.animation(tr)
     assert len(anim) == 1 + 6 * va_frames.MAX_WARPS_DRAWN
-    assert "warps 2..7 issue the same six instructions" in anim.frames[-1].caption
-    assert sum(w.startswith("warp ") and len(w) <= 7 for w in texts(anim.frames[0].markup)) == 2
+    assert "warps 1..6 issue the same six instructions" in anim.frames[-1].caption
+    bands = [w for w in texts(anim.frames[0].markup) if w.startswith("warp ")]
+    assert bands == ["warp 0", "warp 7 (last)"], bands
 
 
 def test_divergence_lights_only_the_masked_lanes():
@@ -195,3 +196,36 @@ def test_latency_still_is_the_whole_run_with_its_provenance():
     with pytest.raises(ValueError, match="markup must be a non-empty"):
         from gpu_viz.widgets import Still
         Still("", title="t", provenance="p")
+
+
+def test_every_lessons_player_steps_to_a_new_picture():
+    """Bug class: notebook 07's player had 10 frames but 2 pictures.  In every lesson's player (CPU
+    model, its default launch) a step changes the drawing or the highlighted line."""
+    from gpu_viz.lessons import LESSONS
+
+    for stem, lesson in LESSONS.items():
+        an = lesson.animation(lesson.trace(seed=1))
+        same = [k for k in range(1, len(an)) if (an.frames[k].markup, an.frames[k].line)
+                == (an.frames[k - 1].markup, an.frames[k - 1].line)]
+        assert not same, f"{stem}: frames {same} repeat the frame before them"
+
+
+def test_every_frames_source_pane_shows_its_line_with_its_statement():
+    """Bug class: the panes of 06 and 07 showed the kernel's signature, or a loop's increment
+    without its ``for``.  For every frame of every lesson's player, the pane's window holds the
+    highlighted line and the first line of the statement it belongs to."""
+    from gpu_viz.lessons import LESSONS
+    from gpu_viz.widgets import player
+
+    for stem, lesson in LESSONS.items():
+        an = lesson.animation(lesson.trace(seed=1))
+        for k, f in enumerate(an.frames):
+            assert f.line is not None or k == 0, f"{stem}: frame {k} highlights no line"
+            if f.line is None:
+                continue
+            first, last = player.source_window(an.source, f.line)
+            start = player.statement_start(an.source, f.line)
+            assert first <= start and f.line <= last, (stem, k, f.line, start, (first, last))
+            assert f'data-line="{f.line}"' in player.source_view(an.source, f.line)
+    src = "for (int i = 0;  // start\n     i < n;      // stop\n     i += s) {   // step\n  y[i] = x[i];\n}"
+    assert player.statement_start(src, 3) == 1 and player.statement_start(src, 4) == 4

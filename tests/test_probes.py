@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 
+from gpu_viz import kernels
 from gpu_viz.claims import probes
 from gpu_viz.rmsnorm import reference
 
@@ -17,9 +18,9 @@ def _good():
         {"op": "warp_order", "threads": 64, "block": 0, "warpid": [2, 3], "clk_offset": [0, 4], "smid": 7, "same_sm": True},
         {"op": "fp16_load", "sass": "LDG.E.U16", "bytes_per_lane": 2, "bytes_per_warp": 64},
         {"op": "reread_bandwidth", "level": "L2", "size_bytes": 8 << 20, "passes": 64, "median_us": 60.0,
-         "p10_us": 59.0, "p90_us": 61.0, "GBps": 8947.8},
+         "p10_us": 59.0, "p90_us": 61.0, "GBps": 8947.8, "loads": probes.REREAD_LOADS},
         {"op": "reread_bandwidth", "level": "DRAM", "size_bytes": 1 << 30, "passes": 1, "median_us": 250.0,
-         "p10_us": 249.0, "p90_us": 251.0, "GBps": 4295.0}] + _residency_rows() + [
+         "p10_us": 249.0, "p90_us": 251.0, "GBps": 4295.0, "loads": probes.REREAD_LOADS}] + _residency_rows() + [
         {"op": "grid_stride", "impl": "scale_grid_stride", "grid": 132, "block": 1024, "n": 1 << 24,
          "timing": "kernel", "median_us": 40.0, "p10_us": 39.5, "p90_us": 40.5, "GBps": 3355.4}]}
 
@@ -96,6 +97,9 @@ def test_probes_record_runs_every_probe(tmp_path):
         assert dbl[(t, 1)]["makespan_us"] > dbl[(t, 0)]["makespan_us"]
     bw = {r["level"]: r["GBps"] for r in rec["rows"] if r["op"] == "reread_bandwidth"}
     assert bw["L2"] > bw["DRAM"], bw   # a buffer in L2, re-read, beats one pass over DRAM
+    # the L2 figure is L2's: the re-read bypasses L1, and the chip drawing may label it L2
+    assert all(probes.reread_measures_l2(r) for r in rec["rows"] if r["op"] == "reread_bandwidth")
+    assert probes.level_bandwidths([r for r in rec["rows"] if r["op"] == "reread_bandwidth"])["L2"] == bw["L2"]
     gs = {r["grid"]: r["median_us"] for r in rec["rows"] if r["op"] == "grid_stride"}
     assert len(gs) == 3 and gs[1] > max(v for g, v in gs.items() if g > 1), gs   # one block is the slowest
     res = {(r["level"], r["impl"]) for r in rec["rows"] if r["op"] == "data_residency"}
@@ -268,3 +272,98 @@ def test_hit_rates_record_on_the_gpu(tmp_path):
     rec = json.loads(hit_rates.record(tmp_path).read_text())
     by = {(r["level"], r["impl"]): r for r in rec["rows"]}
     assert len(by) == 4 and all(0 <= r["l1_hit_pct"] <= 100 for r in rec["rows"]), rec["rows"]
+
+
+def test_doubling_claim_never_teaches_a_rule_its_rows_contradict(monkeypatch):
+    """Bug class: the claim quoted 1,056 blocks taking 2.01 block-times and 2,048 taking 4.01 as
+    support for "waves = blocks / slots".  Where the rows follow the arithmetic the text says so;
+    where they do not, it calls the arithmetic a lower bound, with the numbers beside it."""
+    from gpu_viz.claims import text as claims
+
+    def row(threads, blocks, slots, took, first):
+        return {"op": "doubling_point", "threads": threads, "blocks": blocks, "slots": slots, "sm_count": 132,
+                "resident_blocks_per_sm": slots // 132, "first_wave_blocks": first, "block_us_median": 10.4,
+                "makespan_us": 10.4 * took, "makespan_blocks": took}
+
+    follows = [row(1024, 264, 264, 1.04, 264), row(1024, 265, 264, 2.01, 264), row(1024, 2048, 264, 8.34, 264)]
+    breaks = [row(256, 1056, 1056, 2.01, 911), row(256, 1057, 1056, 2.10, 871), row(256, 2048, 1056, 4.01, 883)]
+    monkeypatch.setattr(probes, "current", lambda op: (follows + breaks, "recorded on X, D (not live)"))
+    text = claims.doubling_point()
+    assert "At 1024 threads per block the silicon follows the arithmetic" in text
+    assert "At 256 it does not" in text and "lower bound on the makespan, not a prediction" in text
+    assert "| 256 | 2,048 | 2 | **4.01** |" in text and "recorded on X" in text
+    monkeypatch.setattr(probes, "current", lambda op: (follows, "recorded on X, D (not live)"))
+    text = claims.doubling_point()
+    assert "does not" not in text and "follows the arithmetic" in text
+
+
+def test_an_l1_cacheable_reread_is_never_labelled_l2(monkeypatch):
+    """Bug class: notebook 01 wrote 15,020 GB/s on the chip's L2 box, from a re-read whose loads
+    were L1-cacheable and whose per-SM share fit L1.  A row of that probe (no ``loads``) is said
+    to be mostly L1 and is not drawn as L2; the probe that bypasses L1 is."""
+    from gpu_viz.claims import text as claims
+
+    old = [dict(r) for r in _good()["rows"] if r["op"] == "reread_bandwidth"]
+    for r in old:
+        r.pop("loads", None)
+    assert "L2" not in probes.level_bandwidths(old) and "DRAM" in probes.level_bandwidths(old)
+    monkeypatch.setattr(probes, "current", lambda op: (old, "recorded on X, D (not live)"))
+    text = claims.l2_bandwidth()
+    assert "mostly L1, not L2" in text and "__ldcg" in text
+    new = [dict(r, loads=probes.REREAD_LOADS) for r in old]
+    assert probes.level_bandwidths(new)["L2"] == next(r["GBps"] for r in new if r["level"] == "L2")
+    monkeypatch.setattr(probes, "current", lambda op: (new, "recorded on X, D (not live)"))
+    assert "L1 bypassed" in claims.l2_bandwidth() and "mostly L1" not in claims.l2_bandwidth()
+
+
+@pytest.mark.skipif(kernels.find_tool("nvcc") is None or kernels.find_tool("cuobjdump") is None,
+                    reason="needs nvcc and cuobjdump")
+def test_the_reread_probe_bypasses_l1_in_the_sass():
+    """The re-read's global loads are not L1-cacheable on any arch: ld.global.cg (no .CONSTANT /
+    plain cached LDG), so the probe times L2."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    for arch in kernels.ARCHES:
+        with tempfile.TemporaryDirectory() as tmp:
+            cubin = Path(tmp) / "p.cubin"
+            kernels.nvcc_compile("probes.cu", arch, cubin=cubin)
+            sass = subprocess.run([kernels.find_tool("cuobjdump"), "-sass", "-fun", "reread", str(cubin)],
+                                  capture_output=True, text=True, check=True).stdout
+        loads = re.findall(r"\bLDG\.[\w.]+", sass)
+        assert loads, (arch, sass[:400])
+        # .STRONG.GPU (sm_70+) or .CG: cached at the GPU level (L2); a plain LDG.E.128 would cache in L1
+        assert all(".STRONG.GPU" in ld or ".CG" in ld for ld in loads), (arch, loads)
+
+
+def test_warp_order_says_what_the_clocks_say(monkeypatch):
+    """Bug class: the text said two warps "issue in the same cycle" beside a record of +2 cycles."""
+    from gpu_viz.claims import text as claims
+
+    rows = [r for r in _good()["rows"] if r["op"] == "warp_order"]
+    monkeypatch.setattr(probes, "current", lambda op: (rows, "recorded on X, D (not live)"))
+    text = claims.warp_order()
+    assert "same cycle" not in text and "4 cycles apart" in text
+    monkeypatch.setattr(probes, "current", lambda op: ([dict(r, clk_offset=[0, 0]) for r in rows], "recorded on X"))
+    assert "within a cycle" in claims.warp_order()
+
+
+@pytest.mark.parametrize("gpu", ["T4", "L4", "A100", "H100", "H200"])
+def test_block_cap_claim_holds_on_every_gpu(gpu, monkeypatch):
+    """Bug class: "the cap is not the SM's size: an SM of a T4 holds 1,024 threads" contradicted
+    itself on the Colab GPU.  On every spec sheet the text is true: where an SM holds exactly 1024
+    threads it says they coincide there; smem[32] is a consequence of the cap."""
+    from gpu_viz import device
+    from gpu_viz.exercises import core
+    from gpu_viz.claims import text as claims
+
+    info = device.SPEC_SHEETS[gpu]
+    monkeypatch.setattr(core, "info", lambda: info)
+    text = claims.block_cap()
+    assert f"holds {info.max_threads_per_sm:,} threads" in text and "compute capability 2.0" in text
+    assert "consequence of the cap, not its cause" in text
+    if info.max_threads_per_sm == 1024:
+        assert "coincide" in text and "not the SM's size" not in text
+    else:
+        assert "coincide" not in text

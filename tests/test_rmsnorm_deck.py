@@ -214,8 +214,8 @@ def test_regions_are_the_deck_phases():
     """The regions the notebooks show; phase 3 (thread 0 publishes the RMS) is the same code in
     both variants: the guarded one differs from the deck's only in phase 2."""
     for region, needle in [("phase1", "local += v * v;"), ("phase2", "float total = (tid < 32) ? smem[tid] : 0;"),
-                           ("phase3", "if (tid == 0) {"), ("phase3", "smem_rms = rsqrtf(mean + eps);"),
-                           ("phase4", "float rms = smem_rms;"),
+                           ("phase3", "if (tid == 0) {"), ("phase3", "smem_rstd = rsqrtf(mean + eps);"),
+                           ("phase4", "float rstd = smem_rstd;"),
                            ("guarded_phase2", "block_reduce_sum(local, smem)"),
                            ("guarded_phase2", "deck_phase2(local, smem)")]:
         assert needle in kernels.snippet(deck.FILE, region).text, (region, needle)

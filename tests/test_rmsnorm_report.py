@@ -271,7 +271,8 @@ def test_bar_chart_shape_labels_never_split_a_shape(record):
 def test_nb10_slides_name_what_they_show():
     """Items an instructor caught: titles true in CPU mode, the copy line a reference, the launcher."""
     nb = nbformat.read(str(NB10), as_version=4)
-    text = "\n".join(c.source for c in nb.cells)
+    # the slides' words: every cell and the speaker notes each keeps in its metadata
+    text = "\n".join(c.source + "\n" + c.metadata.get("speaker_notes", "") for c in nb.cells)
     assert "measured here" not in "\n".join(c.source for c in nb.cells if c.source.startswith("###"))
     assert "cannot beat a copy --" in text and "the measurement wins" in text
     assert "launches through ctypes" not in text and "reads the record's launcher field" in text

@@ -74,15 +74,71 @@ def test_max_concurrent():
 
 
 def test_frames_render():
-    tr = SCHEDULING.trace(blocks=300, threads=512, spin_cycles=5000)
+    tr = SCHEDULING.trace(blocks=3000, threads=512, spin_cycles=5000)
     an = frames.animation(tr, frames=4)
-    assert len(an) == 4 and all(f.markup.startswith("<svg") for f in an.frames)
-    assert "still wait in the queue" in an.frames[0].caption
+    assert 2 <= len(an) <= 4 and all(f.markup.startswith("<svg") for f in an.frames)
+    assert "in the queue" in an.frames[0].caption and "done" in an.frames[-1].caption
     fig = frames.timeline_figure(tr)
     assert fig.axes
 
 
 @pytest.mark.slow
+
+
+def test_each_frame_is_a_new_picture_with_the_line_that_matters():
+    """Bug class: the player stepped through 10 frames of 2 pictures, its source pane on the
+    kernel's signature.  Consecutive frames differ; each highlights a line of the kernel's body:
+    the %smid / %globaltimer record, the spin, or the end record."""
+    src = SCHEDULING.source().text.splitlines()
+    for launch in ({"blocks": 2048, "threads": 256}, {"blocks": 2048, "threads": 1024}, {"blocks": 100, "threads": 64}):
+        an = frames.animation(SCHEDULING.trace(spin_cycles=20000, **launch), frames=10)
+        marks = [f.markup for f in an.frames]
+        assert all(a != b for a, b in zip(marks, marks[1:])), launch
+        for f in an.frames:
+            assert f.line is not None and any(k in src[f.line - 1] for k in ("smid()", "clock64() - t0", "t_end[")), \
+                (launch, f.caption, src[f.line - 1] if f.line else None)
+
+
+def _recorded(tr, **extra):
+    """A scheduling record holding ``tr``'s timeline, as ``gpu-viz record scheduling`` writes it."""
+    import dataclasses
+
+    silicon = dataclasses.replace(tr, source="gpu", simulated=())
+    return {"date": "2026-12-05", "gpu": "NVIDIA H200", "driver": "580", **extra,
+            frames.TIMELINE_KEY: [frames.timeline_entry(silicon)]}
+
+
+def test_recorded_timeline_round_trips_with_its_label():
+    """CPU mode draws the silicon's run from the committed record: the per-block timeline comes
+    back as a Trace labelled "recorded on <GPU>, <date>", not live, with the same summary."""
+    tr = SCHEDULING.trace(blocks=2048, threads=256, spin_cycles=20000)
+    rec = _recorded(tr)
+    back = frames.recorded_trace(rec, threads=256)
+    assert back is not None and back.source == "gpu"
+    assert "recorded on NVIDIA H200, 2026-12-05" in back.provenance and "not live" in back.provenance
+    a, b = frames.summary(tr), frames.summary(back)
+    for k in ("blocks", "sm_count", "resident_blocks_per_sm", "blocks_per_sm_hist", "waves", "max_concurrent_blocks_per_sm"):
+        assert a[k] == b[k], k
+    assert b["makespan_us"] == pytest.approx(a["makespan_us"], abs=1e-3)
+    assert frames.recorded_trace(rec, threads=1024) is None          # a launch it does not keep
+    assert frames.recorded_trace({"gpu": "x"}, threads=256) is None   # an older record: no timeline
+    with pytest.raises(ValueError, match="only a silicon trace"):
+        frames.timeline_entry(tr)                                    # a model is never recorded
+    bad = _recorded(tr)
+    bad[frames.TIMELINE_KEY][0]["t_end_ns"] = bad[frames.TIMELINE_KEY][0]["t_end_ns"][:-1]
+    with pytest.raises(ValueError, match="malformed"):
+        frames.recorded_trace(bad, threads=256)
+
+
+def test_mean_resident_says_how_full_the_slots_were_kept():
+    """The committed record's own numbers: 2048 blocks of 10.4 µs on 132 SMs in 42.1 µs kept 3.9
+    blocks per SM busy on average, of the 8 the occupancy allows."""
+    assert frames.mean_resident(2048, 10.432, 132, 42.08) == pytest.approx(3.85, abs=0.01)
+    s = frames.summary(SCHEDULING.trace(blocks=2048, threads=256, spin_cycles=20000))
+    assert s["mean_resident_blocks_per_sm"] <= s["resident_blocks_per_sm"] + 1e-9
+    assert frames.mean_resident(10, 1.0, 4, 0.0) is None
+
+
 @pytest.mark.skipif(kernels.find_tool("nvcc") is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("arch", kernels.ARCHES)
 def test_registers_never_bind_the_models_occupancy(arch):
@@ -113,6 +169,26 @@ def test_silicon_smid_and_times(blocks, threads, spin):
     assert s["max_concurrent_blocks_per_sm"] <= s["resident_blocks_per_sm"]
     if blocks >= 2 * S * s["resident_blocks_per_sm"]:
         assert s["sms_used"] == S
+
+
+@pytest.mark.gpu
+@pytest.mark.timing
+def test_scheduling_record_keeps_every_blocks_timeline(tmp_path):
+    """``gpu-viz record scheduling`` keeps each launch's per-block timeline; it reads back as the
+    Trace notebook 07 draws in CPU mode, with the record's summary."""
+    import json
+
+    from gpu_viz.measure import lessons
+
+    path = lessons.record("scheduling", tmp_path)
+    rec = json.loads(path.read_text())
+    for row in rec["rows"]:
+        back = frames.recorded_trace(rec, threads=row["threads"], blocks=row["blocks"])
+        assert back is not None, row["threads"]
+        s = frames.summary(back)
+        assert s["blocks_per_sm_hist"] == row["blocks_per_sm_hist"]
+        assert s["makespan_us"] == pytest.approx(row["makespan_us"], rel=1e-6)
+        assert s["mean_resident_blocks_per_sm"] == pytest.approx(row["mean_resident_blocks_per_sm"], rel=1e-6)
 
 
 @pytest.mark.gpu
@@ -176,6 +252,6 @@ def test_waves_keep_distinct_colours_or_numbers():
     assert labels[0] == "w1" and 2 <= len(labels) <= frames._MAX_WAVE_LABELS, labels
     plt.close(fig)
     anim = frames.animation(tr, frames=10)
-    mid = anim.frames[5].markup
+    mid = anim.frames[len(anim) // 2].markup
     assert re.search(r">w\d+</text>", mid), "the running waves' swatches carry no number"
-    assert "frame 1 of 10" in anim.static_html()
+    assert f"frame 1 of {len(anim)}" in anim.static_html()

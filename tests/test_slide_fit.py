@@ -52,6 +52,8 @@ BROKEN_PAGE = """<html><head><style>
   <table style="width: 420px; font: 20px monospace"><caption style="text-align: left">recorded on a GPU, a day (not live)</caption><tr><td>1</td></tr></table>
   <svg width="600" height="120"><g><text x="10" y="40" font-size="24">Data: recorded on a GPU, a day (not</text>
     <text x="10" y="80" font-size="24">live)</text></g></svg>
+  <table style="font: 20px sans-serif"><tr><td>x</td></tr></table><p style="font-size: 28px">Data: a caption too big</p>
+  <p style="font-size: 24px">total = nan</p>
   <div style="height: 900px">tall</div>
 </section></div>
 <script>window.Reveal = { getScale: () => 1, getCurrentSlide: () => document.getElementById('s') };</script>
@@ -77,6 +79,8 @@ def test_fit_checker_names_every_kind_of_defect(browser, tmp_path):
         assert "raster image" in text
         assert "control needs a kernel" in text and "input" in text
         assert "no speaker notes" in text
+        assert "caption larger than its table (28 px vs 20 px)" in text and "a Data: a caption" not in text
+        assert "a value reads nan" in text
         assert 'word broken across lines: "2026-12-02" in pre' in text   # at a hyphen, not a space
         assert 'lone word on the last line: "live)" in caption' in text
         assert 'lone word on the last line: "live)" in svg text "Data: recorded on a GPU, a day' in text
@@ -92,6 +96,13 @@ def test_fit_checker_names_every_kind_of_defect(browser, tmp_path):
             <script>window.Reveal = { getScale: () => 1,
                                       getCurrentSlide: () => document.getElementById('s') };</script>""")
         assert [p.split(":")[0] for p in problems(dp.page)] == ["only a title"], problems(dp.page)
+        # a CPU build's dead slide: nothing but what did not run
+        dp.page.set_content("""<section id="s" style="width:1280px;height:720px;font-size:24px">
+            <h2>Both variants, on the GPU</h2><pre>CPU mode: the kernels were not launched.</pre>
+            <aside class="notes">say this</aside></section>
+            <script>window.Reveal = { getScale: () => 1,
+                                      getCurrentSlide: () => document.getElementById('s') };</script>""")
+        assert [p.split(":")[0] for p in problems(dp.page)] == ["says only what did not run"], problems(dp.page)
     finally:
         dp.close()
         server.shutdown()
@@ -254,8 +265,8 @@ def test_index_page_says_what_the_keys_do(built_slides):
 @pytest.mark.slow
 def test_pdf_of_every_deck(browser, built_slides, tmp_path):
     """Print mode through Chromium: one page per slide, each page the slide's 16:9 size (a slide
-    that overflowed its page would add pages), for every deck built; the players print at their
-    last frame (the finished state), which pdf.show_last_frames moves each one to."""
+    that overflowed its page would add pages), for every deck built; the players print at the
+    frame each chose (pdf.show_print_frames), and no page's content touches the page's left edge."""
     from gpu_viz import pdf
 
     pypdf = pytest.importorskip("pypdf")
@@ -268,8 +279,8 @@ def test_pdf_of_every_deck(browser, built_slides, tmp_path):
     try:
         for d, path in zip(sorted(decks, key=lambda d: d.html.name), sorted(made)):
             dp.open_deck(d.html.name)
-            shown = pdf.show_last_frames(dp.page)
-            assert all(f == n - 1 for f, n in shown), f"{d.html.name}: players not at their last frame: {shown}"
+            shown = pdf.show_print_frames(dp.page)
+            assert all(f == want for f, _n, want in shown), f"{d.html.name}: players not at their print frame: {shown}"
             players += len(shown)
             total = dp.page.evaluate("Reveal.getTotalSlides()")
             reader = pypdf.PdfReader(str(path))
@@ -279,6 +290,40 @@ def test_pdf_of_every_deck(browser, built_slides, tmp_path):
                 assert abs(w / h - 16 / 9) < 0.01, f"{path.name} page {k + 1}: {w}x{h} is not 16:9"
         assert players or not any(n.startswith(("03_", "09_")) for n in (d.html.name for d in decks)), \
             "no static player found in the decks that have players"
+    finally:
+        dp.close()
+        server.shutdown()
+
+
+def test_print_mode_keeps_the_margin_and_prints_the_frame_that_teaches(browser, built_slides):
+    """Bug classes of the PDFs: every page's content sat flush against its left edge (reveal.js's
+    print mode wraps a slide in a .pdf-page the theme's padding rule missed), and 07's player printed
+    its last frame, every SM empty.  In print mode no page's text starts within 30 px of its left
+    edge, and 07's player shows the frame it chose, one with blocks running."""
+    from gpu_viz import pdf
+
+    deck = built_slides.deck("07_kernel_scheduling")
+    base, server = _serve(built_slides.out_dir)
+    dp = DeckPage(browser, base, viewport={"width": 1280, "height": 720})
+    try:
+        dp.page.goto(f"{base}/{deck.html.name}?print-pdf", wait_until="load")
+        dp.page.wait_for_function("window.gpuVizReady === true", timeout=60000)
+        dp.page.wait_for_timeout(500)
+        lefts = dp.page.evaluate("""() => Array.from(document.querySelectorAll('.pdf-page')).map(pg => {
+            const box = pg.getBoundingClientRect(); let min = Infinity;
+            const tw = document.createTreeWalker(pg, NodeFilter.SHOW_TEXT);
+            for (let n = tw.nextNode(); n; n = tw.nextNode()) {
+              const el = n.parentElement;
+              if (!n.textContent.trim() || !el || el.closest('aside.notes, script, style, .slide-number')) continue;
+              const r = document.createRange(); r.selectNodeContents(n);
+              for (const q of r.getClientRects()) if (q.width > 0) min = Math.min(min, q.left - box.left);
+            }
+            return min; })""")
+        assert lefts and min(lefts) >= 30, f"text within {min(lefts):.0f} px of a page's left edge: {lefts}"
+        shown = pdf.show_print_frames(dp.page)
+        assert shown and all(f == want for f, _n, want in shown), shown
+        caption = dp.page.locator(".gpu-viz-player .gpu-viz-caption").first.inner_text()
+        assert "running" in caption and "all 2,048 blocks done" not in caption, caption
     finally:
         dp.close()
         server.shutdown()

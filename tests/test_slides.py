@@ -9,6 +9,7 @@ import shutil
 
 import nbformat
 import pytest
+from pathlib import Path
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from conftest_slides import COURSE_NOTEBOOKS, DATA
@@ -552,3 +553,47 @@ def test_keep_whole_binds_numbers_to_units_and_shapes_on_both_sides():
                        ("2 xyz", "2 xyz")):
         assert words.keep_whole(text) == want, text
         assert words.plain(words.keep_whole(text)) == text
+
+
+def test_speaker_notes_fold_into_metadata_and_expand_for_the_deck():
+    """Notes live in the metadata of the cell above (the learner's notebook shows none) and come
+    back as notes cells in the deck's view, in the same place, exercise cells never carrying them."""
+    import nbformat
+
+    v4 = nbformat.v4
+
+    def cell(c, st, tags=()):
+        c.metadata["slideshow"] = {"slide_type": st}
+        if tags:
+            c.metadata["tags"] = list(tags)
+        return c
+
+    nb = v4.new_notebook(cells=[
+        cell(v4.new_markdown_cell("## A slide"), "slide"),
+        cell(v4.new_markdown_cell("first note"), "notes"),
+        cell(v4.new_markdown_cell("second note"), "notes"),
+        cell(v4.new_code_cell("answer = None"), "skip", ["exercise"]),
+        cell(v4.new_markdown_cell("after the exercise"), "notes"),
+    ])
+    assert slides.fold_speaker_notes(nb) == 3
+    assert [c.metadata["slideshow"]["slide_type"] for c in nb.cells] == ["slide", "skip"]
+    assert nb.cells[0].metadata[slides.SPEAKER_NOTES_KEY] == "first note\n\nsecond note\n\nafter the exercise"
+    assert slides.SPEAKER_NOTES_KEY not in nb.cells[1].metadata     # exercise cells are regenerated
+    assert slides.expand_speaker_notes(nb) == 1
+    assert [c.metadata["slideshow"]["slide_type"] for c in nb.cells] == ["slide", "notes", "skip"]
+    assert nb.cells[1].source.startswith("first note")
+    orphan = v4.new_notebook(cells=[cell(v4.new_markdown_cell("no host"), "notes")])
+    with pytest.raises(ValueError, match="no cell above"):
+        slides.fold_speaker_notes(orphan)
+
+
+def test_course_notebooks_keep_no_notes_cells():
+    """The class of item: speaker notes as cells in the learner's way.  Every notebook keeps its
+    notes in metadata; the deck still has notes on every slide (tests/test_notebook_format.py)."""
+    import nbformat
+
+    for path in sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        cells = [i for i, c in enumerate(nb.cells) if c.metadata.get("slideshow", {}).get("slide_type") == "notes"]
+        assert not cells, f"{path.name}: notes cells {cells}"
+        assert any(c.metadata.get(slides.SPEAKER_NOTES_KEY) for c in nb.cells), path.name

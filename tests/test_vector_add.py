@@ -113,3 +113,17 @@ def test_vector_add_model_equals_silicon(n, block, rng):
     for b in np.unique(gpu["block"]):
         assert len(np.unique(gpu["smid"][gpu["block"] == b])) == 1
     assert [s.label for s in cpu.steps] == [s.label for s in gpu.steps]
+
+
+def test_player_draws_the_last_warp_where_the_guard_bites():
+    """Bug class: the player drew warps 0-1 only, though notebook 03's exercise asks about the last
+    warp (n = 100, block = 96: 6 warps, the last with no useful lane).  With more warps than bands,
+    the first and the last are drawn, the launch frame first."""
+    from gpu_viz.frames import vector_add as fr
+
+    tr = VECTOR_ADD.trace(n=100, block=96)
+    assert fr.drawn_warps(tr) == [0, tr.params["warps"] - 1]
+    an = VECTOR_ADD.animation(tr)
+    assert an.frames[0].caption.startswith("launch")
+    assert f"warp {tr.params['warps'] - 1} (last)" in an.frames[-1].markup
+    assert fr.drawn_warps(VECTOR_ADD.trace(n=64, block=64)) == [0, 1]

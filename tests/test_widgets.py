@@ -97,7 +97,7 @@ def test_live_player_steps_and_highlights():
     box = anim.live(live_id="x1")
     assert isinstance(box, ipywidgets.VBox)
     assert {"gpu-viz-live-player", "gpu-viz-live-x1"} <= set(box._dom_classes)
-    header, body, caption, controls = box.children
+    header, controls, caption, body = box.children
     play, back, fwd, slider, counter, speed = controls.children
     assert anim.frames[0].markup in body.value and "frame 1 of 3" in counter.value
     fwd.click()
@@ -135,3 +135,15 @@ def test_bundle_carries_static_html_and_metadata():
     data, meta = anim._repr_mimebundle_()
     assert "text/html" in data and "gpu-viz-player" in data["text/html"]
     assert meta["gpu_viz"]["player"] is True
+
+
+def test_the_controls_sit_above_the_drawing_in_both_players():
+    """Bug class: at 1024x768 the 09 player needed a scroll between its drawing and its buttons
+    (the source pane wraps below a drawing in a narrow output).  Both players put the controls
+    and the caption above the drawing."""
+    anim = Animation(frames(3), title="T", provenance="p", source=SRC)
+    html = anim.static_html()
+    assert html.index("gpu-viz-controls") < html.index("gpu-viz-caption") < html.index("gpu-viz-body")
+    ipywidgets = pytest.importorskip("ipywidgets")
+    header, controls, caption, body = anim.live().children
+    assert isinstance(controls, ipywidgets.HBox) and "<svg" in body.value

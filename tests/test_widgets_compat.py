@@ -94,7 +94,25 @@ def check_lessons():
     drive(RMSNORM_DECK.animation(RMSNORM_DECK.trace(seed=9), warp=5))
     return "lesson players"
 
-factories = [check_animation, check_lessons]
+def check_show_live():
+    """A live control with its static twin (notebook 07's sliders, 04.hide's slider): the widget
+    carries the twin's class and its model id goes into the widget-view output."""
+    import IPython.display as ipd
+    from gpu_viz.widgets import show_live
+    box = ipywidgets.VBox([ipywidgets.IntSlider(value=1, description="warps"), ipywidgets.HTML("x")])
+    calls, orig = [], ipd.display
+    ipd.display = lambda *a, **k: calls.append((a, k))
+    try:
+        show_live(box, "<p>needs a kernel</p>")
+    finally:
+        ipd.display = orig
+    (static, _ks), (live, kl) = calls
+    live_id = static[0]["text/html"].split('data-live="')[1].split('"')[0]
+    assert f"gpu-viz-live-{live_id}" in box._dom_classes
+    assert live[0]["application/vnd.jupyter.widget-view+json"]["model_id"] == box.model_id
+    return "show_live"
+
+factories = [check_animation, check_lessons, check_show_live]
 done = [f() for f in factories]
 print(json.dumps({"ipywidgets": ipywidgets.__version__, "checked": done}))
 '''
@@ -124,14 +142,14 @@ def ipywidgets7():
 def test_live_widgets_under_ipywidgets_8():
     out = _run_check({})
     assert out["ipywidgets"].startswith("8."), out
-    assert out["checked"] == ["Animation.live", "lesson players"]
+    assert out["checked"] == ["Animation.live", "lesson players", "show_live"]
 
 
 @pytest.mark.slow
 def test_live_widgets_under_ipywidgets_7_7_1(ipywidgets7):
     out = _run_check({"PYTHONPATH": os.pathsep.join([str(ipywidgets7), str(ROOT)])})
     assert out["ipywidgets"] == "7.7.1", out
-    assert out["checked"] == ["Animation.live", "lesson players"]
+    assert out["checked"] == ["Animation.live", "lesson players", "show_live"]
 
 
 # ----------------------------------------------------------------------------- static scan

@@ -337,8 +337,13 @@ def record(out=None, dtypes=RECORD_DTYPES):
     lines = conclusion(rows, dtype=dtypes[0])
     for ln in lines:
         print(ln)
+    from ..rmsnorm import launcher
+
+    # how the fused norms were called: per-call times through Python's ctypes and through the C++
+    # launcher differ by microseconds a call, which this record's three norms per step add up
     rec = records.new_record(rows, deck_claim_speedup=DECK_CLAIM, conclusion=lines, conclusion_dtype=dtypes[0],
-                             config=dataclasses.asdict(Config()), shapes=[list(s) for s in SHAPES])
+                             config=dataclasses.asdict(Config()), shapes=[list(s) for s in SHAPES],
+                             launcher=launcher.status())
     return records.save_record(rec, tag="decoder", directory=out)
 
 

@@ -229,8 +229,33 @@ def l2_bandwidth() -> List[Dict]:
     rows = []
     for level, nbytes, passes in (("L2", small, L2_PASSES), ("DRAM", 1 << 30, 1)):
         r = _reread(nbytes, passes)
-        rows.append({"op": "reread_bandwidth", "impl": "reread", "level": level, "timing": "call", **r})
+        rows.append({"op": "reread_bandwidth", "impl": "reread", "level": level, "timing": "call",
+                     "loads": REREAD_LOADS, **r})
     return rows
+
+
+#: How ``reread`` loads (recorded with its rows): ld.global.cg, cached in L2 and not in L1.  A row
+#: without it comes from the earlier probe, whose L1-cacheable loads let each SM re-read its share
+#: from L1 (:func:`reread_measures_l2`).
+REREAD_LOADS = "ld.global.cg (L2, not L1)"
+
+
+def level_bandwidths(rows: List[Dict]) -> Dict[str, float]:
+    """``{level: GB/s}`` of the ``reread_bandwidth`` rows that measured the level they name: DRAM
+    always, L2 only from the probe that bypasses L1 (:func:`reread_measures_l2`).  What a figure
+    may write on its L2 and DRAM boxes."""
+    out = {}
+    for r in rows:
+        if r.get("op", "reread_bandwidth") == "reread_bandwidth" and (r["level"] != "L2" or reread_measures_l2(r)):
+            out[r["level"]] = r["GBps"]
+    return out
+
+
+def reread_measures_l2(row: Dict) -> bool:
+    """Whether a ``reread_bandwidth`` row of level L2 measured L2: only the probe that bypasses L1
+    (:data:`REREAD_LOADS`) did; the earlier one's loads were L1-cacheable, and each SM's share of
+    the buffer (tens of KB) fit its L1, so its figure is mostly L1's."""
+    return row.get("loads") == REREAD_LOADS
 
 
 #: Notebook 06: the grid-stride scale over 2**24 floats at one block, one block per SM, four per SM.

@@ -8,6 +8,7 @@ labelled with their GPU and date.
 from __future__ import annotations
 
 import math
+import re
 from typing import Dict
 
 import numpy as np
@@ -15,11 +16,78 @@ import numpy as np
 from .. import backend
 from ..claims import inflight
 from ..measure import facts
-from .core import (MEASURE, PREDICT, AnswerKindError, Verdict, as_number, close, grade_number, info, live,
+from . import core as _core
+from .core import (MEASURE, PREDICT, AnswerKindError, Verdict, info, live,
                    no_answer, register, source_label, Exercise)
 
 GiB = 1 << 30
 MiB = 1 << 20
+
+
+# == what every checker here shares ==================================================================
+# A verdict on a wrong (or missing) answer never carries the answer: it names the likely mistake
+# and the facts, and the run that produced the right number is shown only once the learner has it
+# (``reveal`` below).  tests/test_exercise_feedback.py checks it for every exercise here.
+
+def _plain(answer):
+    """``answer`` with NumPy's numbers made Python's: a NumPy scalar or a one-element array is its
+    value, a 1-D array a tuple (a pair answer); an array of any other shape is not an answer."""
+    if isinstance(answer, np.generic):
+        return answer.item()
+    if isinstance(answer, np.ndarray):
+        if answer.size == 1:
+            return answer.reshape(()).item()
+        if answer.ndim == 1:
+            return tuple(v.item() for v in answer)
+        raise AnswerKindError(f"the answer must be a number or a pair, got an array of shape {answer.shape}")
+    if isinstance(answer, list):
+        return tuple(_plain(a) for a in answer)
+    return answer
+
+
+def as_number(exercise_id: str, answer, what: str):
+    """:func:`gpu_viz.exercises.core.as_number`, NumPy answers included (``np.array([x])`` is x)."""
+    try:
+        return _core.as_number(exercise_id, _plain(answer), what)
+    except AnswerKindError as exc:
+        msg = str(exc)
+        raise AnswerKindError(msg if msg.startswith(exercise_id) else f"{exercise_id}: {msg}") from None
+
+
+def grade_number(exercise_id: str, answer, want: float, rtol: float, what: str, mistakes: Dict[str, float],
+                 details: list, reveal=()) -> Verdict:
+    """:func:`gpu_viz.exercises.core.grade_number`, with NumPy answers, with ``reveal`` (lines that
+    show the right number: the run it was checked against) added only to a right answer, and with
+    no "1x too large" for an answer within 1 % of the right one."""
+    v = _core.grade_number(exercise_id, as_number(exercise_id, answer, what), want, rtol, what, mistakes,
+                           list(details))
+    if v.ok:
+        v.details.extend(reveal)
+    else:
+        small_count = float(want).is_integer() and abs(want) < _SMALL_COUNT
+        v.message = _RATIO.sub(lambda m: _ratio_words(m, small_count), v.message)
+    return v
+
+
+#: core.grade_number's "is 1.03x too large".  A ratio that close gives the answer away (33 / 1.03)
+#: and "1x too large" reads as nonsense: within 10 % it is said in words.  For a small count (a
+#: number of warps, blocks, registers) any ratio is the answer by one division ("4 is 2x too
+#: large"): only the direction is said.
+_RATIO = re.compile(r" is ([0-9.]+(?:e[+-]?\d+)?)x too (large|small) ")
+_SMALL_COUNT = 1000
+
+
+def _ratio_words(m, small_count: bool) -> str:
+    if small_count:
+        return f" is too {m.group(2)} "
+    return f" is a little too {m.group(2)} (under 10 % off) " if float(m.group(1)) < 1.1 else m.group(0)
+
+
+def _right_only(v: Verdict, lines) -> Verdict:
+    """``v`` with ``lines`` (the run, which shows the right number) appended only when it is right."""
+    if v.ok:
+        v.details.extend(lines)
+    return v
 
 
 def _placeholder(eid: str, what: str, extra: str = "") -> str:
@@ -115,25 +183,41 @@ register(Exercise(
 # == 02: the streaming multiprocessor =================================================================
 
 def _given_02_regs():
+    from .. import occupancy
+
     i = info()
     return {"gpu": i.name, "regs_per_sm": i.regs_per_sm, "max_threads_per_sm": i.max_threads_per_sm,
-            "max_threads_per_block": i.max_threads_per_block, "fp32_cores_per_sm": i.fp32_cores_per_sm}
+            "max_threads_per_block": i.max_threads_per_block, "fp32_cores_per_sm": i.fp32_cores_per_sm,
+            "warp_size": i.warp_size, "reg_alloc_unit_per_warp": occupancy.REG_ALLOC_UNIT}
 
 
 def _check_02_regs(answer):
+    from .. import occupancy
+
+    eid = "02.regs"
     g = _given_02_regs()
-    want = g["regs_per_sm"] // g["max_threads_per_sm"]
-    v = as_number("02.regs", answer, "registers per thread")
-    d = [f"{g['gpu']}: {g['regs_per_sm']:,} registers, {g['max_threads_per_sm']:,} resident threads per SM ({source_label()})"]
-    if v is not None and close(v, g["regs_per_sm"] / g["max_threads_per_sm"], 1e-6) and v != want:
-        return Verdict("02.regs", True, f"{v:g} is right; the compiler allocates whole registers, so {want}.", d)
-    return grade_number("02.regs", answer, want, 1e-9, "registers per thread at full occupancy", {
+    i = info()
+    want = occupancy.full_occupancy_registers(i)
+    even = g["regs_per_sm"] / g["max_threads_per_sm"]
+    d = [f"{g['gpu']}: {g['regs_per_sm']:,} registers, {g['max_threads_per_sm']:,} resident threads per SM, "
+         f"registers allocated per warp in units of {g['reg_alloc_unit_per_warp']} ({source_label()})"]
+    run = [f"the occupancy calculator agrees: at {want} registers per thread 128-thread blocks fill the SM "
+           f"({occupancy.calculate(i, 128, want).occupancy:.0%}); at {want + 1} they reach "
+           f"{occupancy.calculate(i, 128, want + 1).occupancy:.0%}"]
+    mistakes = {
         "you divided by the threads of one block (1024); the register file is shared by every "
         "thread resident on the SM.": g["regs_per_sm"] // g["max_threads_per_block"],
         "you divided by the FP32 cores: the SM keeps far more threads resident than it has cores.":
             (g["regs_per_sm"] // g["fp32_cores_per_sm"]) if g["fp32_cores_per_sm"] else None,
         "that is per warp (32 threads): divide by threads, not warps.": g["regs_per_sm"] // (g["max_threads_per_sm"] // 32),
-    }, d)
+    }
+    if even != want:   # an even split that the allocation unit rounds down (an L4: 42.67 -> 40)
+        unit = f"registers are allocated per warp in units of {g['reg_alloc_unit_per_warp']}, a multiple of " \
+               f"{g['reg_alloc_unit_per_warp'] // g['warp_size']} per thread"
+        mistakes[f"that splits the register file evenly, but {unit}: round down to one."] = even
+        mistakes[f"that is the even split rounded up; {unit}: round down to one."] = math.ceil(even)
+        mistakes[f"that is the even split rounded down to a whole register; {unit}."] = math.floor(even)
+    return grade_number(eid, answer, want, 1e-9, "registers per thread at full occupancy", mistakes, d, reveal=run)
 
 
 def _check_02_warps(answer):
@@ -162,9 +246,11 @@ def _check_02_warps(answer):
 register(Exercise(
     "02.regs", "02_streaming_multiprocessor", PREDICT, "The per-thread register budget",
     "**Exercise.** At full occupancy every resident thread shares the SM's register file. From the facts "
-    "printed, how many 32-bit registers may each thread use before the SM holds fewer threads?",
+    "printed, how many 32-bit registers may each thread use before the SM holds fewer threads? (The "
+    "hardware hands registers out per warp, `g['reg_alloc_unit_per_warp']` at a time.)",
     _placeholder("02.regs", "registers per thread"),
-    _solution("02.regs", "g['regs_per_sm'] // g['max_threads_per_sm']"),
+    _solution("02.regs", "per_warp // g['reg_alloc_unit_per_warp'] * g['reg_alloc_unit_per_warp'] // g['warp_size']",
+              "per_warp = g['regs_per_sm'] // (g['max_threads_per_sm'] // g['warp_size'])   # registers one warp may hold\n"),
     "### The same SM across five GPUs", _given_02_regs, _check_02_regs,
     ("divided by threads per block", "divided by cores", "per warp")))
 
@@ -196,14 +282,16 @@ def _check_03_warps(answer, n: int = 100, block: int = 96):
     if answer is None:
         return no_answer(eid, "a pair (warps, useful lanes in the last warp)")
     try:
-        warps, useful = (as_number(eid, a, "count") for a in answer)
+        warps, useful = (as_number(eid, a, "count") for a in _plain(answer))
     except (TypeError, ValueError):
         raise AnswerKindError(f"{eid}: the answer is a pair (warps, useful_lanes), got {answer!r}") from None
     got_w, got_u, prov = _run_vector_add(n, block)
-    d = [f"the run: vector_add(n={n}, block={block}) launched {got_w} warps, the last with {got_u} useful lanes ({prov})"]
+    d = []   # the run's counts are the answer: shown only once the learner has it
     if (warps, useful) == (got_w, got_u):
         return Verdict(eid, True, f"({got_w}, {got_u}): the grid is ceil(n / block) blocks of whole warps; warps "
-                       "past n still issue, their guard is false.", d)
+                       "past n still issue, their guard is false.",
+                       [f"the run: vector_add(n={n}, block={block}) launched {got_w} warps, the last with {got_u} "
+                        f"useful lanes ({prov})"])
     if warps == -(-n // 32):
         return Verdict(eid, False, f"{warps:g} warps counts warps of elements; warps come from blocks: "
                        f"{-(-n // block)} blocks x {-(-block // 32)} warps each.", d)
@@ -229,6 +317,8 @@ register(Exercise(
 
 COMPUTE_04 = 16
 BUSY_04 = 0.9
+#: The most warps per scheduler 04.hide simulates (no SM has more than 16; the slider stops at 64).
+_MAX_WARPS_04 = 256
 
 
 def _given_04_hide():
@@ -257,12 +347,17 @@ def _check_04_hide(answer):
     d = [f"the model (one scheduler, {COMPUTE_04} instructions per load, {g['latency_cycles']} cycles: "
          f"{g['latency_source']}) reaches {lm.utilization(want, g['latency_cycles'], COMPUTE_04):.0%} busy at {want} warps",
          f"{g['gpu']}: at most {g['warps_per_scheduler_max']} warps per scheduler (a quarter of the SM's)"]
+    right = [d.pop(0)]   # "reaches N% busy at <the answer> warps": only once the learner has it
     v = as_number(eid, answer, "warps per scheduler")
     if v is None:
         return no_answer(eid, "the fewest warps per scheduler (try the slider)")
+    if v < 1 or v != int(v):
+        return Verdict(eid, False, f"{v:g}: a scheduler holds a whole number of warps, at least 1.", d)
+    if v > _MAX_WARPS_04:
+        return Verdict(eid, False, f"{v:g} warps: far more than any SM holds; the question asks for the fewest.", d)
     if v == want:
         fits = "fits" if want <= g["warps_per_scheduler_max"] else "does NOT fit: more work per load is needed"
-        return Verdict(eid, True, f"{want} warps per scheduler; this GPU {fits}.", d)
+        return Verdict(eid, True, f"{want} warps per scheduler; this GPU {fits}.", right + d)
     if v == want * 4 or v == (want - 1) * 4:
         return Verdict(eid, False, f"{v:g} is per SM: the model is ONE of the SM's four schedulers.", d)
     if v == math.ceil(g["latency_cycles"] / COMPUTE_04):
@@ -270,14 +365,24 @@ def _check_04_hide(answer):
                        "load, so each covers compute + 1 cycles.", d)
     if v > want:
         return Verdict(eid, False, f"{v:g} warps keep it busy, but fewer do: the question asks for the fewest.", d)
-    return Verdict(eid, False, f"with {v:g} warps the model is only {lm.utilization(int(v), g['latency_cycles'], COMPUTE_04):.0%} busy.", d)
+    busy = lm.utilization(int(v), g["latency_cycles"], COMPUTE_04)
+    # one decimal: 89.6 % must not print as "90 %" beside a 90 % target
+    return Verdict(eid, False, f"with {v:g} warps the model is {100 * busy:.1f} % busy, short of the "
+                   f"{BUSY_04:.0%} target.", d)
 
 
 def _slider_04():
+    # show_live: the slider with a static twin, so a reopened notebook says what it needs instead
+    # of "model not found"
     return ("import ipywidgets as widgets\nfrom gpu_viz.model import latency as lm\n"
-            "def busy(warps):\n    print(f\"{warps} warps: {lm.utilization(warps, g['latency_cycles'], "
-            "g['compute_per_load']):.0%} busy\")\n"
-            "widgets.interact(busy, warps=widgets.IntSlider(value=1, min=1, max=64))\n")
+            "from gpu_viz.widgets import show_live\n"
+            "warps = widgets.IntSlider(value=1, min=1, max=64, description='warps')\n"
+            "busy = widgets.HTML()\n"
+            "def show_busy(_=None):\n"
+            "    busy.value = f\"{warps.value} warps: {lm.utilization(warps.value, g['latency_cycles'], "
+            "g['compute_per_load']):.1%} busy\"\n"
+            "warps.observe(show_busy, names='value'); show_busy()\n"
+            "show_live(widgets.VBox([warps, busy]), '<p>A slider of warps per scheduler: run this cell to use it.</p>')\n")
 
 
 register(Exercise(
@@ -318,7 +423,8 @@ register(Exercise(
     "takes `g['latency_ns']` ns, how many bytes must each SM have in flight?",
     _placeholder("04.little", "bytes per SM"),
     _solution("04.little", "g['copy_GBps'] * g['latency_ns'] / g['sm_count']"),
-    None, _given_04_little, _check_04_little, ("whole chip", "cycles not ns", "KiB", "1e3 off")))
+    "## Your turn, in the notebook", _given_04_little, _check_04_little,
+    ("whole chip", "cycles not ns", "KiB", "1e3 off")))
 
 
 # == 05: the 1024 cap =================================================================================
@@ -335,21 +441,31 @@ def _resident(threads: int):
     return m.resident_blocks_per_sm(i, threads), f"occupancy calculator, {i.name} ({source_label()})"
 
 
+#: 05.blocks' block size: one warp.  Every GPU the course names caps resident blocks per SM below
+#: its threads per SM / 32 (T4 16 < 32, L4 24 < 48, A100/H100/H200 32 < 64), so the block cap, not
+#: the thread limit, decides: an answer from the thread limit alone is wrong everywhere.
+THREADS_05 = 32
+
+
 def _given_05_blocks():
     i = info()
-    return {"gpu": i.name, "threads_per_block": 768, "max_threads_per_sm": i.max_threads_per_sm,
+    return {"gpu": i.name, "threads_per_block": THREADS_05, "max_threads_per_sm": i.max_threads_per_sm,
             "max_blocks_per_sm": i.max_blocks_per_sm, "regs_per_thread": 32, "regs_per_sm": i.regs_per_sm}
 
 
 def _check_05_blocks(answer):
     g = _given_05_blocks()
-    want, src = _resident(768)
+    b = g["threads_per_block"]
+    want, src = _resident(b)
     t = g["max_threads_per_sm"]
-    return grade_number("05.blocks", answer, want, 1e-9, "blocks of 768 threads resident per SM", {
-        "blocks are whole: round down (a fraction of a block cannot be resident).": t / 768,
-        "rounded up: a block that does not fit entirely does not start.": math.ceil(t / 768),
-        "that is the per-block cap (1024) divided by 768: the limit is threads per SM.": 1024 // 768,
-    }, [f"the run: {want} per SM ({src})"])
+    return grade_number("05.blocks", answer, want, 1e-9, f"blocks of {b} threads resident per SM", {
+        "that is the thread limit alone: an SM also caps how many blocks it holds (max_blocks_per_sm), "
+        "and the smallest limit wins.": t // b,
+        "that is the register limit alone: the thread and block limits count too, and the smallest wins.":
+            g["regs_per_sm"] // (g["regs_per_thread"] * b),
+        "that counts warps per SM: the question asks for blocks.": t // 32 if b != 32 else None,
+    }, [], reveal=[f"the run: {want} per SM ({src}); {want} x {b} threads = {want * b:,} of the SM's {t:,} "
+                   f"({want * b / t:.0%} occupancy): one-warp blocks leave the SM half empty or worse"])
 
 
 def _given_05_1024():
@@ -365,19 +481,21 @@ def _check_05_1024(answer):
         f"{g['max_threads_per_sm']} threads.": 1,
         "blocks are whole: round down.": g["max_threads_per_sm"] / 1024,
     } if want != 1 else {"blocks are whole: round down.": g["max_threads_per_sm"] / 1024},
-        [f"the run: {want} per SM ({src}); {g['gpu']} holds {g['max_threads_per_sm']} threads per SM"])
+        [], reveal=[f"the run: {want} per SM ({src}); {g['gpu']} holds {g['max_threads_per_sm']:,} threads per SM"
+                    + (": here the cap and the SM's size coincide, on most GPUs they do not" if want == 1 else "")])
 
 
 register(Exercise(
     "05.blocks", "05_block_1024_cap", PREDICT, "Blocks per SM",
     "**Exercise: predict, then run.** `scheduled_block` (notebook 07's kernel: 32 registers per thread, "
-    "no shared memory) at 768 threads per block: how many blocks does one SM hold at once? The checker "
-    "asks the CUDA occupancy API on a GPU, the occupancy calculator in CPU mode.",
+    f"no shared memory) at {THREADS_05} threads per block (one warp): how many blocks does one SM hold at "
+    "once? Every limit in the facts counts. The checker asks the CUDA occupancy API on a GPU, the "
+    "occupancy calculator in CPU mode.",
     _placeholder("05.blocks", "blocks per SM"),
     _solution("05.blocks", "min(g['max_threads_per_sm'] // g['threads_per_block'], g['max_blocks_per_sm'], "
                            "g['regs_per_sm'] // (g['regs_per_thread'] * g['threads_per_block']))"),
     "## What this means for the code you write", _given_05_blocks, _check_05_blocks,
-    ("not rounded down", "rounded up", "per-block cap")))
+    ("thread limit alone", "register limit alone", "warps, not blocks")))
 
 register(Exercise(
     "05.fit1024", "05_block_1024_cap", PREDICT, "Is 1024 the SM's size?",
@@ -394,9 +512,9 @@ register(Exercise(
 def _check_06_passes(answer, n: int = 2500, block: int = 1024):
     eid = "06.passes"
     if answer is None:
-        return no_answer(eid, "a pair (elements thread 0 handles, threads that handle 3)")
+        return no_answer(eid, "a pair (elements thread 0 handles, threads that handle three)")
     try:
-        first, three = (as_number(eid, a, "count") for a in answer)
+        first, three = (as_number(eid, a, "count") for a in _plain(answer))
     except (TypeError, ValueError):
         raise AnswerKindError(f"{eid}: the answer is a pair (elements_of_thread_0, threads_with_3), got {answer!r}") from None
     from .. import lessons
@@ -404,9 +522,10 @@ def _check_06_passes(answer, n: int = 2500, block: int = 1024):
     tr = lessons.GRID_STRIDE.trace(n=n, grid=1, block=block)
     per_thread = np.bincount(tr["thread"].astype(np.int64), minlength=block)
     got = (int(per_thread[0]), int((per_thread == 3).sum()))
-    d = [f"the run: thread 0 handled {got[0]} elements, {got[1]} threads handled 3 ({tr.provenance})"]
+    d = []   # the run's counts are the answer: shown only once the learner has it
     if (first, three) == got:
-        return Verdict(eid, True, f"{got}: thread t handles ceil((n - t) / stride) elements.", d)
+        return Verdict(eid, True, f"{got}: thread t handles ceil((n - t) / stride) elements.",
+                       [f"the run: thread 0 handled {got[0]} elements, {got[1]} threads handled 3 ({tr.provenance})"])
     if first == n // block:
         return Verdict(eid, False, f"{first:g} = floor(n / stride): the last partial pass counts too "
                        f"(thread 0 handles 0, 1024 and 2048).", d)
@@ -435,6 +554,9 @@ register(Exercise(
 
 THREADS_07 = 1024
 SPIN_07 = 20000
+#: 07.doubling grades counts up to this many times SMs x resident + 1 (beyond, no launch is needed
+#: to say "far fewer suffice", and a model of 10^6 blocks takes seconds).
+_MAX_BLOCKS_07 = 8
 
 
 def _makespan_us(blocks: int, threads: int) -> tuple:
@@ -454,8 +576,8 @@ def _recorded_probe_lines(threads: int, blocks_2048: bool = False) -> list:
     """CPU mode: what the committed probes record saw at ``threads`` (labelled), else []."""
     if live():
         return []
-    from ..measure import records
     from ..claims import probes
+    from ..measure import records
 
     rec = probes.recorded()
     if rec is None:
@@ -488,16 +610,20 @@ def _check_07_doubling(answer):
     if b != v or b < 2:
         return Verdict(eid, False, f"{answer!r}: a block count is a whole number >= 2.")
     want = g["sm_count"] * g["resident_blocks_per_sm"] + 1
+    if b > _MAX_BLOCKS_07 * want:
+        # launching (or modelling) that many blocks takes seconds and says nothing new
+        return Verdict(eid, False, f"{b:,} blocks: the makespan is many block-times there, long past its first "
+                       "doubling; far fewer blocks suffice.")
     m_at, blk, prov = _makespan_us(b, THREADS_07)
     m_before, _, _ = _makespan_us(b - 1, THREADS_07)
     d = [f"the run: {b - 1} blocks {m_before:.1f} µs, {b} blocks {m_at:.1f} µs (one block {blk:.1f} µs; {prov})"]
-    d += _recorded_probe_lines(THREADS_07)
     doubled_here = m_at >= 1.6 * blk and m_before < 1.4 * blk
     if doubled_here:
         note = "" if b == want else (f" (the occupancy arithmetic says {want}: this GPU's first wave held "
                                      f"{b - 1} blocks)")
+        # the silicon's doubling point (CPU mode: the record) is the answer: shown only now
         return Verdict(eid, True, f"{b}: the makespan doubles when one block more than SMs x resident blocks "
-                       f"arrives.{note}", d)
+                       f"arrives.{note}", d + _recorded_probe_lines(THREADS_07))
     if b == g["sm_count"] + 1:
         return Verdict(eid, False, f"{b} = SMs + 1: but each SM holds {g['resident_blocks_per_sm']} blocks of "
                        f"{THREADS_07} threads at once, so the second wave starts only after SMs x resident.", d)
@@ -527,31 +653,52 @@ def _given_07_waves():
             "resident_blocks_per_sm": r, "resident_source": src}
 
 
+def _silicon_block_times_07(blocks: int, threads: int):
+    """(block-times, what ran) of ``blocks`` x ``threads`` on the silicon: run now on a GPU, else the
+    committed probes record's row; (None, why) when neither has it."""
+    if live():
+        m, blk, prov = _makespan_us(blocks, threads)
+        return m / blk, prov
+    from ..claims import probes
+    from ..measure import records
+
+    rec = probes.recorded()
+    row = next((r for r in (rec or {}).get("rows", []) if r.get("op") == "doubling_point"
+                and r.get("threads") == threads and r.get("blocks") == blocks), None)
+    return (row["makespan_blocks"], records.label(rec)) if row else (None, "no recorded run")
+
+
 def _check_07_waves(answer):
+    eid = "07.waves"
     g = _given_07_waves()
     slots = g["sm_count"] * g["resident_blocks_per_sm"]
     want = math.ceil(g["blocks"] / slots)
-    d = []
-    v = grade_number("07.waves", answer, want, 1e-9, "waves = ceil(blocks / (SMs x resident))", {
+    took, where = _silicon_block_times_07(g["blocks"], g["threads_per_block"])
+    v = as_number(eid, answer, "waves")
+    if took is not None and v is not None and v != want and round(took) == v:
+        # not "2x too large": the silicon's number is a fact, just not the one asked for
+        return Verdict(eid, False, f"{v:g} is how many block-times the silicon took ({where}); the question "
+                       "asks what the occupancy arithmetic predicts. The gap between the two is the point of "
+                       "the exercise: answer the arithmetic's count, then compare.")
+    reveal = []
+    if took is not None:
+        reveal.append(f"the silicon: {took:.1f} block-times ({where})")
+        if took > want + 0.5:
+            reveal.append(f"{took:.1f} block-times, not {want}: the arithmetic counts the blocks an SM CAN hold at "
+                          "once, so it bounds the makespan from below; it is not a prediction. Notebook 07's "
+                          "'Measured' slide shows how far below.")
+    return grade_number(eid, answer, want, 1e-9, "waves = ceil(blocks / (SMs x resident))", {
         "that divides by the SMs only: each SM holds several blocks at once.": math.ceil(g["blocks"] / g["sm_count"]),
         "a partial wave is still a wave: round up.": g["blocks"] // slots,
         "waves are whole: round up.": g["blocks"] / slots,
-    }, d)
-    if v.ok is not None:
-        m, blk, prov = _makespan_us(g["blocks"], 256)
-        obs = m / blk
-        d.append(f"the run: makespan {m:.1f} µs = {obs:.1f} block times ({prov})")
-        d += _recorded_probe_lines(256, blocks_2048=True)
-        if obs > want + 0.5:
-            d.append("more block times than waves: fewer blocks than the occupancy API's slots started at "
-                     "once, so the hardware needed extra rounds (the first wave is not full on silicon).")
-    return v
+    }, [], reveal=reveal)
 
 
 register(Exercise(
     "07.waves", "07_kernel_scheduling", PREDICT, "Waves of a launch",
     "**Exercise: predict, then run.** 2,048 blocks of 256 threads on this GPU. How many waves does the "
-    "occupancy arithmetic predict? The checker then shows how many block-times the run took.",
+    "occupancy arithmetic give (blocks / (SMs x resident blocks per SM), rounded up)? Once you have it, the "
+    "checker shows how many block-times the silicon took.",
     _placeholder("07.waves", "waves"),
     _solution("07.waves", "-(-g['blocks'] // (g['sm_count'] * g['resident_blocks_per_sm']))"),
     "## Takeaways", _given_07_waves, _check_07_waves, ("divided by SMs only", "rounded down")))
@@ -589,12 +736,36 @@ register(Exercise(
     ("x counted twice", "fp32 sizes", "output left out")))
 
 
-_given_08_inflight = inflight.facts_at
+def _check_block_08(block) -> int:
+    """``block`` as a block size of the deck kernel: an int in 1..1024 (the block cap).
+
+    Raises:
+        ValueError / TypeError: naming ``block`` and what was expected.
+    """
+    from ..check import check_int
+
+    return check_int("block", block, 1, info().max_threads_per_block)
+
+
+def _given_08_inflight(block: int = 1024):
+    """The facts of 08.inflight at ``block`` threads per block (1..1024): notebook 08's Little's-law
+    facts (:func:`gpu_viz.claims.inflight.facts_at`, which the claim quotes too).
+
+    Raises:
+        ValueError / TypeError: ``block`` is not a block size (an int in 1..1024).
+    """
+    return inflight.facts_at(_check_block_08(block))
+
+
 _deck_measured_GBps = inflight.deck_GBps
 
 
 def _check_08_inflight(answer, block: int = 1024):
     eid = "08.inflight"
+    try:
+        block = _check_block_08(block)
+    except (TypeError, ValueError) as exc:
+        return Verdict(eid, False, f"{exc} (a block holds 1 to 1024 threads).")
     g = _given_08_inflight(block)
     want = g["resident_threads_per_sm"] * g["bytes_per_load"]
     need = g["copy_GBps"] * g["latency_ns"] / g["sm_count"]
@@ -605,10 +776,11 @@ def _check_08_inflight(answer, block: int = 1024):
          f"{want:,} B predicts at most {pred:,.0f} GB/s ({100 * pred / g['copy_GBps']:.0f}% of copy) "
          f"[{'; '.join(sources)}]"]
     v = grade_number(eid, answer, want, 1e-9, "bytes in flight per SM = resident threads x 2 B", {
-        "that counts one block only: the SM holds several blocks at once.": block * g["bytes_per_load"],
+        "that counts one block only: the SM holds several blocks at once.": block * g["bytes_per_load"]
+            if block * g["bytes_per_load"] != want else None,
         "those are float32 loads: the deck kernel loads fp16 x, 2 bytes per thread.": want * 2,
         "that is per warp: every resident thread has its own load in flight.": want / 32,
-    }, d)
+    }, [], reveal=d)   # d's Little's-law line quotes the answer: shown only once the learner has it
     if v.ok:
         gbps, where = _deck_measured_GBps(block)
         if gbps is not None:
@@ -642,7 +814,7 @@ def _given_09_lane0():
 def _shuffle_run(lanes, step: int):
     """Lane 0 after shuffle step ``step``: kernels/probes.cu ``shfl_steps`` on a GPU, else the model."""
     if live():
-        from ..claims import probes
+        from ..measure import probes
 
         out = probes.shfl_steps(np.asarray(lanes, np.float32))
         return float(out[step, 0]), backend.live_label() + " (kernels/probes.cu shfl_steps)"
@@ -663,14 +835,14 @@ def _check_09_lane0(answer):
     if run_val != want:
         raise AssertionError(f"09.lane0: the run gave lane 0 = {run_val} after step {k}, the arithmetic {want}")
     d = [f"the run (__shfl_down_sync, offsets 16, 8, 4, ...): lane 0 = {run_val:g} after step {k} ({prov})"]
-    return grade_number(eid, answer, want, 1e-9, f"lane 0 after step {k}", {
+    return grade_number(eid, answer, want, 1e-9, f"lane 0 after step {k}", reveal=d, details=[], mistakes={
         f"that adds lanes 0..{2 ** k - 1}, the neighbours: shfl_down by 16 first brings lane 16, then 8, "
         f"then 4 -- lane 0 holds lanes 0, {span}, {2 * span}, ...": float(v[:2 ** k].sum()),
         "lane 0 is unchanged only with __shfl_up_sync; shfl_down brings the value of lane + offset.": float(v[0]),
         "that is the warp's total: it takes all five steps.": float(v.sum()),
         f"that is after step {k - 1}: count the steps 16, 8, 4 (step {k} is offset {16 >> (k - 1)}).":
             float(v[::span * 2].sum()),
-    }, d)
+    })
 
 
 register(Exercise(
@@ -851,7 +1023,7 @@ register(Exercise(
     "from gpu_viz import exercises as ex\nanswer = None   # FILL ME IN: bytes\nex.check('10.bytes', answer)",
     f"from gpu_viz import exercises as ex\nM, N = {M10}, {N10}\nanswer = 3 * M * N * 2 + N * 2   # x, gate in; y out; w once\n"
     "ex.check('10.bytes', answer).require()",
-    "## 6. The performance targets", lambda: {"M": M10, "N": N10, "dtype": "float16"}, _check_10_bytes,
+    "## 7. Long rows, one call at a time", lambda: {"M": M10, "N": N10, "dtype": "float16"}, _check_10_bytes,
     ("gate left out", "fp32 sizes", "eager intermediates")))
 
 register(Exercise(
@@ -867,5 +1039,5 @@ register(Exercise(
     "per second than the copy that sets the reference.*",
     _placeholder("10.floor", "microseconds"),
     _solution("10.floor", "g['bytes'] / (g['copy_GBps'] * 1e9) * 1e6"),
-    "## 6. The performance targets", _given_10_floor, _check_10_floor,
+    "## 7. Long rows, one call at a time", _given_10_floor, _check_10_floor,
     ("spec-sheet peak", "GiB/s", "milliseconds")))

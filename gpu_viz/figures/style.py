@@ -18,6 +18,7 @@ import contextlib
 import functools
 import itertools
 import math
+import re
 from typing import Dict, List, Sequence, Tuple
 
 #: Largest figure, (width, height) in inches: 1152 x 528 CSS px in matplotlib's SVG.
@@ -107,6 +108,50 @@ def use() -> None:
     from matplotlib_inline.backend_inline import set_matplotlib_formats
 
     set_matplotlib_formats("svg")
+    _fit_figures_to_the_output(shell)
+
+
+#: The style on the root ``<svg>`` of a figure's HTML rendering: as wide as drawn, narrower when the
+#: output area is (JupyterLab's is ~1,000 px beside a 1,152 px figure), aspect ratio kept.
+FIT_STYLE = "max-width:100%;height:auto"
+_SVG_ROOT = re.compile(r"<svg\b")
+
+
+def fit_html(svg_text: str) -> str:
+    """A figure's SVG as HTML that scales down to the output's width (:data:`FIT_STYLE` on the root
+    element; never wider than drawn).  What a notebook shows; the decks keep the drawn size."""
+    body = re.sub(r"^\s*(<\?xml[^>]*\?>\s*)?(<!DOCTYPE[^>]*>\s*)?", "", svg_text, count=1, flags=re.S)
+    body = _SVG_ROOT.sub(f'<svg style="{FIT_STYLE}"', body, count=1)
+    return f'<div class="gv-figure-fit" style="max-width:100%">{body}</div>'
+
+
+def _fit_figures_to_the_output(shell) -> None:
+    """Give every matplotlib figure an HTML rendering (:func:`fit_html`) beside its SVG: frontends
+    prefer HTML, so a figure fits the output area instead of running past its right edge (the
+    players scale the same way).  The SVG is drawn once per display and shared by both."""
+    from matplotlib.figure import Figure
+
+    formatters = shell.display_formatter.formatters
+    svg_fmt = formatters["image/svg+xml"]
+    draw = svg_fmt.lookup_by_type(Figure) if Figure in svg_fmt.type_printers else None
+    if draw is None or getattr(draw, "_gv_shared", False):
+        return
+    stash = {}
+
+    def as_html(fig):
+        text = draw(fig)
+        if not text:
+            return None
+        stash[id(fig)] = text
+        return fit_html(text)
+
+    def as_svg(fig):
+        text = stash.pop(id(fig), None)
+        return text if text is not None else draw(fig)
+
+    as_svg._gv_shared = True
+    svg_fmt.for_type(Figure, as_svg)
+    formatters["text/html"].for_type(Figure, as_html)
 
 
 @contextlib.contextmanager

@@ -112,7 +112,8 @@ def animation(trace: Trace, source: str) -> Animation:
             + f" ({len(g['lanes'])} of 32 lanes)" for g in groups]
     caps.append(f"{len(groups)} path executions for {count(min(n_warps, MAX_WARPS_DRAWN), 'warp')}"
                 + (f" (the first {MAX_WARPS_DRAWN} of {n_warps} drawn)" if n_warps > MAX_WARPS_DRAWN else ""))
-    lines = [a_line if g["branch"] == 0 else b_line for g in groups] + [None]
+    # the summary frame points at the branch itself: the one line both paths come from
+    lines = [a_line if g["branch"] == 0 else b_line for g in groups] + [_line_of(source, "if (")]
     frames = [Frame(drawing(trace, i if i < len(groups) else -1, groups), caps[i], lines[i])
               for i in range(len(caps))]
     return Animation(frames, title=f"{trace.kernel}: who runs, under which mask",

@@ -200,3 +200,52 @@ def frames(trace: Trace, count: int = 16, source_lines: Optional[Dict[int, int]]
         line = (source_lines or {}).get(k) if k >= 0 else None
         out.append(Frame(drawing(trace, t), caption=caption(trace, t), line=line))
     return out
+
+
+def contrast_drawing(traces: List[Trace], t: int, labels: List[str]) -> str:
+    """SVG of several runs of the model side by side at cycle ``t`` (runs shorter than ``t`` are
+    drawn to their end): per run its issue slot over time (busy or idle), how busy it has been,
+    and how many loads are in flight now -- few warps and many, on one time axis.
+
+    Raises:
+        ValueError: ``traces`` and ``labels`` differ in length, or either is empty.
+    """
+    if not traces or len(traces) != len(labels):
+        raise ValueError(f"contrast_drawing: one label per trace, got {len(traces)} traces, {len(labels)} labels")
+    T = max(tr["issued"].shape[0] for tr in traces)
+    x0, width = 8, svg.WIDTH - 16
+    scale = width / T
+    band = 78
+    d = svg.Svg(height=min(svg.HEIGHT, 34 + band * len(traces) + 40))
+    d.text(8, 22, f"cycle {t} of {T}: one scheduler's issue slot, green when a warp issues", weight="bold")
+    for k, (tr, label) in enumerate(zip(traces, labels)):
+        issued = tr["issued"]
+        tk = min(t, issued.shape[0] - 1)
+        busy = float(np.mean(issued[: tk + 1] >= 0))
+        y = 34 + k * band
+        n_in = int(tr["in_flight"][tk])
+        d.text(x0, y + 20, f"{label}: busy {busy:.0%} so far, {n_in} load{'s' if n_in != 1 else ''} in flight",
+               weight="bold")
+        d.rect(x0, y + 30, width, _ROW, fill="#FFFFFF", stroke=svg.MUTED, rx=0)
+        for a, b, v in _runs((issued[: tk + 1] >= 0).astype(np.int8)):
+            if v:
+                d.rect(x0 + a * scale, y + 30, max(1.5, (b - a) * scale), _ROW, fill=svg.GREEN, rx=0)
+    x = x0 + (t + 1) * scale
+    d.line(x, 30, x, 34 + band * len(traces), stroke=svg.BLACK, sw=2)
+    d.legend(8, 34 + band * len(traces) + 22, [(svg.GREEN, "a warp issues"),
+                                                ("#FFFFFF", "idle: every warp waits for memory")])
+    return d.markup()
+
+
+def contrast_frames(traces: List[Trace], labels: List[str], count: int = 12) -> List[Frame]:
+    """Frames of :func:`contrast_drawing` at ``count`` cycles spread over the longest run (from a
+    ``count``-th of the way in); each caption compares how busy the runs have kept the scheduler."""
+    T = max(tr["issued"].shape[0] for tr in traces)
+    out = []
+    count = check_int("count", count, 2)
+    # from a twelfth of the way in: at cycle 0 every run has just issued and reads "100 % busy"
+    for t in sorted(set(int(round(x)) for x in np.linspace((T - 1) / count, T - 1, count))):
+        busy = [float(np.mean(tr["issued"][: min(t, tr["issued"].shape[0] - 1) + 1] >= 0)) for tr in traces]
+        out.append(Frame(contrast_drawing(traces, t, labels),
+                         caption=f"cycle {t}: " + "; ".join(f"{lab} {b:.0%} busy" for lab, b in zip(labels, busy))))
+    return out

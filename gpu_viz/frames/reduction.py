@@ -55,7 +55,7 @@ def frames(partials, result: Dict[str, np.ndarray], corrected: bool) -> List[Fra
         raise ValueError(f"reduction frames draw at most {MAX_DRAWN} threads (slots), got {B} partials")
     weight = result["weight"] if "weight" in result else model.seed_reduce(p, corrected)["weight"]  # GPU results have none
     snip = source(corrected)
-    line = snip.line_of("shared[tid] = __fadd_rn")
+    line = snip.line_of("shared[tid] += shared[tid +")
     levels = [lv for lv in result["levels"] if np.isfinite(lv).any()]
     out: List[Frame] = []
     plain = ([svg.MUTED] * B, [1.0] * B)

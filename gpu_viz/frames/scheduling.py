@@ -171,29 +171,80 @@ def drawing(trace: Trace, at_ns: float) -> str:
     return d.markup()
 
 
+#: The lines of ``scheduled_block`` a frame points at: a block that starts records where and when
+#: (%smid, %globaltimer), runs its work, and records its end.
+_LINE_START, _LINE_WORK, _LINE_END = "smid[blockIdx.x] = ::smid()", "while (clock64() - t0 < spin_cycles)", \
+    "t_end[blockIdx.x] = globaltimer_ns()"
+
+
+def frame_instants(trace: Trace, frames: int) -> np.ndarray:
+    """Up to ``frames`` instants (ns after the first start) at which the launch looks different:
+    the launch, instants spread over the run, the end; an instant whose running, queued and done
+    blocks are those of the one before is dropped (an idealised model's waves give few pictures;
+    a recorded timeline many).  Always the first instant and the end."""
+    t0 = trace["t_start"].astype(np.float64)
+    t1 = trace["t_end"].astype(np.float64)
+    base = float(t0.min())
+    t0, t1 = t0 - base, t1 - base
+    span = float(t1.max())
+    # candidates: an even grid, plus just after every distinct start and end (where a picture changes)
+    events = np.unique(np.concatenate([t0, t1]))
+    grid = np.linspace(0, span, 4 * frames)
+    cand = np.unique(np.concatenate([grid, events[::max(1, len(events) // (4 * frames))], [span]]))
+    kept, last = [], None
+    for t in cand:
+        state = (((t0 <= t) & (t1 > t)).tobytes(), int((t1 <= t).sum()))
+        if state != last:
+            kept.append(t)
+            last = state
+    kept = np.asarray(kept)
+    if len(kept) > frames:   # spread the survivors evenly, first and last kept
+        kept = kept[np.unique(np.round(np.linspace(0, len(kept) - 1, frames)).astype(int))]
+    return kept
+
+
 def animation(trace: Trace, source: Optional[str] = None, frames: int = 10) -> Animation:
-    """The hardware queue draining: ``frames`` instants from the launch to the last block's end
-    (SVG, see :func:`drawing`), beside ``source`` (default: region ``scheduled_block`` of
-    ``kernels/scheduling.cu``, the kernel every block runs)."""
+    """The hardware queue draining: at most ``frames`` instants from the launch to the last block's
+    end, each a different picture (:func:`frame_instants`; SVG, see :func:`drawing`), beside
+    ``source`` (default: region ``scheduled_block`` of ``kernels/scheduling.cu``, the kernel every
+    block runs) with the line that matters at that instant highlighted: the %smid / %globaltimer
+    record of a block that starts, the spin of running blocks, the end record once all are done."""
     if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or not 2 <= frames <= 60:
         raise ValueError(f"frames must be an int in 2..60 (instants drawn), got {frames!r}")
     t0 = trace["t_start"].astype(np.float64)
-    span = float(trace["t_end"].astype(np.float64).max() - t0.min())
-    times = np.linspace(0, span, frames)
-    times[-1] = span      # the end: every block done
-    rel = t0 - t0.min()
+    t1 = trace["t_end"].astype(np.float64)
+    rel, rel1 = t0 - t0.min(), t1 - t0.min()
     p = trace.params
-    out = []
-    for t in times:
-        cap = f"t = {t / 1e3:.1f} µs: {count(int((rel > t).sum()), 'block')} still wait in the queue"
-        out.append(Frame(drawing(trace, float(t)), cap))
-    r = p["resident_blocks_per_sm"]
     if source is None:
         from .. import kernels
 
         source = kernels.snippet("scheduling.cu", "scheduled_block").text
+    lines = source.splitlines()
+
+    def line_of(needle):
+        return next((i + 1 for i, ln in enumerate(lines) if needle in ln), None)
+
+    out, states = [], []
+    for t in frame_instants(trace, int(frames)):
+        queued = int((rel > t).sum())
+        running = int(((rel <= t) & (rel1 > t)).sum())
+        states.append((queued, running))
+        if running == 0 and queued == 0:
+            cap, line = f"t = {t / 1e3:.1f} µs: all {p['blocks']:,} blocks done; each recorded its end", _LINE_END
+        elif int(((rel <= t) & (rel > t - 1)).sum()) and queued:
+            cap, line = (f"t = {t / 1e3:.1f} µs: blocks start on the SMs that have a free slot and record "
+                         f"%smid and the time; {count(queued, 'block')} still wait in the queue"), _LINE_START
+        else:
+            cap, line = (f"t = {t / 1e3:.1f} µs: {count(running, 'block')} running their work, "
+                         f"{count(queued, 'block')} in the queue"), _LINE_WORK
+        out.append(Frame(drawing(trace, float(t)), cap, line_of(line)))
+    r = p["resident_blocks_per_sm"]
+    # a printed deck shows the queue draining (blocks running, more waiting), not the end's empty SMs
+    draining = [k for k, (q, run) in enumerate(states) if q and run and k]
+    print_frame = draining[len(draining) // 2] if draining else len(out) // 2
     return Animation(out, title=f"{p['blocks']} blocks on {p['sm_count']} SMs ({r} slot{'s' if r != 1 else ''} "
-                                f"each): the queue drains in waves", provenance=trace.provenance, source=source)
+                                f"each): the queue drains", provenance=trace.provenance, source=source,
+                     print_frame=print_frame)
 
 
 def max_concurrent(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -213,8 +264,10 @@ def summary(trace: Optional[Trace] = None, **launch) -> Dict:
         sm_count, blocks, threads_per_block, resident_blocks_per_sm (occupancy),
         sms_used, blocks_per_sm_hist ({"35": 30, "36": 28}: blocks on an SM -> number of SMs),
         blocks_per_sm_min / _max, max_concurrent_blocks_per_sm (seen in the timeline),
-        waves (expected: ceil(blocks / (sm_count * resident))), waves_observed
-        (makespan / median block time, rounded), makespan_us, block_us_median.
+        waves (the occupancy arithmetic: ceil(blocks / (sm_count * resident)), a lower bound on the
+        block-times), waves_observed (makespan / median block time, rounded), makespan_us,
+        block_us_median, mean_resident_blocks_per_sm (:func:`mean_resident`), first_wave_blocks
+        (blocks that started before any block ended).
     """
     if trace is None:
         from .. import lessons
@@ -234,6 +287,7 @@ def summary(trace: Optional[Trace] = None, **launch) -> Dict:
     makespan = float(t1.max() - t0.min())
     dur = float(np.median(t1 - t0))
     resident = int(p["resident_blocks_per_sm"])
+    busy = mean_resident(int(p["blocks"]), dur / 1e3, int(p["sm_count"]), makespan / 1e3)
     return {
         "kernel": tr.kernel, "source": tr.source, "provenance": tr.provenance, "model": p.get("model"), "gpu": p.get("gpu"),
         "sm_count": int(p["sm_count"]), "blocks": int(p["blocks"]), "threads_per_block": int(p["threads"]),
@@ -245,8 +299,74 @@ def summary(trace: Optional[Trace] = None, **launch) -> Dict:
         "waves": int(math.ceil(p["blocks"] / (p["sm_count"] * resident))),
         "waves_observed": int(round(makespan / dur)) if dur > 0 else None,
         "makespan_us": makespan / 1e3, "block_us_median": dur / 1e3,
+        "mean_resident_blocks_per_sm": busy,
+        "first_wave_blocks": int((t0 < t1.min()).sum()),
         "degenerate": _degenerate(p, makespan, dur),
     }
+
+
+def mean_resident(blocks: int, block_us: float, sm_count: int, makespan_us: float) -> Optional[float]:
+    """Blocks resident per SM on average over the launch: the block-time the blocks ran
+    (``blocks`` x ``block_us``) over the SM-time the launch took (``sm_count`` x ``makespan_us``).
+    Beside the occupancy's resident blocks per SM it says how full the slots were kept: the
+    arithmetic assumes full.  None when the launch has no duration."""
+    if not makespan_us or makespan_us <= 0 or not sm_count:
+        return None
+    return blocks * block_us / (sm_count * makespan_us)
+
+
+#: Key of the per-block timeline a scheduling record keeps for each launch (``gpu-viz record
+#: scheduling``): what notebook 07 draws in CPU mode, labelled as recorded.
+TIMELINE_KEY = "timelines"
+
+
+def timeline_entry(trace: Trace) -> Dict:
+    """The per-block timeline of a silicon trace, JSON-able: threads, blocks, spin cycles, and for
+    every block its ``smid`` and ``t_start_ns`` / ``t_end_ns`` (%globaltimer, ns from the first start).
+
+    Raises:
+        ValueError: ``trace`` is a model's (only silicon is recorded).
+    """
+    if trace.source != "gpu":
+        raise ValueError(f"only a silicon trace is recorded, got a {trace.source} trace ({trace.provenance})")
+    p = trace.params
+    t0 = trace["t_start"].astype(np.int64)
+    base = int(t0.min())
+    return {"threads": int(p["threads"]), "blocks": int(p["blocks"]), "spin_cycles": int(p["spin_cycles"]),
+            "fma_iters": int(p["fma_iters"]), "sm_count": int(p["sm_count"]),
+            "resident_blocks_per_sm": int(p["resident_blocks_per_sm"]), "gpu": p.get("gpu"),
+            "clock_khz": p.get("clock_khz"),
+            "smid": trace["smid"].astype(np.int64).tolist(), "t_start_ns": (t0 - base).tolist(),
+            "t_end_ns": (trace["t_end"].astype(np.int64) - base).tolist()}
+
+
+def recorded_trace(record: Optional[Dict], threads: int = 256, blocks: int = 2048) -> Optional[Trace]:
+    """The Trace of the launch ``record`` (a scheduling record) keeps the per-block timeline of
+    (:data:`TIMELINE_KEY`), at ``threads`` per block and ``blocks`` blocks; its provenance is the
+    record's label ("recorded on <GPU>, <date> (not live)").  None when the record has no such
+    timeline (records made before the timeline was kept)."""
+    from ..measure import records as _records
+
+    entry = next((e for e in (record or {}).get(TIMELINE_KEY, [])
+                  if e.get("threads") == threads and e.get("blocks") == blocks), None)
+    if entry is None:
+        return None
+    t0 = np.asarray(entry["t_start_ns"], np.uint64)
+    t1 = np.asarray(entry["t_end_ns"], np.uint64)
+    smid = np.asarray(entry["smid"], np.uint32)
+    if not (len(t0) == len(t1) == len(smid) == entry["blocks"]) or (t1 < t0).any():
+        raise ValueError(f"the scheduling record's timeline at {threads} threads is malformed "
+                         f"({len(smid)} SM ids, {len(t0)} starts, {len(t1)} ends for {entry['blocks']} blocks)")
+    params = {"blocks": entry["blocks"], "threads": threads, "spin_cycles": entry["spin_cycles"],
+              "fma_iters": entry.get("fma_iters", 0), "sm_count": entry["sm_count"],
+              "resident_blocks_per_sm": entry["resident_blocks_per_sm"], "gpu": entry.get("gpu") or record.get("gpu"),
+              "model": None, "clock_khz": entry.get("clock_khz")}
+    ghz = (entry.get("clock_khz") or 1e6) / 1e6
+    return Trace(kernel="scheduled_block", params=params,
+                 arrays={"smid": smid, "t_start": t0, "t_end": t1,
+                         "clk_start": np.round(t0 * ghz).astype(np.int64), "clk_end": np.round(t1 * ghz).astype(np.int64)},
+                 source="gpu", provenance=f"{_records.label(record)}; %smid and %globaltimer read on the SMs",
+                 simulated=("clk_start", "clk_end"))
 
 
 def _degenerate(p: Dict, makespan_ns: float, block_ns: float) -> Optional[str]:
@@ -278,4 +398,5 @@ def summary_row(summary: Dict) -> Dict:
             "threads": summary["threads_per_block"], "spin_cycles": summary["spin_cycles"],
             "timing": "globaltimer", **{k: summary[k] for k in (
                 "sm_count", "resident_blocks_per_sm", "sms_used", "blocks_per_sm_hist", "waves",
-                "waves_observed", "max_concurrent_blocks_per_sm", "makespan_us", "block_us_median")}}
+                "waves_observed", "max_concurrent_blocks_per_sm", "makespan_us", "block_us_median",
+                "mean_resident_blocks_per_sm", "first_wave_blocks")}}

@@ -17,7 +17,16 @@ from ..words import count
 
 WARP = 32
 #: Warps drawn (two bands of 32 lanes fit a slide; the others issue the same six instructions).
+#: With more warps, the first and the LAST are drawn: the last is where the bounds check switches
+#: lanes off (notebook 03's exercise asks about it).
 MAX_WARPS_DRAWN = 2
+
+
+def drawn_warps(trace: Trace) -> List[int]:
+    """The (grid-wide) warp numbers the player draws: all of them up to :data:`MAX_WARPS_DRAWN`,
+    else the first and the last."""
+    warps = int(trace.params["warps"])
+    return list(range(warps)) if warps <= MAX_WARPS_DRAWN else [0, warps - 1]
 #: The six instructions as the bands name them, with the SASS each becomes on sm_75..sm_90, and
 #: what the lane cells show once a warp has issued it.
 INSTRUCTIONS = (("index", "S2R + IMAD", "i = blockIdx.x * blockDim.x + threadIdx.x"),
@@ -37,13 +46,17 @@ def _progress(step_k: int, step_w: int, w: int) -> int:
     return step_k + 1 if w <= step_w else step_k
 
 
-def _lanes(trace: Trace, warps: int) -> List[np.ndarray]:
-    """For each drawn warp (block 0's warps 0, 1, ...): the trace rows of its lanes 0..31 (-1: none)."""
-    block = trace.params["block"]
-    per_block = -(-block // WARP)
-    flat_warp = trace["block"].astype(np.int64) * per_block + trace["warp"]
+def _flat_warp(trace: Trace) -> np.ndarray:
+    per_block = -(-trace.params["block"] // WARP)
+    return trace["block"].astype(np.int64) * per_block + trace["warp"]
+
+
+def _lanes(trace: Trace, warps) -> List[np.ndarray]:
+    """For each drawn warp (``warps``: grid-wide warp numbers, or a count = the first that many):
+    the trace rows of its lanes 0..31 (-1: none)."""
+    flat_warp = _flat_warp(trace)
     out = []
-    for w in range(warps):
+    for w in (range(warps) if isinstance(warps, (int, np.integer)) else warps):
         rows = np.full(WARP, -1, np.int64)
         sel = np.nonzero(flat_warp == w)[0]
         rows[trace["lane"][sel]] = sel
@@ -52,24 +65,24 @@ def _lanes(trace: Trace, warps: int) -> List[np.ndarray]:
 
 
 def drawing(trace: Trace, frame: int, lanes=None) -> str:
-    """SVG of step ``frame`` of a vector-add trace: one band per drawn warp.
+    """SVG of step ``frame`` of a vector-add trace: one band per drawn warp (:func:`drawn_warps`).
 
-    ``lanes``: :func:`_lanes` of the trace (computed here when None).
+    ``lanes``: :func:`_lanes` of the drawn warps (computed here when None).
     """
     step = trace.steps[frame]
     k, sw = step.data["step"], step.data["warp"]
     n = trace.params["n"]
-    warps = min(trace.params["warps"], MAX_WARPS_DRAWN)
-    lanes = _lanes(trace, warps) if lanes is None else lanes
+    ids = drawn_warps(trace)
+    lanes = _lanes(trace, ids) if lanes is None else lanes
     cols = {"index": trace["index"], "a": trace["a"], "b": trace["b"], "c": trace["c"]}
-    d = svg.Svg(height=min(svg.HEIGHT, 30 + _BAND * warps))
-    for w in range(warps):
-        y0 = 4 + w * _BAND
+    d = svg.Svg(height=min(svg.HEIGHT, 30 + _BAND * len(ids)))
+    for band, w in enumerate(ids):
+        y0 = 4 + band * _BAND
         done = _progress(k, sw, w)
         issuing = w == sw
         d.rect(0, y0, svg.WIDTH, _BAND - 10, fill="#FFFFFF", stroke=svg.BLACK if issuing else svg.GREY,
                sw=3 if issuing else 1)
-        d.text(8, y0 + 24, f"warp {w}", weight="bold")
+        d.text(8, y0 + 24, f"warp {w}" + (" (last)" if band and w != band else ""), weight="bold")
         # the six instructions: done (check mark), issuing now (bold, yellow), to come (dashed)
         x = 90
         for j, (name, _sass, _what) in enumerate(INSTRUCTIONS):
@@ -80,7 +93,7 @@ def drawing(trace: Trace, frame: int, lanes=None) -> str:
                    sw=3 if now else 1, weight="bold" if now else None, dash=None if j < done else "4 3")
             x += 110
         last = done - 1
-        rows = lanes[w]
+        rows = lanes[band]
         values, fills, labels, strokes = [], [], [], []
         for lane in range(WARP):
             t = rows[lane]
@@ -107,22 +120,24 @@ def drawing(trace: Trace, frame: int, lanes=None) -> str:
 
 
 def animation(trace: Trace, source: str) -> Animation:
-    """Animation of the steps of a vector-add trace issued by the warps drawn (the first
-    :data:`MAX_WARPS_DRAWN`; the others issue the same six instructions, which the last caption says).
+    """Animation of the steps of a vector-add trace issued by the warps drawn (:func:`drawn_warps`:
+    all of up to :data:`MAX_WARPS_DRAWN`, else the first and the last; the others issue the same
+    six instructions, which the last caption says).
 
     ``source`` is the text of region ``vector_add`` (``kernels.snippet(...).text``), whose lines
     the steps highlight.
     """
     warps = trace.params["warps"]
-    drawn = min(warps, MAX_WARPS_DRAWN)
-    shown = [i for i, s in enumerate(trace.steps) if s.data["warp"] < MAX_WARPS_DRAWN]
-    lanes = _lanes(trace, drawn)
+    ids = drawn_warps(trace)
+    shown = [i for i, s in enumerate(trace.steps) if s.data["warp"] in ids or s.data["warp"] < 0]   # and the launch
+    lanes = _lanes(trace, ids)
     frames = []
     for j, i in enumerate(shown):
         st = trace.steps[i]
         cap = st.label  # the model's label says what the warp issued (and, for LDG / FADD / STG, that it is one instruction)
         if j == len(shown) - 1 and warps > MAX_WARPS_DRAWN:
-            cap += f" (warps {MAX_WARPS_DRAWN}..{warps - 1} issue the same six instructions; not drawn)"
+            between = "warp 1" if warps == 3 else f"warps 1..{warps - 2}"
+            cap += f" ({between} issue the same six instructions; not drawn)"
         frames.append(Frame(drawing(trace, i, lanes), cap, st.line))
     return Animation(frames, title=f"C = A + B on {trace.params['n']} elements: {count(warps, 'warp')}, "
                                    f"6 warp-instructions each", provenance=trace.provenance, source=source)

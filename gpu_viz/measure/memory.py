@@ -580,11 +580,13 @@ def classify_levels(points: Sequence, l2_bytes: int) -> List[str]:
     return out
 
 
-def summarize_levels(points: Sequence, l2_bytes: int) -> Dict[str, Dict]:
+def summarize_levels(points: Sequence, l2_bytes: int, dram=None) -> Dict[str, Dict]:
     """One latency per level from a staircase (LatencyPoints or their ``row()`` dicts).
 
     L1: the smallest working set; L2: the largest set classified "L2" (:func:`classify_levels`);
-    DRAM: the largest set, if classified "DRAM".  Returns ``{"L1": {"cycles", "ns", "size_bytes"}, ...}``
+    DRAM: ``dram`` (a LatencyPoint or its row: :func:`dram_latency`, the one DRAM latency the
+    course quotes everywhere, so a figure and notebook 04 never show two numbers for it), else
+    the largest set, if classified "DRAM".  Returns ``{"L1": {"cycles", "ns", "size_bytes"}, ...}``
     (levels without a point are left out).
     """
     rows = sorted((_as_row(p) for p in points), key=lambda r: r["size_bytes"])
@@ -599,6 +601,8 @@ def summarize_levels(points: Sequence, l2_bytes: int) -> Dict[str, Dict]:
         l2 = [r for r, lv in zip(rows, levels) if lv == "L2"]
         if l2:
             put("L2", l2[-1])
-        if levels[-1] == "DRAM":
+        if dram is not None:
+            put("DRAM", _as_row(dram))
+        elif levels[-1] == "DRAM":
             put("DRAM", rows[-1])
     return out

@@ -382,7 +382,7 @@ LESSON_RECORDS: Dict[str, tuple] = {
     "01": ("hardware", "probes"), "02": ("hardware",), "03": ("divergence", "probes", "exercises"), "04": ("hardware",),
     "05": ("hardware",), "06": ("exercises",), "07": ("scheduling", "probes"),
     "08_rmsnorm_four_phases": ("probes",), "08_rmsnorm_speedup": ("decoder",), "09": ("probes", "exercises"),
-    "10": ("fused",),
+    "10": ("fused",), "11": ("hardware", "scheduling", "divergence", "fused"),
 }
 
 

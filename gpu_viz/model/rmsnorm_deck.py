@@ -61,7 +61,7 @@ SOURCE_REGIONS = {
 #: For each kind of step, text that finds its line in the variant's source (:data:`SOURCE_REGIONS`):
 #: phases 1, 3 and 4 are the deck's lines in both; phase 2 is the deck's or reduce.cuh's.
 _SHARED_NEEDLES = {"local": "local += v * v", "passes": "i = tid, then", "mean": "float mean = total / d;",
-                   "rstd": "smem_rms = rsqrtf(mean + eps);", "sync": "RMS now visible to all",
+                   "rstd": "smem_rstd = rsqrtf(mean + eps);", "sync": "RMS now visible to all",
                    "output": "y[row*d + i] = from_f32<T>("}
 NEEDLES = {
     DECK: dict(_SHARED_NEEDLES, lanes="1 · collapse 32 lanes", shuffle="local += __shfl_down_sync(FULL, local, off)",

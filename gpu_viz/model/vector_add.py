@@ -8,6 +8,7 @@ and are listed in ``Trace.simulated``.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional, Tuple
 
 import numpy as np
@@ -19,9 +20,17 @@ from ..words import count
 WARP = 32
 
 _L4 = device.SPEC_SHEETS[device.DECK_GPU]
-#: How the CPU model invents the fields only silicon knows (named on every figure).
-SMID_MODEL = (f"round-robin model over {_L4.sm_count} SMs, as on the deck's L4 (spec sheet): block b runs on "
-              f"SM b mod {_L4.sm_count}; %warpid = the warp's number inside its block")
+
+
+def smid_model(info: device.DeviceInfo) -> str:
+    """How the CPU model invents the fields only silicon knows, for the GPU ``info`` it models
+    (named on every figure)."""
+    return (f"round-robin model over {info.name.replace('NVIDIA ', '')}'s {info.sm_count} SMs: block b runs on "
+            f"SM b mod {info.sm_count}; %warpid = the warp's number inside its block")
+
+
+#: :func:`smid_model` of the deck's L4 (the model's GPU when no other is named).
+SMID_MODEL = smid_model(_L4)
 
 #: The six warp-instructions of the deck, as source lines of region ``vector_add``
 #: (label, text that identifies the line in kernels/vector_add.cu).
@@ -86,13 +95,16 @@ def vector_add_steps(n_warps: int, region_lines) -> list:
 
 
 def trace(A: np.ndarray, B: np.ndarray, block: int = 64, *, sm_count: Optional[int] = None,
-          region_lines=None, seed: Optional[int] = None) -> Trace:
+          region_lines=None, seed: Optional[int] = None, info: Optional[device.DeviceInfo] = None) -> Trace:
     """Model of the traced ``vector_add``: C = A + B with one thread per element.
 
     Args:
         A, B: float32 arrays of shape [n].
         block: threads per block (1..1024); grid = ceil(n / block).
-        sm_count: SMs of the round-robin model (default: the L4's 58, device.SPEC_SHEETS).
+        sm_count: SMs of the round-robin model (default: ``info``'s).
+        info: the GPU modelled (default: the deck's L4 spec sheet); the notebooks pass the GPU of
+            the committed records (``gpu_viz.measure.records.lesson_device``), so the model and
+            the recorded numbers beside it describe one GPU.
         region_lines: 6 source lines for the steps (default: None each).
         seed: the inputs' seed (kept in ``params``).
 
@@ -106,7 +118,10 @@ def trace(A: np.ndarray, B: np.ndarray, block: int = 64, *, sm_count: Optional[i
     n = A.shape[0]
     B = as_f32("B", B, n)
     n, block = check_launch(n, block, min_n=1)
-    sm_count = sm_count or _L4.sm_count
+    info = info or _L4
+    sm_count = sm_count or info.sm_count
+    sm_model = smid_model(info) if sm_count == info.sm_count else smid_model(
+        dataclasses.replace(info, sm_count=sm_count))
     grid = -(-n // block)
     t = np.arange(grid * block, dtype=np.int64)
     blk = (t // block).astype(np.int32)
@@ -126,7 +141,7 @@ def trace(A: np.ndarray, B: np.ndarray, block: int = 64, *, sm_count: Optional[i
     lines = list(region_lines) if region_lines is not None else [None] * len(VECTOR_ADD_STEPS)
     n_warps = grid * (-(-block // WARP))
     return Trace(kernel="vector_add",
-                 params={"n": n, "block": block, "grid": grid, "warps": n_warps, "sm_model": SMID_MODEL,
-                         "seed": seed},
-                 arrays=arrays, source=MODEL_SOURCE, provenance=backend.MODEL_LABEL + "; " + SMID_MODEL,
+                 params={"n": n, "block": block, "grid": grid, "warps": n_warps, "sm_model": sm_model,
+                         "seed": seed, "gpu": info.name},
+                 arrays=arrays, source=MODEL_SOURCE, provenance=backend.MODEL_LABEL + "; " + sm_model,
                  steps=vector_add_steps(n_warps, lines), simulated=("smid", "hw_warpid"))

@@ -79,8 +79,9 @@ def batch_invariance(Ns=INVARIANCE_N, Ms=INVARIANCE_M, dtypes=DTYPES, seed: Opti
 
 def kernel_report_any(arch: Optional[str] = None) -> Tuple[List[Dict], str]:
     """``fused.kernel_report()`` rows for one ``arch`` (default: this device's, or the deck's L4 in
-    CPU mode) and where they came from: ptxas (with spills) where nvcc exists, else the live
-    device's attributes (registers, no spill count).
+    CPU mode) and where they came from: in CPU mode the committed ptxas report
+    (:mod:`gpu_viz.rmsnorm.ptxas`) while it matches the kernels' code; else ptxas (with spills)
+    where nvcc exists, else the live device's attributes (registers, no spill count).
 
     Raises:
         RuntimeError: neither source worked (both reasons).
@@ -89,6 +90,14 @@ def kernel_report_any(arch: Optional[str] = None) -> Tuple[List[Dict], str]:
     from .fused import op as fused  # torch-importing modules: loaded when used
 
     arch = arch or _device.current().sm
+    if not backend.has_gpu():   # CPU mode: the committed report while it matches the kernels (no compile)
+        from . import ptxas
+
+        rows, where = ptxas.fused_rows(arch)
+        if rows:
+            return rows, where
+        print(f"{where}; compiling the fused kernels for {arch} with the local nvcc instead (a minute or two) ...",
+              flush=True)
     try:
         return fused.kernel_report(source="ptxas", arches=[arch]), f"ptxas -v for {arch} (nvcc on this machine)"
     except Exception as exc:
@@ -154,8 +163,13 @@ def _wide_usage(cfg, arch: str) -> Dict:
     """ptxas's registers, spills and static shared memory of one cluster kernel for ``arch``
     (the local nvcc, once per configuration); without nvcc, on a GPU of that arch, the loaded
     kernel's registers and memory (no spill count), as :func:`kernel_report_any`; else {}."""
-    from . import wide
+    from . import ptxas, wide
     from .. import device as _device
+
+    if not backend.has_gpu():   # CPU mode: the committed report while it matches the kernels
+        known = ptxas.wide_usage(cfg.kernel, arch)
+        if known is not None:
+            return known
 
     try:
         (u,) = kernels.nvcc_compile(wide.FILE, arch, cfg.options)

@@ -117,10 +117,34 @@ def _rows(text: str) -> int:
     return len(source_rows(text))
 
 
+def _code_part(text: str) -> str:
+    """A source line without its ``//`` comment (string literals are rare in kernels; a ``//``
+    inside one would only make the statement look shorter)."""
+    return text.split("//", 1)[0]
+
+
+def statement_start(source: str, line: int) -> int:
+    """The 1-based first line of the statement ``line`` (1-based) belongs to: ``line`` itself, or
+    the line above it where a bracket it closes was opened (``i += stride) {`` belongs to its
+    ``for (`` three lines up).  The pane shows a frame's line with the start of its statement."""
+    lines = source.splitlines()
+    if not 1 <= line <= len(lines):
+        return line
+    depth = 0
+    for k in range(line, 0, -1):
+        code = _code_part(lines[k - 1])
+        depth += code.count(")") + code.count("]") - code.count("(") - code.count("[")
+        if depth <= 0:
+            return k
+    return line
+
+
 def source_window(source: str, line: Optional[int]) -> tuple:
     """The 1-based lines ``(first, last)`` of ``source`` the pane shows for ``line``: all of them
-    when they fit :data:`SOURCE_ROWS` wrapped rows, else a window around ``line`` (a third of the
-    pane above it) that fits, leaving a row for each "lines above / below" marker."""
+    when they fit :data:`SOURCE_ROWS` wrapped rows, else a window around ``line`` that fits,
+    leaving a row for each "lines above / below" marker: from the start of ``line``'s statement
+    (:func:`statement_start`: a loop's increment is shown with its ``for``) or a third of the pane
+    above it, whichever reaches higher, then downwards, then upwards with what is left."""
     lines = source.splitlines() or [""]
     n = len(lines)
     if sum(_rows(t) for t in lines) <= SOURCE_ROWS:
@@ -129,7 +153,12 @@ def source_window(source: str, line: Optional[int]) -> tuple:
     centre = min(max(line or 1, 1), n)
     first = last = centre
     used = _rows(lines[centre - 1])
-    above_target = budget // 3
+    # the statement's first lines, as far as they fit with the line itself
+    start = statement_start(source, centre)
+    while first > start and used + _rows(lines[first - 2]) <= budget:
+        first -= 1
+        used += _rows(lines[first - 1])
+    above_target = max(budget // 3, used - _rows(lines[centre - 1]))
     # grow upwards to a third of the budget, then downwards, then upwards again with what is left
     while first > 1 and used + _rows(lines[first - 2]) <= above_target + _rows(lines[centre - 1]):
         first -= 1
@@ -245,13 +274,16 @@ class Animation:
             "CPU model, no GPU", "recorded on NVIDIA H200, 2026-11-29"); shown with every frame.
         source: kernel source text whose ``Frame.line`` is highlighted, or None.
         interval_ms: play speed, milliseconds per frame (50..10000).
+        print_frame: the frame a printed deck (PDF) shows: the one that teaches (default: the
+            last, the finished state; a queue draining prints mid-way, not "every SM empty").
 
     Raises:
-        ValueError: no frames, a frame's ``line`` outside ``source``, or ``interval_ms`` out of range.
+        ValueError: no frames, a frame's ``line`` outside ``source``, ``interval_ms`` or
+            ``print_frame`` out of range.
     """
 
     def __init__(self, frames: Sequence[Frame], *, title: str, provenance: str,
-                 source: Optional[str] = None, interval_ms: int = 900):
+                 source: Optional[str] = None, interval_ms: int = 900, print_frame: Optional[int] = None):
         if not frames:
             raise ValueError("Animation: frames is empty; a player needs at least one frame")
         if not all(isinstance(f, Frame) for f in frames):
@@ -262,6 +294,11 @@ class Animation:
                 raise ValueError(f"Animation: frame {i} highlights line {f.line}, but source has {n_lines} lines")
         if not 50 <= int(interval_ms) <= 10000:
             raise ValueError(f"Animation: interval_ms must be 50..10000 ms per frame, got {interval_ms}")
+        if print_frame is None:
+            print_frame = len(frames) - 1
+        if isinstance(print_frame, bool) or not isinstance(print_frame, int) or not 0 <= print_frame < len(frames):
+            raise ValueError(f"Animation: print_frame must be a frame index 0..{len(frames) - 1}, got {print_frame!r}")
+        self.print_frame = print_frame
         self.frames = list(frames)
         self.title, self.provenance, self.source = title, provenance, source
         self.interval_ms = int(interval_ms)
@@ -307,11 +344,9 @@ class Animation:
         speeds = "".join(f'<option value="{s}"{" selected" if s == 1 else ""}>{s}x</option>' for s in (0.5, 1, 2, 4))
         live_attr = f' data-live="{html.escape(live_id)}"' if live_id else ""
         return f"""
-<div class="gpu-viz-player" id="{uid}" data-frames="{n}" data-frame="0"{live_attr} style="{_BOX}">
+<div class="gpu-viz-player" id="{uid}" data-frames="{n}" data-frame="0" data-print-frame="{self.print_frame}"{live_attr} style="{_BOX}">
   {self._header()}
-  {_body(first.markup, views[_key(first.line)] if self.source else None, uid)}
-  <div class="gpu-viz-caption" id="{uid}-cap" style="min-height:44px">{html.escape(first.caption)}</div>
-  <div class="gpu-viz-controls" style="display:flex;flex-wrap:wrap;gap:6px;align-items:center">
+  <div class="gpu-viz-controls" style="display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin-top:4px">
     <button type="button" style="{btn}" data-act="first" title="first frame">|&#x25C0;</button>
     <button type="button" style="{btn}" data-act="prev" title="step back">&#x25C0;</button>
     <button type="button" style="{btn}" data-act="play" title="play / pause">&#x25B6;</button>
@@ -321,6 +356,8 @@ class Animation:
     <span id="{uid}-pos" class="gpu-viz-counter" style="min-width:130px;text-align:right">{self._counter(0)}</span>
     <label style="font-size:18px">speed <select id="{uid}-speed" style="font-size:18px">{speeds}</select></label>
   </div>
+  <div class="gpu-viz-caption" id="{uid}-cap" style="min-height:44px">{html.escape(first.caption)}</div>
+  {_body(first.markup, views[_key(first.line)] if self.source else None, uid)}
 </div>
 <script>
 (function() {{
@@ -358,27 +395,7 @@ class Animation:
   rng.addEventListener("change", function() {{ rng.blur(); }});
   speed.addEventListener("change", function() {{ if (timer) {{ clearInterval(timer); timer = null; play(); }} speed.blur(); }});
   show(0);
-  // The live twin (see Animation.static_html): one of the two shows.  JupyterLab and Notebook 7
-  // put each output in a .jp-OutputArea-child; the twin's is the next one, a widget renderer
-  // (.lm-Panel) holding either the live box or the text "Loading widget..." / "Error displaying
-  // widget: model not found".  Elsewhere (Colab) only this copy hides while the twin is live.
-  var twin = root.dataset.live;
-  if (!twin) return;
-  var tries = 0;
-  function sync() {{
-    var out = root.closest(".jp-OutputArea-child"), next = out && out.nextElementSibling;
-    var live = document.querySelector(".gpu-viz-live-" + twin);
-    (out || root).style.display = live ? "none" : "";
-    if (next && next.querySelector(":scope > .jp-OutputArea-output.lm-Panel") && !live) next.style.display = "none";
-    else if (next && live && next.contains(live)) next.style.display = "";
-    return out;
-  }}
-  function watch() {{
-    var out = sync(), area = out ? out.parentNode : document.body;
-    if (!out && root.isConnected === false && tries++ < 100) {{ setTimeout(watch, 50); return; }}
-    new MutationObserver(sync).observe(area, {{childList: true, subtree: true}});
-  }}
-  watch();
+{twin_sync_js("root")}
 }})();
 </script>"""
 
@@ -415,7 +432,9 @@ class Animation:
         fwd.on_click(lambda _b: setattr(slider, "value", min(n - 1, slider.value + 1)))
         header = w.HTML(value=f'<div style="{_BOX}">{self._header()}</div>')
         controls = w.HBox([play, back, fwd, slider, counter, speed], layout=w.Layout(flex_flow="row wrap"))
-        box = w.VBox([header, body, caption, controls], layout=w.Layout(max_width=f"{PLAYER_WIDTH}px"))
+        # the controls and the caption above the drawing: in a short window (1024x768) stepping
+        # never needs a scroll between the buttons and what they change
+        box = w.VBox([header, controls, caption, body], layout=w.Layout(max_width=f"{PLAYER_WIDTH}px"))
         box.add_class("gpu-viz-live-player")
         if live_id:
             box.add_class(f"gpu-viz-live-{live_id}")
@@ -470,6 +489,73 @@ class Animation:
             print(_outside_notebook(self._bundle()[0]["text/plain"], "animation.static_html()"))
             return
         self._ipython_display_()
+
+
+#: The output containers of the frontends a learner uses: JupyterLab 3 and 4 and Notebook 7
+#: (``.jp-OutputArea-child``), the classic notebook with ipywidgets 7 (``.output_area``).
+_OUTPUT_CONTAINERS = ".jp-OutputArea-child, .output_area"
+
+
+def twin_sync_js(root: str) -> str:
+    """JavaScript (inside a function where ``root`` names the static copy's element, which carries
+    ``data-live="<live_id>"``) that keeps exactly one of a static copy and its live twin visible.
+    The twin is the widget output displayed right after the static one; its box carries the
+    class ``gpu-viz-live-<live_id>`` once a widget manager has rendered it.  While it is rendered
+    the static copy hides; while it is not -- a saved notebook reopened, where the manager writes
+    "Error displaying widget: model not found" (ipywidgets 8) or "A Jupyter widget could not be
+    displayed because the widget state could not be found" (ipywidgets 7), or no manager at all --
+    the twin's output hides and the static copy shows.  In a frontend whose outputs live in
+    separate frames (Colab) the copy can only see its own frame: it hides while the twin is live
+    in that frame, and shows otherwise."""
+    return f"""  var twin = {root}.dataset.live;
+  if (twin) (function() {{
+    var tries = 0;
+    function sync() {{
+      var out = {root}.closest("{_OUTPUT_CONTAINERS}"), next = out && out.nextElementSibling;
+      var live = document.querySelector(".gpu-viz-live-" + twin);
+      (out || {root}).style.display = live ? "none" : "";
+      if (next && live && next.contains(live)) next.style.display = "";   // the twin is live: it shows
+      else if (next && !live) next.style.display = "none";                 // it is not: its output hides
+      return out;
+    }}
+    function watch() {{
+      var out = sync(), area = out ? out.parentNode : document.body;
+      if (!out && {root}.isConnected === false && tries++ < 100) {{ setTimeout(watch, 50); return; }}
+      new MutationObserver(sync).observe(area, {{childList: true, subtree: true}});
+    }}
+    watch();
+  }})();"""
+
+
+def show_live(widget, fallback_html: str) -> None:
+    """Display a live ipywidgets ``widget`` with a static HTML twin, as a player is shown: the
+    twin (``fallback_html``: what the widget shows, or says, without a kernel) first, then the
+    widget as its own output; exactly one of them is visible in any frontend, a reopened notebook
+    included (:func:`twin_sync_js`).  Without ipywidgets' comm (no kernel) only the twin is shown.
+
+    Raises:
+        TypeError: ``fallback_html`` is not a string.
+    """
+    from IPython.display import display
+
+    if not isinstance(fallback_html, str):
+        raise TypeError(f"fallback_html must be an HTML string, got {type(fallback_html).__name__}")
+    live_id = f"gvl{next(_ids)}"
+    uid = f"gvs{next(_ids)}"
+    try:
+        widget.add_class(f"gpu-viz-live-{live_id}")
+        model_id = widget.model_id
+    except Exception:  # no comm: the twin alone
+        model_id = None
+    live_attr = f' data-live="{live_id}"' if model_id else ""
+    display({"text/html": f'<div class="gpu-viz-static" id="{uid}"{live_attr}>{fallback_html}</div>'
+                          f'<script>(function() {{ var root = document.getElementById("{uid}"); if (!root) return;\n'
+                          f'{twin_sync_js("root")}\n}})();</script>',
+             "text/plain": "(an interactive control: run the cell with a kernel to use it)"}, raw=True)
+    if model_id:
+        display({"text/plain": "<live control>", LIVE_MIME: {"version_major": 2, "version_minor": 0,
+                                                            "model_id": model_id}},
+                raw=True, metadata={PLAYER_METADATA_KEY: {"live": True}})
 
 
 def _body(markup: str, view: Optional[str], uid: Optional[str] = None) -> str:

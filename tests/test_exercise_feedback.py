@@ -1,0 +1,196 @@
+"""The numeric exercises' feedback (gpu_viz/exercises/predict.py), as a learner meets it alone.
+
+* A verdict on a missing or wrong answer never carries the right answer (Run All runs every
+  exercise cell with ``answer = None``; a first wrong try must name the mistake, not the number).
+* A checker answers every kind of input with a verdict, quickly: no traceback, no nonsense
+  graded right (a block size of 2048, a negative warp count), no minutes of work for a huge count.
+* A classic wrong reasoning gives a wrong number on every GPU the course names (spec sheets), so
+  the checker can tell it from the right one.
+
+CPU mode throughout (the committed records and the CPU models); the answer is the reference
+solution's, run as its cell runs.
+"""
+import math
+import re
+import time
+
+import numpy as np
+import pytest
+
+import gpu_viz.exercises as ex
+from gpu_viz import device, occupancy
+from gpu_viz.exercises import core, predict
+
+
+@pytest.fixture(autouse=True)
+def _cpu_mode(monkeypatch):
+    monkeypatch.setattr(core, "live", lambda: False)
+    monkeypatch.setattr(predict, "live", lambda: False)
+
+
+NUMERIC = [e.id for e in ex.exercises() if e.kind != core.KERNEL]
+
+
+def solution_answer(eid):
+    """The reference solution's answer: its cell run with ``ex.check`` capturing the answer."""
+    seen = {}
+
+    class _Passes:
+        def require(self):
+            return self
+
+    fake = type("ex", (), {"given": staticmethod(ex.given),
+                           "check": staticmethod(lambda _id, answer, **_o: seen.setdefault("a", answer) and _Passes()
+                                                 or _Passes())})
+    code = ex.get(eid).solution.replace("from gpu_viz import exercises as ex\n", "")
+    exec(compile(code, f"<solution {eid}>", "exec"), {"ex": fake})
+    return seen["a"]
+
+
+def _numbers(text):
+    """Every number written in ``text`` (1,056 and 4.0 and 2.68e+08 alike), as floats."""
+    return [float(t.replace(",", "")) for t in re.findall(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?", text)]
+
+
+def _wrong_answers(want):
+    if isinstance(want, tuple):
+        a, b = want
+        return [None, (a + 1, b), (a, b + 1), (a + 2, b + 3), (0, 0)]
+    return [None, want * 2, want + 1, want * 0.5 + 0.25, 0, -1]
+
+
+def _reveals(verdict, want, answer, given_text, task=""):
+    """The right answer's numbers that the verdict writes and neither the facts, the task nor the
+    learner's own answer contain (those may be quoted back; so may the count one below the
+    learner's where the task says the checker also launches "one fewer")."""
+    # "2.0x too large" is a ratio, not a quoted number (small counts get no ratio: predict._ratio_words)
+    told = _numbers(re.sub(r"[\d.e+]+x too ", "", verdict.text()))
+    free = set(_numbers(given_text)) | set(_numbers(task)) | set(_numbers(repr(answer)))
+    if "one fewer" in task and isinstance(answer, (int, float)):
+        free.add(answer - 1)
+    wants = list(want) if isinstance(want, tuple) else [want]
+    out = []
+    for w in wants:
+        w = float(w)
+        if any(math.isclose(w, f, rel_tol=1e-3, abs_tol=1e-9) for f in free):
+            continue
+        if any(math.isclose(w, t, rel_tol=1e-3, abs_tol=1e-9) for t in told):
+            out.append(w)
+    return out
+
+
+@pytest.mark.parametrize("eid", NUMERIC)
+def test_no_verdict_on_a_missing_or_wrong_answer_carries_the_answer(eid):
+    want = solution_answer(eid)
+    assert ex.check(eid, want).ok, f"{eid}: the reference solution does not pass"
+    given_text = repr(ex.given(eid))
+    for answer in _wrong_answers(want):
+        v = ex.check(eid, answer)
+        if v.ok:
+            continue   # an answer that happens to be right (a tolerance) is not feedback on a wrong one
+        leaked = _reveals(v, want, answer, given_text, ex.get(eid).task + ex.get(eid).placeholder)
+        assert not leaked, f"{eid}: answering {answer!r} shows the answer {leaked}:\n{v.text()}"
+
+
+def test_the_reveal_check_can_fail():
+    """The check above flags a verdict that quotes the answer (as 09.lane0's did on Run All)."""
+    v = core.Verdict("09.lane0", None, "no answer yet", ["the run: lane 0 = 35 after step 3"])
+    assert _reveals(v, 35.0, None, "lanes: [1, 2]") == [35.0]
+    assert _reveals(v, 35.0, 35, "") == []            # the learner's own number may be quoted back
+
+
+ODD_ANSWERS = [0, -1, 1.5, 10**6, float("nan"), float("inf"), True, "12", [1, 2, 3], np.array([5]),
+               np.array([[1, 2]]), np.int64(7), np.float32(2.5), (1,), {"a": 1}]
+
+
+@pytest.mark.parametrize("eid", NUMERIC)
+def test_every_answer_gets_a_verdict_quickly(eid):
+    """No traceback and no long run for any input a learner might type."""
+    for answer in ODD_ANSWERS:
+        t0 = time.perf_counter()
+        v = ex.check(eid, answer)
+        took = time.perf_counter() - t0
+        assert isinstance(v, core.Verdict), f"{eid}: {answer!r} gave {v!r}"
+        assert took < 2.0, f"{eid}: checking {answer!r} took {took:.1f} s"
+        assert " 1x too " not in v.message, f"{eid}: {v.message}"
+
+
+@pytest.mark.parametrize("eid", NUMERIC)
+def test_a_one_element_array_is_its_number(eid):
+    want = solution_answer(eid)
+    if isinstance(want, tuple):
+        assert ex.check(eid, np.array(want)).ok
+    else:
+        assert ex.check(eid, np.array([want])).ok
+        assert ex.check(eid, np.float64(want)).ok
+
+
+def test_08_inflight_refuses_a_block_size_that_is_not_one():
+    want = solution_answer("08.inflight")
+    for block in (0, -1, 1025, 2048, "256", 2.5):
+        v = ex.check("08.inflight", want, block=block)
+        assert v.ok is False and "block" in v.message, (block, v.text())
+        with pytest.raises((TypeError, ValueError), match="block"):
+            ex.given("08.inflight", block=block)
+    assert ex.check("08.inflight", want, block=256).ok
+
+
+def test_04_hide_says_short_of_the_target_in_numbers_that_are_short():
+    want = solution_answer("04.hide")
+    v = ex.check("04.hide", want - 1)
+    busy = re.search(r"([\d.]+) % busy", v.message)
+    assert v.ok is False and busy and float(busy.group(1)) < 100 * predict.BUSY_04, v.message
+    for bad in (0, -3, 2.5):
+        assert ex.check("04.hide", bad).ok is False
+
+
+def test_07_doubling_answers_a_huge_count_without_launching_it():
+    t0 = time.perf_counter()
+    v = ex.check("07.doubling", 10**6)
+    assert v.ok is False and time.perf_counter() - t0 < 0.5
+
+
+def test_07_waves_does_not_grade_the_silicons_block_times_as_an_arithmetic_error():
+    """The record's 4 block-times are a fact: answering them gets told what the question asks,
+    not "2x too large"."""
+    took, _where = predict._silicon_block_times_07(2048, 256)
+    want = solution_answer("07.waves")
+    if took is None or round(took) == want:
+        pytest.skip("the committed record's block-times equal the arithmetic's waves")
+    v = ex.check("07.waves", round(took))
+    assert v.ok is False and "too large" not in v.message and "silicon" in v.message, v.message
+
+
+@pytest.mark.parametrize("gpu", sorted(device.SPEC_SHEETS))
+def test_classic_mistakes_differ_from_the_answer_on_every_spec_sheet(gpu, monkeypatch):
+    """On each GPU the course names, 02.regs follows the register allocation unit (what the
+    occupancy calculator says) and 05.blocks cannot be passed with the thread limit alone."""
+    info = device.SPEC_SHEETS[gpu]
+    monkeypatch.setattr(predict, "info", lambda: info)
+    regs = occupancy.full_occupancy_registers(info)
+    assert ex.check("02.regs", regs).ok
+    assert occupancy.calculate(info, 128, regs).occupancy == 1.0 > occupancy.calculate(info, 128, regs + 1).occupancy
+    if info.regs_per_sm % info.max_threads_per_sm:      # the even split is not a whole allocation
+        assert not ex.check("02.regs", round(info.regs_per_sm / info.max_threads_per_sm)).ok
+    g = ex.given("05.blocks")
+    threads_only = g["max_threads_per_sm"] // g["threads_per_block"]
+    v = ex.check("05.blocks", threads_only)
+    assert v.ok is False and "thread limit" in v.message, v.text()
+    assert ex.check("05.blocks", solution_answer("05.blocks")).ok
+
+
+@pytest.mark.parametrize("eid", [e.id for e in ex.exercises()])
+def test_every_exercise_sits_in_its_lesson_before_the_takeaways(eid):
+    """An exercise's cells go before a heading of its notebook that exists and comes no later than
+    the takeaways (gpu_viz/exercises/cells.py inserts them there); none trails after them."""
+    import json
+    from pathlib import Path
+
+    e = ex.get(eid)
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / f"{e.notebook}.ipynb").read_text())
+    firsts = ["".join(c["source"]).split("\n", 1)[0] for c in nb["cells"]]
+    assert e.before, f"{eid}: no heading to go before (it would land after the takeaways)"
+    at = next((i for i, h in enumerate(firsts) if h.startswith(e.before)), None)
+    takeaways = next(i for i, h in enumerate(firsts) if h.startswith("## Takeaways"))
+    assert at is not None, f"{eid}: {e.before!r} is not a heading of {e.notebook}"
+    assert at <= takeaways, f"{eid}: {e.before!r} comes after the takeaways of {e.notebook}"
