@@ -176,6 +176,12 @@ TAG_SCHEMAS: Dict[str, Dict[str, Tuple[str, bool]]] = {
     "decoder": {"rows": ("list of objects", True)},
     "probes": {"rows": ("list of objects", True)},
 }
+#: A tool's report (no GPU in it: ``"tool": "ptxas"``, the compiler's register and spill report
+#: of the fused kernels): its own fields instead of :data:`RECORD_SCHEMA`'s GPU and versions.
+TOOL_SCHEMAS: Dict[str, Dict[str, Tuple[str, bool]]] = {
+    "ptxas": {"date": ("date", True), "nvcc": ("name", True), "arches": ("list", True), "sources": ("list", True),
+              "source_digest": ("name", True), "fused": ("object", True)},
+}
 #: A hardware record's ``device``: the :class:`gpu_viz.device.DeviceInfo` fields it carries.
 DEVICE_SCHEMA: Dict[str, Tuple[str, bool]] = {
     "name": ("name", True), "compute_capability": ("compute capability", True), "sm_count": ("count", True),
@@ -265,6 +271,8 @@ def problem(record, name: str = "") -> Optional[str]:
     """
     if not isinstance(record, dict):
         return f"not a JSON object but {_json_kind(record)}"
+    if record.get("tool") in TOOL_SCHEMAS:
+        return _fields_problem(record, TOOL_SCHEMAS[record["tool"]])
     why = _fields_problem(record, RECORD_SCHEMA)
     if why:
         return why
