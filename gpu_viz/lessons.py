@@ -119,7 +119,11 @@ class Lesson:
             return self.module("model").trace(*args, **launch, **extra, seed=seed)
         from . import emulator
 
-        with emulator.emulated() as session:
+        # the GPU the CPU model would model (_modelled_gpu) is the one the emulator's %smid spreads
+        # blocks over: the same SM count, so an emulated trace and a modelled one tell one story
+        modelled = launch.pop("info", None)
+        options = {"sm_count": modelled.sm_count} if modelled is not None else {}
+        with emulator.emulated(**options) as session:
             tr = self.module("record").trace(*args, **launch, **extra, seed=seed)
         return emulated_trace(tr, session, self.simulated)
 

@@ -260,7 +260,7 @@ def calculate(info: device.DeviceInfo, block_size: int, kernel: Union[KernelReso
 
 def full_occupancy_registers(info: device.DeviceInfo) -> int:
     """The most registers per thread a kernel may use and still keep every warp slot of an SM of
-    ``info`` resident (notebook 02's budget, exercise ``02.regs``).
+    ``info`` resident (notebook 02's budget, exercise ``streaming_multiprocessor.regs``).
 
     Not ``regs_per_sm / max_threads_per_sm``: registers are allocated per warp in units of
     :data:`REG_ALLOC_UNIT` (8 per thread), within each of the :data:`SUB_PARTITIONS`

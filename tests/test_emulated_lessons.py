@@ -34,7 +34,11 @@ def _emulated(stem, arch, seed, launch):
     args, kw = les.inputs(seed, **launch)
     extra = les.source_lines(les.source(), **kw) if les.source_lines else {}
     model = les.module("model").trace(*args, **kw, **extra, seed=seed)
-    with emulator.emulated(arch=arch) as session:
+    # in CPU mode the inputs name the GPU the model models; the emulator gets its SM count
+    # (as Lesson.trace does), the record producer no ``info``
+    modelled = kw.pop("info", None)
+    options = {"sm_count": modelled.sm_count} if modelled is not None else {}
+    with emulator.emulated(arch=arch, **options) as session:
         got = les.module("record").trace(*args, **kw, **extra, seed=seed)
     return model, lessons.emulated_trace(got, session, les.simulated), session
 
@@ -115,3 +119,19 @@ def test_a_new_device_never_sees_an_old_devices_module_variables():
         assert regs and all(dev.space.region_at(r.base) is r for r in regs.values())
         del dev, regs
         gc.collect()
+
+
+@pytest.mark.skipif(backend.has_gpu(), reason="CPU mode: the lesson's trace comes from the emulator")
+@pytest.mark.parametrize("stem, launch", [("vector_add", dict(n=4096, block=64)), ("vector_add", dict(n=70, block=96)),
+                                          ("grid_stride", dict(n=2500, grid=3, block=100))])
+def test_a_lessons_cpu_mode_trace_is_emulated_and_models_the_records_gpu(stem, launch):
+    """Lesson.trace in CPU mode: the emulator runs the traced kernel, the launch's ``info`` (the GPU
+    the CPU model models) does not reach the GPU producer, and %smid spreads over that GPU's SMs."""
+    from gpu_viz.measure import records
+
+    tr = lessons.LESSONS[stem].trace(seed=5, **launch)
+    assert tr.source == "emulator", tr.provenance
+    model = lessons.LESSONS[stem].trace(seed=5, producer="model", **launch)
+    tr.assert_equal(model, names=sorted(model.arrays))
+    if "smid" in tr.arrays:
+        assert int(tr.arrays["smid"].max()) < records.lesson_device()[0].sm_count

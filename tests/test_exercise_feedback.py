@@ -1,4 +1,4 @@
-"""The numeric exercises' feedback (gpu_viz/exercises/predict.py), as a learner meets it alone.
+"""The numeric exercises' feedback (gpu_viz/exercises/<topic>.py, gpu_viz/exercises/numbers.py), as a learner meets it alone.
 
 * A verdict on a missing or wrong answer never carries the right answer (Run All runs every
   exercise cell with ``answer = None``; a first wrong try must name the mistake, not the number).
@@ -19,13 +19,12 @@ import pytest
 
 import gpu_viz.exercises as ex
 from gpu_viz import device, occupancy
-from gpu_viz.exercises import core, predict
+from gpu_viz.exercises import core, kernel_scheduling, latency_hiding
 
 
 @pytest.fixture(autouse=True)
 def _cpu_mode(monkeypatch):
     monkeypatch.setattr(core, "live", lambda: False)
-    monkeypatch.setattr(predict, "live", lambda: False)
 
 
 NUMERIC = [e.id for e in ex.exercises() if e.kind != core.KERNEL]
@@ -63,7 +62,7 @@ def _reveals(verdict, want, answer, given_text, task=""):
     """The right answer's numbers that the verdict writes and neither the facts, the task nor the
     learner's own answer contain (those may be quoted back; so may the count one below the
     learner's where the task says the checker also launches "one fewer")."""
-    # "2.0x too large" is a ratio, not a quoted number (small counts get no ratio: predict._ratio_words)
+    # "2.0x too large" is a ratio, not a quoted number (small counts get no ratio: numbers._ratio_words)
     told = _numbers(re.sub(r"[\d.e+]+x too ", "", verdict.text()))
     free = set(_numbers(given_text)) | set(_numbers(task)) | set(_numbers(repr(answer)))
     if "one fewer" in task and isinstance(answer, (int, float)):
@@ -93,8 +92,8 @@ def test_no_verdict_on_a_missing_or_wrong_answer_carries_the_answer(eid):
 
 
 def test_the_reveal_check_can_fail():
-    """The check above flags a verdict that quotes the answer (as 09.lane0's did on Run All)."""
-    v = core.Verdict("09.lane0", None, "no answer yet", ["the run: lane 0 = 35 after step 3"])
+    """The check above flags a verdict that quotes the answer (as four_phase_trace.lane0's did on Run All)."""
+    v = core.Verdict("four_phase_trace.lane0", None, "no answer yet", ["the run: lane 0 = 35 after step 3"])
     assert _reveals(v, 35.0, None, "lanes: [1, 2]") == [35.0]
     assert _reveals(v, 35.0, 35, "") == []            # the learner's own number may be quoted back
 
@@ -126,57 +125,57 @@ def test_a_one_element_array_is_its_number(eid):
 
 
 def test_08_inflight_refuses_a_block_size_that_is_not_one():
-    want = solution_answer("08.inflight")
+    want = solution_answer("rmsnorm_speedup.inflight")
     for block in (0, -1, 1025, 2048, "256", 2.5):
-        v = ex.check("08.inflight", want, block=block)
+        v = ex.check("rmsnorm_speedup.inflight", want, block=block)
         assert v.ok is False and "block" in v.message, (block, v.text())
         with pytest.raises((TypeError, ValueError), match="block"):
-            ex.given("08.inflight", block=block)
-    assert ex.check("08.inflight", want, block=256).ok
+            ex.given("rmsnorm_speedup.inflight", block=block)
+    assert ex.check("rmsnorm_speedup.inflight", want, block=256).ok
 
 
 def test_04_hide_says_short_of_the_target_in_numbers_that_are_short():
-    want = solution_answer("04.hide")
-    v = ex.check("04.hide", want - 1)
+    want = solution_answer("latency_hiding.hide")
+    v = ex.check("latency_hiding.hide", want - 1)
     busy = re.search(r"([\d.]+) % busy", v.message)
-    assert v.ok is False and busy and float(busy.group(1)) < 100 * predict.BUSY_04, v.message
+    assert v.ok is False and busy and float(busy.group(1)) < 100 * latency_hiding.BUSY_04, v.message
     for bad in (0, -3, 2.5):
-        assert ex.check("04.hide", bad).ok is False
+        assert ex.check("latency_hiding.hide", bad).ok is False
 
 
 def test_07_doubling_answers_a_huge_count_without_launching_it():
     t0 = time.perf_counter()
-    v = ex.check("07.doubling", 10**6)
+    v = ex.check("kernel_scheduling.doubling", 10**6)
     assert v.ok is False and time.perf_counter() - t0 < 0.5
 
 
 def test_07_waves_does_not_grade_the_silicons_block_times_as_an_arithmetic_error():
     """The record's 4 block-times are a fact: answering them gets told what the question asks,
     not "2x too large"."""
-    took, _where = predict._silicon_block_times_07(2048, 256)
-    want = solution_answer("07.waves")
+    took, _where = kernel_scheduling._silicon_block_times_07(2048, 256)
+    want = solution_answer("kernel_scheduling.waves")
     if took is None or round(took) == want:
         pytest.skip("the committed record's block-times equal the arithmetic's waves")
-    v = ex.check("07.waves", round(took))
+    v = ex.check("kernel_scheduling.waves", round(took))
     assert v.ok is False and "too large" not in v.message and "silicon" in v.message, v.message
 
 
 @pytest.mark.parametrize("gpu", sorted(device.SPEC_SHEETS))
 def test_classic_mistakes_differ_from_the_answer_on_every_spec_sheet(gpu, monkeypatch):
-    """On each GPU the course names, 02.regs follows the register allocation unit (what the
-    occupancy calculator says) and 05.blocks cannot be passed with the thread limit alone."""
+    """On each GPU the course names, streaming_multiprocessor.regs follows the register allocation unit (what the
+    occupancy calculator says) and block_1024_cap.blocks cannot be passed with the thread limit alone."""
     info = device.SPEC_SHEETS[gpu]
-    monkeypatch.setattr(predict, "info", lambda: info)
+    monkeypatch.setattr(core, "info", lambda: info)
     regs = occupancy.full_occupancy_registers(info)
-    assert ex.check("02.regs", regs).ok
+    assert ex.check("streaming_multiprocessor.regs", regs).ok
     assert occupancy.calculate(info, 128, regs).occupancy == 1.0 > occupancy.calculate(info, 128, regs + 1).occupancy
     if info.regs_per_sm % info.max_threads_per_sm:      # the even split is not a whole allocation
-        assert not ex.check("02.regs", round(info.regs_per_sm / info.max_threads_per_sm)).ok
-    g = ex.given("05.blocks")
+        assert not ex.check("streaming_multiprocessor.regs", round(info.regs_per_sm / info.max_threads_per_sm)).ok
+    g = ex.given("block_1024_cap.blocks")
     threads_only = g["max_threads_per_sm"] // g["threads_per_block"]
-    v = ex.check("05.blocks", threads_only)
+    v = ex.check("block_1024_cap.blocks", threads_only)
     assert v.ok is False and "thread limit" in v.message, v.text()
-    assert ex.check("05.blocks", solution_answer("05.blocks")).ok
+    assert ex.check("block_1024_cap.blocks", solution_answer("block_1024_cap.blocks")).ok
 
 
 @pytest.mark.parametrize("eid", [e.id for e in ex.exercises()])

@@ -21,7 +21,7 @@ from gpu_viz.exercises.core import KERNEL, exercise_source
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = Path(__file__).resolve().parent / "exercise_catalogue"
 #: catalogue folder -> the exercises it grades.
-TASKS = {"vector_add": ("03.vector_add",), "grid_stride": ("06.grid_stride",), "block_sum": ("09.block_sum",)}
+TASKS = {"vector_add": ("warps_simt.vector_add",), "grid_stride": ("grid_stride_loops.grid_stride",), "block_sum": ("four_phase_trace.block_sum",)}
 #: The block-sum catalogue takes 2-4 s a kernel in the emulator; these run in the fast lane, the rest are slow.
 FAST_BLOCK_SUM = {"ok_braces_lane_id", "deck_unguarded", "missing_syncthreads", "pow2_tree"}
 
@@ -53,7 +53,7 @@ def test_the_catalogue_is_large_enough():
     expects = [c.values[2] for c in CATALOGUE_CASES]
     assert sum(e != "correct" for e in expects) >= 40 and sum(e == "correct" for e in expects) >= 8
     kernel_ids = {e.id for e in ex.exercises() if e.kind == KERNEL}
-    covered = {c.values[0] for c in CATALOGUE_CASES} | {"09.fix_deck"}
+    covered = {c.values[0] for c in CATALOGUE_CASES} | {"four_phase_trace.fix_deck"}
     assert kernel_ids <= covered, kernel_ids - covered
 
 
@@ -66,7 +66,7 @@ def test_catalogue_in_cpu_mode(eid, path, expect, cpu_mode):
     else:
         assert v.ok is False and expect in v.message, v.text()
     # the feedback never holds the reference solution's lines (those the starting code already has aside)
-    stem = {"03.vector_add": "vector_add", "06.grid_stride": "grid_stride"}.get(eid, "block_sum")
+    stem = {"warps_simt.vector_add": "vector_add", "grid_stride_loops.grid_stride": "grid_stride"}.get(eid, "block_sum")
     def code_lines(name):
         return [ln.split("//")[0].strip() for ln in exercise_source(name).splitlines()]
 
@@ -94,7 +94,7 @@ def test_every_kernel_exercise_is_graded_in_cpu_mode(eid, cpu_mode):
     ("print('hello')", "no kernel in your source"), (b"__global__", "must be a string"),
     ("__global__ void vector_add(float* A) { }  // no extern C", None)])
 def test_bad_answers_get_a_verdict(answer, fragment, cpu_mode):
-    v = ex.check("03.vector_add", answer)
+    v = ex.check("warps_simt.vector_add", answer)
     assert isinstance(v, ex.Verdict)
     if answer is None:
         assert v.ok is None
@@ -106,7 +106,7 @@ def test_bad_answers_get_a_verdict(answer, fragment, cpu_mode):
 
 @needs_emulator
 def test_a_compile_error_shows_nvrtcs_message_at_the_learners_line(cpu_mode):
-    v = ex.check("03.vector_add", 'extern "C" __global__ void vector_add(const float* A, const float* B, float* C, int n) {\n'
+    v = ex.check("warps_simt.vector_add", 'extern "C" __global__ void vector_add(const float* A, const float* B, float* C, int n) {\n'
                                   '    int i = blockIdx.x * blockDim.x + threadIdx.x\n    C[i] = 1;\n}\n')
     assert v.ok is False and "does not compile" in v.message and "line 3" in v.message, v.text()
 
@@ -121,7 +121,7 @@ def test_a_right_kernel_is_never_failed_for_its_source_text(cpu_mode):
            '    const int element_index = ELEMENT(blockIdx.x, threadIdx.x, blockDim.x);\n'
            '    if (!(element_index >= count)) { result[element_index] = plus(first[element_index], second[element_index]); }\n'
            '}\n')
-    v = ex.check("03.vector_add", src)
+    v = ex.check("warps_simt.vector_add", src)
     assert v.ok is True, v.text()
 
 
@@ -159,7 +159,7 @@ def test_the_child_process_returns_what_the_kernel_wrote():
 def test_a_failing_verdict_replays_the_learners_run(cpu_mode):
     from gpu_viz.widgets import Animation
 
-    v = ex.check("09.block_sum", (CATALOGUE / "block_sum" / "missing_syncthreads.cu").read_text(encoding="utf-8"))
+    v = ex.check("four_phase_trace.block_sum", (CATALOGUE / "block_sum" / "missing_syncthreads.cu").read_text(encoding="utf-8"))
     assert v.ok is False and v.replay is not None
     from gpu_viz.frames import run as run_frames
 

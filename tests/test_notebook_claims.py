@@ -157,7 +157,7 @@ def test_every_live_control_a_notebook_shows_has_a_static_twin():
 
 
 def test_notebook_02_quotes_the_register_budget_the_calculator_gives():
-    """Bug class: notebook 02 printed 65,536 / 1,536 = 42.67 as 43 registers, exercise 02.regs
+    """Bug class: notebook 02 printed 65,536 / 1,536 = 42.67 as 43 registers, exercise streaming_multiprocessor.regs
     wanted 42, the occupancy calculator says 40 (registers go to a warp 256 at a time)."""
     nb = nbformat.read(str(ROOT / "notebooks" / "02_streaming_multiprocessor.ipynb"), as_version=4)
     src = "\n".join(c.source for c in nb.cells if c.cell_type == "code")

@@ -37,7 +37,7 @@ def test_notebook_10s_table_comes_from_the_report_in_seconds(monkeypatch):
     sat silent for two minutes compiling every fused kernel)."""
     from gpu_viz import backend
     from gpu_viz.measure import records
-    from gpu_viz.rmsnorm import bench as bm
+    from gpu_viz.rmsnorm import bench_record as bm
 
     monkeypatch.setattr(backend, "has_gpu", lambda: False)
     monkeypatch.setattr(kernels, "nvcc_compile", lambda *a, **k: pytest.fail("compiled in CPU mode"))
@@ -54,7 +54,7 @@ def test_notebook_10s_table_comes_from_the_report_in_seconds(monkeypatch):
 @pytest.mark.skipif(kernels.find_tool("nvcc") is None, reason="nvcc not on PATH")
 def test_the_report_matches_a_fresh_compile_of_a_sample():
     """The committed numbers are ptxas's: one module of fp16 kernels for sm_90 compiled now."""
-    from gpu_viz.rmsnorm import fused
+    from gpu_viz.rmsnorm.fused import names as fused
 
     rec, why = ptxas.committed()
     assert rec is not None, why

@@ -61,7 +61,7 @@ _CALLS_RECORDS = re.compile(r"\brecords\.\w+\(|\brecorded_hardware\(|\bnewest_re
 _ABSENT = re.compile(r"\bno (?:\w+ ){0,2}(?:records?|recorded|committed)\b|\bnot committed\b", re.I)
 # An exercise's verdict before the learner answers: it shows none of the facts.
 # outputs that show nothing of a record: an exercise not answered yet, and a reference solution's
-# one line (Verdict.require(): "[07.waves] reference solution: passes", or "not run here (...)")
+# one line (Verdict.require(): "[kernel_scheduling.waves] reference solution: passes", or "not run here (...)")
 _UNANSWERED = re.compile(r"^\[\d\d\.\w+\] (?:not graded: no answer yet: .*|reference solution: .*)$"
                          r"|.*\b(?:SASS|PTX) not shown: .*$"   # a disassembly this machine cannot make
                          r"|^<IPython\.core\.display\.\w+ object>$")   # a display's plain-text stand-in

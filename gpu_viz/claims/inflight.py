@@ -1,7 +1,7 @@
 """Notebook 08's deck kernel against Little's law: the bytes one SM has in flight (each resident
 thread one 2-byte fp16 load), the copy bandwidth and DRAM latency they are set against, and the
 kernel's own bandwidth -- timed now on a GPU, else the committed bench record's row.  The exercise
-``08.inflight`` grades against these and the claim :func:`gpu_viz.claims.text.deck_littles_law`
+``rmsnorm_speedup.inflight`` grades against these and the claim :func:`gpu_viz.claims.text.deck_littles_law`
 quotes them: one answer for both.
 """
 from __future__ import annotations

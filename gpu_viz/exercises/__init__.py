@@ -2,8 +2,8 @@
 by a checker that names the learner's likely mistake.
 
     from gpu_viz import exercises as ex
-    g = ex.given("07.doubling")        # the facts the task needs (this GPU, or the record in CPU mode)
-    ex.check("07.doubling", 265)       # -> Verdict: right, or the likely mistake
+    g = ex.given("kernel_scheduling.doubling")        # the facts the task needs (this GPU, or the record in CPU mode)
+    ex.check("kernel_scheduling.doubling", 265)       # -> Verdict: right, or the likely mistake
 
 Each notebook's exercises live in the module named after its topic (``warps_simt``, ...): numbers,
 and write-the-kernel tasks graded by :mod:`.kernel_task` from the run; :func:`exercises` lists them
@@ -28,7 +28,7 @@ class Given(dict):
 
 def given(exercise_id: str, **options) -> Dict:
     """The facts exercise ``exercise_id`` needs, as a dict (printed one a line in a notebook);
-    ``options`` are the exercise's knobs (e.g. ``block=256`` for 08.inflight).
+    ``options`` are the exercise's knobs (e.g. ``block=256`` for rmsnorm_speedup.inflight).
 
     Raises:
         KeyError: no such exercise (naming those that exist).  TypeError: an option it lacks.

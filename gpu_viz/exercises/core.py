@@ -27,7 +27,7 @@ class Verdict:
     """A checker's answer.
 
     Attributes:
-        exercise: the exercise id ("07.doubling").
+        exercise: the exercise id ("kernel_scheduling.doubling").
         ok: True (right), False (wrong: ``message`` names the likely mistake), None (not graded
             here: no answer yet, or a kernel exercise in CPU mode).
         message: one or two sentences for the learner.
@@ -74,7 +74,7 @@ class Verdict:
     def require(self) -> "Verdict":
         """The reference solutions' check: raise AssertionError (the full verdict) when the answer
         is wrong; otherwise this verdict marked ``solution``, which shows as one line
-        ("[07.waves] reference solution: passes").  A verdict that could not be graded here
+        ("[kernel_scheduling.waves] reference solution: passes").  A verdict that could not be graded here
         (``ok is None``) passes, its line naming why."""
         if self.ok is False:
             raise AssertionError(self.text())
@@ -86,7 +86,8 @@ class Exercise:
     """One exercise.
 
     Attributes:
-        id: "NN.name", NN the notebook number.
+        id: "topic.name", topic the name of the module that registers it (``warps_simt``): an id
+            survives a renumbering of the notebooks.
         notebook: the notebook stem it sits in ("07_kernel_scheduling").
         kind: one of :data:`KINDS`.
         title: a short name.
@@ -118,6 +119,17 @@ REGISTRY: Dict[str, Exercise] = {}
 
 
 def register(ex: Exercise) -> Exercise:
+    """Add ``ex`` to the registry; called at import by the topic module that defines it.
+
+    Raises:
+        ValueError: an unknown kind, an id registered twice, or an id that does not start with the
+            registering module's name ("warps_simt.vector_add" from ``warps_simt``).
+    """
+    import sys
+
+    topic = sys._getframe(1).f_globals.get("__name__", "").rsplit(".", 1)[-1]
+    if ex.id.split(".", 1)[0] != topic or "." not in ex.id:
+        raise ValueError(f"exercise id {ex.id!r} must be '{topic}.<name>' (the module that registers it)")
     if ex.kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {ex.kind!r}")
     if ex.id in REGISTRY:

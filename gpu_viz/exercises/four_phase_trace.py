@@ -15,11 +15,14 @@ from typing import List, Optional
 
 import numpy as np
 
-from .core import KERNEL, Exercise, register
+from .. import backend
+from . import core as _core
+from .core import KERNEL, PREDICT, Exercise, register
 from .kernel_task import Case, KernelTask, Observation, Param, kernel_cells
+from .numbers import _placeholder, _solution, grade_number
 
-ID_WRITE = "09.block_sum"
-ID_FIX = "09.fix_deck"
+ID_WRITE = "four_phase_trace.block_sum"
+ID_FIX = "four_phase_trace.fix_deck"
 N_SUM = 3000
 #: Every class of block size: 1..64 (one lane, partial warps, one and two whole warps), a partial
 #: last warp (96 is whole, 100 is not), and around 256, 512 and 1024.
@@ -238,3 +241,57 @@ register(Exercise(
     "block size 1..1024, not only at 1024 (two faults: the unguarded `smem[tid]` and the partial warp).",
     _ph, _sol, "## 7. Numerics", lambda: {"block sizes": f"{len(BLOCK_SIZES)} sizes in 1..1024", "n": N_SUM},
     lambda code: TASK_FIX.grade(code), ("smem[tid] unguarded", "partial warp")))
+
+
+# -- numbers ----------------------------------------------------------------------------------------
+
+# == 09: the four phases traced =======================================================================
+
+def _given_lane0():
+    r = np.random.default_rng(9)
+    lanes = r.integers(0, 10, 32).astype(np.float32)
+    return {"lanes": [int(v) for v in lanes], "step": 3, "offsets": [16, 8, 4, 2, 1]}
+
+
+def _shuffle_run(lanes, step: int):
+    """Lane 0 after shuffle step ``step``: kernels/probes.cu ``shfl_steps`` on a GPU, else the model."""
+    if _core.live():
+        from ..measure import probes
+
+        out = probes.shfl_steps(np.asarray(lanes, np.float32))
+        return float(out[step, 0]), backend.live_label() + " (kernels/probes.cu shfl_steps)"
+    from ..model import reduction as m
+
+    steps = m.warp_shuffle_steps(np.asarray(lanes, np.float32)[None, :], np.array([32]))
+    return float(steps[0, step, 0]), backend.MODEL_LABEL
+
+
+def _check_lane0(answer):
+    eid = "four_phase_trace.lane0"
+    g = _given_lane0()
+    v = np.asarray(g["lanes"], np.float64)
+    k = g["step"]
+    span = 32 >> k
+    want = float(v[::span].sum())
+    run_val, prov = _shuffle_run(v, k)
+    if run_val != want:
+        raise AssertionError(f"four_phase_trace.lane0: the run gave lane 0 = {run_val} after step {k}, the arithmetic {want}")
+    d = [f"the run (__shfl_down_sync, offsets 16, 8, 4, ...): lane 0 = {run_val:g} after step {k} ({prov})"]
+    return grade_number(eid, answer, want, 1e-9, f"lane 0 after step {k}", reveal=d, details=[], mistakes={
+        f"that adds lanes 0..{2 ** k - 1}, the neighbours: shfl_down by 16 first brings lane 16, then 8, "
+        f"then 4 -- lane 0 holds lanes 0, {span}, {2 * span}, ...": float(v[:2 ** k].sum()),
+        "lane 0 is unchanged only with __shfl_up_sync; shfl_down brings the value of lane + offset.": float(v[0]),
+        "that is the warp's total: it takes all five steps.": float(v.sum()),
+        f"that is after step {k - 1}: count the steps 16, 8, 4 (step {k} is offset {16 >> (k - 1)}).":
+            float(v[::span * 2].sum()),
+    })
+
+
+register(Exercise(
+    "four_phase_trace.lane0", "09_four_phase_trace", PREDICT, "Lane 0 after shuffle step k",
+    "**Exercise: predict, then run.** Lane i of one warp holds `g['lanes'][i]`. After step `g['step']` "
+    "of `v += __shfl_down_sync(0xffffffff, v, offset)` with offsets 16, 8, 4, 2, 1, what does lane 0 hold?",
+    _placeholder("four_phase_trace.lane0", "lane 0's value"),
+    _solution("four_phase_trace.lane0", "sum(g['lanes'][::32 >> g['step']])   # lanes 0, 4, 8, ... after step 3"),
+    "## 3. Model == silicon", _given_lane0, _check_lane0,
+    ("neighbouring lanes", "shfl_up", "the total", "one step early")))

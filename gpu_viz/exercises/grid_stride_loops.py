@@ -13,10 +13,11 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
-from .core import KERNEL, Exercise, register
+from .core import KERNEL, PREDICT, AnswerKindError, Exercise, Verdict, no_answer, register
 from .kernel_task import PAD, Case, KernelTask, Observation, Param, kernel_cells
+from .numbers import _plain, as_number
 
-ID = "06.grid_stride"
+ID = "grid_stride_loops.grid_stride"
 
 #: (n, grid, block)
 SHAPES = ((2048, 1, 1024), (2500, 1, 1024), (700, 1, 1024), (10000, 3, 256), (5000, 7, 96), (1, 4, 32), (0, 2, 64),
@@ -193,3 +194,48 @@ register(Exercise(
     _ph, _sol, "## Why bother", lambda: {"shapes (n, grid, block)": list(SHAPES)},
     lambda code: TASK.grade(code),
     ("no loop", "stride blockDim.x only", "off-by-one stride", "i <= n", "do-while", "dropped tail", "32-bit index")))
+
+
+# -- numbers ----------------------------------------------------------------------------------------
+
+# == 06: grid-stride loops ============================================================================
+
+def _check_passes(answer, n: int = 2500, block: int = 1024):
+    eid = "grid_stride_loops.passes"
+    if answer is None:
+        return no_answer(eid, "a pair (elements thread 0 handles, threads that handle three)")
+    try:
+        first, three = (as_number(eid, a, "count") for a in _plain(answer))
+    except (TypeError, ValueError):
+        raise AnswerKindError(f"{eid}: the answer is a pair (elements_of_thread_0, threads_with_3), got {answer!r}") from None
+    from .. import lessons
+
+    tr = lessons.GRID_STRIDE.trace(n=n, grid=1, block=block)
+    per_thread = np.bincount(tr["thread"].astype(np.int64), minlength=block)
+    got = (int(per_thread[0]), int((per_thread == 3).sum()))
+    d = []   # the run's counts are the answer: shown only once the learner has it
+    if (first, three) == got:
+        return Verdict(eid, True, f"{got}: thread t handles ceil((n - t) / stride) elements.",
+                       [f"the run: thread 0 handled {got[0]} elements, {got[1]} threads handled 3 ({tr.provenance})"])
+    if first == n // block:
+        return Verdict(eid, False, f"{first:g} = floor(n / stride): the last partial pass counts too "
+                       f"(thread 0 handles 0, 1024 and 2048).", d)
+    if first == got[0] and three == n - (got[0] - 1) * block - 1:
+        return Verdict(eid, False, "off by one: indices 2048..2499 are 452 elements (2499 - 2048 + 1).", d)
+    if first == got[0]:
+        return Verdict(eid, False, f"thread 0 is right; threads with a third element are those with "
+                       f"t + 2 x {block} < {n}.", d)
+    return Verdict(eid, False, f"thread 0 handles i = 0, {block}, {2 * block}, ... while i < {n}.", d)
+
+
+register(Exercise(
+    "grid_stride_loops.passes", "06_grid_stride_loops", PREDICT, "Who handles what",
+    "**Exercise: predict, then run.** `n = 2500`, one block of 1024 threads, the grid-stride loop. How "
+    "many elements does thread 0 handle, and how many threads handle three? Answer "
+    "`(elements_of_thread_0, threads_with_3)`.",
+    "from gpu_viz import exercises as ex\nanswer = None   # FILL ME IN: (elements_of_thread_0, threads_with_3)\n"
+    "ex.check('grid_stride_loops.passes', answer)",
+    "from gpu_viz import exercises as ex\nn, stride = 2500, 1024\ncounts = [len(range(t, n, stride)) for t in range(stride)]\n"
+    "answer = (counts[0], counts.count(3))\nex.check('grid_stride_loops.passes', answer).require()",
+    "### Checked over many shapes", lambda: {"n": 2500, "grid": 1, "block": 1024}, _check_passes,
+    ("floor(n / stride)", "off by one")))

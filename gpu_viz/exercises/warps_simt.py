@@ -12,10 +12,11 @@ from typing import List, Optional
 
 import numpy as np
 
-from .core import KERNEL, Exercise, register
+from .core import KERNEL, PREDICT, AnswerKindError, Exercise, Verdict, no_answer, register
 from .kernel_task import PAD, Case, KernelTask, Observation, Param, kernel_cells
+from .numbers import _plain, as_number
 
-ID = "03.vector_add"
+ID = "warps_simt.vector_add"
 
 #: (n, block, grid): grid is ceil(n / block) except the last-but-one launch, which has one block
 #: more than it needs (a guard must protect those threads too).
@@ -134,3 +135,53 @@ register(Exercise(
     _ph, _sol, "## Six warp-instructions?", lambda: {"shapes (n, block, grid)": list(SHAPES)},
     lambda code: TASK.grade(code),
     tuple(m for m, _i, _g in INDEX_MISTAKES[:4]) + ("C = A - B",)))
+
+
+# -- numbers ----------------------------------------------------------------------------------------
+
+# == 03: warps and SIMT ===============================================================================
+
+def _run_vector_add(n: int, block: int):
+    from .. import lessons
+
+    tr = lessons.VECTOR_ADD.trace(n=n, block=block)
+    warp_id = tr["block"].astype(np.int64) * (-(-block // 32)) + tr["warp"]
+    last = warp_id.max()
+    useful = int(((warp_id == last) & (tr["index"] < n)).sum())
+    return int(last + 1), useful, tr.provenance
+
+
+def _check_warps(answer, n: int = 100, block: int = 96):
+    eid = "warps_simt.warps"
+    if answer is None:
+        return no_answer(eid, "a pair (warps, useful lanes in the last warp)")
+    try:
+        warps, useful = (as_number(eid, a, "count") for a in _plain(answer))
+    except (TypeError, ValueError):
+        raise AnswerKindError(f"{eid}: the answer is a pair (warps, useful_lanes), got {answer!r}") from None
+    got_w, got_u, prov = _run_vector_add(n, block)
+    d = []   # the run's counts are the answer: shown only once the learner has it
+    if (warps, useful) == (got_w, got_u):
+        return Verdict(eid, True, f"({got_w}, {got_u}): the grid is ceil(n / block) blocks of whole warps; warps "
+                       "past n still issue, their guard is false.",
+                       [f"the run: vector_add(n={n}, block={block}) launched {got_w} warps, the last with {got_u} "
+                        f"useful lanes ({prov})"])
+    if warps == -(-n // 32):
+        return Verdict(eid, False, f"{warps:g} warps counts warps of elements; warps come from blocks: "
+                       f"{-(-n // block)} blocks x {-(-block // 32)} warps each.", d)
+    if warps == got_w:
+        return Verdict(eid, False, f"{got_w} warps is right; the last warp covers threads {(got_w - 1) * 32}.."
+                       f"{got_w * 32 - 1} and n = {n}: how many of those indices are < n?", d)
+    return Verdict(eid, False, f"{warps:g} warps: blocks = ceil(n / block), warps = blocks x ceil(block / 32).", d)
+
+
+register(Exercise(
+    "warps_simt.warps", "03_warps_simt", PREDICT, "Warps of a launch",
+    "**Exercise: predict, then run.** `vector_add` with `n = 100` elements and `block = 96` threads "
+    "(grid = ceil(n / block)). How many warps run, and how many lanes of the *last* warp do useful "
+    "work? Answer `(warps, useful_lanes)`; the checker runs the kernel (the CPU model in CPU mode).",
+    "from gpu_viz import exercises as ex\nanswer = None   # FILL ME IN: (warps, useful_lanes)\nex.check('warps_simt.warps', answer)",
+    "from gpu_viz import exercises as ex\nblocks = -(-100 // 96)\nwarps = blocks * -(-96 // 32)\n"
+    "answer = (warps, max(0, 100 - (warps - 1) * 32))\nex.check('warps_simt.warps', answer).require()",
+    "## When lanes disagree", lambda: {"n": 100, "block": 96}, _check_warps,
+    ("warps of elements, not of blocks", "last warp's lanes")))
