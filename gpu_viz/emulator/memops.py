@@ -380,7 +380,7 @@ def _count_traffic(st, ins, sp, threads, addrs, total):
             wf, ideal = mem.bank_wavefronts((threads[sel] % WARP).astype(np.int64), aw.astype(np.int64), total)
             s.wavefronts += wf
             s.ideal_wavefronts += ideal
-            s.bytes += int(sel.sum()) * total
+            s.shared_bytes += int(sel.sum()) * total   # apart: global efficiency counts global bytes only
 
 
 def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps, idx):

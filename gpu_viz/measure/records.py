@@ -179,6 +179,8 @@ TAG_SCHEMAS: Dict[str, Dict[str, Tuple[str, bool]]] = {
     "scheduling": {"rows": ("list of objects", True), "scheduling": ("object", True)},
     "decoder": {"rows": ("list of objects", True)},
     "probes": {"rows": ("list of objects", True)},
+    "memory-access": {"rows": ("list of objects", True), "failed": ("list", False)},
+    "memory-counters": {"rows": ("list of objects", True), "counters": ("name", True), "reason": ("text", False)},
 }
 #: A hardware record's ``device``: the :class:`gpu_viz.device.DeviceInfo` fields it carries.
 DEVICE_SCHEMA: Dict[str, Tuple[str, bool]] = {
@@ -385,6 +387,8 @@ SPEC_COMPARISON = "Data: vendor spec sheets"
 LESSON_RECORDS: Dict[str, tuple] = {
     "01": ("hardware", "probes"), "02": ("hardware",), "03": ("divergence", "probes", "exercises"), "04": ("hardware",),
     "05": ("hardware",), "06": ("exercises",), "07": ("scheduling", "probes"),
+    "07_coalescing_and_banks": ("memory-access", "memory-counters"),
+    "07_races_and_reduction": ("memory-access", "probes"),
     "08_rmsnorm_four_phases": ("probes",), "08_rmsnorm_speedup": ("decoder",), "09": ("probes", "exercises"),
     "10": ("fused",),
 }
