@@ -124,9 +124,9 @@ def global_request(offsets, nbytes: int, lanes=None) -> GlobalRequest:
     """
     o = _offsets("offsets", offsets)
     nb = _width(nbytes)
-    ln = _lanes(lanes, o.size)
     if o.size > WARP:
         raise ValueError(f"offsets must be one warp's lanes (at most {WARP}), got {o.size}")
+    ln = _lanes(lanes, o.size)
     first, last = o // SECTOR_BYTES, (o + nb - 1) // SECTOR_BYTES
     sec = np.unique(np.concatenate([np.arange(f, l + 1) for f, l in zip(first.tolist(), last.tolist())])
                     if o.size else np.zeros(0, np.int64))
@@ -173,9 +173,9 @@ def shared_request(offsets, nbytes: int, lanes=None) -> SharedRequest:
     """The banks and wavefronts of one warp's shared-memory access (arguments as :func:`global_request`)."""
     o = _offsets("offsets", offsets)
     nb = _width(nbytes)
-    ln = _lanes(lanes, o.size)
     if o.size > WARP:
         raise ValueError(f"offsets must be one warp's lanes (at most {WARP}), got {o.size}")
+    ln = _lanes(lanes, o.size)
     wf, ideal = _mem.bank_wavefronts(ln, o, nb)
     per_phase = WARP // (nb // BANK_BYTES) if nb > BANK_BYTES else WARP
     return SharedRequest(ln, o, nb, (o // BANK_BYTES) % BANKS, o // BANK_BYTES, ln // per_phase, int(wf), int(ideal))
