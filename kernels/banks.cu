@@ -60,45 +60,49 @@ extern "C" __global__ void shared_stride(float* out, int stride) {
 extern "C" __global__ void transpose_naive(const float* in, float* out, int rows, int cols) {
     const int x = blockIdx.x * TILE + threadIdx.x, y = blockIdx.y * TILE + threadIdx.y;
     for (int j = 0; j < TILE; j += ROWS)
-        if (x < cols && y + j < rows)
-            out[(long long)x * rows + y + j] = in[(long long)(y + j) * cols + x];   // write: a column
+        if (x < cols && y + j < rows)                       // read a row, write a column
+            out[(long long)x * rows + y + j] = in[(long long)(y + j) * cols + x];
 }
 // [end naive]
 
 // [region tiled]
 extern "C" __global__ void transpose_tiled(const float* in, float* out, int rows, int cols) {
     __shared__ float tile[TILE][TILE];
-    int x = blockIdx.x * TILE + threadIdx.x, y = blockIdx.y * TILE + threadIdx.y;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    int x = blockIdx.x * TILE + tx, y = blockIdx.y * TILE + ty;
     for (int j = 0; j < TILE; j += ROWS)
         if (x < cols && y + j < rows) {
-            tile[threadIdx.y + j][threadIdx.x] = in[(long long)(y + j) * cols + x];   // a row: 32 banks
-            TRACE(RECORD_SHARED(j / ROWS, &tile[threadIdx.y + j][threadIdx.x], tile));
+            tile[ty + j][tx] = in[(long long)(y + j) * cols + x];   // a row: 32 banks
+            TRACE(RECORD_SHARED(j / ROWS, &tile[ty + j][tx], tile));
         }
     __syncthreads();
-    x = blockIdx.y * TILE + threadIdx.x; y = blockIdx.x * TILE + threadIdx.y;
+    x = blockIdx.y * TILE + tx;
+    y = blockIdx.x * TILE + ty;
     for (int j = 0; j < TILE; j += ROWS)
         if (x < rows && y + j < cols) {
-            out[(long long)(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];  // a column: 1 bank
-            TRACE(RECORD_SHARED(4 + j / ROWS, &tile[threadIdx.x][threadIdx.y + j], tile));
+            out[(long long)(y + j) * rows + x] = tile[tx][ty + j];  // a column: 1 bank
+            TRACE(RECORD_SHARED(4 + j / ROWS, &tile[tx][ty + j], tile));
         }
 }
 // [end tiled]
 
 // [region padded]
 extern "C" __global__ void transpose_padded(const float* in, float* out, int rows, int cols) {
-    __shared__ float tile[TILE][TILE + 1];                 // one spare word a row: a column's words
-    int x = blockIdx.x * TILE + threadIdx.x, y = blockIdx.y * TILE + threadIdx.y;   // are 33 apart
+    __shared__ float tile[TILE][TILE + 1];      // a spare word a row: a column's words are 33 apart
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    int x = blockIdx.x * TILE + tx, y = blockIdx.y * TILE + ty;
     for (int j = 0; j < TILE; j += ROWS)
         if (x < cols && y + j < rows) {
-            tile[threadIdx.y + j][threadIdx.x] = in[(long long)(y + j) * cols + x];
-            TRACE(RECORD_SHARED(j / ROWS, &tile[threadIdx.y + j][threadIdx.x], tile));
+            tile[ty + j][tx] = in[(long long)(y + j) * cols + x];
+            TRACE(RECORD_SHARED(j / ROWS, &tile[ty + j][tx], tile));
         }
     __syncthreads();
-    x = blockIdx.y * TILE + threadIdx.x; y = blockIdx.x * TILE + threadIdx.y;
+    x = blockIdx.y * TILE + tx;
+    y = blockIdx.x * TILE + ty;
     for (int j = 0; j < TILE; j += ROWS)
         if (x < rows && y + j < cols) {
-            out[(long long)(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];  // 32 banks
-            TRACE(RECORD_SHARED(4 + j / ROWS, &tile[threadIdx.x][threadIdx.y + j], tile));
+            out[(long long)(y + j) * rows + x] = tile[tx][ty + j];  // 32 banks
+            TRACE(RECORD_SHARED(4 + j / ROWS, &tile[tx][ty + j], tile));
         }
 }
 // [end padded]

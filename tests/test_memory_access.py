@@ -174,7 +174,7 @@ def test_vector_accesses_counted_per_quarter_warp():
 def test_ncu_counts_sum_loads_and_stores_by_space():
     from gpu_viz.claims import memory_access as claims
 
-    spec = next(s for s in claims.counter_launches() if s["name"] == "banks: transpose_tiled 256x256")
+    spec = next(s for s in claims.counter_launches() if s["name"] == "banks: 32x32 tile")
     run, _ = claims.emulate(spec)
     got = ma.ncu_counts(run)
     assert set(got) == set(ma.NCU_METRICS)

@@ -34,7 +34,7 @@ def test_tree_trace_records_the_textbook_adders_and_the_float64_sum(rung, block)
     assert tr.params["steps"] == block.bit_length() - 1
     for s in range(tr.params["steps"]):
         assert np.array_equal(tr["adds"][s].astype(bool), _expected_adders(rung, block, s)), (rung, s)
-    record.check_total("trace", float(tr["total"][0]), x)
+    record.check_total("trace", float(tr["total"][0]), x, depth=block.bit_length())
     assert not session.runs[0].hazards.errors()
 
 
@@ -42,10 +42,10 @@ def test_tree_trace_records_the_textbook_adders_and_the_float64_sum(rung, block)
 @pytest.mark.parametrize("rung", RUNGS)
 @pytest.mark.parametrize("n, block", [(1, 64), (1000, 64), (4096, 256), (5003, 128), (3000, 1024)])
 def test_every_rung_sums_to_float64(rung, n, block):
-    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    x = record.exact_inputs(n, seed=n)
     spec = claims._ladder_launch(rung, x, block)
     run, outs = claims.emulate(spec)
-    record.check_total(f"{rung} n={n} block={block}", float(outs["out"].astype(np.float64).sum()), x)
+    record.check_total(f"{rung} n={n} block={block}", float(outs["out"].astype(np.float64).sum()), x, exact=True)
     assert not run.hazards.errors()
 
 
@@ -71,7 +71,7 @@ def test_the_power_of_two_tree_fails_at_other_blocks_and_the_failure_is_named():
     for rung in ("interleaved", "strided"):
         assert not at[(rung, 96)]["ok"] and "past the end of s (96 elements)" in at[(rung, 96)]["hazard"]
     assert not at[("sequential", 96)]["ok"] and at[("sequential", 96)]["hazard"] == ""      # silently wrong
-    assert abs(at[("sequential", 96)]["sum"] - at[("sequential", 96)]["float64"]) > 1e-3
+    assert at[("sequential", 96)]["sum"] != at[("sequential", 96)]["float64"]
     assert all(at[(r, 128)]["ok"] for r in ("interleaved", "strided", "sequential", "shuffle"))
     assert at[("shuffle", 96)]["ok"]
     assert "**wrong**" in claims.block_sizes_table(rows) and "**reads past s[]**" in claims.block_sizes_table(rows)
@@ -92,6 +92,15 @@ def test_the_player_marks_divergent_warps_and_refuses_large_blocks():
         REDUCTION_LADDER.animation(big)
 
 
+def test_an_exact_check_catches_one_lost_value_a_tolerance_would_miss():
+    x = record.exact_inputs(1 << 16, seed=3)
+    total = float(x.astype(np.float64).sum())
+    lost = total - float(x[x != 0][0])
+    with pytest.raises(AssertionError, match="must be equal"):
+        record.check_total("one value lost", lost, x, exact=True)
+    record.check_total("the right sum", total, x, exact=True)
+
+
 @pytest.mark.parametrize("kw, err", [({"rung": "shuffle"}, "rung must be one of"), ({"block": 96}, "power of two"),
                                      ({"block": 2048}, "block must be")])
 def test_bad_launches_are_named(kw, err):
@@ -105,9 +114,9 @@ def test_bad_launches_are_named(kw, err):
 def test_every_rung_sums_to_float64_on_silicon(rung, n, block):
     import cupy as cp
 
-    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    x = record.exact_inputs(n, seed=n)
     res = record.run(cp.asarray(x), rung, block)
-    record.check_total(f"{rung} n={n} block={block}", res["total"], x)
+    record.check_total(f"{rung} n={n} block={block}", res["total"], x, exact=True)
 
 
 @pytest.mark.gpu

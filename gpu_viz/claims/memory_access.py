@@ -94,13 +94,14 @@ def _bank_launches(rng) -> List[Dict]:
                                                                   ("scalar", np.int32(c.stride))]})
     rows = cols = 256
     m = rng.standard_normal(rows * cols).astype(np.float32)
-    for k in ("transpose_naive", "transpose_tiled", "transpose_padded"):
-        out.append({"name": f"banks: {k} {rows}x{cols}", "file": banks_model.FILE, "kernel": k,
+    for k, what in (("transpose_naive", "naive transpose"), ("transpose_tiled", "32x32 tile"),
+                    ("transpose_padded", "32x33 tile")):
+        out.append({"name": f"banks: {what}", "file": banks_model.FILE, "kernel": k,
                     "grid": (cols // 32, rows // 32), "block": (32, 8), "shared_mem": 0,
                     "args": [("in", "in", m), ("out", "out", (rows * cols, "float32")),
                              ("scalar", np.int32(rows)), ("scalar", np.int32(cols))]})
     x = rng.standard_normal(4096).astype(np.float32)
-    out.append({"name": "banks: block_sum_smem32", "file": banks_model.FILE, "kernel": "block_sum_smem32",
+    out.append({"name": "banks: reduce.cuh smem[32]", "file": banks_model.FILE, "kernel": "block_sum_smem32",
                 "grid": (1,), "block": (256,), "shared_mem": 0,
                 "args": [("in", "x", x), ("out", "out", (1, "float32")), ("scalar", np.int32(x.size))]})
     return out
@@ -214,8 +215,9 @@ def ladder_counts(n: int = LADDER_N, block: int = LADDER_BLOCK, seed: int = 0) -
     """Each rung in the emulator over n fresh floats: ``rung``, ``what`` changed, ``blocks``,
     ``warp_instructions``, ``divergent`` (branches on which a warp's lanes disagreed),
     ``shared_wavefronts``, ``bank_conflicts``, ``load_requests``, ``load_sectors``, ``sum``,
-    ``float64``, ``ok`` (within :func:`gpu_viz.record.reduction_ladder.tolerance`)."""
-    x = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+    ``float64``, ``ok`` (equal: the inputs are small integers, :func:`gpu_viz.record.reduction_ladder.exact_inputs`,
+    so every partial is exact)."""
+    x = ladder.exact_inputs(n, seed)
     rows = []
     for rung, kernel, what in ladder.RUNGS:
         spec = _ladder_launch(rung, x, block)
@@ -228,7 +230,7 @@ def ladder_counts(n: int = LADDER_N, block: int = LADDER_BLOCK, seed: int = 0) -
                      "shared_wavefronts": sum(s.wavefronts for s in run.stats.values()),
                      "bank_conflicts": sum(s.wavefronts - s.ideal_wavefronts for s in run.stats.values()),
                      "load_requests": sum(r["requests"] for r in loads), "load_sectors": sum(r["sectors"] for r in loads),
-                     "sum": total, "float64": want, "ok": abs(total - want) <= ladder.tolerance(x),
+                     "sum": total, "float64": want, "ok": total == want,
                      "hazards": [h.text() for h in run.hazards.errors()][:2]})
     return rows
 
@@ -236,10 +238,9 @@ def ladder_counts(n: int = LADDER_N, block: int = LADDER_BLOCK, seed: int = 0) -
 def ladder_block_sizes(blocks: Sequence[int] = TREE_BLOCKS, seed: int = 0) -> List[Dict]:
     """The tree rungs (1-3) and the shuffle rung as one block of each size over as many floats:
     ``rung``, ``block``, ``sum``, ``float64``, ``ok``, ``hazard`` (the emulator's first error, or "")."""
-    rng = np.random.default_rng(seed)
     rows = []
     for b in blocks:
-        x = rng.standard_normal(int(b)).astype(np.float32)
+        x = ladder.exact_inputs(int(b), seed + int(b))
         for rung in ("interleaved", "strided", "sequential", "shuffle"):
             spec = _ladder_launch(rung, x, int(b))
             spec["grid"] = (1,)
@@ -249,7 +250,7 @@ def ladder_block_sizes(blocks: Sequence[int] = TREE_BLOCKS, seed: int = 0) -> Li
             want = float(x.astype(np.float64).sum())
             errs = run.hazards.errors()
             rows.append({"rung": rung, "block": int(b), "sum": total, "float64": want,
-                         "ok": bool(np.isfinite(total) and abs(total - want) <= ladder.tolerance(x)) and not errs,
+                         "ok": total == want and not errs,
                          "hazard": errs[0].text() if errs else ""})
     return rows
 
@@ -330,18 +331,19 @@ def bandwidth(reps: int = 30) -> List[Dict]:
 
 
 def ladder_timings(n: int = LADDER_GPU_N, block: int = 256, reps: int = 30) -> List[Dict]:
-    """Each rung on this GPU over n floats: its sum checked against float64 first, then timed (kernel
-    time of the one pass that writes the partials; GB/s = 4 n bytes / time), beside the copy of the run."""
+    """Each rung on this GPU over n floats (small integers: every partial exact): its sum checked
+    against float64 first, exactly, then timed (kernel time of the one pass that writes the partials;
+    GB/s = 4 n bytes / time), beside the copy of the run."""
     from ..measure.timing import copy_bandwidth
 
     cp = backend.require_cupy("the reduction ladder timings")
     copy = copy_bandwidth(nbytes=1 << 29, reps=20, framework="cupy")["GBps"]
-    x = cp.random.standard_normal(n, dtype=cp.float32)
-    xh = x.get()
+    xh = ladder.exact_inputs(n)                # integers: every rung's sum must equal float64's exactly
+    x = cp.asarray(xh)
     rows = []
     for rung, kernel, _what in ladder.RUNGS:
         res = ladder.run(x, rung, block)
-        ladder.check_total(f"rung {rung} over {n} floats", res["total"], xh)
+        ladder.check_total(f"rung {rung} over {n} floats", res["total"], xh, exact=True)
         grid = res["grid"]
         out = cp.full(grid, np.nan, cp.float32)
         fn = kernels.function(ladder.FILE, kernel)
@@ -350,7 +352,7 @@ def ladder_timings(n: int = LADDER_GPU_N, block: int = 256, reps: int = 30) -> L
         rows.append({"op": "reduction_ladder", "impl": kernel, "rung": rung, "n": n, "block": block, "grid": grid,
                      "timing": "kernel", "median_us": round(t.median_us, 3), "p10_us": round(t.p10_us, 3),
                      "p90_us": round(t.p90_us, 3), "GBps": round(t.GBps(4 * n), 1), "copy_GBps": round(copy, 1),
-                     "checked": "float64"})
+                     "checked": "equal to float64 (integer inputs)"})
     return rows
 
 

@@ -103,25 +103,41 @@ def trace(x: np.ndarray, rung_name: str = "sequential", block: int = 64, *, line
     kernels.function(FILE, KERNEL[rung_name], traced=True)((1,), (block,), (cp.asarray(x), out, np.int64(block)),
                                                            shared_mem=4 * block)
     total = float(out.get()[0])
-    check_total(f"{rung_name} over {block} values", total, x)
+    check_total(f"{rung_name} over {block} values", total, x, depth=block.bit_length())
     return Trace(kernel=KERNEL[rung_name], params={"rung": rung_name, "block": block, "steps": levels, "seed": seed},
                  arrays={"x": x.copy(), "adds": adds.get().reshape(levels, block),
                          "slots": slots.get().reshape(levels, block), "total": np.array([total], np.float32)},
                  source=GPU_SOURCE, provenance=backend.live_label(), steps=steps(rung_name, block, line))
 
 
-def tolerance(x: np.ndarray) -> float:
-    """How far a float32 sum of ``x`` may be from the float64 one: n rounding steps of float32
-    relative error on the magnitudes (far looser than any of the rungs needs, far tighter than a
-    lost element)."""
-    return float(x.size * 2.0 ** -24 * np.abs(x.astype(np.float64)).sum()) + 1e-30
+def tolerance(x: np.ndarray, depth: Optional[int] = None) -> float:
+    """How far a float32 sum of ``x`` may be from the float64 one: each value passes through at most
+    ``depth`` float32 additions, each rounding by at most 2^-24 of what it adds up, so the error is at
+    most depth x 2^-24 x sum|x| (to first order; doubled for safety).  ``depth`` defaults to a
+    tree's, ceil(log2 n) + 1."""
+    n = max(int(x.size), 1)
+    depth = depth if depth is not None else int(np.ceil(np.log2(n))) + 1
+    return float(2 * depth * 2.0 ** -24 * np.abs(x.astype(np.float64)).sum()) + 1e-30
 
 
-def check_total(what: str, total: float, x: np.ndarray) -> None:
-    """AssertionError unless ``total`` is the float64 sum of x within :func:`tolerance`."""
+def exact_inputs(n: int, seed: int = 0) -> np.ndarray:
+    """n float32 integers in [-4, 4]: every partial sum a rung makes (up to 2^22 values) is exact in
+    float32, so a right rung's sum equals the float64 one exactly and a lost value always shows."""
+    return np.random.default_rng(seed).integers(-4, 5, n).astype(np.float32)
+
+
+def check_total(what: str, total: float, x: np.ndarray, exact: bool = False, depth: Optional[int] = None) -> None:
+    """AssertionError unless ``total`` is the float64 sum of x: exactly (``exact``: x from
+    :func:`exact_inputs`), or within :func:`tolerance`."""
     want = float(x.astype(np.float64).sum())
-    if not abs(total - want) <= tolerance(x):
-        raise AssertionError(f"{what}: the sum is {total!r}, float64 says {want!r} (tolerance {tolerance(x):.3g})")
+    if exact:
+        if total != want:
+            raise AssertionError(f"{what}: the sum is {total!r}, float64 says {want!r} (the inputs are integers: "
+                                 "every partial is exact, so they must be equal)")
+        return
+    tol = tolerance(x, depth)
+    if not abs(total - want) <= tol:
+        raise AssertionError(f"{what}: the sum is {total!r}, float64 says {want!r} (tolerance {tol:.3g})")
 
 
 def run(x, rung_name: str, block: int = 256, blocks: Optional[int] = None) -> Dict:
