@@ -386,8 +386,10 @@ def _ladder_inputs(seed: int, rung: str = "sequential", block: int = 64):
     return (random_f32(block, seed),), {"rung_name": rung, "block": block}
 
 
-def _ladder_lines(snip, **_launch) -> Dict:
-    return {"line": snip.line_of("__fadd_rn(s[")}
+def _ladder_lines(_snip, rung_name: str = "sequential", **_launch) -> Dict:
+    from .record import reduction_ladder as r
+
+    return {"line": kernels.snippet(r.FILE, rung_name).line_of("__fadd_rn(s[")}
 
 
 COALESCING = Lesson("coalescing", "07_coalescing_and_banks", ("strided",),

@@ -106,3 +106,16 @@ def test_silicon_runs_at_least_100_times_and_the_fixes_are_always_right(kernel):
         assert (o == 0).all()
     if kernel == "histogram_racy":
         assert (o > 0).all()        # lanes of one warp with one key lose counts in every run
+
+
+@needs_emulator
+@pytest.mark.parametrize("kernel, needle", [("histogram_racy", "bins[keys[i]] += 1"), ("histogram_atomic", "atomicAdd"),
+                                            ("histogram_private", "atomicAdd(&local"), ("reverse_racy", "= s["),
+                                            ("reverse_synced", "__syncthreads")])
+def test_each_kernels_player_shows_its_own_source_and_line(kernel, needle):
+    if backend.has_gpu():
+        pytest.skip("CPU-mode traces")
+    tr = RACES.trace(seed=1, kernel=kernel, runs=2, grid=2, block=64, nbins=16, n=100)
+    an = RACES.animation(tr)
+    src = RACES.source_for(tr).text
+    assert f"void {kernel}(" in src and needle in src.splitlines()[an.frames[0].line - 1]

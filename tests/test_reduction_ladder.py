@@ -86,6 +86,9 @@ def test_the_player_marks_divergent_warps_and_refuses_large_blocks():
     seq = REDUCTION_LADDER.trace(seed=2, rung="sequential", block=128)
     assert "0 of 2 busy warps divergent" in REDUCTION_LADDER.animation(seq).frames[0].caption
     strided = REDUCTION_LADDER.trace(seed=2, rung="strided", block=128)
+    for t in (tr, seq, strided):     # each rung's player highlights its own add, in its own region
+        src = REDUCTION_LADDER.source_for(t).text.splitlines()
+        assert "__fadd_rn(s[" in src[REDUCTION_LADDER.animation(t).frames[0].line - 1]
     assert frames.step_stats("strided", 128, 0, strided["adds"][0])["worst"] == 2     # lanes 2 words apart
     big = REDUCTION_LADDER.trace(seed=2, rung="sequential", block=256)
     with pytest.raises(ValueError, match="at most 128"):
