@@ -229,7 +229,8 @@ def ladder_counts(n: int = LADDER_N, block: int = LADDER_BLOCK, seed: int = 0) -
                      "divergent": sum(s.divergent for s in run.stats.values()),
                      "shared_wavefronts": sum(s.wavefronts for s in run.stats.values()),
                      "bank_conflicts": sum(s.wavefronts - s.ideal_wavefronts for s in run.stats.values()),
-                     "load_requests": sum(r["requests"] for r in loads), "load_sectors": sum(r["sectors"] for r in loads),
+                     "load_requests": sum(r["requests"] for r in loads),
+                     "load_sectors": sum(r["sectors"] for r in loads),
                      "sum": total, "float64": want, "ok": total == want,
                      "hazards": [h.text() for h in run.hazards.errors()][:2]})
     return rows
@@ -560,7 +561,8 @@ def bank_table(rows: Sequence[Dict], names: Optional[Sequence[str]] = None) -> s
             continue
         if r["kernel"] == "shared_stride" and r["op"] == "st":
             continue
-        out.append(f"| {r['name']} | {'load' if r['op'] == 'ld' else 'store'} | **{r['wavefronts_per_request']:.1f}** | "
+        access = "load" if r["op"] == "ld" else "store"
+        out.append(f"| {r['name']} | {access} | **{r['wavefronts_per_request']:.1f}** | "
                    f"{r['conflicts']:,} |")
     return "\n".join(out)
 
@@ -604,8 +606,8 @@ def bandwidth_section() -> str:
                     f"{label if rec is None else 'The committed record has no coalescing rows.'}")
     copy = rows[0]["copy_GBps"]
     out = ["| pattern | bytes a lane | median µs | GB/s (useful bytes) | share of copy |", "|---|---|---|---|---|"]
-    out += [f"| {r['pattern']} | {r['width']} | {r['median_us']:,.1f} | {r['GBps']:,.0f} | **{_pct(r['GBps'] / copy)}** |"
-            for r in rows]
+    out += [f"| {r['pattern']} | {r['width']} | {r['median_us']:,.1f} | {r['GBps']:,.0f} | "
+            f"**{_pct(r['GBps'] / copy)}** |" for r in rows]
     return ("\n".join(out) + f"\n\nCopy: {copy:,.0f} GB/s in the same run. Kernel time by CUDA-graph replay; GB/s "
             f"counts the bytes the copy must move (useful x once, y once). Data: {label}")
 
@@ -634,7 +636,8 @@ def counters_section() -> str:
     if rec is None:
         return f"*Nsight Compute's counters: {label}.*"
     if rec.get("counters") != "read":
-        return (f"Nsight Compute could not read the counters on {rec['gpu']} ({rec.get('reason') or 'no reason given'}): "
+        why = rec.get("reason") or "no reason given"
+        return (f"Nsight Compute could not read the counters on {rec['gpu']} ({why}): "
                 f"the counts above are the derived ones alone. Data: {label}")
     rows = rec.get("rows", [])
     same = sum(bool(r["equal"]) for r in rows)
@@ -699,7 +702,8 @@ def shuffle_section() -> str:
     if not rows:
         return throughput + f" *The latency is measured by the probes record: {label}.*"
     c = {r["impl"]: r["cycles_per_step"] for r in rows}
-    return (f"Latency, timed as a chain of dependent steps in one warp: SHFL alone **{c.get('chain_shfl', float('nan')):.0f}** "
+    return (f"Latency, timed as a chain of dependent steps in one warp: SHFL alone "
+            f"**{c.get('chain_shfl', float('nan')):.0f}** "
             f"cycles, SHFL.DOWN + FADD (one reduction step) **{c.get('chain_shfl_fadd', float('nan')):.0f}** cycles. "
             f"Data: {label}.\n\n{throughput} A reduction's five steps depend on each other: they pay the latency, "
             f"about 5 x {c.get('chain_shfl_fadd', float('nan')):.0f} cycles, unless other warps fill the gaps.")
