@@ -27,6 +27,8 @@ import dataclasses
 import importlib
 from typing import Callable, Dict, Optional, Tuple
 
+import numpy as np
+
 from . import backend, kernels
 from .check import check_int, new_seed, random_f32
 from .model import grid_stride as _gs
@@ -55,6 +57,8 @@ class Lesson:
         simulated: the arrays of the trace that only silicon knows (``%smid`` ...): in an emulated
             trace they come from the emulator's named model and are listed in ``Trace.simulated``.
         threads: ``threads(**launch) -> int``, the threads a launch runs (to choose the emulator).
+        emulator_options: ``emulator_options(seed) -> dict`` of launch options for the emulated
+            session (e.g. ``{"policy": "random", "seed": seed}``: seeded warp interleavings).
     """
 
     stem: str
@@ -69,6 +73,7 @@ class Lesson:
     cpu: Tuple[str, ...] = ("emulator", "model")
     simulated: Tuple[str, ...] = ()
     threads: Optional[Callable[..., int]] = None
+    emulator_options: Optional[Callable[[int], Dict]] = None
 
     @property
     def kernel_file(self) -> str:
@@ -86,14 +91,28 @@ class Lesson:
         return kernels.snippet(self.kernel_file, *(regions or self.regions))
 
     def producer(self, **launch) -> str:
-        """Which producer :meth:`trace` uses for ``launch``: "gpu", "emulator" or "model"."""
+        """Which producer :meth:`trace` uses for ``launch``: "gpu", "emulator" or "model".
+
+        Raises:
+            ValueError: a lesson whose only CPU producer is the emulator (``cpu=("emulator",)``),
+                asked for more than :data:`MAX_EMULATED_THREADS` threads in CPU mode.
+            RuntimeError: such a lesson in CPU mode without NVRTC (the emulator's compiler).
+        """
         if self.gpu and backend.has_gpu():
             return "gpu"
         if "emulator" in self.cpu and self.gpu:
             from . import emulator
 
-            if emulator.available() and (self.threads is None or self.threads(**launch) <= MAX_EMULATED_THREADS):
+            small = self.threads is None or self.threads(**launch) <= MAX_EMULATED_THREADS
+            if emulator.available() and small:
                 return "emulator"
+            if "model" not in self.cpu:
+                if not emulator.available():
+                    raise RuntimeError(f"{self.stem}: CPU mode runs this lesson's kernel in the emulator, which needs "
+                                       "NVRTC (pip install 'gpu-viz[emulator]'), or use a GPU runtime")
+                raise ValueError(f"{self.stem}: in CPU mode the emulator runs at most {MAX_EMULATED_THREADS:,} threads "
+                                 f"for a trace (a few seconds), and this launch asks for {self.threads(**launch):,}: "
+                                 "choose a smaller one")
         return "model"
 
     def trace(self, seed: Optional[int] = None, producer: Optional[str] = None, **launch) -> Trace:
@@ -116,6 +135,9 @@ class Lesson:
             backend.require_gpu(f"the {self.stem} trace on the GPU")
             return self.module("record").trace(*args, **launch, **extra, seed=seed)
         if which == "model":
+            if "model" not in self.cpu:
+                raise ValueError(f"{self.stem} has no CPU model: in CPU mode its kernel runs in the emulator "
+                                 f"(producer='emulator')")
             return self.module("model").trace(*args, **launch, **extra, seed=seed)
         from . import emulator
 
@@ -123,6 +145,8 @@ class Lesson:
         # blocks over: the same SM count, so an emulated trace and a modelled one tell one story
         modelled = launch.pop("info", None)
         options = {"sm_count": modelled.sm_count} if modelled is not None else {}
+        if self.emulator_options:
+            options.update(self.emulator_options(seed))
         with emulator.emulated(**options) as session:
             tr = self.module("record").trace(*args, **launch, **extra, seed=seed)
         return emulated_trace(tr, session, self.simulated)
@@ -293,6 +317,112 @@ RMSNORM_DECK = Lesson("rmsnorm_deck", "09_four_phase_trace", ("phase1", "phase2"
                       "output, in four phases", _rmsnorm_deck_inputs, regions_for=_rmsnorm_deck_regions,
                       threads=lambda d=2048, block=1024, **_: max(d, block))
 
+def _coalescing_inputs(seed: int, pattern: str = "stride 2", n: int = 256, block: int = 128):
+    from .model import coalescing as m
+
+    p, n, block, _grid = m.check_launch(pattern, n, block)
+    x = random_f32(m.x_elements(p, n), seed).astype(p.dtype)
+    return (x,), {"pattern": p.name, "n": n, "block": block}
+
+
+#: The line of each coalescing kernel's load, as a needle in its region.
+_COALESCING_LOADS = {"read_strided": "y[i] = *p", "copy_thread_major": "y[i] = x[i]", "copy_warp_major": "y[i] = x[i]",
+                     "aos_x": "p[i].x", "soa_x": "px[i]", "copy_f16": "2 bytes a lane", "copy_f16x2": "4 bytes a lane",
+                     "copy_f16x8": "16 bytes a lane"}
+
+
+def _coalescing_lines(_snip, pattern: str = "stride 2", **_launch) -> Dict:
+    from .model import coalescing as m
+
+    p = m.pattern(pattern)
+    return {"line": kernels.snippet(m.FILE, p.region).line_of(_COALESCING_LOADS[p.kernel])}
+
+
+def _banks_inputs(seed: int, case: str = "tile 32x32", rows: int = 32, cols: int = 32):
+    from .model import banks as m
+
+    c, rows, cols, _grid, _block = m.check_launch(case, rows, cols)
+    return (random_f32(rows * cols, seed),), {"case": c.name, "rows": rows, "cols": cols}
+
+
+_BANK_LOADS = {"shared_stride": "= s[idx]", "transpose_tiled": "// a column: 1 bank", "transpose_padded": "// 32 banks"}
+
+
+def _banks_lines(_snip, case: str = "tile 32x32", **_launch) -> Dict:
+    from .model import banks as m
+
+    c = m.case(case)
+    return {"line": kernels.snippet(m.FILE, c.region).line_of(_BANK_LOADS[c.kernel])}
+
+
+def _banks_threads(case: str = "tile 32x32", rows: int = 32, cols: int = 32, **_) -> int:
+    from .model import banks as m
+
+    _c, _r, _k, grid, block = m.check_launch(case, rows, cols)
+    return int(np.prod(grid)) * int(np.prod(block))
+
+
+def _races_inputs(seed: int, kernel: str = "histogram_racy", runs: int = 30, grid: int = 4, block: int = 128,
+                  nbins: int = 256, n: int = 2048):
+    from .record import races as r
+
+    kernel, runs, grid, block, nbins = r.check_launch(kernel, runs, grid, block, nbins)
+    n = check_int("n", n, 1, r.MAX_KEYS)
+    keys = np.random.default_rng(seed).integers(0, nbins, n).astype(np.int32)
+    return (keys,), {"kernel": kernel, "runs": runs, "grid": grid, "block": block, "nbins": nbins}
+
+
+_RACE_LINES = {"histogram_racy": "bins[keys[i]] += 1", "histogram_atomic": "atomicAdd(&bins",
+               "histogram_private": "atomicAdd(&local", "reverse_racy": "y[base + t] = s[",
+               "reverse_synced": "__syncthreads();"}
+
+
+def _races_lines(_snip, kernel: str = "histogram_racy", **_launch) -> Dict:
+    from .record import races as r
+
+    return {"line": kernels.snippet(r.FILE, kernel).line_of(_RACE_LINES[kernel])} if kernel in _RACE_LINES else {}
+
+
+def _races_threads(runs: int = 30, grid: int = 4, block: int = 128, **_) -> int:
+    return int(runs) * int(grid) * int(block)
+
+
+def _ladder_inputs(seed: int, rung: str = "sequential", block: int = 64):
+    from .record import reduction_ladder as r
+
+    if rung not in r.TREE_RUNGS:
+        raise ValueError(f"rung must be one of {r.TREE_RUNGS} (the tree rungs, whose steps are recorded), got {rung!r}")
+    block = r.check_block(block)
+    return (random_f32(block, seed),), {"rung_name": rung, "block": block}
+
+
+def _ladder_lines(_snip, rung_name: str = "sequential", **_launch) -> Dict:
+    from .record import reduction_ladder as r
+
+    return {"line": kernels.snippet(r.FILE, rung_name).line_of("__fadd_rn(s[")}
+
+
+COALESCING = Lesson("coalescing", "07_coalescing_and_banks", ("strided",),
+                    "A warp's 32 loads of 4 consecutive bytes are one request for 4 sectors of 32 bytes; "
+                    "spread them out and the same request moves up to 32", _coalescing_inputs, _coalescing_lines,
+                    regions_for=lambda tr: (tr.params["region"],),
+                    threads=lambda pattern="stride 2", n=256, block=128, **_: int(n))
+BANKS = Lesson("banks", "07_coalescing_and_banks", ("tiled",),
+               "Shared memory is 32 banks of 4 bytes: 32 lanes reading one bank take 32 wavefronts, "
+               "a padded tile takes one", _banks_inputs, _banks_lines,
+               regions_for=lambda tr: (tr.params["region"],), threads=_banks_threads)
+RACES = Lesson("races", "07_races_and_reduction", ("histogram_racy",),
+               "bins[k]++ from many threads loses counts, a different number each run; atomicAdd loses none",
+               _races_inputs, _races_lines, regions_for=lambda tr: (tr.kernel,), cpu=("emulator",),
+               threads=_races_threads,
+               emulator_options=lambda seed: {"policy": "random", "seed": seed})
+REDUCTION_LADDER = Lesson("reduction_ladder", "07_races_and_reduction", ("sequential",),
+                          "Each rung of the reduction changes one thing: divergence, bank conflicts, idle "
+                          "threads, then shuffles and wide loads", _ladder_inputs, _ladder_lines,
+                          regions_for=lambda tr: (tr.params["rung"],), cpu=("emulator",),
+                          threads=lambda rung="sequential", block=64, **_: int(block))
+
 #: Every traced lesson, by stem.
 LESSONS: Dict[str, Lesson] = {les.stem: les for les in (VECTOR_ADD, DIVERGENCE, GRID_STRIDE, SCHEDULING,
-                                                         RMSNORM_DECK)}
+                                                         RMSNORM_DECK, COALESCING, BANKS, RACES,
+                                                         REDUCTION_LADDER)}

@@ -13,7 +13,12 @@
   (:func:`gpu_viz.exercises.kernel_task.record`): the silicon's verdicts;
 * ``decoder`` -- notebook 08's finale: a decoder step with each RMSNorm (:func:`gpu_viz.claims.decoder.record`);
 * ``hit-rates`` -- optional, needs ncu: L1/L2 hit rates of notebook 08's two row kernels
-  (:func:`gpu_viz.claims.hit_rates.record`).
+  (:func:`gpu_viz.claims.hit_rates.record`);
+* ``memory-access`` -- notebook 07: the coalescing patterns' and the reduction rungs' GB/s, the
+  counts derived from recorded addresses, the race distributions
+  (:func:`gpu_viz.claims.memory_access.record`);
+* ``memory-counters`` -- needs ncu: notebook 07's sector and bank-conflict counters beside the
+  emulator's, or why they could not be read (:func:`gpu_viz.claims.memory_access.record_counters`).
 
 Each writes ``<gpu-slug>-<date>-<what>.json`` into ``--out`` (default: the current folder).
 """
@@ -25,7 +30,8 @@ from pathlib import Path
 from . import backend
 from .measure import records
 
-WHAT = ("hardware", "scheduling", "divergence", "probes", "exercises", "decoder", "hit-rates")
+WHAT = ("hardware", "scheduling", "divergence", "probes", "exercises", "decoder", "hit-rates", "memory-access",
+        "memory-counters")
 
 
 def record(what: str, out=None) -> Path:
@@ -53,6 +59,10 @@ def record(what: str, out=None) -> Path:
         from .claims import hit_rates
 
         return hit_rates.record(out)
+    if what in ("memory-access", "memory-counters"):
+        from ..claims import memory_access
+
+        return memory_access.record(out) if what == "memory-access" else memory_access.record_counters(out)
     if what == "hardware":
         from .measure import memory
 
@@ -86,7 +96,7 @@ def _cli(args) -> int:
 
 
 def register_cli(subparsers) -> None:
-    """Add ``gpu-viz record {hardware,scheduling,divergence,probes,exercises,decoder,hit-rates} [--out DIR]``."""
+    """Add ``gpu-viz record {hardware,...,memory-access,memory-counters} [--out DIR]``."""
     p = subparsers.add_parser("record", help="measure one of the lessons' GPU records and save it",
                               description="Measure one of the lessons' GPU records on this GPU and save it as "
                                           "JSON (the file CPU mode shows, labelled with its GPU and date).  "

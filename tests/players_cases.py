@@ -19,7 +19,8 @@ from gpu_viz import backend, kernels
 from gpu_viz.frames import latency as latency_frames
 from gpu_viz.frames import reduction as reduction_frames
 from gpu_viz.frames import scheduling as scheduling_frames
-from gpu_viz.lessons import DIVERGENCE, GRID_STRIDE, RMSNORM_DECK, SCHEDULING, VECTOR_ADD
+from gpu_viz.lessons import (BANKS, COALESCING, DIVERGENCE, GRID_STRIDE, RACES, REDUCTION_LADDER, RMSNORM_DECK,
+                             SCHEDULING, VECTOR_ADD)
 from gpu_viz.measure import records
 from gpu_viz.model import latency as latency_model
 from gpu_viz.model import reduction as reduction_model
@@ -104,7 +105,33 @@ def seed_tree(kind):
     return reduction_frames.animation(ones, res, corrected=False, provenance=backend.MODEL_LABEL), res
 
 
+def coalescing(kind):
+    tr = COALESCING.trace(seed=14, pattern="misaligned", n=256, block=128)
+    tr = gpu_shaped(tr) if kind == "record" else tr
+    return COALESCING.animation(tr), tr
+
+
+def banks(kind):
+    tr = BANKS.trace(seed=15, case="tile 32x32", rows=64, cols=96)
+    tr = gpu_shaped(tr) if kind == "record" else tr
+    return BANKS.animation(tr), tr
+
+
+def races(kind):
+    # notebook 07's launch; the emulator's seeded interleavings in CPU mode (no per-run GPU record is committed)
+    tr = RACES.trace(seed=16, kernel="histogram_racy", runs=8, grid=4, block=128, nbins=256, n=2048)
+    tr = gpu_shaped(tr) if kind == "record" else tr
+    return RACES.animation(tr), tr
+
+
+def reduction_ladder(kind):
+    tr = REDUCTION_LADDER.trace(seed=17, rung="strided", block=128)
+    tr = gpu_shaped(tr) if kind == "record" else tr
+    return REDUCTION_LADDER.animation(tr), tr
+
+
 CASES = {"vector_add": vector_add, "divergence": divergence, "grid_stride": grid_stride, "latency": latency,
          "scheduling": scheduling, "rmsnorm_deck": rmsnorm_deck, "rmsnorm_deck_stale": rmsnorm_deck_stale,
-         "seed_tree": seed_tree}
+         "seed_tree": seed_tree, "coalescing": coalescing, "banks": banks, "races": races,
+         "reduction_ladder": reduction_ladder}
 KINDS = ("model", "record")

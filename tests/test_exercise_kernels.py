@@ -21,7 +21,14 @@ from gpu_viz.exercises.core import KERNEL, exercise_source
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = Path(__file__).resolve().parent / "exercise_catalogue"
 #: catalogue folder -> the exercises it grades.
-TASKS = {"vector_add": ("warps_simt.vector_add",), "grid_stride": ("grid_stride_loops.grid_stride",), "block_sum": ("four_phase_trace.block_sum",)}
+TASKS = {"vector_add": ("warps_simt.vector_add",), "grid_stride": ("grid_stride_loops.grid_stride",),
+         "block_sum": ("four_phase_trace.block_sum",),
+         "coalesce": ("memory_access.coalesce",), "pad_tile": ("memory_access.pad_tile",),
+         "fix_race": ("memory_access.fix_race",), "next_rung": ("memory_access.next_rung",)}
+#: The exercise sources (kernels/exercises/<stem>.start/.solution.cu) of each exercise id.
+SOURCE_STEMS = {"warps_simt.vector_add": "vector_add", "grid_stride_loops.grid_stride": "grid_stride",
+                "memory_access.coalesce": "coalesce", "memory_access.pad_tile": "pad_tile",
+                "memory_access.fix_race": "fix_race", "memory_access.next_rung": "next_rung"}
 #: The block-sum catalogue takes 2-4 s a kernel in the emulator; these run in the fast lane, the rest are slow.
 FAST_BLOCK_SUM = {"ok_braces_lane_id", "deck_unguarded", "missing_syncthreads", "pow2_tree"}
 
@@ -66,7 +73,7 @@ def test_catalogue_in_cpu_mode(eid, path, expect, cpu_mode):
     else:
         assert v.ok is False and expect in v.message, v.text()
     # the feedback never holds the reference solution's lines (those the starting code already has aside)
-    stem = {"warps_simt.vector_add": "vector_add", "grid_stride_loops.grid_stride": "grid_stride"}.get(eid, "block_sum")
+    stem = SOURCE_STEMS.get(eid, "block_sum")
     def code_lines(name):
         return [ln.split("//")[0].strip() for ln in exercise_source(name).splitlines()]
 

@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_every_layer_carries_the_stem(stem):
     les = lessons.LESSONS[stem]
     assert (kernels.KERNEL_DIR / les.kernel_file).is_file()
-    for layer in ("record", "model", "frames"):
+    # a lesson whose CPU producer is the emulator alone (cpu=("emulator",)) has no CPU model
+    for layer in ("record", "model", "frames") if "model" in les.cpu else ("record", "frames"):
         assert (ROOT / "gpu_viz" / layer / f"{stem}.py").is_file(), (layer, stem)
         assert hasattr(les.module(layer), "animation" if layer == "frames" else "trace"), (layer, stem)
     assert (ROOT / "tests" / f"test_{stem}.py").is_file()
@@ -21,7 +22,9 @@ def test_every_layer_carries_the_stem(stem):
 
 
 _SMALL = {"vector_add": {}, "divergence": {}, "grid_stride": {"n": 300},
-          "scheduling": {"blocks": 120}, "rmsnorm_deck": {"d": 64, "block": 64}}
+          "scheduling": {"blocks": 120}, "rmsnorm_deck": {"d": 64, "block": 64},
+          "coalescing": {"n": 64}, "banks": {}, "races": {"kernel": "histogram_atomic", "runs": 3},
+          "reduction_ladder": {"block": 32}}
 
 
 @pytest.mark.parametrize("stem", list(lessons.LESSONS))
@@ -33,6 +36,10 @@ def test_cpu_mode_uses_the_emulator_when_it_can_else_the_model(stem):
     from gpu_viz import emulator
 
     les = lessons.LESSONS[stem]
+    if "model" not in les.cpu and not emulator.available():
+        with pytest.raises(RuntimeError, match="needs NVRTC"):
+            les.trace(seed=5, **_SMALL[stem])
+        return
     tr = les.trace(seed=5, **_SMALL[stem])
     if stem == "scheduling" or not emulator.available():
         assert tr.source == "model" and backend.MODEL_LABEL in tr.provenance
@@ -60,6 +67,10 @@ def test_trace_in_cpu_mode_is_labelled_and_plays(stem, producer):
     les = lessons.LESSONS[stem]
     if producer == "emulator" and (stem == "scheduling" or not __import__("gpu_viz.emulator").emulator.available()):
         pytest.skip("no emulated producer for this lesson here")
+    if producer == "model" and "model" not in les.cpu:
+        with pytest.raises(ValueError, match="has no CPU model"):
+            les.trace(seed=5, producer=producer, **_SMALL[stem])
+        return
     tr = les.trace(seed=5, producer=producer, **_SMALL[stem])
     assert tr.source == producer
     if producer == "model":
@@ -109,6 +120,11 @@ _REFUSED = {
                    ("spin_cycles", -1), ("spin_cycles", 1.5), ("fma_iters", _HUGE)],
     "rmsnorm_deck": [("d", _HUGE), ("d", 0), ("block", 2048), ("eps", -1.0), ("eps", float("nan")),
                      ("eps", float("inf")), ("eps", True), ("variant", "nope")],
+    "coalescing": [("n", _HUGE), ("n", 0), ("n", 64.0), ("block", 2048), ("pattern", "nope")],
+    "banks": [("rows", _HUGE), ("cols", 0), ("rows", 1.5), ("case", "nope")],
+    "races": [("runs", _HUGE), ("runs", 0), ("grid", _HUGE), ("block", 2048), ("nbins", 0), ("n", 0),
+              ("kernel", "nope")],
+    "reduction_ladder": [("block", 96), ("block", 2048), ("block", 64.0), ("rung", "nope")],
 }
 
 
@@ -150,7 +166,12 @@ _LARGEST = {"vector_add": {"n": lessons.MAX_TRACE, "block": 256},
             "divergence": {"n": lessons.MAX_TRACE, "block": 256},
             "grid_stride": {"n": lessons.MAX_TRACE, "grid": 1024, "block": 1024},
             "scheduling": {"blocks": lessons.MAX_BLOCKS, "threads": 1024},
-            "rmsnorm_deck": {"d": lessons.MAX_TRACE, "block": 1024}}
+            "rmsnorm_deck": {"d": lessons.MAX_TRACE, "block": 1024},
+            "coalescing": {"n": 1 << 16, "block": 1024},
+            "banks": {"rows": 256, "cols": 256},
+            # the emulator-only lessons: the largest launch CPU mode emulates (MAX_EMULATED_THREADS)
+            "races": {"kernel": "histogram_atomic", "runs": 16, "grid": 8, "block": 128},
+            "reduction_ladder": {"block": 1024}}
 
 
 def test_every_lesson_has_a_largest_case():
@@ -182,7 +203,9 @@ def test_the_player_of_the_largest_allowed_trace_is_quick_or_refused(stem):
 _INT_ARGS = {"vector_add": {"n": 64, "block": 64}, "divergence": {"n": 64, "block": 64, "iters": 8},
              "grid_stride": {"n": 300, "grid": 2, "block": 128},
              "scheduling": {"blocks": 120, "threads": 128, "spin_cycles": 1000, "fma_iters": 0},
-             "rmsnorm_deck": {"d": 64, "block": 64}}
+             "rmsnorm_deck": {"d": 64, "block": 64}, "coalescing": {"n": 64, "block": 64},
+             "banks": {"rows": 32, "cols": 32}, "races": {"runs": 2, "grid": 2, "block": 64, "nbins": 16, "n": 100},
+             "reduction_ladder": {"block": 32}}
 
 
 def test_every_lesson_lists_its_integer_arguments():

@@ -178,7 +178,7 @@ def test_scheduling_record_keeps_every_blocks_timeline(tmp_path):
     Trace notebook 07 draws in CPU mode, with the record's summary."""
     import json
 
-    from gpu_viz.measure import lessons
+    from gpu_viz import record_cli as lessons
 
     path = lessons.record("scheduling", tmp_path)
     rec = json.loads(path.read_text())

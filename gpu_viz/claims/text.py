@@ -51,7 +51,7 @@ def doubling_point() -> str:
     import math
 
     from ..frames.scheduling import mean_resident
-    from . import records
+    from ..measure import records
 
     rows, label = _rows("doubling_point")
     if not rows:
@@ -176,7 +176,7 @@ def _decoder_vs_deck_10(rec) -> str:
     """Why the decoder record can show ``F.rms_norm``'s norms faster than ours while notebook 10's
     record shows ours faster, when it does: the decoder times each step per call from Python, and a
     record that names no C++ launcher called ours through Python's ctypes; "" otherwise."""
-    from . import records
+    from ..measure import records
 
     rows = [r for r in rec.get("rows", []) if r.get("dtype") == rec.get("conclusion_dtype", "float16")]
     by = {(r.get("phase"), r.get("impl")): r.get("norms_median_us") for r in rows}
@@ -341,7 +341,7 @@ def three_forces() -> str:
     as a table and its data line (every number from a record, labelled; nothing is measured here)."""
     from ..frames.scheduling import mean_resident
     from ..rmsnorm import bench
-    from . import memory, records
+    from ..measure import memory, records
 
     hw, hw_label = memory.recorded_hardware()
     fused = bench.newest_record()

@@ -73,10 +73,11 @@ class InstrStats:
     thread_instructions: int = 0
     requests: int = 0            # global: warp-level memory requests
     sectors: int = 0             # global: 32-byte sectors touched
-    bytes: int = 0               # bytes the active lanes asked for
+    bytes: int = 0               # global: bytes the active lanes asked for
     wavefronts: int = 0          # shared: wavefronts served
     ideal_wavefronts: int = 0    # shared: wavefronts with no bank conflict
     divergent: int = 0           # branches on which a warp's lanes disagreed
+    shared_bytes: int = 0        # shared: bytes the active lanes asked for
 
 
 @dataclasses.dataclass

@@ -372,8 +372,8 @@ def _count_traffic(st, ins, sp, threads, addrs, total):
     L = st.L
     s = L.stat(st.cur_func, ins.index)
     warps = threads // WARP
-    s.bytes += int(threads.size) * total
     if sp == "global":
+        s.bytes += int(threads.size) * total
         requests, sectors = mem.sectors_per_warp(warps, addrs.astype(np.int64), total)
         s.requests += requests
         s.sectors += sectors
@@ -381,6 +381,7 @@ def _count_traffic(st, ins, sp, threads, addrs, total):
         wf, ideal = mem.wavefronts_per_warp(warps, threads % WARP, addrs.astype(np.int64), total)
         s.wavefronts += wf
         s.ideal_wavefronts += ideal
+        s.shared_bytes += int(threads.size) * total   # apart: global efficiency counts global bytes only
 
 
 def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps, idx):

@@ -365,8 +365,13 @@ class _EmulatedKernel:
         self.max_threads_per_block = program.module.functions[name].max_threads or 1024
 
     def __call__(self, grid, block, args, shared_mem: int = 0, stream=None):
+        options = dict(self.session.options)
+        if options.get("policy") == "random":
+            # the k-th launch of a session interleaves its warps with seed + k: launched again, a racy
+            # kernel meets another interleaving, as on silicon (the session stays replayable by its seed)
+            options["seed"] = int(options.get("seed", 0)) + len(self.session.runs)
         run = self.program.launch(self.name, grid, block, args, device=self.session.device, shared_mem=shared_mem,
-                                  **self.session.options)
+                                  **options)
         self.session.runs.append(run)
         return run
 
@@ -396,7 +401,12 @@ def emulated(arch: str = nvrtc.DEFAULT_ARCH, device: Optional[Device] = None, **
     """Within the block, the GPU paths of the package run on the emulator: ``backend.require_cupy``
     returns :func:`facade`, ``gpu_viz.kernels.load/function/bind_record`` compile with NVRTC for
     ``arch`` and launch here, and ``backend.live_label()`` says "emulated ...".  Yields the
-    :class:`Session` (its ``runs`` hold every launch's hazards)."""
+    :class:`Session` (its ``runs`` hold every launch's hazards).
+
+    ``launch_options`` go to every launch (:class:`~gpu_viz.emulator.machine.Launch`); with
+    ``policy="random"`` the k-th launch of the session (k = 0, 1, ...) uses ``seed + k``, so a
+    producer that launches a racy kernel 100 times sees 100 interleavings, the same ones each time
+    the session is opened with the same seed."""
     from .. import backend
 
     session = Session(device or Device(), arch, dict(launch_options))

@@ -256,7 +256,7 @@ def _given_lane0():
 def _shuffle_run(lanes, step: int):
     """Lane 0 after shuffle step ``step``: kernels/probes.cu ``shfl_steps`` on a GPU, else the model."""
     if _core.live():
-        from ..measure import probes
+        from ..claims import probes
 
         out = probes.shfl_steps(np.asarray(lanes, np.float32))
         return float(out[step, 0]), backend.live_label() + " (kernels/probes.cu shfl_steps)"

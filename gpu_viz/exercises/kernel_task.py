@@ -137,10 +137,18 @@ class KernelTask:
         explanations: ordered: the first that returns a message names the mistake.
         success: the message of a pass.
         narrow_index_fails: a 32-bit loop index widened for addressing fails the task (else a note).
+        narrow_index_note: whether that note is given at all (False where the task's loops are short
+            counters that cannot overflow, and the note's grid-stride warning would mislead).
         hazard_cases: the cases run in the emulator's hazard pass on a GPU (indices; None: all).
         budget: ``budget(case) -> warp-instructions`` the emulator allows a launch (a few times what
             a right kernel needs: a runaway is stopped soon); default :data:`EMU_BUDGET`.
         runaway_explanations: ``f(observation) -> message`` for a launch that did not finish.
+        targets: checked once every launch is right and hazard-free: ``f(observations) -> message``
+            for a run that misses a target counted from the run itself (sectors per request, bank
+            conflicts: ``observation.run`` is the emulator's run of that launch), the message
+            saying how far off it is; the first that returns one fails the answer.
+        launch_options: ``f(case) -> dict`` of emulator launch options for that case (e.g.
+            ``{"policy": "random", "seed": 3}``: seeded warp interleavings, so a race shows).
     """
 
     id: str
@@ -153,9 +161,12 @@ class KernelTask:
     explanations: Tuple[Explanation, ...] = ()
     success: str = ""
     narrow_index_fails: bool = False
+    narrow_index_note: bool = True
     hazard_cases: Optional[Tuple[int, ...]] = None
     budget: Optional[Callable[[Case], int]] = None
     runaway_explanations: Tuple[Callable[[Observation], Optional[str]], ...] = ()
+    targets: Tuple[Explanation, ...] = ()
+    launch_options: Optional[Callable[[Case], Dict]] = None
 
     # -- the verdict ---------------------------------------------------------------------------------
 
@@ -269,9 +280,10 @@ class KernelTask:
                     outs[p.name] = d
                     args.append(d)
             budget = self.budget(case) if self.budget is not None else EMU_BUDGET
+            options = self.launch_options(case) if self.launch_options is not None else {}
             try:
                 run = program.launch(self.kernel, case.grid, case.block, args, device=dev, shared_mem=case.shared_mem,
-                                     budget=budget, time_limit=EMU_SECONDS, record=record)
+                                     budget=budget, time_limit=EMU_SECONDS, record=record, **options)
             except emulator.LaunchError as exc:
                 raise _GradingError(f"launching your kernel at {case.label()} failed: {exc}") from None
             except emulator.Unsupported as exc:
@@ -303,6 +315,7 @@ class KernelTask:
             for k, e in zip(idx, emu):
                 obs[k].hazards = e.hazards
                 obs[k].notes = e.notes
+                obs[k].run = e.run          # the emulator's counts of the launch, for the targets
         return [self._judge(o) for o in obs], backend.live_label()
 
     def _judge(self, o: Observation) -> Observation:
@@ -332,7 +345,7 @@ class KernelTask:
         details = [f"launches: {', '.join(o.case.label() for o in obs[:8])}{' ...' if len(obs) > 8 else ''}; "
                    f"{provenance}"]
         narrow = []
-        if program is not None:
+        if program is not None and (self.narrow_index_fails or self.narrow_index_note):
             from ..emulator import analysis
 
             narrow = analysis.narrow_induction(program, self.kernel)
@@ -354,6 +367,10 @@ class KernelTask:
             notes = [h.text() for o in obs for h in o.notes if h.kind != "shuffle-source"][:2]
             if narrow:
                 notes.append(narrow_message(narrow[0]))
+            for target in self.targets:
+                m = target(obs)
+                if m:
+                    return _attach(Verdict(self.id, False, m, details), self, program, obs, None)
             msg = self.success or f"right at all {len(obs)} launches, hazard-free."
             return Verdict(self.id, True, msg, details + [f"note: {n}" for n in notes])
         for explain in self.explanations:

@@ -175,6 +175,8 @@ TAG_SCHEMAS: Dict[str, Dict[str, Tuple[str, bool]]] = {
     "scheduling": {"rows": ("list of objects", True), "scheduling": ("object", True)},
     "decoder": {"rows": ("list of objects", True)},
     "probes": {"rows": ("list of objects", True)},
+    "memory-access": {"rows": ("list of objects", True), "failed": ("list", False)},
+    "memory-counters": {"rows": ("list of objects", True), "counters": ("name", True), "reason": ("text", False)},
 }
 #: A tool's report (no GPU in it: ``"tool": "ptxas"``, the compiler's register and spill report
 #: of the fused kernels): its own fields instead of :data:`RECORD_SCHEMA`'s GPU and versions.
@@ -389,6 +391,8 @@ SPEC_COMPARISON = "Data: vendor spec sheets"
 LESSON_RECORDS: Dict[str, tuple] = {
     "01": ("hardware", "probes"), "02": ("hardware",), "03": ("divergence", "probes", "exercises"), "04": ("hardware",),
     "05": ("hardware",), "06": ("exercises",), "07": ("scheduling", "probes"),
+    "07_coalescing_and_banks": ("memory-access", "memory-counters"),
+    "07_races_and_reduction": ("memory-access", "probes"),
     "08_rmsnorm_four_phases": ("probes",), "08_rmsnorm_speedup": ("decoder",), "09": ("probes", "exercises"),
     "10": ("fused",), "11": ("hardware", "scheduling", "divergence", "fused"),
 }

@@ -1,0 +1,13 @@
+// expect: correct
+// privatised: each block counts in shared memory, then adds its 256 counts to bins once
+extern "C" __global__ void histogram(const int* keys, int n, int* bins) {
+    __shared__ int local[256];
+    for (int b = threadIdx.x; b < 256; b += blockDim.x) local[b] = 0;
+    __syncthreads();
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        atomicAdd(&local[keys[i]], 1);
+    __syncthreads();
+    for (int b = threadIdx.x; b < 256; b += blockDim.x)
+        if (local[b]) atomicAdd(&bins[b], local[b]);
+}

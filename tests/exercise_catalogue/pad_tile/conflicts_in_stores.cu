@@ -1,0 +1,14 @@
+// expect: the tile's writes have
+// the tile stored transposed and read by rows: right values, the conflicts moved to the stores
+#define TILE 32
+#define ROWS 8
+extern "C" __global__ void transpose(const float* in, float* out, int rows, int cols) {
+    __shared__ float tile[TILE][TILE];
+    int x = blockIdx.x * TILE + threadIdx.x, y = blockIdx.y * TILE + threadIdx.y;
+    for (int j = 0; j < TILE; j += ROWS)
+        if (x < cols && y + j < rows) tile[threadIdx.x][threadIdx.y + j] = in[(long long)(y + j) * cols + x];
+    __syncthreads();
+    x = blockIdx.y * TILE + threadIdx.x; y = blockIdx.x * TILE + threadIdx.y;
+    for (int j = 0; j < TILE; j += ROWS)
+        if (x < rows && y + j < cols) out[(long long)(y + j) * rows + x] = tile[threadIdx.y + j][threadIdx.x];
+}
