@@ -57,8 +57,16 @@ def banner(recorded: bool = False) -> str:
             text += ("\nNothing below is run here: the timings shown are committed GPU records, "
                      "each with its GPU and date.")
         else:
-            text += ("\nTraces below come from the CPU model; nothing is timed. "
-                     "Recorded GPU numbers, where shown, carry their GPU and date.")
+            from . import emulator
+
+            if emulator.available():
+                text += ("\nKernels below run in the emulator: their own PTX, one warp at a time, on the "
+                         "CPU; the largest launches and the block scheduling come from the CPU model. "
+                         "Nothing is timed. Recorded GPU numbers, where shown, carry their GPU and date.")
+            else:
+                text += ("\nTraces below come from the CPU model (the emulator needs NVRTC: pip install "
+                         "'gpu-viz[emulator]'); nothing is timed. Recorded GPU numbers, where shown, "
+                         "carry their GPU and date.")
         if b.cause != backend.CAUSE_FORCED_CPU:
             text += "\nExpected a GPU? gpu_viz.doctor.report() gives the details and what to do."
     # lines of at most 72 characters: the banner is projected on each deck's title slide
@@ -67,12 +75,17 @@ def banner(recorded: bool = False) -> str:
     return text
 
 
-#: The subpackages and modules ``gpu_viz.<name>`` reaches after a plain ``import gpu_viz``, imported
-#: on first use (PEP 562): text the course prints names calls such as ``gpu_viz.doctor.report()``,
-#: and a learner who types one after ``import gpu_viz`` must not get an AttributeError.
-SUBMODULES = ("arrays", "backend", "check", "cli", "data", "device", "disasm", "doctor", "exercises",
-              "figures", "frames", "kernels", "lessons", "measure", "model", "occupancy", "ops", "pdf",
-              "record", "rmsnorm", "slides", "trace", "widgets", "words")
+def _submodules():
+    import pkgutil
+
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")))
+
+
+#: The subpackages and modules ``gpu_viz.<name>`` reaches after a plain ``import gpu_viz`` (every one
+#: in the package's folder, listed from it), imported on first use (PEP 562): text the course prints
+#: names calls such as ``gpu_viz.doctor.report()``, and a learner who types one after
+#: ``import gpu_viz`` must not get an AttributeError.
+SUBMODULES = _submodules()
 
 
 def __getattr__(name):

@@ -149,7 +149,7 @@ class Lesson:
             options.update(self.emulator_options(seed))
         with emulator.emulated(**options) as session:
             tr = self.module("record").trace(*args, **launch, **extra, seed=seed)
-        return emulated_trace(tr, session, self.simulated)
+        return emulated_trace(tr, session, self.simulated, modelled)
 
     def source_for(self, trace: Trace) -> "kernels.Snippet":
         """The code the player shows beside ``trace`` (the lines its steps highlight)."""
@@ -185,21 +185,25 @@ PRODUCERS = ("gpu", "emulator", "model")
 MAX_EMULATED_THREADS = 1 << 14
 
 
-def emulated_trace(tr: Trace, session, simulated: Tuple[str, ...] = ()) -> Trace:
+def emulated_trace(tr: Trace, session, simulated: Tuple[str, ...] = (), modelled=None) -> Trace:
     """A trace the GPU producer made inside ``emulator.emulated()``, relabelled: source "emulator",
-    the emulator's provenance (with the simulated registers named), ``simulated`` arrays listed,
-    and the launches' hazards and counts in ``params["emulator"]``."""
+    the emulator's provenance (with the simulated registers named, and ``modelled``, the
+    :class:`gpu_viz.device.DeviceInfo` whose SMs they spread over, as ``params["gpu"]``),
+    ``simulated`` arrays listed, and the launches' hazards and counts in ``params["emulator"]``."""
     import dataclasses as _dc
 
     from .trace import EMULATOR_SOURCE
 
     regs = sorted({r for run in session.runs for r in run.simulated})
-    prov = session.label() + (f"; {', '.join(regs)} simulated (the emulator's scheduling model)" if regs else "")
+    over = ""
+    if modelled is not None:
+        over = f" over {modelled.name.replace('NVIDIA ', '')}'s {modelled.sm_count} SMs"
+    prov = session.label() + (f"; {', '.join(regs)} simulated{over} (the emulator's scheduling model)" if regs else "")
     info = {"warp_instructions": sum(r.warp_instructions for r in session.runs),
             "hazards": [h.text() for r in session.runs for h in r.hazards],
             "approximate": sorted({a for r in session.runs for a in r.approximate})}
-    return _dc.replace(tr, source=EMULATOR_SOURCE, provenance=prov, simulated=tuple(simulated),
-                       params={**tr.params, "emulator": info})
+    params = {**tr.params, "emulator": info, **({"gpu": modelled.name} if modelled is not None else {})}
+    return _dc.replace(tr, source=EMULATOR_SOURCE, provenance=prov, simulated=tuple(simulated), params=params)
 
 
 #: The most elements, threads or blocks one lesson trace records.  A trace keeps a record per

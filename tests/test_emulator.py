@@ -6,6 +6,7 @@ the right line, and not on its fixed twin (tests/emulator_hazard_cases.py)."""
 from __future__ import annotations
 
 import gc
+import re
 
 import numpy as np
 import pytest
@@ -98,7 +99,8 @@ def test_unsupported_instruction_names_itself_and_the_line():
     with pytest.raises(em.Unsupported) as err:
         prog.launch("tensor_core", 1, 32, (dev.zeros(32),), device=dev)
     msg = str(err.value)
-    assert "mma.sync" in msg and "mma.cu line 5" in msg, msg
+    # the asm statement spans lines 5-6; NVRTC's .loc names the one its operands start on
+    assert "mma.sync" in msg and re.search(r"mma.cu line [56]\b", msg), msg
 
 
 def test_unsupported_found_while_running_names_the_line_too():
@@ -215,7 +217,7 @@ def test_hazard_messages_say_what_happened(rng):
     texts = {name: " ".join(h.text() for h in launch_hazard(HAZARDS[name], True, "sm_75", rng).hazards)
              for name in ("oob_read", "null_pointer", "shared_race", "lockstep", "uninit_shared", "shuffle_mask",
                           "runaway", "barrier_two_places", "global_race")}
-    assert "arg0[40], 1 element(s) past the end of arg0 (40 elements)" in texts["oob_read"]
+    assert "arg0[40], just past the end of arg0 (40 elements)" in texts["oob_read"]
     assert "null pointer" in texts["null_pointer"]
     assert "no __syncthreads() between" in texts["shared_race"]
     assert "__syncwarp()" in texts["lockstep"]

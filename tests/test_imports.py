@@ -76,3 +76,56 @@ def test_an_import_of_gpu_viz_resolves(path, line, module, names):
             continue
         assert hasattr(mod, "__path__") and importlib.util.find_spec(f"{module}.{name}") is not None, \
             f"{path}:{line}: {module} has no {name!r} (neither a name nor a submodule)"
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, AttributeError, ValueError):  # a parent that is a module, not a package
+        return False
+
+
+def _attributes(path: Path):
+    """(line, modules, attribute) of every ``alias.attribute`` read in ``path`` where ``alias`` names
+    a gpu_viz module it imported (``from gpu_viz.rmsnorm import bench`` ... ``bench.WIDE_SHAPES``),
+    unless the file also assigns that name; an alias that names several modules (``m`` in one
+    function, another ``m`` in the next) passes when one of them has the attribute."""
+    tree = ast.parse(_source(path), str(path))
+    aliases = {}
+    for line, module, names in _imports(path):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.lineno == line:
+                for a in node.names:
+                    if a.name != "*" and _is_module(f"{module}.{a.name}"):
+                        aliases.setdefault(a.asname or a.name, set()).add(f"{module}.{a.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("gpu_viz.") and a.asname:
+                    aliases.setdefault(a.asname, set()).add(a.name)
+    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    stored |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    stored |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments)
+               for a in [*n.args, *n.kwonlyargs, *n.posonlyargs]}
+    seen = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.value.id not in stored):
+            modules = tuple(sorted(aliases[node.value.id]))  # one alias for several modules, function by function
+            if (modules, node.attr) not in seen:
+                seen.add((modules, node.attr))
+                yield node.lineno, modules, node.attr
+
+
+ATTRS = [(p, line, mod, attr) for p in FILES for line, mod, attr in _attributes(p)]
+
+
+def test_the_walk_finds_module_attributes():
+    assert any("gpu_viz.measure.records" in c[2] and c[3] == "lesson_device" for c in ATTRS) and len(ATTRS) > 500
+
+
+@pytest.mark.parametrize("path, line, modules, attr", ATTRS,
+                         ids=[f"{c[0].relative_to(ROOT)}:{c[1]}:{c[3]}" for c in ATTRS])
+def test_an_attribute_of_a_gpu_viz_module_exists(path, line, modules, attr):
+    assert any(hasattr(importlib.import_module(m), attr) or _is_module(f"{m}.{attr}") for m in modules), \
+        f"{path}:{line}: {' / '.join(modules)} has no {attr!r}"

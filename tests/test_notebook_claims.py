@@ -112,7 +112,7 @@ def test_one_dram_latency_across_the_decks(monkeypatch):
     from gpu_viz.measure import memory
 
     monkeypatch.setattr(backend, "has_gpu", lambda: False)
-    rec, _ = memory.recorded_hardware()
+    rec, _ = records.recorded_hardware()
     if not rec or not rec.get("dram_latency"):
         pytest.skip("no committed hardware record with a DRAM latency")
     info, _ = records.lesson_device()
@@ -170,7 +170,7 @@ def test_two_records_that_seem_to_disagree_say_why():
     ours faster; deck 10 showed ours at 15.46 µs per call beside the write-up's 4.92.  Each
     comparison says why, from the records (how the calls were launched, the host's floor)."""
     from gpu_viz.claims import text as claims
-    from gpu_viz.rmsnorm import bench, report
+    from gpu_viz.rmsnorm import bench_record, report
 
     def decoder(fused, native, launcher=None):
         rows = [{"phase": "prefill", "impl": i, "dtype": "float16", "norms_median_us": v}
@@ -181,7 +181,7 @@ def test_two_records_that_seem_to_disagree_say_why():
         decoder(53.5, 46.5))
     assert "C++ launcher too" in claims._decoder_vs_deck_10(decoder(53.5, 46.5, "built: x.so"))
     assert claims._decoder_vs_deck_10(decoder(40.0, 46.5)) == ""
-    rec = bench.newest_record()
+    rec = bench_record.newest_record()
     if rec is None:
         pytest.skip("no committed bench record")
     note = report.seed_call_note(rec["rows"], rec.get("launch_floor_call_us"))
@@ -215,8 +215,9 @@ def test_deck_10_walks_the_fused_kernel_before_its_tables():
              for m in re.findall(r'show_code\("[\w.]+", \[([^\]]*)\]', s)]
     regions = {r for t in shown for r in t}
     assert {"pack", "row_loads", "row_sum", "block_allreduce", "row_write", "cluster_exchange"} <= regions, regions
-    for file, names in (("rmsnorm_fused.cu", ("pack", "load_pack", "row_loads", "row_sum", "warp_allreduce",
-                                              "block_allreduce", "row_write")), ("rmsnorm_wide.cu", ("cluster_exchange",))):
+    for file, names in (("pack.cuh", ("pack", "load_pack")), ("reduce.cuh", ("warp_allreduce",)),
+                        ("rmsnorm_fused.cu", ("row_loads", "row_sum", "block_allreduce", "row_write")),
+                        ("rmsnorm_wide.cu", ("cluster_exchange",))):
         for name in names:
             assert kernels.snippet(file, name).text.strip(), (file, name)
 

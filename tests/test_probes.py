@@ -355,11 +355,11 @@ def test_block_cap_claim_holds_on_every_gpu(gpu, monkeypatch):
     itself on the Colab GPU.  On every spec sheet the text is true: where an SM holds exactly 1024
     threads it says they coincide there; smem[32] is a consequence of the cap."""
     from gpu_viz import device
-    from gpu_viz.exercises import core
     from gpu_viz.claims import text as claims
+    from gpu_viz.measure import records
 
     info = device.SPEC_SHEETS[gpu]
-    monkeypatch.setattr(core, "info", lambda: info)
+    monkeypatch.setattr(records, "lesson_device", lambda: (info, f"{gpu} spec sheet (test)"))
     text = claims.block_cap()
     assert f"holds {info.max_threads_per_sm:,} threads" in text and "compute capability 2.0" in text
     assert "consequence of the cap, not its cause" in text

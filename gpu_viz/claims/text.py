@@ -340,11 +340,11 @@ def three_forces() -> str:
     committed records measured -- where data lives, bytes in flight, the hardware's fixed shapes --
     as a table and its data line (every number from a record, labelled; nothing is measured here)."""
     from ..frames.scheduling import mean_resident
-    from ..rmsnorm import bench
-    from ..measure import memory, records
+    from ..rmsnorm import bench_record
+    from ..measure import records
 
-    hw, hw_label = memory.recorded_hardware()
-    fused = bench.newest_record()
+    hw, hw_label = records.recorded_hardware()
+    fused = bench_record.newest_record()
     sched, _ = records.recorded("scheduling")
     div, _ = records.recorded("divergence")
     labels = []

@@ -60,7 +60,7 @@ def nvcc_version() -> str:
     nvcc = kernels.find_tool("nvcc")
     if nvcc is None:
         raise FileNotFoundError("nvcc not found on PATH or in the pip wheels: the ptxas report needs it")
-    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, encoding="utf-8", errors="replace", check=True).stdout
     m = re.search(r"\bV(\d+\.\d+\.\d+)", out)
     return m.group(1) if m else out.strip().splitlines()[-1]
 
@@ -98,7 +98,7 @@ def save(report: Dict, out) -> Path:
     for seq in range(1, 1000):
         path = out / f"{stem}{'' if seq == 1 else f'.{seq}'}-{TAG}.json"
         if not path.exists():
-            path.write_text(json.dumps(report, indent=0, sort_keys=False) + "\n")
+            path.write_text(json.dumps(report, indent=0, sort_keys=False) + "\n", encoding="utf-8")
             return path
     raise FileExistsError(f"999 ptxas reports of {stem} in {out}")
 
