@@ -307,7 +307,7 @@ GRID_STRIDE = Lesson("grid_stride", "06_grid_stride_loops", ("grid_stride",),
                      "2048 elements but only 1024 threads: each thread processes several elements in "
                      "sequence", _grid_stride_inputs, _grid_stride_lines,
                      threads=lambda n=_gs.DECK_N, grid=1, block=_gs.DECK_THREADS, **_: max(n, grid * block))
-SCHEDULING = Lesson("scheduling", "07_kernel_scheduling", ("scheduled_block",),
+SCHEDULING = Lesson("scheduling", "09_kernel_scheduling", ("scheduled_block",),
                     "Launch a grid of 2,048 blocks on 58 SMs. The GigaThread Engine fills all 58, and "
                     "the remaining blocks wait in a hardware queue.", _scheduling_inputs, cpu=("model",))
 def _rmsnorm_deck_regions(trace: Trace) -> Tuple[str, ...]:
@@ -316,7 +316,7 @@ def _rmsnorm_deck_regions(trace: Trace) -> Tuple[str, ...]:
     return m.SOURCE_REGIONS[trace.params["variant"]]
 
 
-RMSNORM_DECK = Lesson("rmsnorm_deck", "09_four_phase_trace", ("phase1", "phase2", "phase3", "phase4"),
+RMSNORM_DECK = Lesson("rmsnorm_deck", "12_four_phase_trace", ("phase1", "phase2", "phase3", "phase4"),
                       "One block of 1024 threads turns one row of 2048 numbers into its normalized "
                       "output, in four phases", _rmsnorm_deck_inputs, regions_for=_rmsnorm_deck_regions,
                       threads=lambda d=2048, block=1024, **_: max(d, block))
@@ -415,12 +415,12 @@ BANKS = Lesson("banks", "07_coalescing_and_banks", ("tiled",),
                "Shared memory is 32 banks of 4 bytes: 32 lanes reading one bank take 32 wavefronts, "
                "a padded tile takes one", _banks_inputs, _banks_lines,
                regions_for=lambda tr: (tr.params["region"],), threads=_banks_threads)
-RACES = Lesson("races", "07_races_and_reduction", ("histogram_racy",),
+RACES = Lesson("races", "08_races_and_reduction", ("histogram_racy",),
                "bins[k]++ from many threads loses counts, a different number each run; atomicAdd loses none",
                _races_inputs, _races_lines, regions_for=lambda tr: (tr.kernel,), cpu=("emulator",),
                threads=_races_threads,
                emulator_options=lambda seed: {"policy": "random", "seed": seed})
-REDUCTION_LADDER = Lesson("reduction_ladder", "07_races_and_reduction", ("sequential",),
+REDUCTION_LADDER = Lesson("reduction_ladder", "08_races_and_reduction", ("sequential",),
                           "Each rung of the reduction changes one thing: divergence, bank conflicts, idle "
                           "threads, then shuffles and wide loads", _ladder_inputs, _ladder_lines,
                           regions_for=lambda tr: (tr.params["rung"],), cpu=("emulator",),

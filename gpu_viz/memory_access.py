@@ -4,7 +4,7 @@
 Data path: lanes' byte offsets (recorded by a traced kernel on a GPU with ``TRACE``, computed by a
 CPU model, or executed by :mod:`gpu_viz.emulator`) --(:func:`global_request` / :func:`shared_request`,
 one warp at a time; :func:`requests` for a whole launch)--> counts --> the coalescing and bank
-players (``gpu_viz.frames.coalescing`` / ``banks``) and the tables of notebook 07.  The same
+players (``gpu_viz.frames.coalescing`` / ``banks``) and the tables of notebooks 07 and 08.  The same
 functions the emulator counts with (:mod:`gpu_viz.emulator.memory`), so a count derived on a GPU
 from recorded addresses and the emulator's own count of the same instruction can be compared
 number for number; :func:`run_counts` reads the emulator's counts per instruction and

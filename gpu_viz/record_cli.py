@@ -2,22 +2,22 @@
 
 * ``hardware`` -- notebooks 01, 04, 05: latency staircase, bandwidth, occupancy, copy bandwidth,
   launch floor (:func:`gpu_viz.measure.memory.hardware_record`);
-* ``scheduling`` -- notebook 07: the deck's 2048-block launch at 256 and 1024 threads per block
+* ``scheduling`` -- notebook 09: the deck's 2048-block launch at 256 and 1024 threads per block
   (:func:`gpu_viz.frames.scheduling.summary` of ``gpu_viz.record.scheduling``), with every
   block's %smid and start / end time (:func:`gpu_viz.frames.scheduling.timeline_entry`);
 * ``divergence`` -- notebook 03: divergent vs uniform branches (:func:`gpu_viz.claims.divergence.cost`);
-* ``probes`` -- notebooks 03, 06, 07, 08, 09: shuffle-step latency, the doubling point, warp order,
+* ``probes`` -- notebooks 03, 06, 09, 10, 12: shuffle-step latency, the doubling point, warp order,
   the fp16 load's width, the grid-stride timings, x re-read vs staged in registers
   (:func:`gpu_viz.claims.probes.record`);
 * ``exercises`` -- every write-the-kernel exercise's reference solution, graded on this GPU
   (:func:`gpu_viz.exercises.kernel_task.record`): the silicon's verdicts;
-* ``decoder`` -- notebook 08's finale: a decoder step with each RMSNorm (:func:`gpu_viz.claims.decoder.record`);
-* ``hit-rates`` -- optional, needs ncu: L1/L2 hit rates of notebook 08's two row kernels
+* ``decoder`` -- notebook 11's finale: a decoder step with each RMSNorm (:func:`gpu_viz.claims.decoder.record`);
+* ``hit-rates`` -- optional, needs ncu: L1/L2 hit rates of notebook 10's two row kernels
   (:func:`gpu_viz.claims.hit_rates.record`);
-* ``memory-access`` -- notebook 07: the coalescing patterns' and the reduction rungs' GB/s, the
+* ``memory-access`` -- notebooks 07 and 08: the coalescing patterns' and the reduction rungs' GB/s, the
   counts derived from recorded addresses, the race distributions
   (:func:`gpu_viz.claims.memory_access.record`);
-* ``memory-counters`` -- needs ncu: notebook 07's sector and bank-conflict counters beside the
+* ``memory-counters`` -- needs ncu: notebooks 07 and 08's sector and bank-conflict counters beside the
   emulator's, or why they could not be read (:func:`gpu_viz.claims.memory_access.record_counters`).
 
 Each writes ``<gpu-slug>-<date>-<what>.json`` into ``--out`` (default: the current folder).
@@ -75,7 +75,7 @@ def record(what: str, out=None) -> Path:
         runs = [frames.summary(tr) for tr in traces]
         for r in runs:
             print(json.dumps(r))
-        # the per-block timelines too: notebook 07 draws the silicon's run from them in CPU mode
+        # the per-block timelines too: notebook 09 draws the silicon's run from them in CPU mode
         rec = records.new_record([frames.summary_row(r) for r in runs], scheduling=runs[0],
                                  **{frames.TIMELINE_KEY: [frames.timeline_entry(tr) for tr in traces]})
     else:

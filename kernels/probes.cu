@@ -1,14 +1,14 @@
 // probes.cu -- small measurements of claims the course makes: what a shuffle step costs, where a
 // warp's value sits after each step, which %warpid a block's warps get, how wide an fp16 load is.
 //
-// Notebooks 03, 07, 08, 09.  Host side gpu_viz/claims/probes.py (`gpu-viz record probes`);
+// Notebooks 03, 09, 10, 12.  Host side gpu_viz/claims/probes.py (`gpu-viz record probes`);
 // tests/test_probes.py.
 // Build check: nvcc -arch=sm_89 -cubin -std=c++17 -Ikernels kernels/probes.cu
 //
 // Kernels (launch one warp unless said otherwise):
 //   shfl_steps        lane l starts with in[l]; after each of the five __shfl_down_sync steps
 //                     (offsets 16, 8, 4, 2, 1) every lane writes its value: out[k * 32 + l],
-//                     k = 0 (start) .. 5.  The silicon's side of notebook 09's lane-0 exercise.
+//                     k = 0 (start) .. 5.  The silicon's side of notebook 12's lane-0 exercise.
 //   chain_shfl        `steps` dependent __shfl_sync (v = value of lane l+1): SHFL alone
 //   chain_shfl_fadd   `steps` dependent v += __shfl_down_sync(v, 1): the deck's reduction step
 //   chain_lds         `steps` dependent shared-memory loads (i = smem[i]): an LDS chain
@@ -33,7 +33,7 @@
 //                     DRAM) and writes y = x * rsqrt(mean + eps) * w.
 //   rownorm_staged    the same row op with x staged in registers: pass 1 keeps each thread's
 //                     STAGE_ITEMS elements, pass 2 reuses them; x is read from memory once.
-//                     Needs n <= STAGE_ITEMS * blockDim.x.  Notebook 08's "where data lives".
+//                     Needs n <= STAGE_ITEMS * blockDim.x.  Notebook 10's "where data lives".
 #include <cuda_fp16.h>
 #include "sreg.cuh"
 #include "reduce.cuh"

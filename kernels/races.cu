@@ -1,6 +1,6 @@
 // races.cu -- races made visible: two racy kernels, each beside its fix.
 //
-// Notebook 07_races_and_reduction.  GPU producer gpu_viz/record/races.py (the same launch run many
+// Notebook 08_races_and_reduction.  GPU producer gpu_viz/record/races.py (the same launch run many
 // times: the distribution of outcomes), frames gpu_viz/frames/races.py; tests/test_races.py;
 // compute-sanitizer racecheck: scripts/sanitize/memory_access.py.
 // Build check: nvcc -arch=sm_89 -cubin -std=c++17 -Ikernels kernels/races.cu

@@ -1,7 +1,7 @@
 // reduction.cu -- block reductions side by side: the seed write-up's halving tree (which loses
 // partials at 96 threads), its fix, and kernels/reduce.cuh's block_reduce_sum at every block size.
 //
-// Notebook 09_four_phase_trace (faults b and c).  GPU producer gpu_viz/record/reduction.py, CPU
+// Notebook 12_four_phase_trace (faults b and c).  GPU producer gpu_viz/record/reduction.py, CPU
 // model gpu_viz/model/reduction.py, frames gpu_viz/frames/reduction.py; tests/test_reduction.py;
 // compute-sanitizer: scripts/sanitize/lessons.py.
 // Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Ikernels kernels/reduction.cu

@@ -1,7 +1,7 @@
 // reduction_ladder.cu -- the sum of n floats, rung by rung (Harris, "Optimizing Parallel Reduction
 // in CUDA"; PMPP chapter 10): each rung changes one thing and is checked against float64 first.
 //
-// Notebook 07_races_and_reduction.  GPU producer gpu_viz/record/reduction_ladder.py (the traced
+// Notebook 08_races_and_reduction.  GPU producer gpu_viz/record/reduction_ladder.py (the traced
 // build records which threads add in each tree step), frames gpu_viz/frames/reduction_ladder.py;
 // tests/test_reduction_ladder.py; GPU timings: gpu_viz/claims/memory_access.py.
 // Build check: nvcc -arch=sm_89 -cubin -std=c++17 -Ikernels kernels/reduction_ladder.cu

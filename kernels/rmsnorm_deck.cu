@@ -2,8 +2,8 @@
 //
 //   y[r, i] = x[r, i] * rsqrt(mean_i(x[r, i]^2) + eps) * w[i]      x, y: (M, d)   w: (d,)
 //
-// Notebooks 08_rmsnorm_four_phases (taught), 08_rmsnorm_speedup (timed: gpu_viz/rmsnorm/deck.py) and
-// 09_four_phase_trace (its traced build, played back: GPU producer gpu_viz/record/rmsnorm_deck.py,
+// Notebooks 10_rmsnorm_four_phases (taught), 11_rmsnorm_speedup (timed: gpu_viz/rmsnorm/deck.py) and
+// 12_four_phase_trace (its traced build, played back: GPU producer gpu_viz/record/rmsnorm_deck.py,
 // CPU model gpu_viz/model/rmsnorm_deck.py, frames gpu_viz/frames/rmsnorm_deck.py);
 // tests/test_rmsnorm_deck.py;
 // compute-sanitizer: scripts/sanitize/lessons.py and scripts/sanitize/rmsnorm_deck.py.

@@ -4,7 +4,7 @@
 //   rmsnorm_gate:  y[m,n] = x[m,n] * w[n] * silu(g[m,n]) * r[m]
 //   with           r[m]   = rsqrt(sum_n x[m,n]^2 / N + eps)      (statistic from x only)
 //
-// Notebook 10_fused_rmsnorm_gate.  Launcher and public ops: gpu_viz/rmsnorm/fused/ (public as
+// Notebook 13_fused_rmsnorm_gate.  Launcher and public ops: gpu_viz/rmsnorm/fused/ (public as
 // gpu_viz.ops); benchmark harness gpu_viz/rmsnorm/bench.py; tests/test_rmsnorm_fused.py;
 // compute-sanitizer: scripts/sanitize/rmsnorm_fused.py.
 // Build check: nvcc -arch=sm_90 -cubin -std=c++17 -Xptxas -v -Ikernels kernels/rmsnorm_fused.cu

@@ -1,6 +1,6 @@
 // scheduling.cu -- how the hardware queue hands blocks to SMs: every block records where and when.
 //
-// Notebook 07_kernel_scheduling.  GPU producer gpu_viz/record/scheduling.py, CPU model (a named
+// Notebook 09_kernel_scheduling.  GPU producer gpu_viz/record/scheduling.py, CPU model (a named
 // round-robin model) gpu_viz/model/scheduling.py, frames gpu_viz/frames/scheduling.py;
 // tests/test_scheduling.py;
 // compute-sanitizer: scripts/sanitize/lessons.py.

@@ -1,4 +1,4 @@
-"""Nsight Compute's memory counters of notebook 07's kernels, beside the counts the emulator derives
+"""Nsight Compute's memory counters of notebooks 07 and 08's kernels, beside the counts the emulator derives
 from the same launches' addresses -- or, where the counters cannot be read, why.
 
 Collects, for every launch of :func:`gpu_viz.claims.memory_access.counter_launches` (each coalescing
@@ -9,7 +9,7 @@ pattern, each bank case, three transposes, reduce.cuh's block sum, each reductio
     l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum / _st.sum
 and writes ``<gpu>-<date>-memory-counters.json`` into --out.  When ncu is missing, or the driver
 refuses a non-admin the performance counters (ERR_NVGPUCTRPERM: common on rented GPUs and Colab),
-the record is still written, with ``"counters": "blocked"`` and the reason; notebook 07 says so and
+the record is still written, with ``"counters": "blocked"`` and the reason; notebooks 07 and 08 say so and
 shows the derived counts alone.
 
     python scripts/ncu_memory_counters.py --out benchmarks/results     (run by scripts/gpu-check)

@@ -82,7 +82,7 @@ def scheduling(kind):
         tr = scheduling_model.trace(2048, 256, 20000, info=records.device_of(rec))
     else:
         tr = SCHEDULING.trace(blocks=2048, threads=256, spin_cycles=20000)
-    return scheduling_frames.animation(tr, frames=10), tr      # as notebook 07 calls it: the default source
+    return scheduling_frames.animation(tr, frames=10), tr      # as notebook 09 calls it: the default source
 
 
 def rmsnorm_deck(kind):
@@ -118,7 +118,7 @@ def banks(kind):
 
 
 def races(kind):
-    # notebook 07's launch; the emulator's seeded interleavings in CPU mode (no per-run GPU record is committed)
+    # notebook 08's launch; the emulator's seeded interleavings in CPU mode (no per-run GPU record is committed)
     tr = RACES.trace(seed=16, kernel="histogram_racy", runs=8, grid=4, block=128, nbins=256, n=2048)
     tr = gpu_shaped(tr) if kind == "record" else tr
     return RACES.animation(tr), tr

@@ -77,7 +77,7 @@ def test_emulated_reductions_equal_the_model(block, arch, rng):
 
 
 def test_the_deck_kernel_without_prefill_reads_unwritten_slots_and_the_emulator_says_so():
-    """The deck's latent fault (notebook 09): with fewer than 32 warps, warp 0 reads smem slots no
+    """The deck's latent fault (notebook 12): with fewer than 32 warps, warp 0 reads smem slots no
     warp wrote.  The emulator names it (an uninitialised shared read at the deck's line) -- silicon
     would add whatever the slots held."""
     les = lessons.RMSNORM_DECK

@@ -36,7 +36,7 @@ def test_a_solution_cell_shows_one_labelled_line(cpu_mode):
 
 #: the closing recap teaches nothing new: it names the three forces the earlier notebooks measured,
 #: whose exercises are the recap's questions
-RECAP = "11_recap"
+RECAP = "14_recap"
 
 
 def test_every_notebook_has_two_exercises():
@@ -163,7 +163,7 @@ def test_verdict_require():
 
 
 @pytest.mark.gpu
-@pytest.mark.timing   # 07's verdicts read measured makespans
+@pytest.mark.timing   # 09's verdicts read measured makespans
 @pytest.mark.parametrize("eid", PREDICT)
 def test_predict_solution_passes_on_the_gpu(eid):
     v = _run_cell(ex.get(eid).solution)

@@ -76,7 +76,7 @@ def _fused_record():
 
 
 def _nb10_timings(rows, op):
-    """Notebook 10's two panels, kernel and call timing, on a 12 x 5.5 in figure."""
+    """Notebook 13's two panels, kernel and call timing, on a 12 x 5.5 in figure."""
     rec, label = _fused_record()
     timings = [t for t in (KERNEL, CALL) if any(r["timing"] == t and r["op"] == op for r in rows)]
     fig, axes = plt.subplots(1, len(timings), figsize=style.MAX_FIGSIZE_IN, squeeze=False)
@@ -100,7 +100,7 @@ def _nb10_bandwidth():
     return report.bar_chart(rows, provenance=label, metric="GBps", copy_GBps=rec["copy_GBps"])
 
 
-# Notebook 08's speed-up chart, both timings, with the deck's 7.2x drawn across as the notebook does.
+# Notebook 11's speed-up chart, both timings, with the deck's 7.2x drawn across as the notebook does.
 # On a GPU it times two shapes x five providers in float16; the record has neither of its shapes, so
 # two of the record's shapes of the same widths stand in for them.
 NB08_PROVIDERS = ("eager", "native", "compile", "deck4phase", "fused")
@@ -146,7 +146,7 @@ FIGURES["bar_chart-nb08-speedups"] = _nb08_speedups
 
 
 
-# The model plots of notebooks 04 and 09, at the notebooks' inputs.
+# The model plots of notebooks 04 and 12, at the notebooks' inputs.
 def _latency_hiding(key):
     rec, label, _ = _hardware()
     info = _info(key)
@@ -270,7 +270,7 @@ def test_check_reports_overlapping_texts():
 
 def test_check_reports_crowded_tick_labels():
     """Bug class: shape labels whose boxes do not overlap yet stand closer than half an em read
-    as one token from the back of a room (notebook 10: "1024×40961024×8192")."""
+    as one token from the back of a room (notebook 13: "1024×40961024×8192")."""
     fig, ax = plt.subplots(figsize=(3.2, 3))
     ax.set_yticks([])
     ax.set_xticks([0, 1, 2])
@@ -287,7 +287,7 @@ def test_check_reports_crowded_tick_labels():
 
 
 def test_fit_legends_turns_crowded_shape_labels(op="rmsnorm_gate"):
-    """Notebook 10's pair on the newest record: laid out, its four shape labels stand closer than
+    """Notebook 13's pair on the newest record: laid out, its four shape labels stand closer than
     half an em in the narrow axes; fit_legends turns them and lays the figure out again, so the
     checker finds nothing (nothing past the edge either).  Roomy labels stay level."""
     rec, label = _fused_record()
@@ -489,7 +489,7 @@ def test_checker_catches_mathtext_exponents():
 
 @pytest.mark.parametrize("threads", [256, 1024])
 def test_scheduling_timeline_is_readable_at_slide_size(threads):
-    """Bug class: notebook 07's timeline plot was drawn at 7-9 pt (9-12 CSS px on a slide)."""
+    """Bug class: notebook 09's timeline plot was drawn at 7-9 pt (9-12 CSS px on a slide)."""
     from gpu_viz.frames import scheduling
     from gpu_viz.lessons import SCHEDULING
 
@@ -521,7 +521,7 @@ def test_figures_reach_the_notebook_under_a_headless_backend(backend_env, monkey
 
 
 def _notebook10_pair(rows, label, op, fit):
-    """Notebook 10's kernel-only / per-call pair: bar_chart into the caller's axes, laid out after."""
+    """Notebook 13's kernel-only / per-call pair: bar_chart into the caller's axes, laid out after."""
     from gpu_viz.rmsnorm import report
 
     timings = [t for t in ("kernel", "call") if any(r["timing"] == t and r["op"] == op for r in rows)]
@@ -537,7 +537,7 @@ def _notebook10_pair(rows, label, op, fit):
 @pytest.mark.parametrize("op", ("rmsnorm_gate", "rmsnorm"))
 def test_bar_chart_legend_covers_no_bar(op):
     """Bug class: the legend's headroom is estimated before the layout, so a tall bar under the
-    upper-left legend could be covered once the caller lays the figure out (notebook 10's pair,
+    upper-left legend could be covered once the caller lays the figure out (notebook 13's pair,
     on the newest committed record: its per-call chart had the 1024x8192 eager bar under the
     legend).  fit_legends after the layout clears it; a figure of bar_chart's own is cleared."""
     from gpu_viz.rmsnorm import plan as bplan, bench_record as brec
@@ -569,7 +569,7 @@ def test_check_reports_a_legend_over_a_bar():
 
 def test_wrapped_figure_text_leaves_no_lone_word_and_keeps_names_whole():
     """Bug class: a chart's provenance line under the axes ended on a line of its own reading
-    "live)" (deck 10 slide 9, 08 speed-up slide 4), and "NVIDIA" / "H200" could part.  style.wrap
+    "live)" (deck 13 slide 9, 08 speed-up slide 4), and "NVIDIA" / "H200" could part.  style.wrap
     wraps evenly: as many lines as a plain wrap, the last one never a lone short word, a name kept
     with what it names, every line within the width."""
     import textwrap

@@ -99,7 +99,7 @@ def test_bad_layer():
 
 
 def test_the_data_path_reads_off_the_file_names():
-    """kernels/<stem>.cu -> gpu_viz/record|model|frames/<stem>.py for notebook 03's and 09's lessons."""
+    """kernels/<stem>.cu -> gpu_viz/record|model|frames/<stem>.py for notebook 03's and 12's lessons."""
     names = {p.stem for p in (ROOT / "gpu_viz" / "record").glob("*.py")}
     assert {"vector_add", "divergence", "rmsnorm_deck", "reduction"} <= names
     assert importlib.import_module("gpu_viz.model.reduction").FILE == "reduction.cu"
@@ -274,7 +274,7 @@ def test_show_outside_a_notebook_prints_one_line_not_the_html(capsys):
 
 
 def test_cpu_models_model_the_gpu_of_the_records_beside_them(monkeypatch):
-    """Bug class: notebook 03's model placed blocks on the L4's 58 SMs and 07's on the H200's 132,
+    """Bug class: notebook 03's model placed blocks on the L4's 58 SMs and 09's on the H200's 132,
     both under captions that said L4.  In CPU mode every model that invents %smid models the GPU
     of the committed records (records.lesson_device) and its provenance names that GPU."""
     from gpu_viz import backend

@@ -47,10 +47,10 @@ def test_no_text_says_cpu_mode_uses_the_l4_when_a_record_names_another_gpu(path,
 
 
 def test_the_prefill_shows_only_after_it_is_explained():
-    """Bug class: notebook 09's first player drew shared memory pre-filled with 1000 + slot two
+    """Bug class: notebook 12's first player drew shared memory pre-filled with 1000 + slot two
     sections before the text that explains the prefill.  Every four-phase trace a cell draws before
     that explanation asks for no prefill."""
-    nb = nbformat.read(str(ROOT / "notebooks" / "09_four_phase_trace.ipynb"), as_version=4)
+    nb = nbformat.read(str(ROOT / "notebooks" / "12_four_phase_trace.ipynb"), as_version=4)
     explained = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and "1000 + s" in c.source)
     early = [c.source for c in nb.cells[:explained] if c.cell_type == "code" and "RMSNORM_DECK.trace(" in c.source]
     assert early, "no player before the explanation: the check would be empty"
@@ -60,7 +60,7 @@ def test_the_prefill_shows_only_after_it_is_explained():
 
 
 def test_every_kernel_listing_shows_the_taught_kernel():
-    """Bug class: notebook 09's listing carried the traced build's record lines (``6 - __ffs(off)``,
+    """Bug class: notebook 12's listing carried the traced build's record lines (``6 - __ffs(off)``,
     ``rec_levels[...]``).  No notebook shows ``traced_text``, and every region the notebooks and the
     lessons' players list is free of record writes."""
     from gpu_viz import kernels
@@ -142,7 +142,7 @@ def test_a_bus_width_the_runtime_and_the_sheet_disagree_on_is_shown_both_ways(mo
 
 
 def test_every_live_control_a_notebook_shows_has_a_static_twin():
-    """Bug class: notebook 07's sliders showed "model not found" after a reopen.  A course cell
+    """Bug class: notebook 09's sliders showed "model not found" after a reopen.  A course cell
     (not an exercise cell: those are generated) that builds ipywidgets controls shows them with
     gpu_viz.widgets.show_live, never with a bare display()."""
     bad = []
@@ -166,8 +166,8 @@ def test_notebook_02_quotes_the_register_budget_the_calculator_gives():
 
 
 def test_two_records_that_seem_to_disagree_say_why():
-    """Bug class: the decoder step showed F.rms_norm's norms faster than ours while deck 10 showed
-    ours faster; deck 10 showed ours at 15.46 µs per call beside the write-up's 4.92.  Each
+    """Bug class: the decoder step showed F.rms_norm's norms faster than ours while deck 13 showed
+    ours faster; deck 13 showed ours at 15.46 µs per call beside the write-up's 4.92.  Each
     comparison says why, from the records (how the calls were launched, the host's floor)."""
     from gpu_viz.claims import text as claims
     from gpu_viz.rmsnorm import bench_record, report
@@ -177,7 +177,7 @@ def test_two_records_that_seem_to_disagree_say_why():
                 for i, v in (("fused", fused), ("native", native))]
         return {"conclusion_dtype": "float16", "rows": rows, **({"launcher": launcher} if launcher else {})}
 
-    assert "ctypes" in claims._decoder_vs_deck_10(decoder(53.5, 46.5)) and "Notebook 10" in claims._decoder_vs_deck_10(
+    assert "ctypes" in claims._decoder_vs_deck_10(decoder(53.5, 46.5)) and "Notebook 13" in claims._decoder_vs_deck_10(
         decoder(53.5, 46.5))
     assert "C++ launcher too" in claims._decoder_vs_deck_10(decoder(53.5, 46.5, "built: x.so"))
     assert claims._decoder_vs_deck_10(decoder(40.0, 46.5)) == ""
@@ -203,12 +203,12 @@ def test_the_sources_the_five_gpus_slide_points_to_are_in_its_notes():
 
 
 def test_deck_10_walks_the_fused_kernel_before_its_tables():
-    """Bug class: deck 10 never showed the fused kernel (22 slides of tables).  Before its first
+    """Bug class: deck 13 never showed the fused kernel (22 slides of tables).  Before its first
     table it shows the kernel's 16-byte loads, the row held in registers, the reduction, the
     write-once output and the cluster path, read from the kernel files through region fences."""
     from gpu_viz import kernels
 
-    nb = nbformat.read(str(ROOT / "notebooks" / "10_fused_rmsnorm_gate.ipynb"), as_version=4)
+    nb = nbformat.read(str(ROOT / "notebooks" / "13_fused_rmsnorm_gate.ipynb"), as_version=4)
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     first_table = next(i for i, s in enumerate(code) if "seed_comparison(" in s)
     shown = [tuple(re.findall(r'"(\w+)"', m)) for s in code[:first_table]

@@ -160,7 +160,7 @@ def test_set_repo_rewrites_badge_and_install_cell(tmp_path):
 ])
 def test_rules_catch_a_live_claim_without_cpu_mode(text):
     """Bug class: markdown that says the numbers are measured live, shown unchanged in CPU mode
-    (where nothing is timed and the table is a committed record): notebooks 08 and 10 had these
+    (where nothing is timed and the table is a committed record): notebooks 11 and 13 had these
     five lines.  Each is flagged alone, and passes once the cell says what CPU mode shows."""
     def put(nb, extra=""):
         nb.cells[3].cell_type = "markdown"

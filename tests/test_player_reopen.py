@@ -30,7 +30,7 @@ def _static(live_id):
 
 
 def _control(live_id):
-    """show_live's static output for a live control (notebook 07's sliders)."""
+    """show_live's static output for a live control (notebook 09's sliders)."""
     import IPython.display as ipd
 
     class FakeWidget:

@@ -199,7 +199,7 @@ def test_latency_still_is_the_whole_run_with_its_provenance():
 
 
 def test_every_lessons_player_steps_to_a_new_picture():
-    """Bug class: notebook 07's player had 10 frames but 2 pictures.  In every lesson's player (CPU
+    """Bug class: notebook 09's player had 10 frames but 2 pictures.  In every lesson's player (CPU
     model, its default launch) a step changes the drawing or the highlighted line."""
     from gpu_viz.lessons import LESSONS
 

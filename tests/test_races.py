@@ -1,4 +1,4 @@
-"""Notebook 07's races (kernels/races.cu): the racy kernels' outcomes vary from run to run (in CPU mode,
+"""Notebook 08's races (kernels/races.cu): the racy kernels' outcomes vary from run to run (in CPU mode,
 the emulator's seeded interleavings, replayable by seed), their fixes are right in every run, the
 emulator names the race; on a GPU (marked gpu) the silicon's runs, at least 100 a kernel."""
 import numpy as np

@@ -71,9 +71,13 @@ def test_lesson_records_and_device_in_cpu_mode(monkeypatch):
     from gpu_viz import backend
 
     monkeypatch.setattr(backend, "has_gpu", lambda: False)
-    tags = {r["_file"].rsplit("-", 1)[1] for r in records.lesson_records("07_kernel_scheduling")}
+    tags = {r["_file"].rsplit("-", 1)[1] for r in records.lesson_records("09_kernel_scheduling")}
     assert {"scheduling.json", "probes.json"} <= tags
     assert records.lesson_records("99_nothing") == []
+    # keyed by topic: the same records under any number, and every notebook's topic decided
+    assert records.lesson_records("kernel_scheduling") == records.lesson_records("42_kernel_scheduling")
+    stems = [p.stem for p in (Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb")]
+    assert {records.topic(s) for s in stems} == set(records.LESSON_RECORDS), stems
     info, label = records.lesson_device()
     hw = records.newest("*-hardware.json")
     assert info.name == hw["gpu"] and label == records.label(hw) and label in info.source
@@ -132,7 +136,7 @@ def test_gpu_check_record_keeps_each_passed_test_and_cpu_mode_finds_it(tmp_path)
     found = records.gpu_tests("tests/test_reduction.py::test_every_block_size", tmp_path)
     assert (found["passed"], found["failed"]) == (1, 1) and "NVIDIA H200, 2026-12-01" in found["label"]
     assert records.gpu_tests("tests/test_reduction.py::test_other", tmp_path) is None
-    # one test's outcome, as notebook 10's CPU mode shows it: failures are {"test": id, ...} dicts
+    # one test's outcome, as notebook 13's CPU mode shows it: failures are {"test": id, ...} dicts
     assert records.test_outcome(rec, "tests/test_reduction.py::test_every_block_size[2]") == "FAILED"
     assert records.test_outcome(rec, "tests/test_reduction.py::test_every_block_size[1]") == "passed"
     assert records.test_outcome(rec, "tests/test_reduction.py::test_other") == "not in that run"
@@ -294,7 +298,7 @@ def test_a_fused_record_without_the_keys_notebook_10_reads_is_skipped(tmp_path):
                                     "sm_count a string", "no latency"])
 def test_a_partial_hardware_record_is_skipped_and_the_older_one_says_so(tmp_path, monkeypatch, damage):
     """Bug class: a newer hardware record with a partial `device` raised KeyError:
-    'compute_capability' in notebooks 01, 02, 04, 05, 07 and 10 (records.lesson_device).  It is
+    'compute_capability' in notebooks 01, 02, 04, 05, 09 and 13 (records.lesson_device).  It is
     skipped; the CPU models use the older hardware record, whose label says the newer was skipped;
     with no other, the deck's L4 spec sheet, and the label says why."""
     from gpu_viz import backend, device
@@ -356,7 +360,7 @@ def test_gpu_viz_bench_in_cpu_mode_with_a_bad_record_names_it_and_does_not_raise
 
 
 def test_every_reader_of_a_record_hears_of_a_skipped_newer_run_of_its_tag(tmp_path):
-    """Notebook 08 picks its record from load_records() by its rows, not through newest(): the
+    """Notebook 11 picks its record from load_records() by its rows, not through newest(): the
     record it shows still says that a newer run of its tag was skipped; a skipped file of another
     tag is not news to it."""
     base = {"gpu": "NVIDIA H200", "copy_GBps": 1.0, "launch_floor_us": 1.0,

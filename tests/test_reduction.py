@@ -1,4 +1,4 @@
-"""The faults the four-phase trace teaches (notebook 09), each on the CPU model and on the GPU.
+"""The faults the four-phase trace teaches (notebook 12), each on the CPU model and on the GPU.
 
 a. the deck's phase 2 sums uninitialised shared slots when the block has fewer than 32 warps;
 b. the seed write-up's halving-tree reduction (our reconstruction) loses partials at 96 threads;

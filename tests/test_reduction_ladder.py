@@ -1,4 +1,4 @@
-"""Notebook 07's reduction ladder (kernels/reduction_ladder.cu): every rung's sum equals float64 at
+"""Notebook 08's reduction ladder (kernels/reduction_ladder.cu): every rung's sum equals float64 at
 power-of-two blocks (the shuffle rungs at any block), the tree rungs' recorded adders are the
 textbook's, the emulator's counts order the rungs as Harris's ladder says, the power-of-two tree's
 failure at other block sizes is named; on a GPU (marked gpu) the same on silicon."""

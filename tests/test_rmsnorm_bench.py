@@ -795,7 +795,7 @@ def test_run_loop_reports_a_timing_failure(monkeypatch):
 
 @pytest.mark.parametrize("newer", [None, "truncated", "[]", "null", '"x"', "a folder", "partial"])
 def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeypatch, tmp_path, newer):
-    """Notebook 10's cells in CPU mode with one (hand-made) record in the results folder:
+    """Notebook 13's cells in CPU mode with one (hand-made) record in the results folder:
     nothing is timed, and everything shown carries the record's GPU and date.  A newer record that
     is not usable (cut short, not an object, a folder, lacking the copy bandwidth) breaks nothing:
     it is skipped, and the label of the record shown says so."""
@@ -824,7 +824,7 @@ def test_notebook10_cpu_mode_shows_a_committed_record_labelled(cpu_mode, monkeyp
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
     monkeypatch.setattr(brec, "run", lambda *a, **k: pytest.fail("CPU mode must not time anything"))
-    nb = nbformat.read(Path(__file__).resolve().parent.parent / "notebooks" / "10_fused_rmsnorm_gate.ipynb", 4)
+    nb = nbformat.read(Path(__file__).resolve().parent.parent / "notebooks" / "13_fused_rmsnorm_gate.ipynb", 4)
     ns = {}
     for cell in nb.cells:
         assert "slideshow" in cell.metadata

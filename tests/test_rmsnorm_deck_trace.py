@@ -1,4 +1,4 @@
-"""Notebook 09's four phases: the traced build of kernels/rmsnorm_deck.cu -- CPU model, frames,
+"""Notebook 12's four phases: the traced build of kernels/rmsnorm_deck.cu -- CPU model, frames,
 player, notebook; on a GPU, model == silicon bit for bit over many (d, block) pairs."""
 import json
 import os
@@ -17,7 +17,7 @@ from gpu_viz.record import rmsnorm_deck as rec
 from gpu_viz.rmsnorm import reference
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK = ROOT / "notebooks" / "09_four_phase_trace.ipynb"
+NOTEBOOK = ROOT / "notebooks" / "12_four_phase_trace.ipynb"
 DS = (1, 7, 33, 2048, 5000)
 BLOCKS = (1, 32, 33, 96, 1000, 1024)
 F32 = np.float32
@@ -151,7 +151,7 @@ def test_plain_build_keeps_the_decks_fast_rsqrt(tmp_path):
 
 
 def test_the_player_shows_the_taught_phases():
-    """Notebook 09 steps through exactly the lines notebook 08 shows: the deck variant's source is
+    """Notebook 12 steps through exactly the lines notebook 10 shows: the deck variant's source is
     the four phase regions of kernels/rmsnorm_deck.cu, without the TRACE lines."""
     shown = m.source("deck").text
     for phase in ("phase1", "phase2", "phase3", "phase4"):

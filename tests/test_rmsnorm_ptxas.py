@@ -1,7 +1,7 @@
 """The committed ptxas report (gpu_viz/rmsnorm/ptxas.py): CPU mode's registers table without nvcc.
 
 It must describe the kernels as they are (its digest matches their code; a compile of a sample
-gives the same numbers), cover what notebook 10 shows, and retire itself when the code changes.
+gives the same numbers), cover what notebook 13 shows, and retire itself when the code changes.
 """
 import time
 
@@ -33,7 +33,7 @@ def test_the_digest_ignores_comments_and_sees_code(tmp_path, monkeypatch):
 
 
 def test_notebook_10s_table_comes_from_the_report_in_seconds(monkeypatch):
-    """CPU mode: the table's cases read from the committed report, no compile (item: notebook 10
+    """CPU mode: the table's cases read from the committed report, no compile (item: notebook 13
     sat silent for two minutes compiling every fused kernel)."""
     from gpu_viz import backend
     from gpu_viz.measure import records

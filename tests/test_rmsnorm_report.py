@@ -1,4 +1,4 @@
-"""Notebook 10's section 6 helpers (gpu_viz.rmsnorm.report): the wide rows as the share of copy,
+"""Notebook 13's section 6 helpers (gpu_viz.rmsnorm.report): the wide rows as the share of copy,
 the per-call rows, batch invariance -- on the newest committed record, and on an older record
 without those rows (a sentence, never a traceback).  CPU only."""
 import re
@@ -11,7 +11,7 @@ from gpu_viz.measure import records
 from gpu_viz.rmsnorm import bench as bm, plan as bplan, bench_record as brec, targets as tg, report as R
 
 ROOT = Path(__file__).resolve().parent.parent
-NB10 = ROOT / "notebooks" / "10_fused_rmsnorm_gate.ipynb"
+NB10 = ROOT / "notebooks" / "13_fused_rmsnorm_gate.ipynb"
 RAW = re.compile(r"\[[-\d., ]*\]|\{'|\(\d+, \d+\)|\bNone\b|\d\.\d{4,}")
 
 
@@ -187,7 +187,7 @@ def test_the_launcher_line_says_how_ours_was_launched():
     assert "unavailable there" in line and "libcuda" not in line  # no raw error on a slide
 
 
-# -- display names and layout of a rendered table / chart (notebook 10's slides) ---------------------
+# -- display names and layout of a rendered table / chart (notebook 13's slides) ---------------------
 
 def test_rendered_tables_use_display_names_and_keep_the_cli_names(record):
     rows = [r for r in record["rows"] if (r["M"], r["N"]) in bplan.SEED_SHAPES and r["op"] == "rmsnorm"
@@ -257,7 +257,7 @@ def test_bar_chart_legend_and_title_in_display_words(record):
 
 def test_bar_chart_shape_labels_never_split_a_shape(record):
     """Bug class: the tick labels drew a shape over two lines as "16384 x" / "4096" (08 speed-up,
-    10's bandwidth and per-op charts).  A shape is one token, "16384×4096", on every chart; the
+    13's bandwidth and per-op charts).  A shape is one token, "16384×4096", on every chart; the
     op above it and the dtype below it when they vary."""
     for op, shapes in (("rmsnorm_gate", bplan.SEED_SHAPES), (None, tg.BANDWIDTH_SHAPES)):
         rows = [r for r in record["rows"] if (r["M"], r["N"]) in shapes]
@@ -325,7 +325,7 @@ def test_per_call_summary_says_when_the_host_was_noisy():
 
 def test_call_timing_caveat_marks_records_timed_before_idle_start_windows():
     """Records made before each per-call window started on an idle GPU carry a caution beside
-    their per-call numbers (notebook 10 prints it); newer records, records without per-call rows
+    their per-call numbers (notebook 13 prints it); newer records, records without per-call rows
     and no record carry none.  The committed record nvidia-h200-2026-12-03.2-fused.json is one of the older kind."""
     from gpu_viz.rmsnorm import bench as bm, report
 

@@ -1,4 +1,4 @@
-"""Notebook 07's block scheduling (kernels/scheduling.cu): the round-robin model, the summary, the
+"""Notebook 09's block scheduling (kernels/scheduling.cu): the round-robin model, the summary, the
 timeline; on a GPU, silicon's %smid and timers."""
 import re
 
@@ -175,7 +175,7 @@ def test_silicon_smid_and_times(blocks, threads, spin):
 @pytest.mark.timing
 def test_scheduling_record_keeps_every_blocks_timeline(tmp_path):
     """``gpu-viz record scheduling`` keeps each launch's per-block timeline; it reads back as the
-    Trace notebook 07 draws in CPU mode, with the record's summary."""
+    Trace notebook 09 draws in CPU mode, with the record's summary."""
     import json
 
     from gpu_viz import record_cli as lessons
@@ -209,7 +209,7 @@ def test_occupancy_model_equals_cuda_occupancy_api(threads):
 
 
 def test_zero_work_launch_is_said_in_words():
-    """Bug class: notebook 07's explorer printed 'waves 22 (seen None) ... makespan 0.0 µs' and an
+    """Bug class: notebook 09's explorer printed 'waves 22 (seen None) ... makespan 0.0 µs' and an
     empty chart for spin cycles = 0, FMAs = 0."""
     s = frames.summary(SCHEDULING.trace(blocks=2048, threads=256, spin_cycles=0, fma_iters=0))
     assert s["degenerate"] and "no work per block" in s["degenerate"] and "no makespan" in s["degenerate"]

@@ -297,12 +297,12 @@ def test_pdf_of_every_deck(browser, built_slides, tmp_path):
 
 def test_print_mode_keeps_the_margin_and_prints_the_frame_that_teaches(browser, built_slides):
     """Bug classes of the PDFs: every page's content sat flush against its left edge (reveal.js's
-    print mode wraps a slide in a .pdf-page the theme's padding rule missed), and 07's player printed
+    print mode wraps a slide in a .pdf-page the theme's padding rule missed), and 09's player printed
     its last frame, every SM empty.  In print mode no page's text starts within 30 px of its left
-    edge, and 07's player shows the frame it chose, one with blocks running."""
+    edge, and 09's player shows the frame it chose, one with blocks running."""
     from gpu_viz import pdf
 
-    deck = built_slides.deck("07_kernel_scheduling")
+    deck = built_slides.deck("09_kernel_scheduling")
     base, server = _serve(built_slides.out_dir)
     dp = DeckPage(browser, base, viewport={"width": 1280, "height": 720})
     try:

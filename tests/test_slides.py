@@ -465,7 +465,7 @@ def _printed(text):
 def test_printed_code_becomes_an_unwrapped_block_with_marked_continuations():
     """Bug class: printed kernel source and Python source (Snippet.text, inspect.getsource) wrapped
     at the slide's edge, so the rest of a line started at column 0 as if it were a line of its own
-    (deck 03 slides 2 and 6, deck 10 slide 4).  The deck shows printed code as <pre class="gv-code">
+    (deck 03 slides 2 and 6, deck 13 slide 4).  The deck shows printed code as <pre class="gv-code">
     (never wrapped by the browser: tests/slide_fit.py catches one too wide); a line longer than
     CODE_COLS is broken here at a space, its continuation indented past the line and marked as the
     players mark it.  Printed prose is left to wrap."""

@@ -50,7 +50,7 @@ COMMITTED = ROOT / "benchmarks" / "results"
 COLAB_PINS = {"ipython": "7.34.0", "ipywidgets": "7.7.1", "ipykernel": "6.17.1", "notebook": "6.5.7"}
 #: The notebooks named in the issue as showing "No recorded measurements" from a wheel install:
 #: each must look a record up at least once (the full set is derived from the sources below).
-MUST_LOOK_UP = {"01_whole_chip", "04_latency_hiding", "08_rmsnorm_speedup", "10_fused_rmsnorm_gate"}
+MUST_LOOK_UP = {"01_whole_chip", "04_latency_hiding", "11_rmsnorm_speedup", "13_fused_rmsnorm_gate"}
 
 # A notebook that calls the records API (or an exercise, whose facts come from the records in
 # CPU mode) must make at least one lookup when it runs.

@@ -95,7 +95,7 @@ def check_lessons():
     return "lesson players"
 
 def check_show_live():
-    """A live control with its static twin (notebook 07's sliders, latency_hiding.hide's slider): the widget
+    """A live control with its static twin (notebook 09's sliders, latency_hiding.hide's slider): the widget
     carries the twin's class and its model id goes into the widget-view output."""
     import IPython.display as ipd
     from gpu_viz.widgets import show_live

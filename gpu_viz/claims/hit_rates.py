@@ -1,5 +1,5 @@
 """``gpu-viz record hit-rates`` (optional, needs Nsight Compute's ``ncu``): the L1 and L2 sector
-hit rates of notebook 08's two row kernels (:data:`gpu_viz.claims.probes.RESIDENCY_KERNELS`) at
+hit rates of notebook 10's two row kernels (:data:`gpu_viz.claims.probes.RESIDENCY_KERNELS`) at
 both shapes of :data:`gpu_viz.claims.probes.RESIDENCY_ROWS`.  It is what shows *where* pass 2 of
 ``rownorm_reread`` found x: a high L1 hit rate means the second read never left the SM.
 

@@ -1,4 +1,4 @@
-"""Notebook 08's deck kernel against Little's law: the bytes one SM has in flight (each resident
+"""Notebook 11's deck kernel against Little's law: the bytes one SM has in flight (each resident
 thread one 2-byte fp16 load), the copy bandwidth and DRAM latency they are set against, and the
 kernel's own bandwidth -- timed now on a GPU, else the committed bench record's row.  The exercise
 ``rmsnorm_speedup.inflight`` grades against these and the claim :func:`gpu_viz.claims.text.deck_littles_law`

@@ -1,4 +1,4 @@
-"""Notebook 07's numbers: where the bytes go, counted by the emulator anywhere and measured on a GPU.
+"""Notebooks 07 and 08's numbers: where the bytes go, counted by the emulator anywhere and measured on a GPU.
 
 CPU mode (anywhere NVRTC is installed), each figure labelled "emulated on the CPU from the
 kernel's PTX":

@@ -1,4 +1,4 @@
-"""``gpu-viz record probes``: measure on this GPU the claims notebooks 03, 06, 07, 08 and 09 make.
+"""``gpu-viz record probes``: measure on this GPU the claims notebooks 03, 06, 09, 10 and 12 make.
 
 Each probe checks its own result and returns a JSON-able dict; :func:`record` runs them all,
 logs a failing probe (its error in the record's ``failed``) and goes on with the others:
@@ -12,7 +12,7 @@ logs a failing probe (its error in the record's ``failed``) and goes on with the
 * :func:`warp_order` -- the %warpid, %smid and first-issue clock64 of a 64-thread block's warps.
 * :func:`fp16_load` -- the width of one lane's fp16 load in the SASS, and so a warp's request.
 * :func:`grid_stride` -- notebook 06: the grid-stride loop at 1, SMs and 4 x SMs blocks (kernel time).
-* :func:`data_residency` -- notebook 08: an RMSNorm-like two-pass row op with x re-read from
+* :func:`data_residency` -- notebook 10: an RMSNorm-like two-pass row op with x re-read from
   global memory in pass 2 vs staged in registers, in L2 and beyond it, beside the copy bandwidth.
 * :func:`l2_bandwidth` -- a buffer a quarter of L2 re-read many times in one launch (L2), beside
   one pass over 1 GiB (DRAM): notebook 01's L2 label, not launch-bound.
@@ -287,7 +287,7 @@ def grid_stride(n: int = GRID_STRIDE_N, block: int = 1024, reps: int = 30) -> Li
     return rows
 
 
-#: Notebook 08's "where data lives": the two-pass row op at one row shape, two row counts: the
+#: Notebook 10's "where data lives": the two-pass row op at one row shape, two row counts: the
 #: in-L2 one (x 8 MiB, x + y 16 MiB: well inside a 48-60 MB L2 between repetitions) and one
 #: beyond L2 (x 256 MiB).  One block of RESIDENCY_BLOCK threads per row, STAGE_ITEMS = 4 per thread.
 RESIDENCY_N, RESIDENCY_BLOCK, RESIDENCY_EPS = 4096, 1024, 1e-6

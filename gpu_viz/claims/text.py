@@ -3,7 +3,7 @@ and the committed record in CPU mode (labelled with its GPU and date), never a h
 
     from IPython.display import Markdown
     from gpu_viz.claims import text as claims
-    Markdown(claims.shuffle_step())      # notebook 08, phase 2
+    Markdown(claims.shuffle_step())      # notebook 10, phase 2
 
 Each function returns a markdown string; where neither a GPU nor a record has the number it says
 so and how to make the record.
@@ -24,7 +24,7 @@ def _rows(op):
 
 
 def shuffle_step() -> str:
-    """Notebook 08 (phase 2): what a shuffle step costs, beside the deck's "~5 cycles": a table of
+    """Notebook 10 (phase 2): what a shuffle step costs, beside the deck's "~5 cycles": a table of
     the chains, one line of conclusion, the data line."""
     rows, label = _rows("latency_chain")
     if not rows:
@@ -45,7 +45,7 @@ def shuffle_step() -> str:
 
 
 def doubling_point() -> str:
-    """Notebook 07: the occupancy arithmetic (waves = blocks / (SMs x resident blocks per SM))
+    """Notebook 09: the occupancy arithmetic (waves = blocks / (SMs x resident blocks per SM))
     against the makespans the silicon took, at 1024 and 256 threads per block: where the rule held,
     where it did not, and how full the slots were kept (the scheduling record's mean resident blocks)."""
     import math
@@ -95,7 +95,7 @@ def _live() -> bool:
 
 
 def fp16_load() -> str:
-    """Notebook 08 (phase 1): a warp's fp16 load is 64 bytes, not a 128-byte transaction."""
+    """Notebook 10 (phase 1): a warp's fp16 load is 64 bytes, not a 128-byte transaction."""
     rows, label = _rows("fp16_load")
     if not rows:
         return (f"*The fp16 load's width is read from the SASS by `gpu-viz record probes`; {label}.* One fp16 "
@@ -128,7 +128,7 @@ def warp_order() -> str:
 
 
 def data_residency() -> str:
-    """Notebook 08 ("where data lives is the optimization"): pass 2 re-reading x from global memory
+    """Notebook 10 ("where data lives is the optimization"): pass 2 re-reading x from global memory
     vs x staged in registers, in L2 and beyond it, beside the copy bandwidth of the same run."""
 
     rows, label = _rows("data_residency")
@@ -156,7 +156,7 @@ def data_residency() -> str:
 
 
 def decoder_step() -> str:
-    """Notebook 08's finale: the three conclusion lines of the decoder record (or this GPU's run)."""
+    """Notebook 11's finale: the three conclusion lines of the decoder record (or this GPU's run)."""
 
     rec = decoder.recorded()
     if rec is None:
@@ -173,7 +173,7 @@ def decoder_step() -> str:
 
 
 def _decoder_vs_deck_10(rec) -> str:
-    """Why the decoder record can show ``F.rms_norm``'s norms faster than ours while notebook 10's
+    """Why the decoder record can show ``F.rms_norm``'s norms faster than ours while notebook 13's
     record shows ours faster, when it does: the decoder times each step per call from Python, and a
     record that names no C++ launcher called ours through Python's ctypes; "" otherwise."""
     from ..measure import records
@@ -193,7 +193,7 @@ def _decoder_vs_deck_10(rec) -> str:
         same_day = prof and prof.get("date") == rec.get("date") and prof.get("gpu") == rec.get("gpu")
         why = ("before the C++ launcher: ours via ctypes"
                + (f", ~{ctypes_us:.0f} µs a call (per-call profile, same day)" if ctypes_us and same_day else ""))
-    return (f"\n\n`F.rms_norm`'s norms beat ours here: timed per call, {why}. Notebook 10 (kernels alone, "
+    return (f"\n\n`F.rms_norm`'s norms beat ours here: timed per call, {why}. Notebook 13 (kernels alone, "
             "calls via the launcher): ours faster.")
 
 
@@ -286,7 +286,7 @@ def block_cap() -> str:
 
 
 def deck_littles_law(block: int = 1024) -> str:
-    """Notebook 08 (the speed-up): why the deck kernel stops short of the copy bandwidth -- Little's
+    """Notebook 11 (the speed-up): why the deck kernel stops short of the copy bandwidth -- Little's
     law with one 2-byte load in flight per resident thread, beside the kernel's measured GB/s."""
 
     try:
@@ -310,13 +310,13 @@ def deck_littles_law(block: int = 1024) -> str:
             f"{100 * pred / g['copy_GBps']:.0f}% of the copy |\n"
             f"| what the copy's {g['copy_GBps']:,.0f} GB/s needs | {need:,.0f} B per SM | |\n\n"
             f"{measured}More threads cannot help (the SM is full); more bytes per load can: 16-byte loads, "
-            "notebook 10's fused kernel.\n\nData: "
+            "notebook 13's fused kernel.\n\nData: "
             + (f"copy and latency {g['copy_source']}" if g["copy_source"] == g["latency_source"]
                else f"copy {g['copy_source']}; latency {g['latency_source']}"))
 
 
 def constant_and_l1(file: str = "rmsnorm_deck.cu", kernel: str = "rmsnorm_deck_f16") -> str:
-    """Notebook 08 (phases 3 and 4): the evidence in the SASS -- kernel parameters read from the
+    """Notebook 10 (phases 3 and 4): the evidence in the SASS -- kernel parameters read from the
     constant bank (``c[0x0][...]``) and loads the compiler marked read-only (``.CONSTANT``).  What
     the SASS cannot say (whether a load hit L1) is left to a profiler's hit rate."""
 
@@ -336,7 +336,7 @@ def constant_and_l1(file: str = "rmsnorm_deck.cu", kernel: str = "rmsnorm_deck_f
             + f"\n\nData: {label}.")
 
 def three_forces() -> str:
-    """The recap deck (notebook 11): the three forces the course keeps meeting, each with what the
+    """The recap deck (notebook 14): the three forces the course keeps meeting, each with what the
     committed records measured -- where data lives, bytes in flight, the hardware's fixed shapes --
     as a table and its data line (every number from a record, labelled; nothing is measured here)."""
     from ..frames.scheduling import mean_resident
@@ -363,13 +363,13 @@ def three_forces() -> str:
             text += (f"; RMSNorm 16384 x 4096 moved once: {f['median_us']:.0f} µs, "
                      f"{100 * f['GBps'] / fused['copy_GBps']:.0f} % of the copy, eager {e['median_us']:,.0f} µs")
             labels.append(records.label(fused))
-    rows.append(("**Where data lives**: keep it close, move each byte once", text, "01, 08, 10"))
+    rows.append(("**Where data lives**: keep it close, move each byte once", text, "01, 07, 10, 13"))
     if hw and hw.get("dram_latency") and hw.get("copy_GBps"):
         need = hw["copy_GBps"] * hw["dram_latency"]["ns_per_load"] / hw["device"]["sm_count"]
         held = hw["device"]["max_threads_per_sm"] * 2
         rows.append(("**Bytes in flight**: latency is hidden by having enough requests out",
                      f"the copy needs {need:,.0f} B per SM in flight; one fp16 load per thread gives {held:,} B; "
-                     "16-byte loads close the gap", "04, 08, 10"))
+                     "16-byte loads close the gap", "04, 11, 13"))
     shapes = []
     if div and div.get("divergence_ratio"):
         shapes.append(f"a warp runs both sides of a split branch: {div['divergence_ratio']:.2f}x")
@@ -385,7 +385,7 @@ def three_forces() -> str:
                       "slots busy)")
         labels.append(records.label(sched))
     rows.append(("**The hardware's fixed shapes**: warps of 32, blocks on one SM, waves of blocks",
-                 "; ".join(shapes) or "no committed records", "03, 05, 07"))
+                 "; ".join(shapes) or "no committed records", "03, 05, 09"))
     table = "| force | what the records show | notebooks |\n|---|---|---|\n" + "\n".join(
         f"| {a} | {b} | {c} |" for a, b, c in rows)
     return table + "\n\nData: " + "; ".join(dict.fromkeys(labels)) if labels else table

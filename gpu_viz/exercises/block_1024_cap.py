@@ -53,7 +53,7 @@ def _check_1024(answer):
 
 register(Exercise(
     "block_1024_cap.blocks", "05_block_1024_cap", PREDICT, "Blocks per SM",
-    "**Exercise: predict, then run.** `scheduled_block` (notebook 07's kernel: 32 registers per thread, "
+    "**Exercise: predict, then run.** `scheduled_block` (notebook 09's kernel: 32 registers per thread, "
     f"no shared memory) at {THREADS_05} threads per block (one warp): how many blocks does one SM hold at "
     "once? Every limit in the facts counts. The checker asks the CUDA occupancy API on a GPU, the "
     "occupancy calculator in CPU mode.",

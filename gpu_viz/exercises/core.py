@@ -88,7 +88,7 @@ class Exercise:
     Attributes:
         id: "topic.name", topic the name of the module that registers it (``warps_simt``): an id
             survives a renumbering of the notebooks.
-        notebook: the notebook stem it sits in ("07_kernel_scheduling").
+        notebook: the notebook stem it sits in ("09_kernel_scheduling").
         kind: one of :data:`KINDS`.
         title: a short name.
         task: the task text (markdown) the learner reads; ``{given}`` is not substituted, the

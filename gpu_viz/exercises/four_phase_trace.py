@@ -1,4 +1,4 @@
-"""Notebook 09 (the four phases traced): write the block reduction, and fix the deck's.
+"""Notebook 12 (the four phases traced): write the block reduction, and fix the deck's.
 
 Both run the learner's ``block_sum`` as one block at block sizes 1..64, 96, 100, 255-257, 511-513,
 1000, 1023 and 1024 (each class of block size: one lane, a partial warp, whole warps, one warp
@@ -99,7 +99,7 @@ def simulate(x: np.ndarray, B: int, stage1: str = "down", stage2: str = "down", 
 #: (message, keyword arguments of :func:`simulate`).
 VALUE_MISTAKES = (
     ("a halving tree (s = blockDim.x / 2, then / 4 ...) over shared memory: a level with an odd number of "
-     "slots drops its last one, so the sum is right only when blockDim.x is a power of two -- notebook 09's "
+     "slots drops its last one, so the sum is right only when blockDim.x is a power of two -- notebook 12's "
      "fault (b). Halve with ceil ((n + 1) / 2, keeping the odd slot) or reduce with shuffles.", {"tree": True}),
     ("__shfl_up_sync instead of __shfl_down_sync: lane 0 has no lane below it, so at every step it adds its own "
      "value (32x its partial) and the sum gathers in lane 31. Shuffle down so the sum gathers in lane 0.",
@@ -224,7 +224,7 @@ TASK_FIX = _task(ID_FIX)
 
 _ph, _sol = kernel_cells(ID_WRITE, "block_sum.start", "block_sum.solution")
 register(Exercise(
-    ID_WRITE, "09_four_phase_trace", KERNEL, "Write the block reduction",
+    ID_WRITE, "12_four_phase_trace", KERNEL, "Write the block reduction",
     "**Exercise: write the kernel.** Finish `block_sum`: shuffle within each warp, one partial per warp "
     "through `smem`, warp 0 reduces the partials. It must be right at **every** block size 1..1024: the checker "
     f"runs {len(BLOCK_SIZES)} sizes that cover every class (one lane, partial warps, whole warps, up to 1024), on "
@@ -236,7 +236,7 @@ register(Exercise(
 
 _ph, _sol = kernel_cells(ID_FIX, "block_sum.deck", "block_sum.solution")
 register(Exercise(
-    ID_FIX, "09_four_phase_trace", KERNEL, "Fix the deck's smem[tid] fault",
+    ID_FIX, "12_four_phase_trace", KERNEL, "Fix the deck's smem[tid] fault",
     "**Exercise: fix the deck's kernel.** This is the deck's phase 2. Fix it so that it is right at every "
     "block size 1..1024, not only at 1024 (two faults: the unguarded `smem[tid]` and the partial warp).",
     _ph, _sol, "## 7. Numerics", lambda: {"block sizes": f"{len(BLOCK_SIZES)} sizes in 1..1024", "n": N_SUM},
@@ -288,7 +288,7 @@ def _check_lane0(answer):
 
 
 register(Exercise(
-    "four_phase_trace.lane0", "09_four_phase_trace", PREDICT, "Lane 0 after shuffle step k",
+    "four_phase_trace.lane0", "12_four_phase_trace", PREDICT, "Lane 0 after shuffle step k",
     "**Exercise: predict, then run.** Lane i of one warp holds `g['lanes'][i]`. After step `g['step']` "
     "of `v += __shfl_down_sync(0xffffffff, v, offset)` with offsets 16, 8, 4, 2, 1, what does lane 0 hold?",
     _placeholder("four_phase_trace.lane0", "lane 0's value"),

@@ -1,4 +1,4 @@
-"""Notebook 10 (the fused RMSNorm + SiLU gate): its exercises."""
+"""Notebook 13 (the fused RMSNorm + SiLU gate): its exercises."""
 from __future__ import annotations
 
 from . import core as _core
@@ -95,7 +95,7 @@ def _check_floor(answer):
 
 
 register(Exercise(
-    "fused_rmsnorm_gate.bytes", "10_fused_rmsnorm_gate", PREDICT, "Bytes the fused gate must move",
+    "fused_rmsnorm_gate.bytes", "13_fused_rmsnorm_gate", PREDICT, "Bytes the fused gate must move",
     f"**Exercise.** `y = rmsnorm(x) * w * silu(gate)` with `x`, `gate` [{M10}, {N10}] fp16 and `w` [{N10}] "
     "fp16, fused into one kernel. The fewest bytes that must move?",
     "from gpu_viz import exercises as ex\nanswer = None   # FILL ME IN: bytes\nex.check('fused_rmsnorm_gate.bytes', answer)",
@@ -105,7 +105,7 @@ register(Exercise(
     ("gate left out", "fp32 sizes", "eager intermediates")))
 
 register(Exercise(
-    "fused_rmsnorm_gate.floor", "10_fused_rmsnorm_gate", PREDICT, "The fused kernel at copy speed",
+    "fused_rmsnorm_gate.floor", "13_fused_rmsnorm_gate", PREDICT, "The fused kernel at copy speed",
     "**Exercise: predict, then run.** If the fused kernel moved its bytes at the copy kernel's bandwidth "
     "(`copy_GBps` in the exercise's given values, with the record or run it comes from), how many "
     "microseconds would it take at this shape? "

@@ -1,4 +1,4 @@
-"""Notebook 07 (kernel scheduling): its exercises."""
+"""Notebook 09 (kernel scheduling): its exercises."""
 from __future__ import annotations
 
 import math
@@ -93,7 +93,7 @@ def _check_doubling(answer):
 
 
 register(Exercise(
-    "kernel_scheduling.doubling", "07_kernel_scheduling", PREDICT, "When does the makespan double?",
+    "kernel_scheduling.doubling", "09_kernel_scheduling", PREDICT, "When does the makespan double?",
     f"**Exercise: predict, then run.** Blocks of {THREADS_07} threads, each spinning {SPIN_07:,} cycles. "
     "What is the fewest number of blocks for which the kernel takes about twice as long as one block? "
     "The checker launches your count and one fewer.",
@@ -142,7 +142,7 @@ def _check_waves(answer):
         reveal.append(f"the silicon: {took:.1f} block-times ({where})")
         if took > want + 0.5:
             reveal.append(f"{took:.1f} block-times, not {want}: the arithmetic counts the blocks an SM CAN hold at "
-                          "once, so it bounds the makespan from below; it is not a prediction. Notebook 07's "
+                          "once, so it bounds the makespan from below; it is not a prediction. Notebook 09's "
                           "'Measured' slide shows how far below.")
     return grade_number(eid, answer, want, 1e-9, "waves = ceil(blocks / (SMs x resident))", {
         "that divides by the SMs only: each SM holds several blocks at once.": math.ceil(g["blocks"] / g["sm_count"]),
@@ -152,7 +152,7 @@ def _check_waves(answer):
 
 
 register(Exercise(
-    "kernel_scheduling.waves", "07_kernel_scheduling", PREDICT, "Waves of a launch",
+    "kernel_scheduling.waves", "09_kernel_scheduling", PREDICT, "Waves of a launch",
     "**Exercise: predict, then run.** 2,048 blocks of 256 threads on this GPU. How many waves does the "
     "occupancy arithmetic give (blocks / (SMs x resident blocks per SM), rounded up)? Once you have it, the "
     "checker shows how many block-times the silicon took.",

@@ -1,4 +1,4 @@
-"""Notebook 07 (where the bytes go): four write-or-fix-the-kernel exercises, graded on the run.
+"""Notebooks 07 and 08 (where the bytes go): four write-or-fix-the-kernel exercises, graded on the run.
 
 * ``memory_access.coalesce`` -- keep each thread's ``per_thread`` elements, but make every warp's
   loads and stores coalesced.  Graded on y (exact) at six launch shapes, then on a target counted
@@ -28,7 +28,7 @@ from .core import KERNEL, Exercise, register
 from .kernel_task import Case, KernelTask, Observation, Param, kernel_cells
 
 NB_BYTES = "07_coalescing_and_banks"
-NB_RACES = "07_races_and_reduction"
+NB_RACES = "08_races_and_reduction"
 ID_COALESCE = "memory_access.coalesce"
 ID_PAD = "memory_access.pad_tile"
 ID_RACE = "memory_access.fix_race"

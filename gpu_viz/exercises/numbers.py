@@ -103,7 +103,7 @@ def _solution(eid: str, expr: str, pre: str = "") -> str:
 
 
 # the hardware facts (measured once per process on a GPU, else the committed record's) and notebook
-# 08's Little's-law facts live where their data does: gpu_viz.measure.facts, gpu_viz.claims.inflight
+# 11's Little's-law facts live where their data does: gpu_viz.measure.facts, gpu_viz.claims.inflight
 _copy_GBps = facts.copy_GBps
 _dram_latency = facts.dram_latency
 

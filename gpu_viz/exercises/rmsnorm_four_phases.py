@@ -1,4 +1,4 @@
-"""Notebook 08 (RMSNorm's four phases): its exercises."""
+"""Notebook 10 (RMSNorm's four phases): its exercises."""
 from __future__ import annotations
 
 from typing import Dict
@@ -29,7 +29,7 @@ def _check_bytes(answer):
 
 
 register(Exercise(
-    "rmsnorm_four_phases.bytes", "08_rmsnorm_four_phases", PREDICT, "Bytes RMSNorm must move",
+    "rmsnorm_four_phases.bytes", "10_rmsnorm_four_phases", PREDICT, "Bytes RMSNorm must move",
     f"**Exercise.** RMSNorm of `x` [{M08}, {D08}] fp16 with weight `w` [{D08}] fp16, output `y` like `x`. "
     "The fewest bytes that must move?",
     "from gpu_viz import exercises as ex\nanswer = None   # FILL ME IN: bytes\nex.check('rmsnorm_four_phases.bytes', answer)",
@@ -58,7 +58,7 @@ def _check_warp_loads(answer):
 
 
 register(Exercise(
-    "rmsnorm_four_phases.warp_loads", "08_rmsnorm_four_phases", PREDICT, "Warp-loads in phase 1",
+    "rmsnorm_four_phases.warp_loads", "10_rmsnorm_four_phases", PREDICT, "Warp-loads in phase 1",
     "**Exercise: predict.** Phase 1 at `d = g['d']` features and `block = g['block']` threads: how many "
     "warp-level load instructions of `x` does the block issue (a warp issues a load when at least one "
     "of its lanes has an element)?",

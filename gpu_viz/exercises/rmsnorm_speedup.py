@@ -1,4 +1,4 @@
-"""Notebook 08 (RMSNorm's speed-up): its exercises."""
+"""Notebook 11 (RMSNorm's speed-up): its exercises."""
 from __future__ import annotations
 
 from typing import Dict
@@ -21,7 +21,7 @@ def _check_block_08(block) -> int:
 
 
 def _given_inflight(block: int = 1024):
-    """The facts of rmsnorm_speedup.inflight at ``block`` threads per block (1..1024): notebook 08's Little's-law
+    """The facts of rmsnorm_speedup.inflight at ``block`` threads per block (1..1024): notebook 11's Little's-law
     facts (:func:`gpu_viz.claims.inflight.facts_at`, which the claim quotes too).
 
     Raises:
@@ -63,7 +63,7 @@ def _check_inflight(answer, block: int = 1024):
 
 
 register(Exercise(
-    "rmsnorm_speedup.inflight", "08_rmsnorm_speedup", MEASURE, "The deck kernel against Little's law",
+    "rmsnorm_speedup.inflight", "11_rmsnorm_speedup", MEASURE, "The deck kernel against Little's law",
     "**Exercise: change and measure.** A model of phase 1: each thread of the deck kernel has one 2-byte "
     "fp16 load of `x` in flight at a time (the compiler may overlap the loop's two loads, which would "
     "double it). With `g['resident_threads_per_sm']` threads resident per SM at "
@@ -109,7 +109,7 @@ def _check_amdahl(answer):
 
 
 register(Exercise(
-    "rmsnorm_speedup.amdahl", "08_rmsnorm_speedup", PREDICT, "What a faster norm gives the whole step",
+    "rmsnorm_speedup.amdahl", "11_rmsnorm_speedup", PREDICT, "What a faster norm gives the whole step",
     "**Exercise: predict.** The three norms take a fraction `g['norm_share']` of an eager decoder step, "
     "and the fused op makes them `g['norm_speedup']` times faster. How many times faster is the whole "
     "step (Amdahl's law)?",

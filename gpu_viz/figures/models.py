@@ -1,10 +1,10 @@
-"""Plots of the CPU models (nothing measured): notebooks 04 and 09.
+"""Plots of the CPU models (nothing measured): notebooks 04 and 12.
 
 * :func:`plot_latency_hiding` -- notebook 04: the fraction of cycles a warp scheduler issues vs
   the warps it has, from :func:`gpu_viz.model.latency.utilization`.
-* :func:`plot_lost_partials` -- notebook 09: the share of partial sums the write-up's halving tree
+* :func:`plot_lost_partials` -- notebook 12: the share of partial sums the write-up's halving tree
   drops at each row width.
-* :func:`plot_sum_error` -- notebook 09: the fp32 sum of squares' relative error vs row length for
+* :func:`plot_sum_error` -- notebook 12: the fp32 sum of squares' relative error vs row length for
   several summation orders, with the error bounds.
 
 Each is 12 x 5.5 in or smaller with text 14 pt or more (:mod:`gpu_viz.figures.style`) and a

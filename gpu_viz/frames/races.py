@@ -1,4 +1,4 @@
-"""Trace -> frames for notebook 07's races: the distribution of one launch's outcomes over many runs.
+"""Trace -> frames for notebook 08's races: the distribution of one launch's outcomes over many runs.
 
 Data path: ``gpu_viz.record.races`` (on a GPU: the silicon's runs; in CPU mode: the emulator's,
 each run its own seeded warp interleaving) --> :class:`gpu_viz.trace.Trace` (one outcome per run) -->

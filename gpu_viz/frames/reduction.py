@@ -1,4 +1,4 @@
-"""Trace -> frames for notebook 09's fault b: the seed write-up's halving tree (and its fix), level
+"""Trace -> frames for notebook 12's fault b: the seed write-up's halving tree (and its fix), level
 by level, the partials that never reach the total marked ✗ in vermillion.
 
 Data path: ``gpu_viz.record.reduction.seed_reduce`` / ``gpu_viz.model.reduction.seed_reduce`` -->

@@ -1,4 +1,4 @@
-"""Trace -> frames for notebook 07's reduction ladder: one block's tree, step by step, for rungs 1-3.
+"""Trace -> frames for notebook 08's reduction ladder: one block's tree, step by step, for rungs 1-3.
 
 Data path: ``gpu_viz.record.reduction_ladder`` (the traced build: which threads add in each step,
 every slot after it) --> :class:`gpu_viz.trace.Trace` --> frames here --> :class:`gpu_viz.widgets.Animation`.

@@ -1,4 +1,4 @@
-"""Trace -> frames for notebook 09's four phases: one frame per step of a traced row.
+"""Trace -> frames for notebook 12's four phases: one frame per step of a traced row.
 
 Data path: ``gpu_viz.record.rmsnorm_deck`` / ``gpu_viz.model.rmsnorm_deck`` --> :class:`gpu_viz.trace.Trace`
 --> :func:`frames` (SVG, one per step) --> :func:`animation` (live + static player, the variant's

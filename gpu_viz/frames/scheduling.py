@@ -1,4 +1,4 @@
-"""Trace -> figures for notebook 07: blocks on SMs over time, the hardware queue draining, and
+"""Trace -> figures for notebook 09: blocks on SMs over time, the hardware queue draining, and
 the numbers the notebook and the GPU record quote.
 
 Data path: ``gpu_viz.record.scheduling`` / ``gpu_viz.model.scheduling`` --> :class:`gpu_viz.trace.Trace`
@@ -257,7 +257,7 @@ def max_concurrent(starts: np.ndarray, ends: np.ndarray) -> int:
 
 
 def summary(trace: Optional[Trace] = None, **launch) -> Dict:
-    """The numbers notebook 07 and the GPU record quote, from ``trace`` (or a new one for ``launch``).
+    """The numbers notebook 09 and the GPU record quote, from ``trace`` (or a new one for ``launch``).
 
     Returns a JSON-able dict:
         kernel, source ("gpu" | "model"), provenance, model (its name, or None on silicon), gpu,
@@ -316,7 +316,7 @@ def mean_resident(blocks: int, block_us: float, sm_count: int, makespan_us: floa
 
 
 #: Key of the per-block timeline a scheduling record keeps for each launch (``gpu-viz record
-#: scheduling``): what notebook 07 draws in CPU mode, labelled as recorded.
+#: scheduling``): what notebook 09 draws in CPU mode, labelled as recorded.
 TIMELINE_KEY = "timelines"
 
 

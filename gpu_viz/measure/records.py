@@ -379,7 +379,7 @@ def label(record: Dict) -> str:
 
 #: The heading of a column or panel that shows the deck's L4 numbers beside another GPU's.
 DECK_L4 = "the deck's L4 (spec sheet)"
-#: The heading of the seed write-up's H100 columns (notebook 10).
+#: The heading of the seed write-up's H100 columns (notebook 13).
 SEED_H100 = "the write-up's H100 (its author's run)"
 #: Headings that may name a second GPU in a figure or table: each heads its own column or panel.
 REFERENCE_LABELS = (DECK_L4, SEED_H100)
@@ -387,15 +387,24 @@ REFERENCE_LABELS = (DECK_L4, SEED_H100)
 #: The data line of a table that compares spec sheets only (no measured numbers): it may name many GPUs.
 SPEC_COMPARISON = "Data: vendor spec sheets"
 
-#: Which committed records (``*-<tag>.json``) each notebook shows in CPU mode, by notebook prefix.
+#: Which committed records (``*-<tag>.json``) each notebook shows in CPU mode, by topic (the notebook's
+#: stem without its number, so a renumbering leaves this alone).
 LESSON_RECORDS: Dict[str, tuple] = {
-    "01": ("hardware", "probes"), "02": ("hardware",), "03": ("divergence", "probes", "exercises"), "04": ("hardware",),
-    "05": ("hardware",), "06": ("exercises",), "07": ("scheduling", "probes"),
-    "07_coalescing_and_banks": ("memory-access", "memory-counters"),
-    "07_races_and_reduction": ("memory-access", "probes"),
-    "08_rmsnorm_four_phases": ("probes",), "08_rmsnorm_speedup": ("decoder",), "09": ("probes", "exercises"),
-    "10": ("fused",), "11": ("hardware", "scheduling", "divergence", "fused"),
+    "whole_chip": ("hardware", "probes"), "streaming_multiprocessor": ("hardware",),
+    "warps_simt": ("divergence", "probes", "exercises"), "latency_hiding": ("hardware",),
+    "block_1024_cap": ("hardware",), "grid_stride_loops": ("exercises",),
+    "coalescing_and_banks": ("memory-access", "memory-counters"), "races_and_reduction": ("memory-access", "probes"),
+    "kernel_scheduling": ("scheduling", "probes"), "rmsnorm_four_phases": ("probes",), "rmsnorm_speedup": ("decoder",),
+    "four_phase_trace": ("probes", "exercises"), "fused_rmsnorm_gate": ("fused",),
+    "recap": ("hardware", "scheduling", "divergence", "fused"),
 }
+
+
+def topic(notebook: str) -> str:
+    """A notebook's topic: its stem without the number ("09_kernel_scheduling" -> "kernel_scheduling");
+    a topic is returned as it is."""
+    m = re.match(r"\d\d_(.+)$", notebook)
+    return m.group(1) if m else notebook
 
 
 def missing(what: str, directory: Optional[Path] = None) -> str:
@@ -414,9 +423,8 @@ def recorded(tag: str, directory: Optional[Path] = None):
 
 def lesson_records(notebook: str, directory: Optional[Path] = None) -> List[Dict]:
     """The newest committed record of each tag :data:`LESSON_RECORDS` lists for ``notebook``
-    (a stem such as ``"07_kernel_scheduling"``); tags with no committed record are left out."""
-    tags = next((v for k, v in sorted(LESSON_RECORDS.items(), key=lambda kv: -len(kv[0]))
-                 if notebook.startswith(k)), ())
+    (a stem such as ``"09_kernel_scheduling"``); tags with no committed record are left out."""
+    tags = LESSON_RECORDS.get(topic(notebook), ())
     found = (newest(f"*-{t}.json", directory) for t in tags)
     return [r for r in found if r is not None]
 

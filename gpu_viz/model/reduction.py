@@ -1,4 +1,4 @@
-"""CPU model of the block reductions (notebook 09): ``kernels/reduce.cuh``'s ``block_reduce_sum``
+"""CPU model of the block reductions (notebook 12): ``kernels/reduce.cuh``'s ``block_reduce_sum``
 and ``kernels/reduction.cu``'s seed tree and its fix, warp-synchronously in numpy float32.
 
 Data path: inputs --> :func:`block_reduce_sum` / :func:`seed_reduce` (the kernels' exact addition

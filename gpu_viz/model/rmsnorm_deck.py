@@ -1,4 +1,4 @@
-"""CPU model of the traced build of ``kernels/rmsnorm_deck.cu`` (notebook 09): the same records as
+"""CPU model of the traced build of ``kernels/rmsnorm_deck.cu`` (notebook 12): the same records as
 ``gpu_viz.record.rmsnorm_deck``, computed warp-synchronously in numpy.
 
 Data path: inputs --> :func:`trace` (32 lanes at a time, float32, the kernel's exact operation

@@ -1,4 +1,4 @@
-"""CPU model of ``kernels/scheduling.cu`` (notebook 07): a named round-robin model of the hardware
+"""CPU model of ``kernels/scheduling.cu`` (notebook 09): a named round-robin model of the hardware
 block queue, the same Trace as ``gpu_viz.record.scheduling``.
 
 Nothing here is measured: where and when a block runs is only known to silicon, so every array

@@ -1,4 +1,4 @@
-"""GPU producer of notebook 07's races lesson: one launch of a ``kernels/races.cu`` kernel, run
+"""GPU producer of notebook 08's races lesson: one launch of a ``kernels/races.cu`` kernel, run
 ``runs`` times, and what each run produced.
 
 Data path: ``kernels/races.cu`` --(:func:`trace`: the same launch ``runs`` times, fresh outputs each

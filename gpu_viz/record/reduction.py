@@ -1,4 +1,4 @@
-"""GPU producer of notebook 09's reductions: ``kernels/reduction.cu`` (the seed write-up's halving
+"""GPU producer of notebook 12's reductions: ``kernels/reduction.cu`` (the seed write-up's halving
 tree, its fix, and reduce.cuh's block_reduce_sum at any block size).
 
 Data path: ``kernels/reduction.cu`` --(:func:`seed_reduce`, :func:`block_reduce`: NaN-poisoned

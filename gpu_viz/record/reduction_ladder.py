@@ -1,4 +1,4 @@
-"""GPU producer of notebook 07's reduction ladder: the traced build of ``kernels/reduction_ladder.cu``,
+"""GPU producer of notebook 08's reduction ladder: the traced build of ``kernels/reduction_ladder.cu``,
 one block of a tree rung, step by step.
 
 Data path: ``kernels/reduction_ladder.cu`` (traced build, rungs 1-3: which threads of block 0
@@ -48,7 +48,7 @@ def check_block(block, tree: bool = True) -> int:
     block = check_int("block", block, 1, 1024)
     if tree and (block < 2 or block & (block - 1)):
         raise ValueError(f"block must be a power of two in 2..1024 for the tree rungs (their halving drops a slot "
-                         f"of an odd span; notebook 07 shows it at 96 threads), got {block}")
+                         f"of an odd span; notebook 08 shows it at 96 threads), got {block}")
     return block
 
 

@@ -1,4 +1,4 @@
-"""GPU producer of notebook 09's four phases: the traced build of ``kernels/rmsnorm_deck.cu``.
+"""GPU producer of notebook 12's four phases: the traced build of ``kernels/rmsnorm_deck.cu``.
 
 Data path: ``kernels/rmsnorm_deck.cu`` (traced build, one block, one row, float) --(:func:`trace`:
 NaN-poisoned record buffers, launch, read back)--> :class:`gpu_viz.trace.Trace`, the layout of

@@ -1,4 +1,4 @@
-"""GPU producer of notebook 07's block scheduling: ``kernels/scheduling.cu`` on the GPU.
+"""GPU producer of notebook 09's block scheduling: ``kernels/scheduling.cu`` on the GPU.
 
 Data path: ``kernels/scheduling.cu`` (``scheduled_block``: %smid, %globaltimer, clock64 per block)
 --(:func:`trace`)--> :class:`gpu_viz.trace.Trace`, the layout of ``gpu_viz.model.scheduling.trace``

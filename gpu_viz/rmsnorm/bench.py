@@ -523,7 +523,7 @@ def run(op: str, shapes, dtypes=("float16",), providers: Optional[Iterable[str]]
 def run_rmsnorm(shapes, dtypes=("float16",), providers=("eager", "native", "compile", "deck4phase", "fused"),
                 timing=None, timings=(bench.KERNEL, bench.CALL), reps: int = DEFAULT_REPS, eps: float = EPS,
                 verbose: bool = False) -> Rows:
-    """:func:`run` for op "rmsnorm" (notebook 08's live speedup).  ``timing`` (one of "kernel",
+    """:func:`run` for op "rmsnorm" (notebook 11's live speedup).  ``timing`` (one of "kernel",
     "call") overrides ``timings``.  Same returns and errors as :func:`run`."""
     if timing is not None:
         timings = (timing,)

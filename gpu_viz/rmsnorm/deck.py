@@ -4,8 +4,8 @@
 
 :func:`four_phase` launches it on the caller's current stream; ``variant="deck"`` is the deck's
 code as shown (right only with 1024 threads), ``"guarded"`` replaces its phase 2 with
-reduce.cuh's block_reduce_sum (correct for any ``block`` and row length).  Notebook 08 teaches and
-times it; its traced build is notebook 09's (``gpu_viz.record.rmsnorm_deck``).
+reduce.cuh's block_reduce_sum (correct for any ``block`` and row length).  Notebooks 10 and 11 teach and
+times it; its traced build is notebook 12's (``gpu_viz.record.rmsnorm_deck``).
 """
 from __future__ import annotations
 

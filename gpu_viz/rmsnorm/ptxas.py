@@ -1,6 +1,6 @@
 """The committed ptxas report of the fused ops' kernels: what CPU mode shows without compiling.
 
-Notebook 10's "Registers, spills and occupancy" table needs ptxas's registers, spills and shared
+Notebook 13's "Registers, spills and occupancy" table needs ptxas's registers, spills and shared
 memory of the kernel each shape launches.  Compiling every kernel of ``kernels/rmsnorm_fused.cu``
 with nvcc takes a minute or two, so CPU mode reads this report instead: one JSON file in
 ``benchmarks/results/``, ``nvcc-<version>-<date>-ptxas.json``, holding

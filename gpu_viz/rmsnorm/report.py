@@ -422,7 +422,7 @@ def checks_table(checks: Sequence[Tuple[str, bool, str]]) -> Table:
                  align=["left", "left", "left"])
 
 
-# -- the wide rows, the per-call rows, batch invariance (notebook 10) ----------------------------
+# -- the wide rows, the per-call rows, batch invariance (notebook 13) ----------------------------
 
 #: The wide baselines in the order the wide table shows them.
 WIDE_BASELINES = ("native", "compile", "eager", "liger")

@@ -8,7 +8,7 @@ Fresh random data, NaN/-1-poisoned records and outputs; every result is checked 
 reference and against the CPU model, bit for bit where the field is deterministic.  Exits 0 when
 every check passes, 1 on any mismatch (each one printed), 2 without a GPU.  A few seconds.
 Not launched: the deck variant WITHOUT prefill below 32 warps -- it reads shared memory nobody
-wrote by design (fault a, taught in notebook 09), which initcheck rightly reports.
+wrote by design (fault a, taught in notebook 12), which initcheck rightly reports.
 """
 import sys
 import traceback

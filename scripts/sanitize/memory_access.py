@@ -1,4 +1,4 @@
-"""Sanitizer run for notebook 07's kernels: coalescing.cu (every pattern, plain and traced),
+"""Sanitizer run for notebooks 07 and 08's kernels: coalescing.cu (every pattern, plain and traced),
 banks.cu (every case, the transposes at edge shapes, reduce.cuh's block sum), races.cu's correct
 kernels (histogram_atomic, histogram_private, reverse_synced) and every rung of
 reduction_ladder.cu at power-of-two blocks (and the shuffle rungs at any block).
@@ -7,7 +7,7 @@ Run plain, or under compute-sanitizer (memcheck, racecheck, synccheck, initcheck
     compute-sanitizer --tool racecheck --error-exitcode 1 python scripts/sanitize/memory_access.py
 Every result is checked (coalescing and banks against the CPU models, bit for bit; histograms
 exactly; sums against float64).  Exits 0 when every check passes, 1 on any failure, 2 without a GPU.
-Not launched: histogram_racy and reverse_racy (racy by design: notebook 07 shows their outcomes, and
+Not launched: histogram_racy and reverse_racy (racy by design: notebook 08 shows their outcomes, and
 racecheck rightly reports them), and the tree rungs at blocks that are not a power of two (they
 read past their shared array by design: the notebook names it).
 """

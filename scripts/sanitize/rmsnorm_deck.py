@@ -6,7 +6,7 @@ Each launch gets fresh random data and a NaN-poisoned output, and is checked aga
 reference (gpu_viz.rmsnorm.reference) within the one tolerance table (gpu_viz.rmsnorm.tolerances),
 compared by gpu_viz.check.  Exits 1 on any mismatch, 2 without a GPU; prints one line per launch.
 The guarded variant at every block size; the deck's variant only at its own launch (1024 threads):
-below that it reads shared memory nobody wrote, by design (taught in notebooks 08 and 09), which
+below that it reads shared memory nobody wrote, by design (taught in notebooks 10 and 12), which
 initcheck rightly reports.
 """
 import sys
