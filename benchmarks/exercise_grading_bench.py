@@ -67,8 +67,13 @@ def main(argv=None) -> int:
            "python": platform.python_version(), "numpy": np.__version__, "nvrtc": f"{major}.{minor}",
            "what": "write-the-kernel exercises graded in CPU mode (the emulator), the catalogue's kernels",
            "emulator_label": emulator.LABEL, "rows": rows}
-    out = Path(args.out) / f"cpu-{rec['date']}-exercise-grading.json"
-    out.write_text(json.dumps(rec, indent=1) + "\n", encoding="utf-8")
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    seq = 1   # a later run of the same day is .2, .3 ...: an earlier record is never overwritten
+    while (out := out_dir / f"cpu-{rec['date']}{'' if seq == 1 else f'.{seq}'}-exercise-grading.json").exists():
+        seq += 1
+    with open(out, "x", encoding="utf-8") as fh:
+        fh.write(json.dumps(rec, indent=1) + "\n")
     print(f"wrote {out}")
     return 0
 
