@@ -1,4 +1,4 @@
-"""`gpu-viz info | doctor | bench | record | slides`: the course from the command line."""
+"""`gpu-viz info | doctor | bench | record | slides | class-kit`: the course from the command line."""
 from __future__ import annotations
 
 import argparse
@@ -20,7 +20,7 @@ def _info(args) -> int:
 
 
 def main(argv=None) -> int:
-    from . import doctor, slides, words
+    from . import classkit, doctor, slides, words
     from .measure import lessons
     from .rmsnorm import report
 
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
                                    "bandwidth, L2), or that it runs in CPU mode and why.")
     p.add_argument("--json", action="store_true", help="also print every attribute as JSON")
     p.set_defaults(func=_info)
-    for module in (doctor, report, lessons, slides):
+    for module in (doctor, report, lessons, slides, classkit):
         module.register_cli(sub)
     # known args first: a wrong option is then reported by the parser it was given to, naming it
     # (argparse alone reports a missing command, or the top-level usage for a command's option)
