@@ -98,11 +98,17 @@ def grade(exercise_id: str, answer, **options) -> None:
     """
     from .. import exercises
 
+    # IPython (and pytest) leave this function's lines out of a failing cell's traceback: the
+    # student and the feedback see the cell's line and the verdict
+    __tracebackhide__ = True
     with _kernel_limits():
         v = exercises.check(exercise_id, answer, **options)
     if v.ok is None:
         raise AssertionError(f"{v.text()}\n(an answer that is not graded earns no points)")
-    v.require()
+    try:
+        v.require()
+    except AssertionError as exc:
+        raise AssertionError(str(exc)) from None
     print(f"[{exercise_id}] correct: {v.message}")
 
 

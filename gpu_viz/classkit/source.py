@@ -232,15 +232,21 @@ def source_notebook(nb: nbformat.NotebookNode, stem: str, exs: List[Exercise]) -
     return out
 
 
-def solution_lines(ex: Exercise) -> List[str]:
-    """The lines of ``ex``'s solution region that its starter does not have (stripped, blank and
-    comment-only lines left out): none of them may appear in a released notebook."""
+def _code_line(line: str) -> str:
+    """A line without its trailing comment (``//`` in CUDA, ``#`` in Python) and outer blanks."""
+    return re.split(r"//|#", line, maxsplit=1)[0].strip()
+
+
+def solution_lines(ex: Exercise, shown: str = "") -> List[str]:
+    """The code lines of ``ex``'s solution region (comments left out) that neither its starter nor
+    the text ``shown`` (what the learner's notebook already shows) has, and that are long enough
+    to give something away: none of them may appear in a released notebook."""
     sp = split(ex)
-    starter = {ln.strip() for ln in sp.starter.splitlines()}
+    given = {_code_line(ln) for ln in (sp.starter + "\n" + shown).splitlines()}
     out = []
     for ln in sp.solution.splitlines():
-        s = ln.strip()
-        if s and not s.startswith(("#", "//")) and s not in starter and s not in ("'''", "}", "{", "r'''"):
+        s = _code_line(ln)
+        if len(s) > 8 and s not in given:
             out.append(s)
     return out
 

@@ -8,8 +8,8 @@ c = get_config()  # noqa: F821  (nbgrader's config loader defines get_config)
 # On one machine the hub's config sets NBGRADER_EXCHANGE; on Kubernetes it is the shared volume.
 c.CourseDirectory.course_id = "{{COURSE_ID}}"
 c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", "/srv/nbgrader/exchange")
-# The students: add them here, or with `nbgrader db student add NAME` (autograde adds unknown ones).
-c.CourseDirectory.db_students = []
+# The students: `nbgrader db student add NAME` (or `nbgrader db student import students.csv`);
+# autograde adds one it does not know.
 
 # Autograding: seconds one cell may run.  Grading a kernel runs it at every launch shape the task
 # names (the block reduction: 75 launches, ~5 s in the emulator on one CPU core); a cell that
