@@ -86,29 +86,37 @@ def _kernel_limits():
             setattr(kernel_task, k, v)
 
 
+class NotYet(AssertionError):
+    """A test cell's failure: the verdict's text.  IPython shows it without a traceback (its
+    ``_render_traceback_``), so a student and the nbgrader feedback read the mistake, not this
+    module's lines."""
+
+    def _render_traceback_(self):
+        lines = str(self).splitlines() or [""]
+        return [f"\x1b[0;31mNotYet\x1b[0m: {lines[0]}"] + lines[1:]
+
+
 def grade(exercise_id: str, answer, **options) -> None:
     """An autograded test cell: check ``answer`` for ``exercise_id`` with the exercise's checker
     (:func:`gpu_viz.exercises.check`) and print one line when it is right.
 
     Raises:
-        AssertionError: the answer is wrong (the verdict's text: the mistake it names), or it was
+        NotYet (an AssertionError): the answer is wrong (the verdict's text: the mistake it names), or it was
             not graded here (no answer yet; a kernel exercise that could not run): nbgrader gives
             the cell's points only when it raises nothing.
         KeyError: no such exercise.  ValueError: a bad :data:`KERNEL_TIMEOUT_ENV`.
     """
     from .. import exercises
 
-    # IPython (and pytest) leave this function's lines out of a failing cell's traceback: the
-    # student and the feedback see the cell's line and the verdict
-    __tracebackhide__ = True
+    __tracebackhide__ = True   # pytest leaves this function's lines out (IPython: NotYet's own rendering)
     with _kernel_limits():
         v = exercises.check(exercise_id, answer, **options)
     if v.ok is None:
-        raise AssertionError(f"{v.text()}\n(an answer that is not graded earns no points)")
+        raise NotYet(f"{v.text()}\n(an answer that is not graded earns no points)")
     try:
         v.require()
     except AssertionError as exc:
-        raise AssertionError(str(exc)) from None
+        raise NotYet(str(exc)) from None
     print(f"[{exercise_id}] correct: {v.message}")
 
 
@@ -137,9 +145,11 @@ def _template(name: str, **values) -> str:
     return text
 
 
-#: The kit's files copied as they are (``files/<name>`` -> ``DIR/<name>``).
-COPIED = ("hub/Dockerfile", "hub/install-course.sh", "hub/values.yaml", "hub/exchange-pvc.yaml",
-          "hub/jupyterhub_config.py", "hub/nbgrader_student_config.py")
+#: The kit's files with the course's values filled in (``{{NAME}}``), and those copied as they are
+#: (``files/<name>`` -> ``DIR/<name>``).
+TEMPLATES = ("README.md", "nbgrader_config.py", "hub/student/nbgrader_config.py", "hub/values.yaml")
+COPIED = ("hub/Dockerfile", "hub/install-course.sh", "hub/exchange-pvc.yaml", "hub/jupyterhub_config.py",
+          "hub/student/labconfig/page_config.json", "hub/student/jupyter_server_config.d/nbgrader-student.json")
 
 
 def build(out, course_id: str = DEFAULT_COURSE_ID, force: bool = False) -> List[Path]:
@@ -166,8 +176,8 @@ def build(out, course_id: str = DEFAULT_COURSE_ID, force: bool = False) -> List[
                      + f" | {sum(points(e) for e in exs)} |")
     values = dict(COURSE_ID=course_id, CELL_TIMEOUT_S=CELL_TIMEOUT_S, KERNEL_TIMEOUT_S=KERNEL_TIMEOUT_S,
                   KERNEL_TIMEOUT_ENV=KERNEL_TIMEOUT_ENV, ASSIGNMENTS="\n".join(table))
-    items.append(("nbgrader_config.py", _template("nbgrader_config.py", **values).encode("utf-8")))
-    items.append(("README.md", _template("README.md", **values).encode("utf-8")))
+    for name in TEMPLATES:
+        items.append((name, _template(name, **values).encode("utf-8")))
     for name in COPIED:
         items.append((name, (FILES / name).read_bytes()))
     with OwnedFolder(Path(out), "--out", force=force) as folder:

@@ -12,7 +12,8 @@ cells' ``exercise_id`` metadata), the source notebook has, in the exercise's pla
    is the learner's cell of the course notebook and holds no solution;
 3. **the test** -- an autograded, locked cell with the exercise's points that runs the same checker
    on the learner's answer (:func:`gpu_viz.classkit.grade`: the verdict's ``require()``, and an
-   answer that is not graded earns nothing).
+   answer that is not graded earns nothing); tagged ``raises-exception``, so "Run All" goes on past
+   a wrong answer to the next exercise.
 
 The split of a learner's cell and a reference solution into "starter" and "solution" is read from
 their Python statements: the statements both cells open with and close with are shared; what
@@ -158,8 +159,13 @@ def _nbgrader(ex: Exercise, role: str, *, grade: bool, solution: bool, locked: b
     return meta
 
 
-def _meta(ex: Exercise, nbg: Dict) -> Dict:
-    return {"exercise_id": ex.id, "nbgrader": nbg, "slideshow": {"slide_type": "skip"}, "tags": ["exercise"]}
+def _meta(ex: Exercise, nbg: Dict, tags=()) -> Dict:
+    return {"exercise_id": ex.id, "nbgrader": nbg, "slideshow": {"slide_type": "skip"}, "tags": ["exercise", *tags]}
+
+
+#: A test cell's tag: its failure is expected, so JupyterLab's "Run All" (and nbclient) go on to the
+#: next cells -- a student sees every exercise's verdict, not only the first wrong one.
+RAISES = "raises-exception"
 
 
 def answer_source(sp: Split) -> str:
@@ -193,7 +199,7 @@ def exercise_cells(ex: Exercise) -> List[nbformat.NotebookNode]:
                                                                     locked=False)))
     test = nbformat.v4.new_code_cell(test_source(ex, sp),
                                      metadata=_meta(ex, _nbgrader(ex, "test", grade=True, solution=False,
-                                                                  locked=True)))
+                                                                  locked=True), tags=[RAISES]))
     for cell, role in ((task, "task"), (answer, "answer"), (test, "test")):
         cell["id"] = grade_id(ex, role)
     return [task, answer, test]

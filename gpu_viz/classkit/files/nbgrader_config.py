@@ -23,3 +23,7 @@ os.environ.setdefault("{{KERNEL_TIMEOUT_ENV}}", "{{KERNEL_TIMEOUT_S}}")
 # stub, so a released answer cell is the learner's cell of the course notebook (`answer = None`, or
 # the starting kernel) and carries no solution.
 c.ClearSolutions.code_stub = {"python": "# your answer: edit the line(s) above"}
+
+# Collecting: every student's files belong to one Unix user (the hub's user on one machine,
+# "jovyan" in the class image), so nbgrader's owner check would warn about every submission.
+c.ExchangeCollect.check_owner = False
