@@ -149,7 +149,7 @@ def _template(name: str, **values) -> str:
 #: (``files/<name>`` -> ``DIR/<name>``).
 TEMPLATES = ("README.md", "nbgrader_config.py", "hub/student/nbgrader_config.py", "hub/values.yaml")
 COPIED = ("hub/Dockerfile", "hub/install-course.sh", "hub/exchange-pvc.yaml", "hub/jupyterhub_config.py",
-          "hub/student/labconfig/page_config.json", "hub/student/jupyter_server_config.d/nbgrader-student.json")
+          "hub/student/labconfig/page_config.json", "hub/student/jupyter_server_config.d/zz-nbgrader-student.json")
 
 
 def build(out, course_id: str = DEFAULT_COURSE_ID, force: bool = False) -> List[Path]:

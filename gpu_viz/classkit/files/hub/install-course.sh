@@ -36,8 +36,9 @@ prefix=$("$py" -c 'import sys; print(sys.prefix)')
 install -d "$prefix/etc/jupyter/labconfig" "$prefix/etc/jupyter/jupyter_server_config.d"
 install -m 644 "$here/student/nbgrader_config.py" "$prefix/etc/jupyter/nbgrader_config.py"
 install -m 644 "$here/student/labconfig/page_config.json" "$prefix/etc/jupyter/labconfig/page_config.json"
-install -m 644 "$here/student/jupyter_server_config.d/nbgrader-student.json" \
-  "$prefix/etc/jupyter/jupyter_server_config.d/nbgrader-student.json"
+# (named to sort after nbgrader's own nbgrader.json in the same folder: the later file wins)
+install -m 644 "$here/student/jupyter_server_config.d/zz-nbgrader-student.json" \
+  "$prefix/etc/jupyter/jupyter_server_config.d/zz-nbgrader-student.json"
 "$py" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (CUDA on the Metal)"
 
 # what the image promises
@@ -51,8 +52,15 @@ print(f"gpu_viz {gpu_viz.__version__ if hasattr(gpu_viz, '__version__') else ''}
       f"torch {torch.__version__}, nbgrader {nbgrader.__version__}, jupyterhub {jupyterhub.__version__}; "
       f"class kit cell timeout {classkit.CELL_TIMEOUT_S} s")
 PY
+# (each tool from the environment itself: `jupyter SUBCOMMAND` would look the subcommand up on PATH;
+# the listings read whole before grep: grep -q stopping early would fail the pipe under pipefail)
 "$prefix/bin/jupyterhub-singleuser" --version >/dev/null
-"$py" -m jupyter labextension list 2>&1 | grep -q "@jupyter/nbgrader" || { echo "$0: nbgrader's JupyterLab extension is missing" >&2; exit 1; }
-"$py" -m jupyter server extension list 2>&1 | grep -q "nbgrader.server_extensions.assignment_list.*enabled" \
+labext=$("$prefix/bin/jupyter-labextension" list 2>&1)
+grep -q "@jupyter/nbgrader" <<<"$labext" || { echo "$0: nbgrader's JupyterLab extension is missing" >&2; exit 1; }
+serverext=$("$prefix/bin/jupyter-server" extension list 2>&1)
+grep -q "nbgrader.server_extensions.assignment_list.*enabled" <<<"$serverext" \
   || { echo "$0: nbgrader's assignment_list server extension is not enabled" >&2; exit 1; }
+if grep -q "nbgrader.server_extensions.formgrader.*enabled" <<<"$serverext"; then
+  echo "$0: the instructor's formgrader is still enabled for students" >&2; exit 1
+fi
 echo "install-course.sh: done ($prefix)"
