@@ -277,3 +277,52 @@ def test_a_notebook_and_the_registry_that_disagree_are_named():
     nb.cells.append(nbformat.v4.new_code_cell("x", metadata={"exercise_id": "98.other"}))
     with pytest.raises(source.ClassKitError, match="98.other"):
         source.source_notebook(nb, "99_fake", [e])
+
+
+def _hub_config(kit, tmp_path, **env):
+    """Load the kit's hub/jupyterhub_config.py as JupyterHub does, in a child process with ``env``;
+    (exit code, the settings that matter as JSON or the error)."""
+    code = ("import json, sys; from traitlets.config.loader import PyFileConfigLoader\n"
+            f"c = PyFileConfigLoader('jupyterhub_config.py', path={str(kit / 'hub')!r}).load_config()\n"
+            "print(json.dumps({'bind_url': c.JupyterHub.bind_url, 'spawner': c.JupyterHub.spawner_class,"
+            " 'auth': c.JupyterHub.authenticator_class, 'allowed': sorted(c.Authenticator.allowed_users or []),"
+            " 'admins': sorted(c.Authenticator.admin_users or []), 'env': c.Spawner.environment,"
+            " 'args': c.Spawner.args}))")
+    full = {k: v for k, v in os.environ.items() if not k.startswith("CLASS_HUB_")}
+    full.update(CLASS_HUB_STATE=str(tmp_path / "state"), **env)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=120)
+    return r.returncode, (r.stdout if r.returncode == 0 else r.stderr)
+
+
+ROOT_OK = {"CLASS_HUB_ALLOW_ROOT": "1"} if os.geteuid() == 0 else {}
+
+
+@pytest.mark.parametrize("env, words", [
+    ({}, "CLASS_HUB_PASSWORD"),
+    ({"CLASS_HUB_PASSWORD": "short"}, "8 characters"),
+    ({"CLASS_HUB_PASSWORD": "long-enough", "CLASS_HUB_ADMINS": "me"}, "CLASS_HUB_ADMIN_PASSWORD"),
+    ({"CLASS_HUB_PASSWORD": "long-enough", "CLASS_HUB_ADMINS": "me", "CLASS_HUB_ADMIN_PASSWORD": "x" * 31},
+     "32 characters"),
+])
+def test_the_hub_config_refuses_what_would_lock_people_out(kit, tmp_path, env, words):
+    rc, out = _hub_config(kit, tmp_path, **{**ROOT_OK, **env})
+    assert rc != 0 and words in out, out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the refusal to run as root needs root to be seen")
+def test_the_hub_config_refuses_root_unless_told(kit, tmp_path):
+    rc, out = _hub_config(kit, tmp_path, CLASS_HUB_PASSWORD="long-enough")
+    assert rc != 0 and "not root" in out and "CLASS_HUB_ALLOW_ROOT" in out
+
+
+def test_the_hub_config_serves_locally_with_the_students_settings(kit, tmp_path):
+    rc, out = _hub_config(kit, tmp_path, CLASS_HUB_PASSWORD="long-enough", CLASS_HUB_USERS="ada, grace,linus",
+                          CLASS_HUB_ADMINS="prof", CLASS_HUB_ADMIN_PASSWORD="p" * 32, **ROOT_OK)
+    assert rc == 0, out
+    import json
+
+    c = json.loads(out)
+    assert c["bind_url"] == "http://127.0.0.1:8000" and c["spawner"] == "simple" and c["auth"] == "shared-password"
+    assert c["allowed"] == ["ada", "grace", "linus", "prof"] and c["admins"] == ["prof"]
+    assert c["env"]["JUPYTER_CONFIG_PATH"] == str(kit / "hub" / "student")
+    assert c["env"]["NBGRADER_EXCHANGE"] == str(tmp_path / "state" / "exchange")

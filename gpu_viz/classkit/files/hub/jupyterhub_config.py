@@ -12,7 +12,8 @@
 # Settings, from the environment:
 #   CLASS_HUB_PASSWORD  the room's password, >= 8 characters (required)
 #   CLASS_HUB_USERS     the students allowed, comma-separated (empty: any name)
-#   CLASS_HUB_ADMINS    the instructors, comma-separated (hub admins; also allowed)
+#   CLASS_HUB_ADMINS    hub admins, comma-separated (optional: grading needs none); they sign in with
+#   CLASS_HUB_ADMIN_PASSWORD, 32 characters or more
 #   CLASS_HUB_PORT      the port students open (default 8000); CLASS_HUB_IP: the address (default
 #                       127.0.0.1: this machine only; 0.0.0.0 serves the room -- put TLS in front)
 #   CLASS_HUB_API_PORT, CLASS_HUB_PROXY_API_PORT  the hub's and the proxy's own ports on 127.0.0.1
@@ -70,6 +71,13 @@ if password is None or len(password) < 8:
 c.SharedPasswordAuthenticator.user_password = password
 admins = _names("CLASS_HUB_ADMINS")
 users = _names("CLASS_HUB_USERS")
+if admins:
+    # an admin signs in with the admin password only (SharedPasswordAuthenticator's rule)
+    admin_password = _setting("CLASS_HUB_ADMIN_PASSWORD")
+    if admin_password is None or len(admin_password) < 32 or admin_password == password:
+        raise SystemExit("hub/jupyterhub_config.py: CLASS_HUB_ADMINS needs CLASS_HUB_ADMIN_PASSWORD, 32 characters or "
+                         "more and not the room's password (without it no admin can sign in)")
+    c.SharedPasswordAuthenticator.admin_password = admin_password
 c.Authenticator.admin_users = admins
 if users:
     c.Authenticator.allowed_users = users | admins
