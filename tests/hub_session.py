@@ -68,9 +68,12 @@ def descendants(root: int) -> Dict[int, Tuple[int, int]]:
 
 
 def _alive(pid: int, start: int) -> bool:
-    """``pid`` still runs and is the process recorded (its start time matches: not a reused pid)."""
+    """``pid`` still runs and is the process recorded (its start time matches: not a reused pid);
+    a zombie (dead, not yet reaped by its parent) is not running."""
     try:
-        return _stat(pid)[2] == start
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().decode("ascii", "replace").rsplit(")", 1)[1].split()[0]
+        return _stat(pid)[2] == start and state not in ("Z", "X")
     except (OSError, ValueError, IndexError):
         return False
 

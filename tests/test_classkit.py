@@ -326,3 +326,36 @@ def test_the_hub_config_serves_locally_with_the_students_settings(kit, tmp_path)
     assert c["allowed"] == ["ada", "grace", "linus", "prof"] and c["admins"] == ["prof"]
     assert c["env"]["JUPYTER_CONFIG_PATH"] == str(kit / "hub" / "student")
     assert c["env"]["NBGRADER_EXCHANGE"] == str(tmp_path / "state" / "exchange")
+
+
+def test_the_hub_tests_clean_up_stops_every_process_it_started(tmp_path, monkeypatch):
+    """tests/hub_session.stop on a stand-in for a hub: a process that ignores SIGTERM and has
+    started a child in a session of its own (as the spawner starts a student's server) and a
+    grandchild under it (a kernel).  Every one of them is stopped, by PID and process group."""
+    import signal
+
+    from hub_session import Hub, _alive, stop
+
+    tree = tmp_path / "tree.py"
+    tree.write_text(
+        "import os, signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "if sys.argv[1:] != ['leaf']:\n"
+        "    depth = int(sys.argv[1]) if len(sys.argv) > 1 else 0\n"
+        "    nxt = [sys.executable, __file__, str(depth + 1)] if depth < 1 else [sys.executable, __file__, 'leaf']\n"
+        "    subprocess.Popen(nxt, start_new_session=True)\n"
+        "time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, str(tree)], start_new_session=True)
+    hub = Hub("http://127.0.0.1:1", tmp_path, tmp_path, tmp_path, proc, tmp_path / "log", {})
+    deadline = time.monotonic() + 30
+    while hub.record() < 3:
+        assert time.monotonic() < deadline, "the stand-in did not start its children"
+        time.sleep(0.1)
+    seen = dict(hub.seen)
+    assert len({g for g, _t in seen.values()}) == 3          # three process groups
+    import hub_session
+
+    monkeypatch.setattr(hub_session, "STOP_TIMEOUT_S", 2)    # it ignores SIGTERM: do not wait long
+    stop(hub)
+    assert not [p for p, (_g, t) in seen.items() if _alive(p, t)]
+    assert proc.poll() is not None and proc.returncode == -signal.SIGKILL
