@@ -118,12 +118,17 @@ def _checker_call(src: str, ex: Exercise) -> Tuple[str, str]:
     """(answer source, keyword options source) of the ``<module>.check(<ex.id>, <answer>, ...)``
     call in ``src``."""
     tree = ast.parse(src)
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "check"
-                and len(node.args) == 2 and isinstance(node.args[0], ast.Constant) and node.args[0].value == ex.id):
-            opts = ", ".join(ast.get_source_segment(src, kw) for kw in node.keywords)
-            return ast.get_source_segment(src, node.args[1]), opts
-    raise ClassKitError(f"exercise {ex.id}: its learner cell never calls `ex.check({ex.id!r}, <answer>)`")
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr == "check" and len(n.args) == 2]
+    # the call naming the exercise by its id; else the cell's only checker call (an id held in a name)
+    named = [n for n in calls if isinstance(n.args[0], ast.Constant) and n.args[0].value == ex.id]
+    others = [n for n in calls if not isinstance(n.args[0], ast.Constant)]
+    found = named or (others if len(others) == 1 else [])
+    if not found:
+        raise ClassKitError(f"exercise {ex.id}: its learner cell never calls `ex.check({ex.id!r}, <answer>)`")
+    node = found[0]
+    opts = ", ".join(ast.get_source_segment(src, kw) for kw in node.keywords)
+    return ast.get_source_segment(src, node.args[1]), opts
 
 
 def split(ex: Exercise) -> Split:
