@@ -59,6 +59,16 @@ def _feedback_text(path: Path) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
+def _output_text(cell) -> str:
+    """A code cell's outputs as text: streams, results, errors (name, value, traceback)."""
+    out = []
+    for o in cell.get("outputs", []):
+        out.append(o.get("text", "") if isinstance(o.get("text"), str) else "".join(o.get("text", [])))
+        out.append(str(o.get("data", {}).get("text/plain", "")))
+        out += [o.get("ename", ""), o.get("evalue", "")] + list(o.get("traceback", []))
+    return re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(out))
+
+
 def _learner_text(path: Path) -> str:
     """What the course notebook shows a learner (every cell but a reference solution's)."""
     nb = nbformat.read(str(path), as_version=4)
@@ -132,10 +142,15 @@ def test_generate_autograde_gradebook_feedback(tmp_path, rng):
         assert fragment in pages["wrong"], f"the feedback on {eid} does not name the mistake {fragment!r}"
     assert pages["partial"].count("no answer yet") >= sum(ex.kind != KERNEL for ex in exs)
     assert "earns no points" in pages["partial"]
-    for s, page in pages.items():
+    for s in subs:
+        # what the exercises' cells printed (the verdicts; the lesson's own cells may show the taught
+        # kernel, which is not the exercise's answer), against the reference solutions' lines
+        graded = nbformat.read(str(course / "autograded" / s / stem / f"{stem}.ipynb"), as_version=4)
+        verdicts = "\n".join(_output_text(c) for c in graded.cells if c.metadata.get("exercise_id"))
+        assert verdicts.strip(), s
         mine = "\n".join(x for x in subs[s].values() if x)    # a student's own lines may match the solution's
         for ex in exs:
-            leaked = [ln for ln in source.solution_lines(ex, shown) if ln in page and ln not in mine]
-            assert not leaked, f"{s}'s feedback shows {ex.id}'s solution lines {leaked}"
+            leaked = [ln for ln in source.solution_lines(ex, shown) if ln in verdicts and ln not in mine]
+            assert not leaked, f"the feedback to {s} shows {ex.id}'s solution lines {leaked}"
     print(f"\nrelease of {len(lessons)} assignments {t_release:.0f} s; autograde of 3 submissions of {stem} "
           f"{t_autograde:.0f} s; scores {got} of {total}")
