@@ -1,4 +1,4 @@
-"""`gpu-viz info | doctor | bench | record | slides`: the course from the command line."""
+"""`gpu-viz info | doctor | bench | record | slides | class-kit`: the course from the command line."""
 from __future__ import annotations
 
 import argparse
@@ -20,7 +20,7 @@ def _info(args) -> int:
 
 
 def main(argv=None) -> int:
-    from . import doctor, record_cli, slides_cli, words
+    from . import classkit, doctor, record_cli, slides_cli, words
     from .rmsnorm import report
 
     words.readable_streams()  # a Latin-1 / cp1252 terminal prints the tables too (dashes as ASCII)
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
                                    "bandwidth, L2), or that it runs in CPU mode and why.")
     p.add_argument("--json", action="store_true", help="also print every attribute as JSON")
     p.set_defaults(func=_info)
-    for module in (doctor, report, record_cli, slides_cli):
+    for module in (doctor, report, record_cli, slides_cli, classkit):
         module.register_cli(sub)
     # known args first: a wrong option is then reported by the parser it was given to, naming it
     # (argparse alone reports a missing command, or the top-level usage for a command's option)

@@ -18,17 +18,9 @@ from gpu_viz import backend, emulator, exercises as ex, kernels
 from gpu_viz.exercises import kernel_task
 from gpu_viz.exercises.core import KERNEL, exercise_source
 
+import catalogue
+
 ROOT = Path(__file__).resolve().parent.parent
-CATALOGUE = Path(__file__).resolve().parent / "exercise_catalogue"
-#: catalogue folder -> the exercises it grades.
-TASKS = {"vector_add": ("warps_simt.vector_add",), "grid_stride": ("grid_stride_loops.grid_stride",),
-         "block_sum": ("four_phase_trace.block_sum",),
-         "coalesce": ("memory_access.coalesce",), "pad_tile": ("memory_access.pad_tile",),
-         "fix_race": ("memory_access.fix_race",), "next_rung": ("memory_access.next_rung",)}
-#: The exercise sources (kernels/exercises/<stem>.start/.solution.cu) of each exercise id.
-SOURCE_STEMS = {"warps_simt.vector_add": "vector_add", "grid_stride_loops.grid_stride": "grid_stride",
-                "memory_access.coalesce": "coalesce", "memory_access.pad_tile": "pad_tile",
-                "memory_access.fix_race": "fix_race", "memory_access.next_rung": "next_rung"}
 #: The block-sum catalogue takes 2-4 s a kernel in the emulator; these run in the fast lane, the rest are slow.
 FAST_BLOCK_SUM = {"ok_braces_lane_id", "deck_unguarded", "missing_syncthreads", "pow2_tree"}
 
@@ -42,13 +34,12 @@ def cpu_mode(monkeypatch):
 
 def _catalogue():
     out = []
-    for folder, eids in TASKS.items():
-        for f in sorted((CATALOGUE / folder).glob("*.cu")):
-            expect = re.match(r"// expect: (.*)", f.read_text(encoding="utf-8")).group(1).strip()
-            slow = folder == "block_sum" and f.stem not in FAST_BLOCK_SUM
-            for eid in eids:
-                out.append(pytest.param(eid, f, expect, id=f"{eid}-{f.stem}",
-                                        marks=[pytest.mark.slow] if slow else []))
+    for eid in catalogue.kernel_exercises():
+        if eid in catalogue.SHARED:   # graded by the catalogue it shares, under that exercise's id
+            continue
+        for f, expect in catalogue.entries(eid):
+            slow = eid == "four_phase_trace.block_sum" and f.stem not in FAST_BLOCK_SUM
+            out.append(pytest.param(eid, f, expect, id=f"{eid}-{f.stem}", marks=[pytest.mark.slow] if slow else []))
     return out
 
 
@@ -56,12 +47,14 @@ CATALOGUE_CASES = _catalogue()
 
 
 def test_the_catalogue_is_large_enough():
-    """At least 40 wrong and 8 right kernels across the kernel exercises, each exercise covered."""
+    """At least 40 wrong and 8 right kernels across the kernel exercises; every kernel exercise has
+    a catalogue (its own folder, named by its id, or the one it shares) with right and wrong kernels."""
     expects = [c.values[2] for c in CATALOGUE_CASES]
     assert sum(e != "correct" for e in expects) >= 40 and sum(e == "correct" for e in expects) >= 8
-    kernel_ids = {e.id for e in ex.exercises() if e.kind == KERNEL}
-    covered = {c.values[0] for c in CATALOGUE_CASES} | {"four_phase_trace.fix_deck"}
-    assert kernel_ids <= covered, kernel_ids - covered
+    for eid in catalogue.kernel_exercises():
+        got = [e for _f, e in catalogue.entries(eid)]
+        assert "correct" in got and sum(e != "correct" for e in got) >= 3, (eid, catalogue.folder(eid))
+    assert {p.name for p in catalogue.CATALOGUE.iterdir() if p.is_dir()} <= set(catalogue.kernel_exercises())
 
 
 @needs_emulator
@@ -72,14 +65,37 @@ def test_catalogue_in_cpu_mode(eid, path, expect, cpu_mode):
         assert v.ok is True, v.text()
     else:
         assert v.ok is False and expect in v.message, v.text()
-    # the feedback never holds the reference solution's lines (those the starting code already has aside)
-    stem = SOURCE_STEMS.get(eid, "block_sum")
-    def code_lines(name):
-        return [ln.split("//")[0].strip() for ln in exercise_source(name).splitlines()]
+    # the feedback never holds the reference solution's code: no statement or expression of it that the
+    # starting code lacks (an index formula, a loop header's parts), spaces and casts aside
+    leaked = [f for f in solution_fragments(eid) if f in re.sub(r"\s+", "", v.text())]
+    assert not leaked, (leaked, v.text())
 
-    given = set(code_lines(f"{stem}.start"))
-    body = [ln for ln in code_lines(f"{stem}.solution") if len(ln) > 25 and ln not in given]
-    assert not [ln for ln in body if ln in v.text()], v.text()
+
+_TYPES = re.compile(r"\b(?:const|unsigned|signed|long|int|float|double|auto|size_t|bool|__restrict__)\b|\((?:[\w ]+)\)(?=\w|\()")
+
+
+def solution_fragments(eid: str, shortest: int = 20) -> set:
+    """The reference solution's statements and right-hand sides (types, casts and spaces removed) that
+    exercise ``eid``'s starting code does not hold, those of at least ``shortest`` characters."""
+    e = ex.get(eid)
+
+    def fragments(cell):
+        out = set()
+        for ln in catalogue.code_of(cell).splitlines():
+            code = ln.split("//")[0]
+            for part in re.split(r"[;{}]|\bfor\s*\(", code):
+                part = re.sub(r"\s+", "", _TYPES.sub(" ", part)).strip("()")
+                rhs = re.split(r"(?<![=!<>+\-*/])=(?!=)", part, maxsplit=1)
+                out.update(f for f in {part, rhs[-1]} if len(f) >= shortest)
+        return out
+
+    return fragments(e.solution) - fragments(e.placeholder)
+
+
+def test_the_leak_check_sees_an_index_formula():
+    frags = solution_fragments("warps_simt.vector_add")
+    said = re.sub(r"\s+", "", "Each thread's element is i = blockIdx.x * blockDim.x + threadIdx.x.")
+    assert any(f in said for f in frags), frags
 
 
 @needs_emulator
@@ -166,7 +182,7 @@ def test_the_child_process_returns_what_the_kernel_wrote():
 def test_a_failing_verdict_replays_the_learners_run(cpu_mode):
     from gpu_viz.widgets import Animation
 
-    v = ex.check("four_phase_trace.block_sum", (CATALOGUE / "block_sum" / "missing_syncthreads.cu").read_text(encoding="utf-8"))
+    v = ex.check("four_phase_trace.block_sum", (catalogue.folder("four_phase_trace.block_sum") / "missing_syncthreads.cu").read_text(encoding="utf-8"))
     assert v.ok is False and v.replay is not None
     from gpu_viz.frames import run as run_frames
 
@@ -182,7 +198,7 @@ def test_a_failing_verdict_replays_the_learners_run(cpu_mode):
 @pytest.mark.slow
 @pytest.mark.skipif(kernels.find_tool("nvcc") is None, reason="no nvcc")
 @pytest.mark.parametrize("path", sorted((ROOT / "kernels" / "exercises").glob("*.cu")) +
-                         sorted(CATALOGUE.glob("*/*.cu")), ids=lambda p: f"{p.parent.name}/{p.stem}")
+                         sorted(catalogue.CATALOGUE.glob("*/*.cu")), ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_exercise_kernels_compile_for_every_arch(path, tmp_path):
     """Every starter, solution and catalogue kernel builds for sm_75/80/89/90 with nvcc (the ones that
     must not compile excepted)."""

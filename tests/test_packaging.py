@@ -62,8 +62,10 @@ def test_wheel_carries_the_kernels(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     wheel = next(tmp_path.glob("gpu_viz-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    cu = sorted(p.name for p in (ROOT / "kernels").iterdir() if p.suffix in (".cu", ".cuh", ".cpp"))  # + the launcher
-    shipped = sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("gpu_viz/_kernels/"))
+    # every kernel source, in its folder (kernels/exercises/ too), + the launcher
+    cu = sorted(p.relative_to(ROOT / "kernels").as_posix() for p in (ROOT / "kernels").rglob("*")
+                if p.suffix in (".cu", ".cuh", ".cpp"))
+    shipped = sorted(n[len("gpu_viz/_kernels/"):] for n in names if n.startswith("gpu_viz/_kernels/"))
     assert cu and shipped == cu, f"kernels in the wheel {shipped} != kernels/ {cu}"
 
 

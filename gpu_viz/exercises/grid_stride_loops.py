@@ -85,15 +85,16 @@ def _drop_tail(case: Case) -> np.ndarray:
 
 #: (message, visits(case) -> counts): the classic loops, each as the visit counts it makes.
 LOOP_MISTAKES = (
-    ("there is no loop (or it never repeats): each thread handles one element, so only the first "
-     "gridDim.x * blockDim.x elements are visited. Repeat with i += blockDim.x * gridDim.x while i < n.", _no_loop),
-    ("the stride is blockDim.x: with more than one block, blocks overlap and elements are visited several "
-     "times. Step by the whole grid, blockDim.x * gridDim.x.", _loop(step=lambda B, G: B)),
-    ("the stride is gridDim.x: threads a block apart visit the same elements. Step by blockDim.x * gridDim.x "
-     "(threads per block times blocks).", _loop(step=lambda B, G: G)),
-    ("the stride is one too long (blockDim.x * gridDim.x + 1): some elements are skipped.",
+    ("there is no loop (or it never repeats): each thread handles one element, so only as many elements as "
+     "the grid has threads are visited. Each thread must go on, one whole grid further each time, while i < n.",
+     _no_loop),
+    ("the stride is blockDim.x, one block: with more than one block, blocks overlap and elements are visited "
+     "several times. Step by the whole grid: every thread of every block.", _loop(step=lambda B, G: B)),
+    ("the stride is gridDim.x, the number of blocks: threads a block apart visit the same elements. Step by "
+     "the whole grid: every thread of every block.", _loop(step=lambda B, G: G)),
+    ("the stride is one element longer than the grid: some elements are skipped.",
      _loop(step=lambda B, G: B * G + 1)),
-    ("the stride is one too short (blockDim.x * gridDim.x - 1): some elements are visited twice.",
+    ("the stride is one element shorter than the grid: some elements are visited twice.",
      _loop(step=lambda B, G: B * G - 1)),
     ("the loop test is `i <= n`: element n, one past the end, is visited. Stop at i < n.",
      _loop(cond=lambda i, n: i <= n)),
@@ -103,7 +104,7 @@ LOOP_MISTAKES = (
     ("the last, partial pass is dropped (the loop stops while i + stride < n): the elements of the last pass "
      "are never visited. Test i < n itself.", _drop_tail),
     ("the loop starts at threadIdx.x, not at the thread's place in the grid: blocks visit the same elements. "
-     "Start at blockIdx.x * blockDim.x + threadIdx.x.", _loop(start=lambda b, t, B, G: t + 0 * b)),
+     "Start each thread at its place in the whole grid.", _loop(start=lambda b, t, B, G: t + 0 * b)),
 )
 
 
@@ -168,8 +169,8 @@ def explain_runaway(o: Observation) -> Optional[str]:
     per_warp = h.details["executions"] / max(1, h.details["warps"])
     want = _expected_passes(o.case)
     return (f"at {o.case.label()} the loop (line {h.details['line']}) had run {per_warp:,.0f} times per thread when it "
-            f"was stopped, where a grid-stride loop runs at most {want} times (n / (blockDim.x * gridDim.x), rounded "
-            "up): does i advance, and by the whole grid, blockDim.x * gridDim.x?")
+            f"was stopped, where a grid-stride loop runs at most {want} times (n divided by the grid's threads, "
+            "rounded up): does i advance, and by the whole grid?")
 
 
 TASK = KernelTask(

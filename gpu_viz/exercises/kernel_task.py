@@ -41,6 +41,28 @@ GPU_TIMEOUT_S = 30.0
 #: the task says (``KernelTask.budget``); grading stops at the first launch that runs away.
 EMU_BUDGET = 1_000_000
 EMU_SECONDS = 8.0
+#: Set (seconds > 0), both time limits above take its value: a class's grading machine sets it
+#: (gpu_viz.classkit's nbgrader_config.py) for kernels nbgrader runs.
+KERNEL_TIMEOUT_ENV = "GPU_VIZ_KERNEL_TIMEOUT_S"
+
+
+def time_limits() -> Tuple[float, float]:
+    """(seconds the GPU child process may run, seconds one emulated launch may run):
+    :data:`GPU_TIMEOUT_S` and :data:`EMU_SECONDS`, or both :data:`KERNEL_TIMEOUT_ENV`'s value.
+
+    Raises:
+        ValueError: :data:`KERNEL_TIMEOUT_ENV` is set to anything but a finite number of seconds > 0.
+    """
+    raw = os.environ.get(KERNEL_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return GPU_TIMEOUT_S, EMU_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{KERNEL_TIMEOUT_ENV} must be a number of seconds > 0, got {raw!r}")
+    return value, value
 #: The name a learner's source compiles as (the lines in messages are its lines).
 SOURCE_NAME = "your_kernel.cu"
 
@@ -283,7 +305,7 @@ class KernelTask:
             options = self.launch_options(case) if self.launch_options is not None else {}
             try:
                 run = program.launch(self.kernel, case.grid, case.block, args, device=dev, shared_mem=case.shared_mem,
-                                     budget=budget, time_limit=EMU_SECONDS, record=record, **options)
+                                     budget=budget, time_limit=time_limits()[1], record=record, **options)
             except emulator.LaunchError as exc:
                 raise _GradingError(f"launching your kernel at {case.label()} failed: {exc}") from None
             except emulator.Unsupported as exc:
@@ -516,7 +538,7 @@ def run_in_child(code: str, kernel: str, params: Sequence[Param], jobs, timeout:
         _GradingError: the child did not finish within ``timeout`` seconds (it is stopped, the
         notebook goes on), or failed (its message).
     """
-    timeout = GPU_TIMEOUT_S if timeout is None else timeout
+    timeout = time_limits()[0] if timeout is None else timeout
     with tempfile.TemporaryDirectory(prefix="gpu-viz-kernel-") as tmp:
         arrays = {}
         meta = {"code": code, "kernel": kernel, "emulate": emulate, "arch": _arch() if emulate else None,

@@ -56,7 +56,8 @@ _RIGHT = lambda b, t, B, G: b * B + t  # noqa: E731
 #: (message, index, guard): the classic mistakes, each as the elements it writes.
 INDEX_MISTAKES = (
     ("every thread writes C[0]: the index is never set to the thread's element. Each thread's element is "
-     "i = blockIdx.x * blockDim.x + threadIdx.x.", lambda b, t, B, G: 0 * (b + t), _ALL),
+     "its place in the whole grid: the blocks before its own, then its place in its block.",
+     lambda b, t, B, G: 0 * (b + t), _ALL),
     ("there is no guard: the last block has threads past the end, and they write C[n] and beyond. Guard "
      "the store (and the loads) with `if (i < n)`.", _RIGHT, _ALL),
     ("the guard is `i <= n`: one thread too many writes C[n], one past the end. The last element is "
@@ -71,8 +72,8 @@ INDEX_MISTAKES = (
      "(blockDim = threads per block; gridDim = blocks in the grid).", lambda b, t, B, G: b * G + t, _LT),
     ("the index is blockIdx.x * blockDim.x without threadIdx.x: all threads of a block write the same "
      "element.", lambda b, t, B, G: b * B, _LT),
-    ("the index swaps the roles: threadIdx.x * blockDim.x + blockIdx.x jumps a block's threads blockDim.x "
-     "elements apart. Use blockIdx.x * blockDim.x + threadIdx.x.", lambda b, t, B, G: t * B + b, _LT),
+    ("the index swaps the roles of blockIdx.x and threadIdx.x: a block's threads land blockDim.x elements "
+     "apart, where neighbouring threads should take neighbouring elements.", lambda b, t, B, G: t * B + b, _LT),
     ("the index is off by one (i + 1): C[0] is never written and the last thread writes past the end.",
      lambda b, t, B, G: b * B + t + 1, _LT),
     ("the index is off by one (i + 1), and the guard stops one early: C[0] is never written.",

@@ -1,4 +1,4 @@
-// expect: one too long
+// expect: one element longer than the grid
 extern "C" __global__ void grid_stride(const float* x, float* y, float alpha, int n, unsigned* visits) {
     long long stride = (long long)blockDim.x * gridDim.x + 1;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
