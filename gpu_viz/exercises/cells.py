@@ -23,8 +23,6 @@ import sys
 from pathlib import Path
 from typing import List
 
-import nbformat
-
 from .core import KERNEL, Exercise, exercises
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent.parent / "notebooks"
@@ -43,6 +41,8 @@ def _meta(ex: Exercise, tags: List[str]) -> dict:
 
 def cells_for(ex: Exercise) -> list:
     """The two cells of ``ex``: the task and the learner's code cell."""
+    import nbformat  # here, not at import: the registry loads this module, and nbformat takes ~1 s
+
     show = ("\n\n`v.show()` plays your kernel's run, lane by lane, with the failing launch's faults marked."
             if ex.kind == KERNEL else "")
     task = nbformat.v4.new_markdown_cell(f"#### Your turn: {ex.title}\n\n{ex.task}{show}\n\n*({ex.kind})*",
@@ -77,6 +77,8 @@ def _heading_index(nb, before) -> int:
 def insert(path: Path) -> int:
     """Insert (or refresh) the exercises of notebook ``path`` and its "Your turn" card; returns how
     many exercises."""
+    import nbformat  # here, not at import: the registry loads this module, and nbformat takes ~1 s
+
     nb = nbformat.read(str(path), as_version=4)
     exs = exercises(path.stem)
     nb.cells = [c for c in nb.cells if "exercise_id" not in c.metadata]

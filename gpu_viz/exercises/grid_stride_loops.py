@@ -13,9 +13,9 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
-from .core import KERNEL, PREDICT, AnswerKindError, Exercise, Verdict, no_answer, register
+from .core import KERNEL, PREDICT, Exercise, Verdict, no_answer, register
+from .numbers import as_pair
 from .kernel_task import PAD, Case, KernelTask, Observation, Param, kernel_cells
-from .numbers import _plain, as_number
 
 ID = "grid_stride_loops.grid_stride"
 
@@ -205,10 +205,7 @@ def _check_passes(answer, n: int = 2500, block: int = 1024):
     eid = "grid_stride_loops.passes"
     if answer is None:
         return no_answer(eid, "a pair (elements thread 0 handles, threads that handle three)")
-    try:
-        first, three = (as_number(eid, a, "count") for a in _plain(answer))
-    except (TypeError, ValueError):
-        raise AnswerKindError(f"{eid}: the answer is a pair (elements_of_thread_0, threads_with_3), got {answer!r}") from None
+    first, three = as_pair(eid, answer, "(elements_of_thread_0, threads_with_3)")
     from .. import lessons
 
     tr = lessons.GRID_STRIDE.trace(n=n, grid=1, block=block)

@@ -52,6 +52,20 @@ def as_number(exercise_id: str, answer, what: str):
         raise AnswerKindError(msg if msg.startswith(exercise_id) else f"{exercise_id}: {msg}") from None
 
 
+def as_pair(exercise_id: str, answer, form: str):
+    """``answer`` as a pair of counts (NumPy answers included), for an exercise whose answer is the
+    pair ``form`` ("(warps, useful_lanes)").
+
+    Raises:
+        AnswerKindError: ``answer`` is not two numbers (naming ``form``).
+    """
+    try:
+        a, b = (as_number(exercise_id, v, "count") for v in _plain(answer))
+    except (TypeError, ValueError):
+        raise AnswerKindError(f"{exercise_id}: the answer is a pair {form}, got {answer!r}") from None
+    return a, b
+
+
 def grade_number(exercise_id: str, answer, want: float, rtol: float, what: str, mistakes: Dict[str, float],
                  details: list, reveal=()) -> Verdict:
     """:func:`gpu_viz.exercises.core.grade_number`, with NumPy answers, with ``reveal`` (lines that

@@ -12,9 +12,9 @@ from typing import List, Optional
 
 import numpy as np
 
-from .core import KERNEL, PREDICT, AnswerKindError, Exercise, Verdict, no_answer, register
+from .core import KERNEL, PREDICT, Exercise, Verdict, no_answer, register
+from .numbers import as_pair
 from .kernel_task import PAD, Case, KernelTask, Observation, Param, kernel_cells
-from .numbers import _plain, as_number
 
 ID = "warps_simt.vector_add"
 
@@ -156,10 +156,7 @@ def _check_warps(answer, n: int = 100, block: int = 96):
     eid = "warps_simt.warps"
     if answer is None:
         return no_answer(eid, "a pair (warps, useful lanes in the last warp)")
-    try:
-        warps, useful = (as_number(eid, a, "count") for a in _plain(answer))
-    except (TypeError, ValueError):
-        raise AnswerKindError(f"{eid}: the answer is a pair (warps, useful_lanes), got {answer!r}") from None
+    warps, useful = as_pair(eid, answer, "(warps, useful_lanes)")
     got_w, got_u, prov = _run_vector_add(n, block)
     d = []   # the run's counts are the answer: shown only once the learner has it
     if (warps, useful) == (got_w, got_u):
@@ -180,7 +177,7 @@ register(Exercise(
     "warps_simt.warps", "03_warps_simt", PREDICT, "Warps of a launch",
     "**Exercise: predict, then run.** `vector_add` with `n = 100` elements and `block = 96` threads "
     "(grid = ceil(n / block)). How many warps run, and how many lanes of the *last* warp do useful "
-    "work? Answer `(warps, useful_lanes)`; the checker runs the kernel (the CPU model in CPU mode).",
+    "work? Answer `(warps, useful_lanes)`; the checker runs the kernel (in the emulator in CPU mode).",
     "from gpu_viz import exercises as ex\nanswer = None   # FILL ME IN: (warps, useful_lanes)\nex.check('warps_simt.warps', answer)",
     "from gpu_viz import exercises as ex\nblocks = -(-100 // 96)\nwarps = blocks * -(-96 // 32)\n"
     "answer = (warps, max(0, 100 - (warps - 1) * 32))\nex.check('warps_simt.warps', answer).require()",
