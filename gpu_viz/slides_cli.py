@@ -15,6 +15,13 @@ from .outdir import FolderError
 from .slides import DEFAULT_NOTEBOOKS, DEFAULT_OUT, BuildInterrupted, _stopped_by_signals, build
 
 
+def _failed(exc: Exception, what: str = "") -> int:
+    """Print a build's error and return its exit status: 128 + the signal for an interrupted build
+    (130 for Ctrl-C), 2 for a refused or failed one."""
+    print(f"gpu-viz slides: {what if isinstance(exc, BuildInterrupted) else ''}{exc}", file=sys.stderr)
+    return 128 + exc.signum if isinstance(exc, BuildInterrupted) else 2
+
+
 def _os_error_message(exc: OSError, out: Path) -> str:
     """One line for an OSError: the system's reason and the path, naming --out when the path is
     (in) the output folder -- never Python's tuple of the error."""
@@ -41,12 +48,8 @@ def _cli(args) -> int:
                        execute=not args.no_execute, executed_dir=Path(args.executed_dir) if args.executed_dir
                        else None, timeout=args.timeout, jobs=args.jobs, vendor_from=vendor_from,
                        force_cpu=args.cpu, force=args.force)
-    except BuildInterrupted as exc:
-        print(f"gpu-viz slides: {exc}", file=sys.stderr)
-        return 128 + exc.signum
-    except (SlidesError, FolderError) as exc:
-        print(f"gpu-viz slides: {exc}", file=sys.stderr)
-        return 2
+    except (BuildInterrupted, SlidesError, FolderError) as exc:
+        return _failed(exc)
     except OSError as exc:  # not through the output folder's writer (e.g. reading a notebook)
         print(f"gpu-viz slides: {_os_error_message(exc, out)}", file=sys.stderr)
         return 2
@@ -68,12 +71,8 @@ def _cli(args) -> int:
         try:
             with _stopped_by_signals():
                 made = pdf.render(out)
-        except BuildInterrupted as exc:
-            print(f"gpu-viz slides: PDFs {exc}", file=sys.stderr)
-            return 128 + exc.signum
-        except (SlidesError, FolderError) as exc:
-            print(f"gpu-viz slides: {exc}", file=sys.stderr)
-            return 2
+        except (BuildInterrupted, SlidesError, FolderError) as exc:
+            return _failed(exc, "PDFs ")
         print(f"{len(made)} PDFs written beside the decks (one page per slide)")
     return 1 if failed else 0
 

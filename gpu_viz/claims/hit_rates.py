@@ -9,8 +9,6 @@ file, ``<gpu-slug>-<date>-hit-rates.json``, so the probes record never depends o
 """
 from __future__ import annotations
 
-import csv
-import io
 import subprocess
 import sys
 from typing import Dict, List, Optional
@@ -50,18 +48,9 @@ def parse_csv(text: str) -> List[Dict]:
     Raises:
         ValueError: no CSV header with "Metric Name" in ``text``.
     """
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if '"Metric Name"' in ln), None)
-    if start is None:
-        raise ValueError("no ncu CSV header (a line with \"Metric Name\") in the output")
-    launches: Dict[str, Dict] = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
-        key = METRICS.get(row.get("Metric Name", ""))
-        if key is None:
-            continue
-        rec = launches.setdefault(row["ID"], {"kernel": row.get("Kernel Name", "").split("(")[0]})
-        rec[key] = float(row["Metric Value"].replace(",", ""))
-    return [launches[k] for k in sorted(launches, key=int)]
+    from ..measure import ncu
+
+    return ncu.launches(text, METRICS)
 
 
 def measure(ncu: Optional[str] = None) -> List[Dict]:

@@ -23,8 +23,6 @@ record says so, and why, instead.
 """
 from __future__ import annotations
 
-import csv
-import io
 import subprocess
 import sys
 import traceback
@@ -453,18 +451,9 @@ def parse_ncu_csv(text: str) -> List[Dict[str, float]]:
     Raises:
         ValueError: no CSV header (a line with "Metric Name").
     """
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if '"Metric Name"' in ln), None)
-    if start is None:
-        raise ValueError("no ncu CSV header (a line with \"Metric Name\") in the output")
-    launches: Dict[str, Dict] = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
-        metric = row.get("Metric Name", "")
-        if metric not in ma.NCU_METRICS:
-            continue
-        rec = launches.setdefault(row["ID"], {"kernel": row.get("Kernel Name", "").split("(")[0]})
-        rec[metric] = float(row["Metric Value"].replace(",", ""))
-    return [launches[k] for k in sorted(launches, key=int)]
+    from ..measure import ncu
+
+    return ncu.launches(text, {m: m for m in ma.NCU_METRICS})
 
 
 def counters(ncu: Optional[str] = None, seed: int = 0) -> Dict:

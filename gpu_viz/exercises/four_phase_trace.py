@@ -140,46 +140,54 @@ def _first_hazard(obs, kind, region=None):
     return None, None
 
 
+def _full_mask(o, h, obs) -> str:
+    if "do not exist" in h.message:
+        return (f"a full-mask shuffle in a partial warp (line {h.where.line}, block sizes that are not a "
+                f"multiple of 32, first {o.case.label()}): the mask names lanes that do not exist, which is "
+                "undefined even where the sum comes out right. Shuffle with the mask of the lanes present and "
+                "add a partner's value only when it exists.")
+    return f"at {o.case.label()}: {h.message} (line {h.where.line})"
+
+
+#: (hazard kind, what it says given (observation, hazard, all observations)), in the order they are
+#: named: the first hazard kind any launch shows decides the message.
+HAZARD_MESSAGES = (
+    ("out-of-bounds", lambda o, h, obs:
+        f"at {o.case.label()}: {h.message} -- the loop must stop at i < n (line {h.where.line})"),
+    ("barrier-divergence", lambda o, h, obs:
+        f"a __syncthreads() that not every thread reaches (line {h.where.line}; at {o.case.label()}: "
+        f"{h.message.split(':')[0]}). Every thread of the block must reach the same __syncthreads(): put it "
+        "outside `if (warp == 0)` and any other branch on the thread."),
+    ("uninitialized:out", lambda o, h, obs:
+        f"out[0] is read before anything wrote it (line {h.where.line}): an atomicAdd into an output that "
+        "was never zeroed adds to whatever was there. Zero it first, or write the total with a plain "
+        "store from one thread."),
+    ("lockstep", lambda o, h, obs:
+        f"{h.message} (line {h.where.line}). Put __syncwarp() between the steps, or reduce with shuffles."),
+    ("uninitialized", lambda o, h, obs:
+        f"warp 0 reads a shared slot no warp wrote ({h.details.get('element')} at line {h.where.line}, "
+        f"block sizes {_sizes(obs)}): only (blockDim.x + 31) / 32 warps write a partial, so warp 0 must read "
+        "0, not smem[lane], for lanes past the number of warps."),
+    ("same-instruction", lambda o, h, obs:
+        f"every lane stores the warp's partial into smem[warp] (line {h.where.line}): after the shuffles "
+        "only lane 0 holds the warp's sum, and which lane's store lands is undefined. Guard the store so "
+        "that one lane writes (`if (lane == 0)`)."),
+    ("race", lambda o, h, obs:
+        f"{h.message.split(': the result')[0]} (line {h.where.line}). The partials are handed from every "
+        "warp to warp 0 through shared memory: a __syncthreads() must separate the writes from the reads "
+        "(and the reads from any later writes to the same slots)."),
+    ("shuffle-mask", _full_mask),
+)
+
+
 def explain_hazards(obs: List[Observation]) -> Optional[str]:
-    o, h = _first_hazard(obs, "out-of-bounds")
-    if h is not None:
-        return f"at {o.case.label()}: {h.message} -- the loop must stop at i < n (line {h.where.line})"
-    o, h = _first_hazard(obs, "barrier-divergence")
-    if h is not None:
-        return (f"a __syncthreads() that not every thread reaches (line {h.where.line}; at {o.case.label()}: "
-                f"{h.message.split(':')[0]}). Every thread of the block must reach the same __syncthreads(): put it "
-                "outside `if (warp == 0)` and any other branch on the thread.")
-    o, h = _first_hazard(obs, "uninitialized", "out")
-    if h is not None:
-        return (f"out[0] is read before anything wrote it (line {h.where.line}): an atomicAdd into an output that "
-                "was never zeroed adds to whatever was there. Zero it first, or write the total with a plain "
-                "store from one thread.")
-    o, h = _first_hazard(obs, "lockstep")
-    if h is not None:
-        return (f"{h.message} (line {h.where.line}). Put __syncwarp() between the steps, or reduce with shuffles.")
-    o, h = _first_hazard(obs, "uninitialized")
-    if h is not None:
-        return (f"warp 0 reads a shared slot no warp wrote ({h.details.get('element')} at line {h.where.line}, "
-                f"block sizes {_sizes(obs)}): only (blockDim.x + 31) / 32 warps write a partial, so warp 0 must read "
-                "0, not smem[lane], for lanes past the number of warps.")
-    o, h = _first_hazard(obs, "same-instruction")
-    if h is not None:
-        return (f"every lane stores the warp's partial into smem[warp] (line {h.where.line}): after the shuffles "
-                "only lane 0 holds the warp's sum, and which lane's store lands is undefined. Guard the store so "
-                "that one lane writes (`if (lane == 0)`).")
-    o, h = _first_hazard(obs, "race")
-    if h is not None:
-        return (f"{h.message.split(': the result')[0]} (line {h.where.line}). The partials are handed from every "
-                "warp to warp 0 through shared memory: a __syncthreads() must separate the writes from the reads "
-                "(and the reads from any later writes to the same slots).")
-    o, h = _first_hazard(obs, "shuffle-mask")
-    if h is not None:
-        if "do not exist" in h.message:
-            return (f"a full-mask shuffle in a partial warp (line {h.where.line}, block sizes that are not a "
-                    f"multiple of 32, first {o.case.label()}): the mask names lanes that do not exist, which is "
-                    "undefined even where the sum comes out right. Shuffle with the mask of the lanes present and "
-                    "add a partner's value only when it exists.")
-        return f"at {o.case.label()}: {h.message} (line {h.where.line})"
+    """The first hazard of :data:`HAZARD_MESSAGES` any launch shows, in the learner's words ("kind:region"
+    limits a kind to one array)."""
+    for key, say in HAZARD_MESSAGES:
+        kind, _, region = key.partition(":")
+        o, h = _first_hazard(obs, kind, region or None)
+        if h is not None:
+            return say(o, h, obs)
     return None
 
 
