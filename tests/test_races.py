@@ -60,6 +60,8 @@ def test_race_report_names_the_line_and_the_bins():
     rep = claims.race_report("histogram_racy", seed=3)
     assert rep["race"].startswith("a race on bins[") and "line 29" in rep["race"], rep
     assert "counts lost" in rep["outcome"] and emulator.LABEL in rep["label"]
+    assert {a["access"] for a in rep["accesses"]} == {"this access", "the other"}
+    assert all(a["line"] == 29 for a in rep["accesses"]), rep["accesses"]
     assert claims.race_report("histogram_atomic")["race"] == ""
 
 

@@ -257,7 +257,8 @@ def ladder_block_sizes(blocks: Sequence[int] = TREE_BLOCKS, seed: int = 0) -> Li
 def race_report(kernel: str = "histogram_racy", seed: int = 1) -> Dict:
     """One emulated run of a ``kernels/races.cu`` kernel (random warp interleaving, ``seed``), with
     its arrays named as in the source: ``{"kernel", "outcome", "hazards": [text of each kind's first],
-    "race": the first race's text or ""}``."""
+    "race": the first race's sentence or "", "accesses": [{"access", "line", "block", "thread", "warp",
+    "lane"}: the race's two accesses]}``."""
     from ..record import races
 
     em = _emulator()
@@ -279,11 +280,15 @@ def race_report(kernel: str = "histogram_racy", seed: int = 1) -> Dict:
                           seed=seed)
         want = x.reshape(L["grid"], L["block"])[:, ::-1].reshape(-1)
         outcome = f"{int((y.get() != want).sum())} of {n} elements wrong"
-    firsts: Dict[str, str] = {}
+    firsts: Dict[str, object] = {}
     for h in run.hazards:
-        firsts.setdefault(h.kind, h.text())
-    race = firsts.get("race") or firsts.get("uninitialized") or ""
-    return {"kernel": kernel, "outcome": outcome, "hazards": list(firsts.values()), "race": race,
+        firsts.setdefault(h.kind, h)
+    first = firsts.get("race") or firsts.get("uninitialized")
+    accesses = [("this access", first.where), ("the other", first.other)] if first is not None else []
+    return {"kernel": kernel, "outcome": outcome, "hazards": [h.text() for h in firsts.values()],
+            "race": first.message if first is not None else "",
+            "accesses": [{"access": name, "line": w.line, "block": w.block[0], "thread": w.thread[0], "warp": w.warp,
+                          "lane": w.lane} for name, w in accesses if w is not None],
             "label": emulated_label()}
 
 
@@ -582,17 +587,30 @@ def block_sizes_table(rows: Sequence[Dict]) -> str:
     return "\n".join(out)
 
 
-def bandwidth_section() -> str:
+def _traffic_words(counts: Sequence[Dict]) -> str:
+    """What the emulated counts say about time, with no clock: the bytes a pattern's sectors move per
+    byte it uses (1 / efficiency), the ratio a timing shows where no cache catches the rest."""
+    strided = [r for r in counts if r["pattern"].startswith("stride")]
+    worst = max(strided or counts, key=lambda r: 1 / r["efficiency"])
+    k = f"{1 / worst['efficiency']:.3g}x"
+    return (f"Without a clock, the emulator's counts say what a timing would: at {worst['pattern']} the loads of "
+            f"x move {k} the bytes they use, so where no cache catches the rest, reading x takes {k} as long as "
+            f"reading it coalesced. Data: {emulated_label()}")
+
+
+def bandwidth_section(counts: Optional[Sequence[Dict]] = None) -> str:
     """Markdown: the coalescing patterns' GB/s beside the copy -- measured now on a GPU, else the
-    committed record's, else what to run to make one."""
+    committed record's; in CPU mode without a record, what the emulated ``counts``
+    (:func:`pattern_counts`' rows) say instead, and what to run to make one."""
     if backend.has_gpu():
         rows, label = bandwidth(reps=20), backend.live_label()
     else:
         rec, label = recorded("memory-access")
         rows = [r for r in (rec or {}).get("rows", []) if r.get("op") == "coalescing"]
         if not rows:
-            return (f"*Not timed here (CPU mode: nothing is timed without a GPU).* "
-                    f"{label if rec is None else 'The committed record has no coalescing rows.'}")
+            missing = label if rec is None else "The committed record has no coalescing rows."
+            return (f"*Not timed here (CPU mode: nothing is timed without a GPU).* {missing}"
+                    + (f"\n\n{_traffic_words(counts)}" if counts else ""))
     copy = rows[0]["copy_GBps"]
     out = ["| pattern | bytes a lane | median µs | GB/s (useful bytes) | share of copy |", "|---|---|---|---|---|"]
     out += [f"| {r['pattern']} | {r['width']} | {r['median_us']:,.1f} | {r['GBps']:,.0f} | "
@@ -654,7 +672,16 @@ def race_record_section() -> str:
     return "\n".join(out) + f"\n\nData: {label}"
 
 
-def ladder_timing_section() -> str:
+def _ladder_words(counts: Sequence[Dict]) -> str:
+    """The emulated rungs' warp-instructions against the first rung's, with no clock."""
+    first, last = counts[0], counts[-1]
+    return (f"Without a clock, the emulator's counts: rung {first['rung']} issues {first['warp_instructions']:,} "
+            f"warp-instructions, rung {last['rung']} {last['warp_instructions']:,} "
+            f"({first['warp_instructions'] / last['warp_instructions']:.1f}x fewer). Counts are not times: a GPU's "
+            f"timing says what each rung waits on. Data: {emulated_label()}")
+
+
+def ladder_timing_section(counts: Optional[Sequence[Dict]] = None) -> str:
     """Markdown: the rungs timed on a GPU (each checked against float64 first) -- live, or recorded."""
     if backend.has_gpu():
         rows, label = ladder_timings(reps=20), backend.live_label()
@@ -662,8 +689,9 @@ def ladder_timing_section() -> str:
         rec, label = recorded("memory-access")
         rows = [r for r in (rec or {}).get("rows", []) if r.get("op") == "reduction_ladder"]
         if not rows:
-            return (f"*Not timed here (CPU mode: nothing is timed without a GPU).* "
-                    f"{label if rec is None else 'The committed record has no ladder rows.'}")
+            missing = label if rec is None else "The committed record has no ladder rows."
+            return (f"*Not timed here (CPU mode: nothing is timed without a GPU).* {missing}"
+                    + (f"\n\n{_ladder_words(counts)}" if counts else ""))
     copy = rows[0]["copy_GBps"]
     out = ["| rung | median µs | GB/s | share of copy |", "|---|---|---|---|"]
     out += [f"| {r['rung']} | {r['median_us']:,.1f} | {r['GBps']:,.0f} | **{_pct(r['GBps'] / copy)}** |" for r in rows]
