@@ -11,7 +11,7 @@ Sources of the expected numbers (each case names its own):
   [lds128] NVIDIA forum, "Clarification: bank_conflicts metric vs wavefronts for shared memory
            LDS.128": LDS.128 needs at least 4 wavefronts (512 B / 128 B); a layout whose quarter-warps
            each put 8 lanes in one group of banks takes 32, counted as 28 conflicts.
-  [cutlass] NVIDIA/cutlass issue 328 (NVIDIA's answer): 8-byte accesses are served a half-warp at a
+  [cutlass] github.com/NVIDIA/cutlass/issues/328 (NVIDIA's answer): 8-byte accesses are served a half-warp at a
            time, 16-byte accesses a quarter-warp at a time.
 """
 import json
