@@ -28,7 +28,8 @@ import numpy as np
 from . import isa, memops
 from . import memory as mem
 from . import nvrtc, opcodes, ptx
-from .machine import CONTROL, Launch, Run
+from .block import CONTROL
+from .machine import Launch, Run
 
 #: How every emulated figure and trace is labelled.
 LABEL = "emulated on the CPU from the kernel's PTX"
