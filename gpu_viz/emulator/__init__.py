@@ -10,7 +10,7 @@ draw (sectors per request, bank conflicts, instructions per line).
 Inside :func:`emulated`, the package's GPU producers (``gpu_viz.record.*``) run unchanged on the
 emulator, so a lesson's traced kernel yields the Trace the silicon would, labelled
 :data:`LABEL`.  What it cannot know (``%smid``, clocks, timers) comes from the named model in
-:mod:`gpu_viz.emulator.machine` and is listed in ``Run.simulated``; approximate instructions
+:mod:`gpu_viz.emulator.block` and is listed in ``Run.simulated``; approximate instructions
 (``ex2.approx`` ...) are computed correctly rounded and listed in ``Run.approximate``.
 """
 from .hazards import Hazard, HazardLog

@@ -178,15 +178,15 @@ def c_atom(ins: Instr, fn: Function):
 
 
 def _half_add(fake, old_bits, b_bits, t):
-    from .isa import _half_lanes, _half_pack
     from . import numerics as nm
-    xs, ys = _half_lanes(old_bits, t), _half_lanes(b_bits, t)
+    from .half import pack, unpack
+    xs, ys = unpack(old_bits, t), unpack(b_bits, t)
     res, los = [], []
     for x, y in zip(xs, ys):
         s, e = nm.two_sum(x, y)
         res.append(s)
         los.append(e)
-    packed = _half_pack(res, t, nm.RN, los)
+    packed = pack(res, t, nm.RN, los)
     return np.asarray(packed).view(isa.UBITS[isa.size_of(t)])
 
 

@@ -404,98 +404,134 @@ def parse(text: str) -> Module:
     Raises:
         PTXError: a statement it cannot read, naming the PTX line.
     """
-    version, target, addr = "", "", 64
-    variables: Dict[str, Var] = {}
-    functions: Dict[str, Function] = {}
-    files: Dict[int, str] = {}
-    fn: Optional[Function] = None
-    depth = 0
-    pending_head: Optional[Function] = None
-    loc: Optional[Loc] = None
-    inline_labels: Dict[str, Loc] = {}
-
+    p = _ModuleParser()
+    handlers = {"dir": p.directive, "open": p.open_brace, "close": p.close_brace, "label": p.label,
+                "stmt": p.statement}
     for kind, stmt, no in _statements(text):
         try:
-            if kind == "dir":
-                if stmt.startswith(".version"):
-                    version = stmt.split()[1]
-                elif stmt.startswith(".target"):
-                    target = stmt.split(None, 1)[1].split(",")[0].strip()
-                elif stmt.startswith(".address_size"):
-                    addr = int(stmt.split()[1])
-                elif stmt.startswith(".file"):
-                    m = re.match(r'\.file\s+(\d+)\s+"([^"]*)"', stmt)
-                    if m:
-                        files[int(m.group(1))] = m.group(2)
-                elif stmt.startswith(".loc") and fn is not None:
-                    loc = _parse_loc(stmt, inline_labels)
-                continue
-            if kind == "open":
-                if depth == 0 and pending_head is not None:
-                    fn, pending_head, loc = pending_head, None, None
-                depth += 1
-                continue
-            if kind == "close":
-                depth -= 1
-                if depth == 0 and fn is not None:
-                    _finish(fn)
-                    fn = None
-                continue
-            if kind == "label":
-                if fn is None:
-                    raise PTXError(f"label {stmt} outside a function")
-                fn.labels[stmt] = len(fn.code)
-                continue
-            # statements
-            if fn is None:
-                if pending_head is not None and stmt.startswith((".maxntid", ".reqntid", ".minnctapersm",
-                                                                  ".maxnreg", ".pragma", ".noreturn")):
-                    _perf_directive(pending_head, stmt)
-                    continue
-                if stmt.startswith(".pragma"):
-                    continue
-                hm = _FUNC_HEAD.match(stmt)
-                if hm and re.match(r"^(?:\.(?:visible|extern|weak)\s+)*\.(entry|func)\b", stmt):
-                    f = Function(name=hm.group("name"), entry=hm.group("kind") == "entry",
-                                 params=_parse_params(hm.group("params") or ""),
-                                 retvals=_parse_params(hm.group("ret") or ""))
-                    for d in re.findall(r"\.(?:maxntid|reqntid)\s+[\d,\s]+", hm.group("perf") or ""):
-                        _perf_directive(f, d)
-                    if ".extern" in (hm.group("pre") or ""):
-                        f.declared_only = True
-                        functions.setdefault(f.name, f)
-                    else:
-                        functions[f.name] = f
-                        pending_head = f
-                    continue
-                v = _parse_var(stmt)
-                variables[v.name] = v
-                continue
-            # inside a function body
-            if stmt.startswith(".reg"):
-                _declare_regs(fn, stmt)
-            elif stmt.startswith((".local", ".shared", ".param", ".const", ".global")):
-                v = _parse_var(stmt)
-                if v.space == "local":
-                    fn.locals.append(v)
-                elif v.space == "shared":
-                    fn.shared.append(v)
-                elif v.space == "param":
-                    pass   # call-sequence parameters: per-thread param space, created on first store
-                else:
-                    variables[v.name] = v
-            elif stmt.startswith(".pragma") or stmt.startswith((".maxntid", ".reqntid", ".maxnreg")):
-                continue
-            elif stmt.startswith("."):
-                raise PTXError(f"unsupported directive {stmt.split()[0]}")
-            else:
-                ins = _parse_instr(stmt, loc)
-                ins.index = len(fn.code)
-                fn.code.append(ins)
+            handlers[kind](stmt)
         except PTXError as exc:
             raise PTXError(f"PTX line {no}: {exc}") from None
-    return Module(version=version, target=target, address_size=addr, variables=variables,
-                  functions=functions, files=files)
+    return p.module()
+
+
+_PERF_DIRECTIVES = (".maxntid", ".reqntid", ".minnctapersm", ".maxnreg", ".pragma", ".noreturn")
+
+
+class _ModuleParser:
+    """One :func:`parse` in progress, fed the lexer's items in order: the module's directives,
+    variables and functions so far, the function whose body is open (``fn``), a function head
+    still waiting for its ``{`` (``head``), the brace depth, and the ``.loc`` in force."""
+
+    def __init__(self):
+        self.version, self.target, self.address_size = "", "", 64
+        self.variables: Dict[str, Var] = {}
+        self.functions: Dict[str, Function] = {}
+        self.files: Dict[int, str] = {}
+        self.fn: Optional[Function] = None
+        self.head: Optional[Function] = None
+        self.depth = 0
+        self.loc: Optional[Loc] = None
+        self.inline_labels: Dict[Tuple[int, int, int], Loc] = {}
+
+    def module(self) -> Module:
+        return Module(version=self.version, target=self.target, address_size=self.address_size,
+                      variables=self.variables, functions=self.functions, files=self.files)
+
+    def directive(self, stmt: str) -> None:
+        """A line directive: ``.version``, ``.target``, ``.address_size``, ``.file``, ``.loc``."""
+        if stmt.startswith(".version"):
+            self.version = stmt.split()[1]
+        elif stmt.startswith(".target"):
+            self.target = stmt.split(None, 1)[1].split(",")[0].strip()
+        elif stmt.startswith(".address_size"):
+            self.address_size = int(stmt.split()[1])
+        elif stmt.startswith(".file"):
+            m = re.match(r'\.file\s+(\d+)\s+"([^"]*)"', stmt)
+            if m:
+                self.files[int(m.group(1))] = m.group(2)
+        elif stmt.startswith(".loc") and self.fn is not None:
+            self.loc = _parse_loc(stmt, self.inline_labels)
+
+    def open_brace(self, _brace: str) -> None:
+        """``{``: at the top level after a function head, that function's body opens."""
+        if self.depth == 0 and self.head is not None:
+            self.fn, self.head, self.loc = self.head, None, None
+        self.depth += 1
+
+    def close_brace(self, _brace: str) -> None:
+        """``}``: back at the top level, the open function is complete (labels checked,
+        reconvergence points computed)."""
+        self.depth -= 1
+        if self.depth == 0 and self.fn is not None:
+            _finish(self.fn)
+            self.fn = None
+
+    def label(self, name: str) -> None:
+        if self.fn is None:
+            raise PTXError(f"label {name} outside a function")
+        self.fn.labels[name] = len(self.fn.code)
+
+    def statement(self, stmt: str) -> None:
+        if self.fn is None:
+            self.module_statement(stmt)
+        else:
+            self.body_statement(stmt)
+
+    def module_statement(self, stmt: str) -> None:
+        """Outside a body: a function head's performance directive, a function head (``.entry`` /
+        ``.func``, or an ``.extern`` declaration), or a module variable."""
+        if self.head is not None and stmt.startswith(_PERF_DIRECTIVES):
+            _perf_directive(self.head, stmt)
+            return
+        if stmt.startswith(".pragma"):
+            return
+        hm = _FUNC_HEAD.match(stmt)
+        if hm and re.match(r"^(?:\.(?:visible|extern|weak)\s+)*\.(entry|func)\b", stmt):
+            self.function_head(hm)
+            return
+        v = _parse_var(stmt)
+        self.variables[v.name] = v
+
+    def function_head(self, hm: "re.Match") -> None:
+        """A function's head: declared only (``.extern``), or waiting for its body."""
+        f = Function(name=hm.group("name"), entry=hm.group("kind") == "entry",
+                     params=_parse_params(hm.group("params") or ""),
+                     retvals=_parse_params(hm.group("ret") or ""))
+        for d in re.findall(r"\.(?:maxntid|reqntid)\s+[\d,\s]+", hm.group("perf") or ""):
+            _perf_directive(f, d)
+        if ".extern" in (hm.group("pre") or ""):
+            f.declared_only = True
+            self.functions.setdefault(f.name, f)
+        else:
+            self.functions[f.name] = f
+            self.head = f
+
+    def body_statement(self, stmt: str) -> None:
+        """Inside a body: register and variable declarations, directives, instructions."""
+        fn = self.fn
+        if stmt.startswith(".reg"):
+            _declare_regs(fn, stmt)
+        elif stmt.startswith((".local", ".shared", ".param", ".const", ".global")):
+            self.body_variable(_parse_var(stmt))
+        elif stmt.startswith(".pragma") or stmt.startswith((".maxntid", ".reqntid", ".maxnreg")):
+            return
+        elif stmt.startswith("."):
+            raise PTXError(f"unsupported directive {stmt.split()[0]}")
+        else:
+            ins = _parse_instr(stmt, self.loc)
+            ins.index = len(fn.code)
+            fn.code.append(ins)
+
+    def body_variable(self, v: Var) -> None:
+        """A variable declared in a body: local and shared ones belong to the function; call-sequence
+        parameters get their per-thread param space when first stored; others are the module's."""
+        if v.space == "local":
+            self.fn.locals.append(v)
+        elif v.space == "shared":
+            self.fn.shared.append(v)
+        elif v.space != "param":
+            self.variables[v.name] = v
 
 
 def _perf_directive(f: Function, stmt: str) -> None:
@@ -598,11 +634,34 @@ def _finish(fn: Function) -> None:
 
 def reconvergence_points(fn: Function) -> Dict[int, int]:
     """For every conditional branch (``@p bra``, ``@p ret``, ``@p exit``), the code index of its
-    immediate post-dominator's first instruction, or :data:`EXIT`."""
+    immediate post-dominator's first instruction, or :data:`EXIT`.
+
+    The steps: the function's basic blocks, their control-flow successors (a virtual exit node
+    after the last block), an edge to the exit from every block that cannot reach it, the
+    post-dominator sets, then each guarded branch's immediate post-dominator."""
+    code = fn.code
+    if not code:
+        return {}
+    blocks, block_of = _basic_blocks(fn)
+    exit_node = len(blocks)
+    succ = _successors(fn, blocks, block_of)
+    _link_endless_to_exit(succ, exit_node)
+    pdom = _post_dominators(succ, exit_node)
+    result = {}
+    for k, (s, e) in enumerate(blocks):
+        last = code[e - 1]
+        if last.guard is None or last.base not in ("bra", "ret", "exit"):
+            continue
+        ip = _immediate_post_dominator(pdom, k, exit_node)
+        result[e - 1] = EXIT if ip == exit_node else blocks[ip][0]
+    return result
+
+
+def _basic_blocks(fn: Function) -> Tuple[List[Tuple[int, int]], Dict[int, int]]:
+    """The basic blocks as ``(first, end)`` code index ranges, and each code index's block number.
+    A block starts at index 0, at every branch target and label, and after every terminator."""
     code = fn.code
     n = len(code)
-    if n == 0:
-        return {}
     leaders = {0}
     for i, ins in enumerate(code):
         if ins.base == "bra":
@@ -620,44 +679,58 @@ def reconvergence_points(fn: Function) -> Dict[int, int]:
         blocks.append((s, e))
         for i in range(s, e):
             block_of[i] = k
-    nb = len(blocks)
-    EXITN = nb
-    succ: List[set] = [set() for _ in range(nb)]
+    return blocks, block_of
+
+
+def _successors(fn: Function, blocks: List[Tuple[int, int]], block_of: Dict[int, int]) -> List[set]:
+    """Each block's successor blocks; block number ``len(blocks)`` is the function's exit.  A
+    guarded branch, return or exit also falls through to the next block."""
+    exit_node = len(blocks)
+    succ: List[set] = [set() for _ in blocks]
     for k, (s, e) in enumerate(blocks):
-        last = code[e - 1]
-        fall = k + 1 if k + 1 < nb else EXITN
+        last = fn.code[e - 1]
+        fall = k + 1 if k + 1 < exit_node else exit_node
         if last.base == "bra":
             succ[k].add(block_of[fn.labels[last.args[0][1]]])
             if last.guard is not None:
                 succ[k].add(fall)
         elif last.base in ("ret", "exit", "trap"):
-            succ[k].add(EXITN)
+            succ[k].add(exit_node)
             if last.guard is not None:
                 succ[k].add(fall)
         else:
             succ[k].add(fall)
-    # nodes that cannot reach EXIT (infinite loops) get an edge to it, so post-dominators exist
-    pred: List[set] = [set() for _ in range(nb + 1)]
-    for k in range(nb):
+    return succ
+
+
+def _link_endless_to_exit(succ: List[set], exit_node: int) -> None:
+    """Give every block that cannot reach the exit (an endless loop) an edge to it, so that every
+    block has post-dominators."""
+    pred: List[set] = [set() for _ in range(exit_node + 1)]
+    for k in range(exit_node):
         for t in succ[k]:
             pred[t].add(k)
-    reach = {EXITN}
-    stack = [EXITN]
+    reach = {exit_node}
+    stack = [exit_node]
     while stack:
         x = stack.pop()
         for p in pred[x]:
             if p not in reach:
                 reach.add(p)
                 stack.append(p)
-    for k in range(nb):
+    for k in range(exit_node):
         if k not in reach:
-            succ[k].add(EXITN)
-    # iterative post-dominator sets on bitsets
-    full = (1 << (nb + 1)) - 1
-    pdom = [full] * (nb + 1)
-    pdom[EXITN] = 1 << EXITN
+            succ[k].add(exit_node)
+
+
+def _post_dominators(succ: List[set], exit_node: int) -> List[int]:
+    """Each node's post-dominators as a bitset (bit k: block k; bit ``exit_node``: the exit), by
+    the iterative data-flow solution: pdom(k) = {k} | the intersection over k's successors."""
+    full = (1 << (exit_node + 1)) - 1
+    pdom = [full] * (exit_node + 1)
+    pdom[exit_node] = 1 << exit_node
     changed = True
-    order = list(range(nb - 1, -1, -1))
+    order = list(range(exit_node - 1, -1, -1))
     while changed:
         changed = False
         for k in order:
@@ -668,18 +741,15 @@ def reconvergence_points(fn: Function) -> Dict[int, int]:
             if new != pdom[k]:
                 pdom[k] = new
                 changed = True
-    result = {}
-    for k, (s, e) in enumerate(blocks):
-        last = code[e - 1]
-        if last.guard is None or last.base not in ("bra", "ret", "exit"):
-            continue
-        strict = pdom[k] & ~(1 << k)
-        # the immediate post-dominator: the strict post-dominator post-dominated by all the others
-        ip = EXITN
-        cands = [c for c in range(nb + 1) if strict >> c & 1]
-        for c in cands:
-            if all((pdom[c] >> o) & 1 for o in cands):
-                ip = c
-                break
-        result[e - 1] = EXIT if ip == EXITN else blocks[ip][0]
-    return result
+    return pdom
+
+
+def _immediate_post_dominator(pdom: List[int], k: int, exit_node: int) -> int:
+    """Block ``k``'s immediate post-dominator: the strict post-dominator that every other strict
+    post-dominator post-dominates (the exit when there is none other)."""
+    strict = pdom[k] & ~(1 << k)
+    cands = [c for c in range(exit_node + 1) if strict >> c & 1]
+    for c in cands:
+        if all((pdom[c] >> o) & 1 for o in cands):
+            return c
+    return exit_node

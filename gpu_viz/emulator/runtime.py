@@ -27,8 +27,9 @@ import numpy as np
 
 from . import isa, memops
 from . import memory as mem
-from . import nvrtc, ptx
-from .machine import CONTROL, Launch, Run
+from . import nvrtc, opcodes, ptx
+from .block import CONTROL
+from .machine import Launch, Run
 
 #: How every emulated figure and trace is labelled.
 LABEL = "emulated on the CPU from the kernel's PTX"
@@ -272,7 +273,7 @@ def _compile(ins: ptx.Instr, fn: ptx.Function):
         return None
     if ins.base == "bar" and ins.has(".warp"):
         return memops.c_warpsync(ins, fn)
-    c = memops.COMPILERS.get(ins.base) or isa.COMPILERS.get(ins.base)
+    c = memops.COMPILERS.get(ins.base) or opcodes.COMPILERS.get(ins.base)
     if c is None:
         raise isa.Unsupported(ins, "unknown instruction")
     return c(ins, fn)
