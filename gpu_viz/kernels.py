@@ -36,8 +36,11 @@ from .data import course_dir
 
 KERNEL_DIR: Path = course_dir("kernels", "_kernels")
 
-#: Options every NVRTC compile gets.
-BASE_OPTIONS: Tuple[str, ...] = ("-std=c++17",)
+#: Options every NVRTC compile gets.  ``-default-device``: a function without an execution-space
+#: annotation is a __device__ function -- what nvcc makes of a lambda inside a kernel, and what
+#: NVRTC 13.2 does unasked, but older NVRTCs (CUDA 12 on Colab, 13.0) reject such a lambda
+#: ("host functions are not allowed in JIT mode"); kernels/rmsnorm_fused.cu has three.
+BASE_OPTIONS: Tuple[str, ...] = ("-std=c++17", "-default-device")
 #: What makes a build the traced build (kernels/trace.cuh): records on, no FMA contraction.
 TRACED_OPTIONS: Tuple[str, ...] = ("-DGPU_VIZ_TRACE", "--fmad=false")
 

@@ -432,3 +432,23 @@ def test_emulated_arithmetic_prints_no_numpy_warnings():
         warnings.simplefilter("error")
         run = prog.launch("ops", 1, 32, (dev.asarray(x), dev.zeros(32)), device=dev)
     assert run.completed
+
+
+def test_a_lambda_inside_a_kernel_compiles_with_every_nvrtc():
+    """Bug class: kernels/rmsnorm_fused.cu's lambdas compiled with NVRTC 13.2 (the H200 runs) but not
+    with older NVRTCs (CUDA 12 on Colab, 13.0 here): "host functions are not allowed in JIT mode".
+    The NVRTC options every compile gets make unannotated functions device functions."""
+    from gpu_viz import kernels
+
+    assert "-default-device" in kernels.BASE_OPTIONS
+    src = r"""
+extern "C" __global__ void twice(float* y, int n) {
+  auto scale = [&](auto i) { y[i] = 2.0f * y[i]; };   // generic, as rmsnorm_fused.cu's are
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) scale(i);
+}"""
+    prog = em.compile(src, name="lambda.cu", arch="sm_75")
+    dev = em.Device()
+    y = dev.asarray(np.arange(40, dtype=np.float32))
+    prog.launch("twice", 2, 32, (y, np.int32(40)), device=dev)
+    assert np.array_equal(y.get(), 2 * np.arange(40, dtype=np.float32))
