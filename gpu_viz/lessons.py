@@ -16,7 +16,8 @@ producer (``gpu=False``) and shows the kernel it models (``file``).
 the tests, the players' cases, the sanitizer and the build checks read from it -- a new lesson is
 its kernel, its producers, its frames, its notebook cells and its test file, and its entry here.
 
-Producers, in the order :meth:`Lesson.trace` tries them:
+Producers: on a GPU the first; in CPU mode a lesson's :attr:`Lesson.cpu` lists the others in the
+order :meth:`Lesson.trace` tries them (most: the emulator, then the model):
 
 * ``"gpu"``: the traced kernel on the GPU (``record/<stem>.py``);
 * ``"emulator"`` (CPU mode): the same ``record/<stem>.py`` and the same traced kernel, its PTX

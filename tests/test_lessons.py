@@ -382,6 +382,27 @@ def test_the_latency_lessons_trace_is_the_models_run():
     assert an.source == lessons.LATENCY.source().text and "float4 v" in an.source
 
 
+def test_the_latency_lessons_contrast_player_is_the_runs_side_by_side():
+    """Notebook 04's few-warps-against-many player, through the lesson: the runs on one time axis,
+    no source pane (no one line belongs to every run), one label per run."""
+    from gpu_viz.frames import latency as frames
+    from gpu_viz.widgets import Animation
+
+    runs = [lessons.LATENCY.trace(seed=1, n_warps=n, latency_cycles=120, compute_per_load=8, loads_per_warp=3)
+            for n in (2, 16)]
+    an = lessons.LATENCY.animation(runs[0], against=runs[1:], labels=["2 warps", "16 warps"], count=6)
+    want = Animation(frames.contrast_frames(runs, ["2 warps", "16 warps"], count=6), title=an.title,
+                     provenance=an.provenance, interval_ms=700)
+    assert [f.markup for f in an.frames] == [f.markup for f in want.frames] and an.source is None
+    assert "2 warps against 16 warps" in an.title and "MODEL (not measured)" in an.provenance
+    default = lessons.LATENCY.animation(runs[0], against=runs[1:], count=6)     # labels: "N warps"
+    assert [f.caption for f in default.frames] == [f.caption for f in an.frames] and "16 warps" in an.frames[0].caption
+    with pytest.raises(ValueError, match="labels must give one label per run"):
+        lessons.LATENCY.animation(runs[0], against=runs[1:], labels=["2 warps"])
+    with pytest.raises(TypeError, match="against must hold Traces"):
+        lessons.LATENCY.animation(runs[0], against=[{"state": 1}])
+
+
 def test_the_reduction_lessons_trace_is_the_seed_tree():
     """Notebook 12's tree: 96 ones lose 32 partials; the fix counts every one; either producer."""
     from gpu_viz import emulator

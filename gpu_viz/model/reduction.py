@@ -13,6 +13,7 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
+from .. import backend
 from ..trace import MODEL_SOURCE, Trace
 
 F32 = np.float32
@@ -182,8 +183,6 @@ def trace(partials, corrected: bool = False, *, seed: Optional[int] = None) -> T
     Raises:
         ValueError: block outside 32..1024 (1..1024 when ``corrected``), naming ``partials``.
     """
-    from .. import backend
-
     p = np.asarray(partials, dtype=F32).reshape(-1)
     return as_trace(p, seed_reduce(p, corrected), corrected, seed, MODEL_SOURCE, backend.MODEL_LABEL)
 
