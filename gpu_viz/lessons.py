@@ -1,4 +1,4 @@
-"""One object per traced lesson: its kernel file and region, its two producers, its frames.
+"""One object per animated lesson: its kernel file and region, its producers, its frames, its cases.
 
     from gpu_viz.lessons import VECTOR_ADD
     tr = VECTOR_ADD.trace(n=64, block=64)   # the silicon's record on a GPU, else the CPU model's
@@ -9,8 +9,15 @@ A lesson named ``<stem>`` reads ``kernels/<stem>.cu`` and wires ``gpu_viz.record
 ``trace(*inputs, **launch)`` returning the same :class:`gpu_viz.trace.Trace`, each frames module
 an ``animation(trace, source, ...)``.  A notebook asks the lesson; it never picks a producer.
 Fresh random inputs come with their seed (``Trace.params["seed"]``), so a failing check replays.
+A lesson without a kernel of its own (``latency``: a model of a warp scheduler) has no GPU
+producer (``gpu=False``) and shows the kernel it models (``file``).
 
-Producers, in the order :meth:`Lesson.trace` tries them:
+:data:`LESSONS` is the one list of lessons: each carries its own cases (:class:`LessonCases`), which
+the tests, the players' cases, the sanitizer and the build checks read from it -- a new lesson is
+its kernel, its producers, its frames, its notebook cells and its test file, and its entry here.
+
+Producers: on a GPU the first; in CPU mode a lesson's :attr:`Lesson.cpu` lists the others in the
+order :meth:`Lesson.trace` tries them (most: the emulator, then the model):
 
 * ``"gpu"``: the traced kernel on the GPU (``record/<stem>.py``);
 * ``"emulator"`` (CPU mode): the same ``record/<stem>.py`` and the same traced kernel, its PTX
@@ -25,16 +32,83 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Callable, Dict, Optional, Tuple
+import types
+from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple
 
 import numpy as np
 
 from . import backend, kernels
-from .check import check_int, new_seed, random_f32
+from .check import check_bool, check_int, new_seed, random_f32
+from .model import banks as _bk
+from .model import coalescing as _co
+from .model import divergence as _dv
 from .model import grid_stride as _gs
+from .model import latency as _lat
 from .model import rmsnorm_deck as _rd
 from .model import scheduling as _sch
+from .record import reduction_ladder as _rl
 from .trace import Trace
+
+#: A launch: keyword arguments of :meth:`Lesson.trace` (``seed`` among them where it matters).
+Launch = Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class LessonCases:
+    """A lesson's own cases, plain data: what the tests (tests/test_lessons.py, test_record.py,
+    test_kernels.py), the players' cases (tests/players_cases.py) and the sanitizer
+    (scripts/sanitize/lessons.py) run for it, read from :data:`LESSONS`.  Launches are kept as
+    read-only mappings.
+
+    Attributes:
+        small: ``Launch``: a small launch each CPU producer traces in about a second.  Its integer
+            arguments, with the defaults of the lesson's ``inputs`` for the others, are the values
+            the numpy-integer and bool argument tests use (every ``int``-defaulted argument of
+            ``inputs`` is one).
+        refused: ``Tuple[Tuple[Launch, str], ...]``, at least one: launches the trace must refuse
+            at once (before any input is made or kernel launched), each with the words its error
+            must hold -- the argument's name, or the product it breaks (``"grid * block"``): sizes
+            past the limits, wrong types, non-finite floats, unknown names.
+        largest: ``Launch``: the largest launch the limits allow; its player draws in seconds or
+            refuses at once, naming its own limit.
+        players: ``Tuple[Tuple[str, Launch, Mapping[str, Any]], ...]``, at least one: the players
+            the notebooks show, as ``(name, launch, animation options)``; the names are unique
+            across lessons (tests/test_players*.py draw, measure and play each).
+        sanitize: ``Tuple[Launch, ...]``: launches the sanitizer runs on the GPU under
+            compute-sanitizer, each compared bit for bit with the CPU producer (edge shapes: one
+            thread, partial warps, nothing to do).  Required with a GPU producer; empty without one.
+        entry_points: ``FrozenSet[str]``: the ``extern "C"`` kernels of the lesson's kernel file,
+            the same in its plain and traced builds; empty when the file is not the lesson's own.
+            Required with a GPU producer.
+        max_registers: ``Tuple[Optional[int], Optional[int]]``: register ceilings of the kernel
+            file's plain and traced builds on every architecture (None: no ceiling kept).
+    """
+
+    refused: Tuple[Tuple[Launch, str], ...]
+    largest: Launch
+    players: Tuple[Tuple[str, Launch, Mapping[str, Any]], ...]
+    small: Launch = dataclasses.field(default_factory=dict)
+    sanitize: Tuple[Launch, ...] = ()
+    entry_points: FrozenSet[str] = frozenset()
+    max_registers: Tuple[Optional[int], Optional[int]] = (None, None)
+
+    def __post_init__(self):
+        ro = types.MappingProxyType
+        set_ = object.__setattr__   # frozen: the normalised copies replace what was passed
+        set_(self, "small", ro(dict(self.small)))
+        set_(self, "largest", ro(dict(self.largest)))
+        set_(self, "refused", tuple((ro(dict(launch)), str(words)) for launch, words in self.refused))
+        set_(self, "players", tuple((str(name), ro(dict(launch)), ro(dict(options)))
+                                    for name, launch, options in self.players))
+        set_(self, "sanitize", tuple(ro(dict(launch)) for launch in self.sanitize))
+        set_(self, "entry_points", frozenset(self.entry_points))
+        set_(self, "max_registers", tuple(self.max_registers))
+
+
+def refusals(*pairs: Tuple[str, Any]) -> Tuple[Tuple[Launch, str], ...]:
+    """``(argument, value)`` pairs as :attr:`LessonCases.refused`: each launch sets one argument,
+    whose name its error must hold."""
+    return tuple(({arg: value}, arg) for arg, value in pairs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,21 +118,32 @@ class Lesson:
     Attributes:
         stem: the name shared by ``kernels/<stem>.cu`` and ``gpu_viz.{record,model,frames}.<stem>``.
         notebook: the notebook that teaches it.
-        regions: the regions of ``kernels/<stem>.cu`` its player shows (joined in order).
+        regions: the regions of the kernel file its player shows (joined in order).
         claim: what the deck says, shown beside the live numbers.
-        inputs: ``inputs(seed, **launch) -> (args, launch)``: fresh inputs for the producers.
+        inputs: ``inputs(seed, **launch) -> (args, launch)``: fresh inputs for the producers; it
+            checks every launch argument, naming the bad one.
         source_lines: ``source_lines(snippet, **launch) -> dict`` of extra producer keywords that
             point into the shown source (e.g. the lines its steps highlight).
-        gpu: whether a GPU producer exists.
-        file: the kernel file when it is not ``<stem>.cu``.
+        gpu: whether a GPU producer (``gpu_viz.record.<stem>``) exists; without one the lesson
+            has no kernel of its own and its CPU producer is its model.
+        file: the ``kernels/`` file its player shows when it is not ``<stem>.cu`` (for a lesson
+            without a kernel of its own, the kernel it models).
         regions_for: ``regions_for(trace) -> regions`` when the code shown depends on the trace
             (the four phases: the guarded variant's phase 2 is reduce.cuh's).
-        cpu: the CPU producers to use, in order ("emulator", "model").
+        cpu: the CPU producers it may use, in the order CPU mode tries them: ``"emulator"`` (its
+            GPU producer's kernel run from PTX: needs ``gpu``) and ``"model"`` (its
+            ``gpu_viz.model.<stem>``); a producer forced with ``trace(producer=...)`` must be one.
         simulated: the arrays of the trace that only silicon knows (``%smid`` ...): in an emulated
             trace they come from the emulator's named model and are listed in ``Trace.simulated``.
         threads: ``threads(**launch) -> int``, the threads a launch runs (to choose the emulator).
         emulator_options: ``emulator_options(seed) -> dict`` of launch options for the emulated
             session (e.g. ``{"policy": "random", "seed": seed}``: seeded warp interleavings).
+        cases: :class:`LessonCases` (keyword only): its test cases, refusals, largest launch,
+            players, sanitizer launches and kernel entry points.
+
+    Raises:
+        ValueError: ``cpu`` names no producer, an unknown one, the emulator without a GPU
+            producer, or a lesson without a GPU producer lacks a model.
     """
 
     stem: str
@@ -74,6 +159,17 @@ class Lesson:
     simulated: Tuple[str, ...] = ()
     threads: Optional[Callable[..., int]] = None
     emulator_options: Optional[Callable[[int], Dict]] = None
+    cases: LessonCases = dataclasses.field(kw_only=True, compare=False)
+
+    def __post_init__(self):
+        cpu = self.cpu
+        if not cpu or len(set(cpu)) != len(cpu) or not set(cpu) <= {"emulator", "model"}:
+            raise ValueError(f"{self.stem}: cpu must name 'emulator' and/or 'model' once each, got {cpu!r}")
+        if "emulator" in cpu and not self.gpu:
+            raise ValueError(f"{self.stem}: cpu names the emulator, which runs the GPU producer's kernel, "
+                             "but gpu=False (no GPU producer)")
+        if not isinstance(self.cases, LessonCases):
+            raise TypeError(f"{self.stem}: cases must be a LessonCases, got {type(self.cases).__name__}")
 
     @property
     def kernel_file(self) -> str:
@@ -100,30 +196,32 @@ class Lesson:
         """
         if self.gpu and backend.has_gpu():
             return "gpu"
-        if "emulator" in self.cpu and self.gpu:
-            from . import emulator
+        if self.cpu[0] == "model":      # cpu holds "emulator" and "model" at most once each, in order
+            return "model"
+        from . import emulator
 
-            small = self.threads is None or self.threads(**launch) <= MAX_EMULATED_THREADS
-            if emulator.available() and small:
-                return "emulator"
-            if "model" not in self.cpu:
-                if not emulator.available():
-                    raise RuntimeError(f"{self.stem}: CPU mode runs this lesson's kernel in the emulator, which needs "
-                                       "NVRTC (pip install 'gpu-viz[emulator]'), or use a GPU runtime")
-                raise ValueError(f"{self.stem}: in CPU mode the emulator runs at most {MAX_EMULATED_THREADS:,} threads "
-                                 f"for a trace (a few seconds), and this launch asks for {self.threads(**launch):,}: "
-                                 "choose a smaller one")
-        return "model"
+        small = self.threads is None or self.threads(**launch) <= MAX_EMULATED_THREADS
+        if emulator.available() and small:
+            return "emulator"
+        if "model" in self.cpu:
+            return "model"
+        if not emulator.available():
+            raise RuntimeError(f"{self.stem}: CPU mode runs this lesson's kernel in the emulator, which needs "
+                               "NVRTC (pip install 'gpu-viz[emulator]'), or use a GPU runtime")
+        raise ValueError(f"{self.stem}: in CPU mode the emulator runs at most {MAX_EMULATED_THREADS:,} threads "
+                         f"for a trace (a few seconds), and this launch asks for {self.threads(**launch):,}: "
+                         "choose a smaller one")
 
     def trace(self, seed: Optional[int] = None, producer: Optional[str] = None, **launch) -> Trace:
         """Fresh inputs (``seed``: None = fresh entropy, kept in the Trace; else an int >= 0), then
         the silicon's record on a GPU; in CPU mode the emulator's run of the same traced kernel, or
         the CPU model's; its ``source`` and ``provenance`` say which.  ``producer`` forces one
-        ("gpu", "emulator", "model").
+        ("gpu", "emulator", "model"): "gpu" needs a GPU producer, the others must be in :attr:`cpu`.
 
         Raises:
-            TypeError / ValueError: naming ``seed``, ``producer`` or the launch argument that is not
-            as expected.  GPUUnavailable: ``producer="gpu"`` in CPU mode.
+            TypeError / ValueError: naming ``seed``, ``producer`` (one the lesson does not have
+            included) or the launch argument that is not as expected.  GPUUnavailable:
+            ``producer="gpu"`` in CPU mode.
         """
         seed = new_seed() if seed is None else check_int("seed", seed, minimum=0)
         if producer is not None and producer not in PRODUCERS:
@@ -132,6 +230,9 @@ class Lesson:
         extra = self.source_lines(self.source(), **launch) if self.source_lines else {}
         which = producer or self.producer(**launch)
         if which == "gpu":
+            if not self.gpu:
+                raise ValueError(f"{self.stem} has no GPU producer (no kernel of its own): producer must be one of "
+                                 f"{self.cpu}")
             backend.require_gpu(f"the {self.stem} trace on the GPU")
             return self.module("record").trace(*args, **launch, **extra, seed=seed)
         if which == "model":
@@ -139,6 +240,9 @@ class Lesson:
                 raise ValueError(f"{self.stem} has no CPU model: in CPU mode its kernel runs in the emulator "
                                  f"(producer='emulator')")
             return self.module("model").trace(*args, **launch, **extra, seed=seed)
+        if "emulator" not in self.cpu:
+            raise ValueError(f"{self.stem}'s kernel does not run in the emulator: its CPU producer is its model "
+                             f"(producer='model')")
         from . import emulator
 
         # the GPU the CPU model would model (_modelled_gpu) is the one the emulator's %smid spreads
@@ -295,21 +399,62 @@ def _padded(n: int, block: int) -> int:
     return -(-n // block) * block
 
 
+#: Past every size limit of every lesson.
+_HUGE = 10**9
+
 VECTOR_ADD = Lesson("vector_add", "03_warps_simt", ("vector_add",),
                     "64 elements need 64 threads -- exactly 2 warps; the whole vector is done in "
                     "six warp-instructions", _vector_add_inputs, _vector_add_lines,
                     simulated=("smid", "hw_warpid"),
-                    threads=lambda n=64, block=64, **_: _padded(n, block))
+                    threads=lambda n=64, block=64, **_: _padded(n, block),
+                    cases=LessonCases(
+                        refused=refusals(("n", _HUGE), ("n", 0), ("n", 64.0), ("block", 0), ("block", 2048)),
+                        largest={"n": MAX_TRACE, "block": 256},
+                        players=(("vector_add", {"seed": 11, "n": 64, "block": 64}, {}),),
+                        sanitize=tuple({"n": n, "block": b} for n, b in ((64, 64), (1, 1), (70, 64), (1000, 96),
+                                                                         (33, 1024))),
+                        entry_points={"vector_add"}, max_registers=(32, 32)))
 DIVERGENCE = Lesson("divergence", "03_warps_simt", ("branch",),
                     "lanes that disagree on a branch run one side, then the other", _divergence_inputs,
-                    threads=lambda n=64, block=64, iters=8, **_: _padded(n, block) * max(1, iters // 8))
+                    threads=lambda n=64, block=64, iters=8, **_: _padded(n, block) * max(1, iters // 8),
+                    cases=LessonCases(
+                        refused=refusals(("n", _HUGE), ("n", -5), ("n", 64.0), ("block", 2048), ("iters", _HUGE),
+                                         ("iters", -1), ("kernel", "nope")),
+                        largest={"n": MAX_TRACE, "block": 256},
+                        players=(("divergence", {"seed": 12, "n": 64, "block": 64, "iters": 8}, {}),),
+                        sanitize=tuple({"kernel": k, "n": n, "block": b, "iters": i} for k in _dv.DIVERGENCE_KERNELS
+                                       for n, b, i in ((64, 64, 4), (70, 64, 3), (45, 45, 2), (300, 128, 5))),
+                        entry_points={"divergent_branch", "uniform_branch"}, max_registers=(32, 32)))
 GRID_STRIDE = Lesson("grid_stride", "06_grid_stride_loops", ("grid_stride",),
                      "2048 elements but only 1024 threads: each thread processes several elements in "
                      "sequence", _grid_stride_inputs, _grid_stride_lines,
-                     threads=lambda n=_gs.DECK_N, grid=1, block=_gs.DECK_THREADS, **_: max(n, grid * block))
+                     threads=lambda n=_gs.DECK_N, grid=1, block=_gs.DECK_THREADS, **_: max(n, grid * block),
+                     cases=LessonCases(
+                         small={"n": 300, "grid": 2, "block": 128},
+                         refused=refusals(("n", _HUGE), ("n", -1), ("grid", 1.5), ("block", 0), ("alpha", float("nan")),
+                                          ("alpha", float("inf")), ("alpha", 1e39), ("alpha", "2"))
+                         + (({"grid": 4096, "block": 1024}, "grid * block"),),   # 4M threads: past the trace limit
+                         largest={"n": MAX_TRACE, "grid": 1024, "block": 1024},
+                         players=(("grid_stride", {"seed": 13, "n": 2500, "grid": 1, "block": 1024}, {}),),
+                         # n < threads, n % threads != 0, n == 0
+                         sanitize=tuple({"n": n, "grid": g, "block": b, "alpha": 1.5} for n, g, b in (
+                             (2048, 1, 1024), (5, 2, 4), (1025, 1, 1024), (0, 2, 64), (2500, 3, 96))),
+                         entry_points={"scale_grid_stride"}, max_registers=(32, 64)))
 SCHEDULING = Lesson("scheduling", "09_kernel_scheduling", ("scheduled_block",),
                     "Launch a grid of 2,048 blocks on 58 SMs. The GigaThread Engine fills all 58, and "
-                    "the remaining blocks wait in a hardware queue.", _scheduling_inputs, cpu=("model",))
+                    "the remaining blocks wait in a hardware queue.", _scheduling_inputs, cpu=("model",),
+                    cases=LessonCases(
+                        small={"blocks": 120, "threads": 128, "spin_cycles": 1000},
+                        refused=refusals(("blocks", _HUGE), ("blocks", 0), ("threads", 2000),
+                                         ("spin_cycles", _HUGE * 1000), ("spin_cycles", -1), ("spin_cycles", 1.5),
+                                         ("fma_iters", _HUGE)),
+                        largest={"blocks": MAX_BLOCKS, "threads": 1024},
+                        players=(("scheduling", {"seed": 19, "blocks": 2048, "threads": 256, "spin_cycles": 20000},
+                                  {"frames": 10}),),
+                        # small grids, short spins (the producer checks smid < SMs and monotone timers)
+                        sanitize=tuple({"blocks": g, "threads": t, "spin_cycles": s, "fma_iters": f}
+                                       for g, t, s, f in ((64, 128, 2000, 0), (7, 32, 0, 100), (130, 1024, 500, 10))),
+                        entry_points={"scheduled_block"}, max_registers=(32, None)))
 def _rmsnorm_deck_regions(trace: Trace) -> Tuple[str, ...]:
     from .model import rmsnorm_deck as m
 
@@ -319,7 +464,24 @@ def _rmsnorm_deck_regions(trace: Trace) -> Tuple[str, ...]:
 RMSNORM_DECK = Lesson("rmsnorm_deck", "12_four_phase_trace", ("phase1", "phase2", "phase3", "phase4"),
                       "One block of 1024 threads turns one row of 2048 numbers into its normalized "
                       "output, in four phases", _rmsnorm_deck_inputs, regions_for=_rmsnorm_deck_regions,
-                      threads=lambda d=2048, block=1024, **_: max(d, block))
+                      threads=lambda d=2048, block=1024, **_: max(d, block),
+                      cases=LessonCases(
+                          small={"d": 64, "block": 64},
+                          refused=refusals(("d", _HUGE), ("d", 0), ("block", 2048), ("eps", -1.0), ("eps", float("nan")),
+                                           ("eps", float("inf")), ("eps", True), ("variant", "nope")),
+                          largest={"d": MAX_TRACE, "block": 1024},
+                          players=(("rmsnorm_deck", {"seed": 9, "d": 2048, "block": 1024}, {"warp": 5}),
+                                   ("rmsnorm_deck_stale", {"seed": 4, "d": 2048, "block": 256, "variant": "deck",
+                                                           "prefill": True},
+                                    {"kinds": ("handoff", "w0"), "title": "The deck's phase 2 at 256 threads"})),
+                          # guarded at any block; the deck's variant with prefill, or at 32 warps (below that,
+                          # without prefill, it reads shared memory nobody wrote by design: initcheck says so)
+                          sanitize=tuple({"d": d, "block": b, "variant": _rd.GUARDED, "prefill": pre}
+                                         for d in (1, 33, 2048) for b in (1, 33, 96, 1024) for pre in (True, False))
+                          + tuple({"d": d, "block": b, "variant": "deck", "prefill": pre}
+                                  for d, b, pre in ((2048, 96, True), (300, 1024, False), (2048, 1024, True))),
+                          entry_points={f"rmsnorm_{v}_{t}" for v in ("deck", "guarded") for t in ("f32", "f16", "bf16")},
+                          max_registers=(64, 64)))
 
 def _coalescing_inputs(seed: int, pattern: str = "stride 2", n: int = 256, block: int = 128):
     from .model import coalescing as m
@@ -410,23 +572,145 @@ COALESCING = Lesson("coalescing", "07_coalescing_and_banks", ("strided",),
                     "A warp's 32 loads of 4 consecutive bytes are one request for 4 sectors of 32 bytes; "
                     "spread them out and the same request moves up to 32", _coalescing_inputs, _coalescing_lines,
                     regions_for=lambda tr: (tr.params["region"],),
-                    threads=lambda pattern="stride 2", n=256, block=128, **_: int(n))
+                    threads=lambda pattern="stride 2", n=256, block=128, **_: int(n),
+                    cases=LessonCases(
+                        small={"n": 64, "block": 64},
+                        refused=refusals(("n", _HUGE), ("n", 0), ("n", 64.0), ("block", 2048), ("pattern", "nope")),
+                        largest={"n": 1 << 16, "block": 1024},
+                        players=(("coalescing", {"seed": 14, "pattern": "misaligned", "n": 256, "block": 128}, {}),),
+                        sanitize=tuple({"pattern": name, "n": p.per_thread * k, "block": b}
+                                       for name, p in _co.PATTERNS.items() for k, b in ((40, 32), (1000, 256))),
+                        entry_points={"read_strided", "copy_thread_major", "copy_warp_major", "aos_x", "soa_x",
+                                      "copy_f16", "copy_f16x2", "copy_f16x8"}))
 BANKS = Lesson("banks", "07_coalescing_and_banks", ("tiled",),
                "Shared memory is 32 banks of 4 bytes: 32 lanes reading one bank take 32 wavefronts, "
                "a padded tile takes one", _banks_inputs, _banks_lines,
-               regions_for=lambda tr: (tr.params["region"],), threads=_banks_threads)
+               regions_for=lambda tr: (tr.params["region"],), threads=_banks_threads,
+               cases=LessonCases(
+                   refused=refusals(("rows", _HUGE), ("cols", 0), ("rows", 1.5), ("case", "nope")),
+                   largest={"rows": 256, "cols": 256},
+                   players=(("banks", {"seed": 15, "case": "tile 32x32", "rows": 64, "cols": 96}, {}),),
+                   # the transposes at edge shapes (partial tiles, one row)
+                   sanitize=tuple({"case": name, "rows": r, "cols": c} for name, k in _bk.CASES.items()
+                                  for r, c in (((32, 32),) if k.kernel == "shared_stride" else
+                                               ((32, 32), (64, 96), (33, 70), (1, 5)))),
+                   entry_points={"shared_stride", "transpose_naive", "transpose_tiled", "transpose_padded",
+                                 "block_sum_smem32"}))
 RACES = Lesson("races", "08_races_and_reduction", ("histogram_racy",),
                "bins[k]++ from many threads loses counts, a different number each run; atomicAdd loses none",
                _races_inputs, _races_lines, regions_for=lambda tr: (tr.kernel,), cpu=("emulator",),
                threads=_races_threads,
-               emulator_options=lambda seed: {"policy": "random", "seed": seed})
+               emulator_options=lambda seed: {"policy": "random", "seed": seed},
+               cases=LessonCases(
+                   small={"kernel": "histogram_atomic", "runs": 2, "grid": 2, "block": 64, "nbins": 16, "n": 100},
+                   refused=refusals(("runs", _HUGE), ("runs", 0), ("grid", _HUGE), ("block", 2048), ("nbins", 0),
+                                    ("n", 0), ("kernel", "nope")),
+                   # the largest launch CPU mode emulates (MAX_EMULATED_THREADS)
+                   largest={"kernel": "histogram_atomic", "runs": 16, "grid": 8, "block": 128},
+                   players=(("races", {"seed": 16, "kernel": "histogram_racy", "runs": 8, "grid": 4, "block": 128,
+                                       "nbins": 256, "n": 2048}, {}),),
+                   # the correct kernels only: the racy ones race by design (notebook 08 shows their
+                   # outcomes), and racecheck rightly reports them
+                   sanitize=({"kernel": "histogram_atomic", "runs": 3, "grid": 7, "block": 96, "nbins": 256, "n": 5000},
+                             {"kernel": "histogram_private", "runs": 3, "grid": 7, "block": 96, "nbins": 256, "n": 5000},
+                             {"kernel": "reverse_synced", "runs": 3, "grid": 5, "block": 200}),
+                   entry_points={"histogram_racy", "histogram_atomic", "histogram_private", "reverse_racy",
+                                 "reverse_synced"}))
 REDUCTION_LADDER = Lesson("reduction_ladder", "08_races_and_reduction", ("sequential",),
                           "Each rung of the reduction changes one thing: divergence, bank conflicts, idle "
                           "threads, then shuffles and wide loads", _ladder_inputs, _ladder_lines,
                           regions_for=lambda tr: (tr.params["rung"],), cpu=("emulator",),
-                          threads=lambda rung="sequential", block=64, **_: int(block))
+                          threads=lambda rung="sequential", block=64, **_: int(block),
+                          cases=LessonCases(
+                              small={"block": 32},
+                              refused=refusals(("block", 96), ("block", 2048), ("block", 64.0), ("rung", "nope")),
+                              largest={"block": 1024},
+                              players=(("reduction_ladder", {"seed": 17, "rung": "strided", "block": 128}, {}),),
+                              sanitize=tuple({"rung": r, "block": 128} for r in _rl.TREE_RUNGS),
+                              entry_points={"reduce_interleaved", "reduce_strided", "reduce_sequential",
+                                            "reduce_first_add", "reduce_shuffle", "reduce_vector"}))
 
-#: Every traced lesson, by stem.
-LESSONS: Dict[str, Lesson] = {les.stem: les for les in (VECTOR_ADD, DIVERGENCE, GRID_STRIDE, SCHEDULING,
-                                                         RMSNORM_DECK, COALESCING, BANKS, RACES,
+
+def _reduction_inputs(seed: int, block: int = 96, corrected: bool = False, values: str = "ones"):
+    corrected = check_bool("corrected", corrected)
+    lo = 1 if corrected else 32
+    block = check_int("block", block)
+    if not lo <= block <= 1024:
+        raise ValueError(f"block must be in [{lo}, 1024] for corrected={corrected}, got {block}"
+                         + ("" if corrected else " (the seed's wrapper never picks fewer than 32 threads)"))
+    if values not in REDUCTION_VALUES:
+        raise ValueError(f"values must be one of {REDUCTION_VALUES}, got {values!r}")
+    partials = np.ones(block, np.float32) if values == "ones" else random_f32(block, seed)
+    return (partials,), {"corrected": corrected}
+
+
+#: The partials of the reduction lesson: every one 1.0 (the total counts the partials that arrive:
+#: the notebook's), or standard normal float32 from the seed.
+REDUCTION_VALUES = ("ones", "random")
+
+REDUCTION = Lesson("reduction", "12_four_phase_trace", ("seed_tree",),
+                   "A halving tree that stops at 32 slots drops partials when the block is not a power of two: "
+                   "at 96 threads, 32 of the 96 never reach the total", _reduction_inputs,
+                   regions_for=lambda tr: ("fixed_tree" if tr.params["corrected"] else "seed_tree",),
+                   # CPU mode shows the model (as notebook 12 always has); the emulator runs the same
+                   # kernel from its PTX when asked, and the tests hold the two equal
+                   cpu=("model", "emulator"), threads=lambda block=96, **_: int(block),
+                   cases=LessonCases(
+                       small={"block": 64},
+                       refused=refusals(("block", 31), ("block", 2048), ("block", 64.0), ("corrected", 1),
+                                        ("values", "nope"))
+                       + (({"block": 0, "corrected": True}, "block"),),
+                       largest={"block": 1024},
+                       players=(("reduction", {"seed": 18, "block": 96}, {}),
+                                ("reduction_fixed", {"seed": 18, "block": 96, "corrected": True}, {})),
+                       sanitize=tuple({"block": b, "corrected": c, "values": "random"} for b, c in (
+                           (32, False), (96, False), (1000, False), (1, True), (96, True), (1024, True))),
+                       entry_points={"seed_reduce_trace", "block_reduce_all"}, max_registers=(64, None)))
+
+#: The most warps the latency lesson puts on one warp scheduler (today's SMs hold at most 64 warps,
+#: 16 per scheduler; more leaves room to ask how many would hide a long load).
+MAX_SCHEDULER_WARPS = 256
+#: The most warp-cycles (warps x cycles: the trace's states) one latency trace records.
+MAX_WARP_CYCLES = 1 << 26
+
+
+def _latency_inputs(seed: int, n_warps: int = 8, latency_cycles: int = 200, compute_per_load: int = 16,
+                    loads_per_warp: int = 3, policy: str = "greedy", latency_source: str = "the deck's ~200 cycles"):
+    n_warps = check_int("n_warps", n_warps, 1, MAX_SCHEDULER_WARPS)
+    latency_cycles = check_int("latency_cycles", latency_cycles, 1)
+    compute_per_load = check_int("compute_per_load", compute_per_load, 1)
+    loads_per_warp = check_int("loads_per_warp", loads_per_warp, 1)
+    if not isinstance(policy, str) or policy not in _lat.POLICIES:
+        raise ValueError(f"policy must be one of {_lat.POLICIES}, got {policy!r}")
+    if not isinstance(latency_source, str) or not latency_source.strip():
+        raise TypeError(f"latency_source must be a non-empty str (where the latency came from), got {latency_source!r}")
+    cycles = _lat.cycles_bound(n_warps, latency_cycles, compute_per_load, loads_per_warp)
+    if cycles > _lat.MAX_CYCLES or n_warps * cycles > MAX_WARP_CYCLES:
+        raise ValueError(
+            f"n_warps={n_warps}, latency_cycles={latency_cycles}, compute_per_load={compute_per_load} and "
+            f"loads_per_warp={loads_per_warp} may run {cycles:,} cycles ({n_warps * cycles:,} warp-cycles): a trace "
+            f"holds at most {_lat.MAX_CYCLES:,} cycles and {MAX_WARP_CYCLES:,} warp-cycles; choose fewer warps, "
+            "loads or cycles")
+    return (), {"n_warps": n_warps, "latency_cycles": latency_cycles, "compute_per_load": compute_per_load,
+                "loads_per_warp": loads_per_warp, "policy": policy, "latency_source": latency_source}
+
+
+LATENCY = Lesson("latency", "04_latency_hiding", ("stream_read_loop",),
+                 "While one warp waits hundreds of cycles for its load, the scheduler issues from the others: "
+                 "with enough warps the cores never idle", _latency_inputs,
+                 # no kernel of its own: a MODEL of one warp scheduler, beside the loop its warps run
+                 gpu=False, file="memory.cu", cpu=("model",),
+                 cases=LessonCases(
+                     refused=refusals(("n_warps", _HUGE), ("n_warps", 0), ("n_warps", 8.0), ("latency_cycles", _HUGE),
+                                      ("latency_cycles", 0), ("compute_per_load", 0), ("compute_per_load", _HUGE),
+                                      ("loads_per_warp", _HUGE), ("loads_per_warp", 2.0), ("policy", "fifo"),
+                                      ("latency_source", 3)),
+                     largest={"n_warps": 64, "latency_cycles": 1000, "compute_per_load": 16, "loads_per_warp": 450},
+                     players=(("latency", {"seed": 20, "n_warps": 8, "latency_cycles": 200, "compute_per_load": 16,
+                                           "loads_per_warp": 2}, {"count": 12}),)))
+
+#: Every animated lesson, by stem: the one list the tests, the players, the sanitizer and the build
+#: checks read.
+LESSONS: Dict[str, Lesson] = {les.stem: les for les in (VECTOR_ADD, DIVERGENCE, LATENCY, GRID_STRIDE, SCHEDULING,
+                                                         RMSNORM_DECK, REDUCTION, COALESCING, BANKS, RACES,
                                                          REDUCTION_LADDER)}

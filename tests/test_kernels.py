@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from gpu_viz import backend, kernels
+from gpu_viz import backend, kernels, lessons
 
 NVCC = kernels.find_tool("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
@@ -114,26 +114,22 @@ def test_nvcc_reports_each_kernel(kdir):
 
 
 ALL = kernels.kernel_files()
-#: Register ceilings worth keeping, (plain build, traced build).  64 is the hard one for a kernel
-#: launched with 1024 threads: 64 registers x 1024 threads fill an SM's 64K-register file.  The
-#: traced grid-stride loop keeps its record pointers live across the loop (34-36 on sm_75/sm_89).
-MAX_REGISTERS = {"vector_add.cu": (32, 32), "divergence.cu": (32, 32), "grid_stride.cu": (32, 64),
-                 "scheduling.cu": (32, None), "reduction.cu": (64, None), "rmsnorm_deck.cu": (64, 64)}
-#: The lessons' entry points: the same set in the plain and the traced build.
-LESSON_KERNELS = {
-    "vector_add.cu": {"vector_add"},
-    "divergence.cu": {"divergent_branch", "uniform_branch"},
-    "grid_stride.cu": {"scale_grid_stride"},
-    "scheduling.cu": {"scheduled_block"},
-    "reduction.cu": {"seed_reduce_trace", "block_reduce_all"},
-    "rmsnorm_deck.cu": {f"rmsnorm_{v}_{t}" for v in ("deck", "guarded") for t in ("f32", "f16", "bf16")},
-    "coalescing.cu": {"read_strided", "copy_thread_major", "copy_warp_major", "aos_x", "soa_x", "copy_f16",
-                      "copy_f16x2", "copy_f16x8"},
-    "banks.cu": {"shared_stride", "transpose_naive", "transpose_tiled", "transpose_padded", "block_sum_smem32"},
-    "races.cu": {"histogram_racy", "histogram_atomic", "histogram_private", "reverse_racy", "reverse_synced"},
-    "reduction_ladder.cu": {"reduce_interleaved", "reduce_strided", "reduce_sequential", "reduce_first_add",
-                            "reduce_shuffle", "reduce_vector"},
-}
+#: The lessons' own kernel files (``LessonCases`` in gpu_viz/lessons.py): their entry points, the
+#: same set in the plain and the traced build, and register ceilings worth keeping, (plain build,
+#: traced build).  64 is the hard one for a kernel launched with 1024 threads: 64 registers x 1024
+#: threads fill an SM's 64K-register file.  The traced grid-stride loop keeps its record pointers
+#: live across the loop (34-36 on sm_75/sm_89).
+LESSON_KERNELS = {les.kernel_file: set(les.cases.entry_points) for les in lessons.LESSONS.values()
+                  if les.cases.entry_points}
+MAX_REGISTERS = {les.kernel_file: les.cases.max_registers for les in lessons.LESSONS.values()
+                 if les.cases.entry_points}
+
+
+def test_every_lessons_kernel_file_lists_its_entry_points():
+    """Each lesson with a kernel of its own says what its file holds (checked against nvcc's list
+    below); no two lessons share a file."""
+    own = [les.kernel_file for les in lessons.LESSONS.values() if les.gpu]
+    assert len(own) == len(set(own)) and set(own) == set(LESSON_KERNELS) and set(LESSON_KERNELS) <= set(ALL)
 
 
 def _builds():
@@ -164,9 +160,10 @@ def test_every_kernel_builds_without_spills(name, traced, arch):
 
 
 def test_traced_builds_are_the_lessons():
+    """Only a lesson's own kernel file has a traced build (tests/test_record.py: its producer binds
+    exactly its record's fields)."""
     traced = {n for n in ALL if kernels.has_traced_build(n)}
-    assert traced == {"vector_add.cu", "divergence.cu", "grid_stride.cu", "rmsnorm_deck.cu", "coalescing.cu",
-                      "banks.cu", "reduction_ladder.cu"}
+    assert traced and traced <= set(LESSON_KERNELS)
 
 
 def _defaults(name):
@@ -181,11 +178,14 @@ def test_cuda_defaults_match_the_python_constants():
     """Constants Python passes as -D: the .cu files' #ifndef defaults (for a bare nvcc build)
     are the same values, so the two builds cannot differ."""
     from gpu_viz import occupancy
-    from gpu_viz.record import reduction, vector_add
     from gpu_viz.rmsnorm.fused import names as fnames
 
-    for name, options in (("rmsnorm_fused.cu", fnames.LAUNCH_DEFINES), ("occupancy.cu", occupancy.OCC_OPTIONS),
-                          ("vector_add.cu", vector_add.OPTIONS), ("reduction.cu", reduction.OPTIONS)):
+    # the lessons' GPU producers' -D options (a producer's OPTIONS), and two files no lesson traces
+    lesson_options = [(les.kernel_file, les.module("record").OPTIONS) for les in lessons.LESSONS.values()
+                      if les.gpu and hasattr(les.module("record"), "OPTIONS")]
+    assert {name for name, _o in lesson_options} >= {"vector_add.cu", "reduction.cu"}
+    for name, options in [("rmsnorm_fused.cu", fnames.LAUNCH_DEFINES), ("occupancy.cu", occupancy.OCC_OPTIONS),
+                          *lesson_options]:
         d = _defaults(name)
         for opt in options:
             key, value = opt[2:].split("=")

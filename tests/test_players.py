@@ -179,10 +179,19 @@ def test_rmsnorm_deck_fault_marks_the_stale_slots():
 
 def test_seed_tree_marks_the_lost_partials():
     for kind in KINDS:
-        anim, res = CASES["seed_tree"](kind)
+        anim, res = CASES["reduction"](kind)
         last = anim.frames[-1]
         assert last.caption == "total = 64: 32 of 96 partials never arrived"
         assert texts(last.markup).count("✗") == 32
+    fixed = CASES["reduction_fixed"]("model")[0].frames[-1]
+    assert fixed.caption == "total = 96: every partial counted once" and "✗" not in texts(fixed.markup)
+
+
+def test_every_lessons_players_are_cases():
+    """tests/players_cases.py draws every player every lesson lists, and nothing else."""
+    from gpu_viz.lessons import LESSONS
+
+    assert list(CASES) == [name for les in LESSONS.values() for name, _l, _o in les.cases.players]
 
 
 def test_latency_still_is_the_whole_run_with_its_provenance():

@@ -80,9 +80,55 @@ def fake_device(monkeypatch):
 needs_emulator = pytest.mark.skipif(not emulator.available(), reason="NVRTC is not installed")
 
 
+def record_struct_fields(file):
+    """The fields of the struct a kernel file's traced build records into (``__device__ T rec;``), in
+    declaration order: what its producer must bind, in that order (the pointers are written as
+    consecutive words)."""
+    src = kernels.read_source(file)
+    m = re.search(r"__device__\s+(\w+)\s+rec\s*;", src)
+    assert m, f"{file}: no __device__ record 'rec'"
+    body = re.search(rf"struct\s+{m.group(1)}\s*\{{(.*?)\}};", src, re.S)
+    assert body, f"{file}: struct {m.group(1)} not found"
+    return [name for decl in body.group(1).split(";") if decl.strip()
+            for name in re.findall(r"(\w+)\s*(?:,|$)", decl.strip())]
+
+
+def test_record_struct_fields_reads_declarations():
+    assert record_struct_fields("rmsnorm_deck.cu") == ["local", "warp_lanes", "smem", "w0_lanes", "scalars", "prefill"]
+    assert record_struct_fields("vector_add.cu") == ["thread", "vals"]
+
+
+_TRACED = [s for s, les in lessons.LESSONS.items() if les.gpu and kernels.has_traced_build(les.kernel_file)]
+
+
 @needs_emulator
-def test_producers_bind_every_record_field(monkeypatch):
-    """What each traced producer binds, in the order its .cu file declares the struct."""
+@pytest.mark.parametrize("stem", _TRACED)
+def test_producers_bind_every_record_field(monkeypatch, stem):
+    """Every lesson whose kernel has a traced build: its GPU producer (run in the emulator, at the
+    lesson's small launch) binds exactly the fields of the struct its .cu file declares, in order."""
+    from gpu_viz.emulator import runtime
+
+    les = lessons.LESSONS[stem]
+    bound = {}
+    real = runtime.bind_record
+    monkeypatch.setattr(runtime, "bind_record", lambda session, prog, fields, symbol="rec": (
+        bound.__setitem__(prog.source_name, dict(fields)), real(session, prog, fields, symbol))[1])
+    with emulator.emulated():
+        les.trace(seed=1, producer="emulator", **les.cases.small)
+    assert list(bound) == [les.kernel_file], bound
+    assert list(bound[les.kernel_file]) == record_struct_fields(les.kernel_file)
+
+
+def test_every_traced_build_is_a_lessons():
+    """A kernel file with a traced build belongs to a lesson with a GPU producer (whose record it
+    binds, above); the test of the files' entry points is tests/test_kernels.py."""
+    traced = {n for n in kernels.kernel_files() if kernels.has_traced_build(n)}
+    assert traced == {lessons.LESSONS[s].kernel_file for s in _TRACED}
+    assert len(traced) >= 7
+
+
+@needs_emulator
+def test_the_deck_without_prefill_binds_prefill_zero(monkeypatch):
     from gpu_viz.emulator import runtime
 
     bound = {}
@@ -90,20 +136,8 @@ def test_producers_bind_every_record_field(monkeypatch):
     monkeypatch.setattr(runtime, "bind_record", lambda session, prog, fields, symbol="rec": (
         bound.__setitem__(prog.source_name, dict(fields)), real(session, prog, fields, symbol))[1])
     with emulator.emulated():
-        lessons.VECTOR_ADD.trace(n=64, block=64, producer="emulator")
-        lessons.DIVERGENCE.trace(n=64, producer="emulator")
-        lessons.GRID_STRIDE.trace(n=100, grid=2, block=32, producer="emulator")
         lessons.RMSNORM_DECK.trace(d=64, block=64, variant="deck", prefill=False, producer="emulator")
-    assert {f: list(v) for f, v in bound.items()} == {
-        "vector_add.cu": ["thread", "vals"], "divergence.cu": ["branch", "active"],
-        "grid_stride.cu": ["block", "thread", "pass", "visits"],
-        "rmsnorm_deck.cu": ["local", "warp_lanes", "smem", "w0_lanes", "scalars", "prefill"]}
     assert bound["rmsnorm_deck.cu"]["prefill"] == 0
-    for file, fields in bound.items():  # the struct in the .cu file, field by field
-        src = kernels.read_source(file)
-        decl = src[src.index("struct "):src.index("__device__", src.index("struct "))]
-        for f in fields:
-            assert f in decl, (file, f, decl)
 
 
 def test_scheduling_producer(fake_device):
@@ -133,27 +167,44 @@ def test_reduction_producers():
 
 
 def _gpu_entry_points():
-    """Every public function of gpu_viz.record.*, gpu_viz.measure.* and gpu_viz.claims.divergence with its minimal arguments."""
+    """The GPU entry points no lesson's trace reaches (the lessons' producers are found by the
+    registry, below): the plain kernels' launchers, and gpu_viz.measure.* and claims.divergence,
+    each with its minimal arguments."""
     x = np.ones(64, np.float32)
-    return [("record.vector_add", "trace", (x, x)), ("record.divergence", "trace", (x,)),
-            ("record.grid_stride", "trace", (x,)), ("record.grid_stride", "scale", (x,)),
-            ("record.scheduling", "trace", ()), ("record.rmsnorm_deck", "trace", (x,)),
-            ("record.reduction", "seed_reduce", (x,)), ("record.reduction", "block_reduce", (x,)),
+    return [("record.grid_stride", "scale", (x,)), ("record.reduction", "seed_reduce", (x,)),
+            ("record.reduction", "block_reduce", (x,)),
             ("claims.divergence", "cost", ()), ("measure.memory", "pointer_chase", (4096,)),
             ("measure.memory", "read_bandwidth", (4096,)), ("measure.memory", "hardware_record", ()),
             ("measure.timing", "launch_floor", ()), ("measure.timing", "copy_kernel_floor", (1024, 0))]
 
 
-@pytest.mark.parametrize("module,fn,args", _gpu_entry_points(), ids=lambda v: v if isinstance(v, str) else "")
-def test_without_cupy_every_gpu_path_says_gpu_unavailable(monkeypatch, module, fn, args):
-    """CPU mode with CuPy missing: GPUUnavailable naming what needed the GPU, not ModuleNotFoundError."""
+def _without_cupy(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` raises ImportError
     monkeypatch.setattr(backend, "_cached", None)
     monkeypatch.setattr(backend, "_probe", lambda: backend.Backend(mode="cpu", reason="CuPy is not installed",
                                                                    **_cause("cupy-missing")))
+
+
+@pytest.mark.parametrize("module,fn,args", _gpu_entry_points(), ids=lambda v: v if isinstance(v, str) else "")
+def test_without_cupy_every_gpu_path_says_gpu_unavailable(monkeypatch, module, fn, args):
+    """CPU mode with CuPy missing: GPUUnavailable naming what needed the GPU, not ModuleNotFoundError."""
+    _without_cupy(monkeypatch)
     f = getattr(importlib.import_module(f"gpu_viz.{module}"), fn)
     with pytest.raises(backend.GPUUnavailable):
         f(*args)
+
+
+@pytest.mark.parametrize("stem", [s for s, les in lessons.LESSONS.items() if les.gpu])
+def test_without_cupy_every_lessons_gpu_producer_says_gpu_unavailable(monkeypatch, stem):
+    """The same for every lesson's GPU producer (``gpu_viz.record.<stem>.trace``), called as
+    Lesson.trace calls it, at the lesson's small launch."""
+    _without_cupy(monkeypatch)
+    les = lessons.LESSONS[stem]
+    args, kw = les.inputs(1, **les.cases.small)
+    kw.pop("info", None)              # the GPU the CPU model models: not the GPU producer's
+    extra = les.source_lines(les.source(), **kw) if les.source_lines else {}
+    with pytest.raises(backend.GPUUnavailable):
+        les.module("record").trace(*args, **kw, **extra, seed=1)
 
 
 def _cause(code):

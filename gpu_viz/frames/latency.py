@@ -1,21 +1,21 @@
 """Trace -> frames for notebook 04's latency hiding: one warp scheduler's warps over time.
 
-Data path: ``gpu_viz.model.latency.simulate`` --> :class:`gpu_viz.trace.Trace` --> :func:`drawing`
-(SVG: each warp's states up to a cycle, what each warp does now, the issue slot filled or idle)
---> :func:`frames` --> :class:`gpu_viz.widgets.Animation`; :func:`still` is the whole run as one
-SVG picture.  :func:`draw` is the same run as a matplotlib chart (notebook 04 draws it until its
-cell moves to :func:`still`).
+Data path: ``gpu_viz.model.latency.trace`` (the lesson ``gpu_viz.lessons.LATENCY``) -->
+:class:`gpu_viz.trace.Trace` --> :func:`drawing` (SVG: each warp's states up to a cycle, what each
+warp does now, the issue slot filled or idle) --> :func:`frames` --> :func:`animation` (the player,
+beside the loop every warp runs; or several runs side by side: :func:`contrast_frames`);
+:func:`still` is the whole run as one SVG picture.  :func:`draw` is the same run as a matplotlib chart.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
 from ..check import check_int
 from ..model.latency import COMPUTE, DONE, LOAD, READY, STATE_NAMES, WAITING
 from ..trace import Trace
-from ..widgets import Frame, Still, svg
+from ..widgets import Animation, Frame, Still, svg
 
 STATE_COLORS = {READY: "#c9d7e8", COMPUTE: "#2e7d32", LOAD: "#f9a825", WAITING: "#e57373", DONE: "#ffffff"}
 #: The player's state fills (Okabe-Ito) and the word written in a bar wide enough to hold it.
@@ -24,6 +24,12 @@ STATE_WORDS = {READY: "ready", COMPUTE: "math", LOAD: "load", WAITING: "stalled"
 #: Warps the player draws at most (a row each).
 MAX_WARPS_DRAWN = 8
 _LEFT, _RIGHT, _TOP, _ROW = 92, 540, 40, 27
+#: The kind of a cycle on which no warp issues (the model's ``kind`` array).
+IDLE = -1
+#: The lines of the loop every warp runs (kernels/memory.cu, region ``stream_read_loop``) that the
+#: player lights: the load, and the math that needs its data (what every warp waits to issue on an
+#: idle cycle).
+SOURCE_NEEDLES = {LOAD: "float4 v", COMPUTE: "acc +=", IDLE: "acc +="}
 
 
 def frame_cycles(trace: Trace, count: int = 24) -> List[int]:
@@ -192,14 +198,53 @@ def still(trace: Trace) -> Still:
 def frames(trace: Trace, count: int = 16, source_lines: Optional[Dict[int, int]] = None) -> List[Frame]:
     """Frames for :class:`gpu_viz.widgets.Animation`: the run drawn up to each of :func:`frame_cycles`.
 
-    ``source_lines`` maps LOAD / COMPUTE to the source line to highlight when that kind issues.
+    ``source_lines`` maps LOAD / COMPUTE to the source line to highlight when that kind issues,
+    and :data:`IDLE` to the one of a cycle on which no warp issues (none when absent).
     """
     out = []
     for t in frame_cycles(trace, count):
         k = int(trace["kind"][t])
-        line = (source_lines or {}).get(k) if k >= 0 else None
+        line = (source_lines or {}).get(k if k >= 0 else IDLE)
         out.append(Frame(drawing(trace, t), caption=caption(trace, t), line=line))
     return out
+
+
+def animation(trace: Trace, source: Optional[str] = None, count: int = 16, against: Sequence[Trace] = (),
+              labels: Optional[Sequence[str]] = None, title: Optional[str] = None,
+              provenance: Optional[str] = None, interval_ms: int = 700) -> Animation:
+    """The player of a run of the model: :func:`frames` at ``count`` cycles, beside ``source`` (the
+    loop every warp runs) with the lines of :data:`SOURCE_NEEDLES` lit.  With ``against`` (more
+    runs, e.g. with more warps) the runs play side by side on one time axis instead
+    (:func:`contrast_frames`, one of ``labels`` per run, ``trace`` first; default "N warps"), with
+    no source pane: no one line belongs to every run.  ``title`` and ``provenance`` default to the
+    run's (the first run's latency, for ``against``).
+
+    Raises:
+        KeyError: ``trace`` is not a run of the model (``Lesson.animation`` names the lesson).
+        TypeError: a run of ``against`` is not a Trace.  ValueError: ``labels`` not one per run.
+    """
+    W, p = trace["state"].shape[1], trace.params
+    if against:
+        runs = [trace, *against]
+        bad = [type(r).__name__ for r in runs if not isinstance(r, Trace)]
+        if bad:
+            raise TypeError(f"against must hold Traces (runs of the model), got {bad}")
+        labels = list(labels) if labels is not None else [f"{r['state'].shape[1]} warps" for r in runs]
+        if len(labels) != len(runs):
+            raise ValueError(f"labels must give one label per run ({len(runs)}), got {len(labels)}")
+        title = title or (f"MODEL: one warp scheduler, loads of {p['latency_cycles']} cycles, "
+                          f"{p['compute_per_load']} instructions each: " + " against ".join(labels))
+        provenance = provenance or f"MODEL (not measured), one warp scheduler; the latency: {p['latency_source']}"
+        return Animation(contrast_frames(runs, labels, count=count), title=title, provenance=provenance,
+                         interval_ms=interval_ms)
+    lines = None
+    if source is not None:
+        text = source.splitlines()
+        lines = {k: next((i for i, ln in enumerate(text, 1) if needle in ln), None)
+                 for k, needle in SOURCE_NEEDLES.items()}
+    return Animation(frames(trace, count=count, source_lines=lines),
+                     title=title or f"MODEL: a warp scheduler switching among {W} warps",
+                     provenance=provenance or trace.provenance, source=source, interval_ms=interval_ms)
 
 
 def contrast_drawing(traces: List[Trace], t: int, labels: List[str]) -> str:

@@ -1,18 +1,19 @@
 """Trace -> frames for notebook 12's fault b: the seed write-up's halving tree (and its fix), level
 by level, the partials that never reach the total marked ✗ in vermillion.
 
-Data path: ``gpu_viz.record.reduction.seed_reduce`` / ``gpu_viz.model.reduction.seed_reduce`` -->
-:func:`frames` (SVG: the shared-memory slots, 32 to a row, with their values) --> :func:`animation`
-(the tree's source beside it).
+Data path: ``gpu_viz.record.reduction.trace`` / ``gpu_viz.model.reduction.trace`` (the lesson
+``gpu_viz.lessons.REDUCTION``) --> :class:`gpu_viz.trace.Trace` --> :func:`frames` (SVG: the
+shared-memory slots, 32 to a row, with their values) --> :func:`animation` (the tree's source beside it).
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import List, Optional
 
 import numpy as np
 
 from .. import kernels
 from ..model import reduction as model
+from ..trace import Trace
 from ..widgets import Animation, Frame, svg
 
 WARP = model.WARP
@@ -20,11 +21,20 @@ WARP = model.WARP
 MAX_DRAWN = 128
 _X0, _CW, _CH, _GAP, _TOP = 44, 21, 30, 1, 40
 LIVE, READ, LOST, TWICE = "#CDE8F6", "#BFE6D9", "#F6D0BE", svg.YELLOW
+#: What each frame highlights in the tree's code: a level's add; after the tree, the line that
+#: decides which slots the warp finish reads (the seed's loop stops at 32 slots; the fix keeps ``live``).
+_ADD = "shared[tid] += shared[tid +"
+_FINISH = {False: "s >= 32", True: "live = n"}
 
 
 def source(corrected: bool) -> "kernels.Snippet":
     """The tree's code: our reconstruction of the seed's (``seed_tree``) or the fix (``fixed_tree``)."""
     return kernels.snippet(model.FILE, "fixed_tree" if corrected else "seed_tree")
+
+
+def _line_of(text: str, needle: str) -> Optional[int]:
+    """The 1-based line of ``text`` holding ``needle``, or None."""
+    return next((i for i, ln in enumerate(text.splitlines(), 1) if needle in ln), None)
 
 
 def _slots(d: svg.Svg, values, fills, strokes, widths, labels=None) -> float:
@@ -42,21 +52,25 @@ def _slots(d: svg.Svg, values, fills, strokes, widths, labels=None) -> float:
     return _TOP + rows * (_CH + 6)
 
 
-def frames(partials, result: Dict[str, np.ndarray], corrected: bool) -> List[Frame]:
+def frames(trace: Trace, source_text: Optional[str] = None) -> List[Frame]:
     """Frames of the seed's reduction (or the fix): the slots after each tree level, what warp 0 read,
-    the lost partials.  ``result`` from ``gpu_viz.record.reduction.seed_reduce`` or ``model.seed_reduce``.
+    the lost partials.  ``trace`` from ``gpu_viz.lessons.REDUCTION`` (either producer); each
+    frame highlights its line of ``source_text`` (default: the tree's region, :func:`source`).
+    How often each partial reaches the total is counted by the CPU model (the kernel records the
+    slots, not where their values came from).
 
     Raises:
         ValueError: more than :data:`MAX_DRAWN` partials (the player draws one slot per thread).
     """
-    p = np.asarray(partials, dtype=np.float32)
+    corrected = bool(trace.params["corrected"])
+    p = np.asarray(trace["partials"], dtype=np.float32)
     B = p.size
     if B > MAX_DRAWN:
         raise ValueError(f"reduction frames draw at most {MAX_DRAWN} threads (slots), got {B} partials")
-    weight = result["weight"] if "weight" in result else model.seed_reduce(p, corrected)["weight"]  # GPU results have none
-    snip = source(corrected)
-    line = snip.line_of("shared[tid] += shared[tid +")
-    levels = [lv for lv in result["levels"] if np.isfinite(lv).any()]
+    weight = model.seed_reduce(p, corrected)["weight"]
+    text = source(corrected).text if source_text is None else source_text
+    line, finish_line = _line_of(text, _ADD), _line_of(text, _FINISH[corrected])
+    levels = [lv for lv in trace["levels"] if np.isfinite(lv).any()]
     out: List[Frame] = []
     plain = ([svg.MUTED] * B, [1.0] * B)
 
@@ -104,9 +118,9 @@ def frames(partials, result: Dict[str, np.ndarray], corrected: bool) -> List[Fra
     if last_live > WARP:
         notes.append((f"✗ slots {WARP}..{last_live - 1} still hold partials and are never read", svg.VERMILLION))
     frame("the warp finish: warp 0 reads shared[0..31]", "warp finish: lanes 0..31 read shared[0..31], then 5 shuffles",
-          vals, fills, strokes, widths, notes)
+          vals, fills, strokes, widths, notes, lit=finish_line)
     lost = np.flatnonzero(weight == 0)
-    total = result["out"][0]
+    total = trace["out"][0]
     labels = ["✗" if w_ == 0 else str(int(w_)) for w_ in weight]
     fills = [LOST if w_ == 0 else (READ if w_ == 1 else TWICE) for w_ in weight]
     strokes = [svg.VERMILLION if w_ == 0 else svg.MUTED for w_ in weight]
@@ -115,14 +129,22 @@ def frames(partials, result: Dict[str, np.ndarray], corrected: bool) -> List[Fra
                                   else ": every partial counted once")
     frame(f"total = {total:g}: how many times each thread's partial counts", cap, weight, fills, strokes, widths,
           [("✗ = lost (never reaches the total), 1 = counted once" if lost.size else
-            "1 = counted once: nothing lost", svg.VERMILLION if lost.size else svg.INK)], labels=labels)
+            "1 = counted once: nothing lost", svg.VERMILLION if lost.size else svg.INK)], labels=labels,
+          lit=finish_line)
     return out
 
 
-def animation(partials, result: Dict[str, np.ndarray], corrected: bool, provenance: str) -> Animation:
-    """Player for :func:`frames`, with the tree's source (our reconstruction or the fix)."""
-    B = np.asarray(partials).size
+def animation(trace: Trace, source_text: Optional[str] = None) -> Animation:
+    """Player for :func:`frames` of ``trace``, beside ``source_text`` (default: the tree's source,
+    our reconstruction or the fix), with the trace's provenance.
+
+    Raises:
+        KeyError: ``trace`` lacks the arrays or params of a seed-tree trace (``Lesson.animation``
+            names the lesson).  ValueError: as :func:`frames`.
+    """
+    corrected = bool(trace.params["corrected"])
+    B = np.asarray(trace["partials"]).size
     title = (f"The fixed halving-tree reduction at {B} threads" if corrected else
              f"The write-up's halving tree at {B} threads (our reconstruction from its description)")
-    return Animation(frames(partials, result, corrected), title=title, provenance=provenance,
-                     source=source(corrected).text)
+    text = source(corrected).text if source_text is None else source_text
+    return Animation(frames(trace, text), title=title, provenance=trace.provenance, source=text)

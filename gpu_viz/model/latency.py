@@ -1,9 +1,10 @@
 """A MODEL of one warp scheduler hiding memory latency (notebook 04) -- not a measurement.
 
-Data path: :func:`simulate` (numpy, cycle by cycle) --> :class:`gpu_viz.trace.Trace`
-(``source="model"``, every array listed in ``simulated``) --> ``gpu_viz.frames.latency``
-(matplotlib) --> :class:`gpu_viz.widgets.Animation` (live + static player).  It has no GPU
-producer: a scheduler's issue slots are not observable from a kernel.
+Data path: :func:`simulate` (numpy, cycle by cycle; :func:`trace` for the lesson
+``gpu_viz.lessons.LATENCY``) --> :class:`gpu_viz.trace.Trace` (``source="model"``, every array
+listed in ``simulated``) --> ``gpu_viz.frames.latency`` (SVG) --> :class:`gpu_viz.widgets.Animation`
+(live + static player).  It has no GPU producer: a scheduler's issue slots are not observable
+from a kernel.
 
 The model, stated plainly:
   * one warp scheduler (one SM sub-partition) issues at most one instruction per cycle;
@@ -21,6 +22,7 @@ The model, stated plainly:
 """
 from __future__ import annotations
 
+from typing import Optional
 
 import numpy as np
 
@@ -32,6 +34,8 @@ STATE_NAMES = {READY: "ready (not picked)", COMPUTE: "issues math", LOAD: "issue
                WAITING: "waiting for memory", DONE: "finished"}
 POLICIES = ("greedy", "round robin")
 KERNEL = "warp_scheduler_model"
+#: The most cycles :func:`simulate` runs before it gives up (its ``max_cycles``).
+MAX_CYCLES = 1_000_000
 
 
 def _schedule(n_warps, latency, compute, loads, policy, max_cycles):
@@ -75,7 +79,7 @@ def _schedule(n_warps, latency, compute, loads, policy, max_cycles):
 
 def simulate(n_warps: int = 8, latency_cycles: int = 200, compute_per_load: int = 16,
              loads_per_warp: int = 3, policy: str = "greedy", latency_source: str = "the deck's ~200 cycles",
-             max_cycles: int = 1_000_000) -> Trace:
+             max_cycles: int = MAX_CYCLES) -> Trace:
     """Run the scheduler model until every warp has finished its loop.
 
     Args:
@@ -134,6 +138,28 @@ def simulate(n_warps: int = 8, latency_cycles: int = 200, compute_per_load: int 
                  arrays={"state": state, "issued": issued_a, "kind": kinds, "in_flight": in_flight.astype(np.int16)},
                  source=MODEL_SOURCE, provenance=prov, steps=[],
                  simulated=("state", "issued", "kind", "in_flight"))
+
+
+def cycles_bound(n_warps: int, latency_cycles: int, compute_per_load: int, loads_per_warp: int) -> int:
+    """An upper bound on the cycles :func:`simulate` takes, known before it runs: every cycle either
+    issues (``n_warps * loads_per_warp * (compute_per_load + 1)`` issues in all) or idles, and an
+    idle cycle is one where every unfinished warp waits for a load -- the warp that finishes last
+    among them, which waits ``loads_per_warp * (latency_cycles - 1)`` cycles in all."""
+    return n_warps * loads_per_warp * (compute_per_load + 1) + loads_per_warp * (latency_cycles - 1)
+
+
+def trace(n_warps: int = 8, latency_cycles: int = 200, compute_per_load: int = 16, loads_per_warp: int = 3,
+          policy: str = "greedy", latency_source: str = "the deck's ~200 cycles", *,
+          seed: Optional[int] = None) -> Trace:
+    """:func:`simulate` as the lesson's producer (``gpu_viz.lessons.LATENCY``): the same run and
+    Trace, ``seed`` kept in ``params`` (the model draws nothing at random: it names the call).
+
+    Raises:
+        ValueError / TypeError: as :func:`simulate`, naming the bad argument.
+    """
+    tr = simulate(n_warps, latency_cycles, compute_per_load, loads_per_warp, policy, latency_source)
+    tr.params["seed"] = seed
+    return tr
 
 
 def utilization(n_warps: int, latency_cycles: int, compute_per_load: int = 16, loads_per_warp: int = 10,

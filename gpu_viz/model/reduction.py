@@ -3,13 +3,18 @@ and ``kernels/reduction.cu``'s seed tree and its fix, warp-synchronously in nump
 
 Data path: inputs --> :func:`block_reduce_sum` / :func:`seed_reduce` (the kernels' exact addition
 order) --> the arrays ``gpu_viz.record.reduction`` reads off the GPU; on a GPU the tests assert
-model == silicon bit for bit.  ``gpu_viz.model.rmsnorm_deck`` builds its phase 2 from these.
+model == silicon bit for bit.  :func:`trace` is the seed tree as the lesson's
+:class:`gpu_viz.trace.Trace` (``gpu_viz.lessons.REDUCTION``, drawn by ``gpu_viz.frames.reduction``).
+``gpu_viz.model.rmsnorm_deck`` builds its phase 2 from these.
 """
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
+
+from .. import backend
+from ..trace import MODEL_SOURCE, Trace
 
 F32 = np.float32
 WARP = 32
@@ -153,6 +158,33 @@ def seed_reduce(partials, corrected: bool = False) -> Dict[str, np.ndarray]:
         c = c_new
     out = np.full(B, finish[-1, 0], dtype=F32)
     return dict(levels=levels, finish=finish, out=out, weight=c[0])
+
+
+#: The arrays of a seed-tree trace, as both producers record them (the model's ``weight`` is not
+#: among them: the silicon cannot record it, and the frames count it from the model).
+TRACE_ARRAYS = ("partials", "levels", "finish", "out")
+
+
+def as_trace(partials: np.ndarray, result: Dict[str, np.ndarray], corrected: bool, seed: Optional[int],
+             source: str, provenance: str) -> Trace:
+    """The seed tree's run as a :class:`Trace`: arrays ``partials`` (block,) and the
+    :data:`TRACE_ARRAYS` of ``result`` (:func:`seed_reduce`'s, or ``gpu_viz.record.reduction``'s),
+    params ``block``, ``corrected`` and ``seed``; kernel ``seed_reduce_trace``."""
+    arrays = {"partials": np.array(partials, dtype=F32), **{k: result[k] for k in TRACE_ARRAYS[1:]}}
+    params = {"block": int(arrays["partials"].shape[0]), "corrected": bool(corrected), "seed": seed}
+    return Trace(kernel=SEED_KERNEL, params=params, arrays=arrays, source=source, provenance=provenance)
+
+
+def trace(partials, corrected: bool = False, *, seed: Optional[int] = None) -> Trace:
+    """CPU model of the seed tree (or the fix) as the lesson's Trace: :func:`seed_reduce`, its
+    arrays ``partials`` (block,), ``levels`` (10, block), ``finish`` (6, 32), ``out`` (block,), all
+    float32 (NaN = not written); labelled the CPU model's.
+
+    Raises:
+        ValueError: block outside 32..1024 (1..1024 when ``corrected``), naming ``partials``.
+    """
+    p = np.asarray(partials, dtype=F32).reshape(-1)
+    return as_trace(p, seed_reduce(p, corrected), corrected, seed, MODEL_SOURCE, backend.MODEL_LABEL)
 
 
 def lost_partials(block: int) -> np.ndarray:

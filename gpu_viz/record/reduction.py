@@ -2,15 +2,17 @@
 tree, its fix, and reduce.cuh's block_reduce_sum at any block size).
 
 Data path: ``kernels/reduction.cu`` --(:func:`seed_reduce`, :func:`block_reduce`: NaN-poisoned
-records, launch, read back)--> the arrays of ``gpu_viz.model.reduction`` --> ``gpu_viz.frames.reduction``.
+records, launch, read back)--> the arrays of ``gpu_viz.model.reduction`` --(:func:`trace`)-->
+:class:`gpu_viz.trace.Trace` --> ``gpu_viz.frames.reduction``.
 """
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 
 from .. import backend, kernels
+from ..trace import GPU_SOURCE, Trace
 from ..model import reduction as model
 from ..model.rmsnorm_deck import as_f32_vector
 
@@ -43,6 +45,18 @@ def seed_reduce(partials, corrected: bool = False) -> Dict[str, np.ndarray]:
     kernels.function(FILE, model.SEED_KERNEL, OPTIONS)((1,), (B,), (cp.asarray(p), np.int32(1 if corrected else 0),
                                                           levels, finish, out))
     return dict(levels=cp.asnumpy(levels), finish=cp.asnumpy(finish), out=cp.asnumpy(out))
+
+
+def trace(partials, corrected: bool = False, *, seed: Optional[int] = None) -> Trace:
+    """:func:`seed_reduce` as the lesson's Trace (``gpu_viz.model.reduction.trace``'s arrays and
+    params), labelled with this GPU.
+
+    Raises:
+        GPUUnavailable: CPU mode (outside the emulator).  ValueError: as :func:`seed_reduce`.
+    """
+    p = as_f32_vector(partials, "partials")
+    result = seed_reduce(p, corrected)
+    return model.as_trace(p, result, corrected, seed, GPU_SOURCE, backend.live_label())
 
 
 def block_reduce(values) -> np.ndarray:
