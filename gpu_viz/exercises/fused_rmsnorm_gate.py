@@ -4,10 +4,11 @@
   one-row-per-block RMSNorm, ``y = x * w * r``, ``r = 1 / sqrt(mean(x^2) + eps)``, fp32 in and out;
   the learner fuses the SiLU gate into it: ``y = x * w * silu(g) * r``, ``silu(g) = g / (1 + e^-g)``,
   r from x alone (the write-up's op), reading g once and writing y once.  Graded on y against float64
-  at :data:`GATE_SHAPES` (odd rows, rows shorter than the block, blocks of 33..1024 including
+  at :data:`GATE_SHAPES` (odd rows, rows shorter than the block, blocks of 32..1024 including
   non-multiples of 32, several rows), fresh inputs each time: one row of every launch small enough
   that eps matters, and gates as large as |g| = 1000 (silu saturates; e^-g overflows float32).
-  Each element may be off by the bound :func:`gate_tolerance` derives from fp32 arithmetic.
+  Each element may be off by the bound :func:`gate_bound` derives from fp32 arithmetic (the task's
+  tolerance is that array, one bound per element of y).
   Then a target counted from the emulator's run: the bytes of g loaded and of y stored and loaded
   must be the fused minimum (4 n bytes a row each, and no load of y): an extra pass fails, its
   message counting the bytes.
@@ -124,7 +125,7 @@ def gate_bound(case: Case, inputs, y: np.ndarray) -> np.ndarray:
       SILU_FLOOR times the factors that multiply silu, for what underflows (|silu| < 2^-119).
 
     A lost term of the sum, a wrong factor or eps in the wrong place is off by far more (the eps
-    row's mean(x^2) is about eps: there eps changes r by ~40 %)."""
+    row's mean(x^2) is about eps: there eps changes r by tens of percent)."""
     x, g, w = _rows(case, inputs)
     n = case.sizes["n"]
     r = _r(x, inputs["eps"])
@@ -137,15 +138,12 @@ def gate_bound(case: Case, inputs, y: np.ndarray) -> np.ndarray:
 
 
 def _gate_tolerance(case: Case, inputs, name: str) -> np.ndarray:
+    """The task's tolerance: an array, y's bound element by element (the engine compares
+    ``|got - want| <= atol`` elementwise)."""
     return gate_bound(case, inputs, _gate_reference(case, inputs)["y"])
 
 
 # -- the explanations ------------------------------------------------------------------------------------
-
-def _y(o: Observation) -> np.ndarray:
-    """The learner's y, [rows, n] (float64)."""
-    return o.outputs["y"][:o.length("y")].astype(np.float64).reshape(o.case.sizes["rows"], o.case.sizes["n"])
-
 
 def _line(h) -> str:
     return f"line {h.where.line}" if h.where is not None and h.where.line is not None else "a line of your kernel"
@@ -503,7 +501,7 @@ FUSE_GATE = KernelTask(
     explanations=(explain_past_end, explain_read_past, explain_unwritten, explain_sync, explain_large_gate,
                   explain_values, explain_precision),
     targets=(target_one_pass,), runaway_explanations=(explain_stuck,), budget=_gate_budget, narrow_index_note=False,
-    success=f"right at all {len(GATE_SHAPES)} launches (odd rows, rows shorter than the block, blocks of 33 to 1024, "
+    success=f"right at all {len(GATE_SHAPES)} launches (odd rows, rows shorter than the block, blocks of 32 to 1024, "
             "gates up to |g| = 1000), hazard-free, and fused: g read once and y written once, counted from the run.")
 
 _ph, _sol = kernel_cells(ID_FUSE, "fuse_gate.start", "fuse_gate.solution")
@@ -513,7 +511,7 @@ register(Exercise(
     "`y = x * w * r`, `r = 1 / sqrt(mean(x^2) + eps)`. Fuse the gate into it: "
     "`y = x * w * silu(g) * r`, `silu(g) = g / (1 + e^-g)`, with r still from x alone -- in the same "
     "kernel, reading g once and writing y once. The checker runs it at "
-    f"{len(GATE_SHAPES)} launches (odd rows, rows shorter than the block, blocks of 33 to 1024, several rows; "
+    f"{len(GATE_SHAPES)} launches (odd rows, rows shorter than the block, blocks of 32 to 1024, several rows; "
     "gates as large as |g| = 1000), compares y with float64 within a bound derived from fp32 arithmetic, "
     "then counts from the run the bytes of g and y your kernel moved: one pass passes.",
     _ph, _sol, "### Rows too long for one block", lambda: {"launches (n, block, rows)": list(GATE_SHAPES),
