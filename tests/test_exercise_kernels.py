@@ -222,3 +222,25 @@ def test_catalogue_on_the_gpu_agrees(eid, path, expect):
         assert v.ok is True, v.text()
     else:
         assert v.ok is False and expect in v.message, v.text()
+
+
+@pytest.mark.gpu
+def test_fuse_gate_bound_holds_on_silicon_with_its_margin():
+    """fused_rmsnorm_gate.fuse_gate's per-element bound is twice the worst case fp32 arithmetic allows
+    (gate_bound's derivation: any summation order, expf or __expf, __fdividef, rsqrtf at their documented
+    errors): on silicon, whose intrinsics are not correctly rounded as the emulator's are, every right
+    catalogue kernel stays within half of it at every launch."""
+    from gpu_viz.exercises import fused_rmsnorm_gate as fg
+
+    task = fg.FUSE_GATE
+    right = [f for f, expect in catalogue.entries(fg.ID_FUSE) if expect == "correct"]
+    assert len(right) >= 3
+    cases = task.cases_with_inputs(seed=0)
+    jobs = [(c, i, task._buffers(c, i)[0]) for c, i in cases]
+    for f in right:
+        outs = kernel_task.run_in_child(f.read_text(encoding="utf-8"), task.kernel, task.params, jobs, timeout=120)
+        for (c, i), out in zip(cases, outs):
+            want = fg._gate_reference(c, i)["y"]
+            err = np.abs(out["y"][:want.size].astype(np.float64) - want)
+            ratio = float(np.max(err / fg.gate_bound(c, i, want)))
+            assert ratio <= 0.5, (f.name, c.label(), ratio)
