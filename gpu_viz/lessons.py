@@ -299,10 +299,15 @@ def emulated_trace(tr: Trace, session, simulated: Tuple[str, ...] = (), modelled
     from .trace import EMULATOR_SOURCE
 
     regs = sorted({r for run in session.runs for r in run.simulated})
-    over = ""
+    over = sms = ""
     if modelled is not None:
+        from .measure import records
+
+        # the SM count's own provenance: the committed record (or spec sheet) it was read from
         over = f" over {modelled.name.replace('NVIDIA ', '')}'s {modelled.sm_count} SMs"
-    prov = session.label() + (f"; {', '.join(regs)} simulated{over} (the emulator's scheduling model)" if regs else "")
+        sms = f"; SM count: {records.lesson_device()[1]}"
+    prov = session.label() + (f"; {', '.join(regs)} simulated{over} (the emulator's scheduling model){sms}"
+                              if regs else "")
     info = {"warp_instructions": sum(r.warp_instructions for r in session.runs),
             "hazards": [h.text() for r in session.runs for h in r.hazards],
             "approximate": sorted({a for r in session.runs for a in r.approximate})}

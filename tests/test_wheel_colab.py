@@ -62,7 +62,7 @@ _ABSENT = re.compile(r"\bno (?:\w+ ){0,2}(?:records?|recorded|committed)\b|\bnot
 # An exercise's verdict before the learner answers: it shows none of the facts.
 # outputs that show nothing of a record: an exercise not answered yet, and a reference solution's
 # one line (Verdict.require(): "[kernel_scheduling.waves] reference solution: passes", or "not run here (...)")
-_UNANSWERED = re.compile(r"^\[\d\d\.\w+\] (?:not graded: no answer yet: .*|reference solution: .*)$"
+_UNANSWERED = re.compile(r"^\[[a-z0-9_]+\.\w+\] (?:not graded: no answer yet: .*|reference solution: .*)$"
                          r"|.*\b(?:SASS|PTX) not shown: .*$"   # a disassembly this machine cannot make
                          r"|^<IPython\.core\.display\.\w+ object>$")   # a display's plain-text stand-in
 #: Records a notebook looks up but may lack: they need a tool only some GPU machines have (ncu).
@@ -160,11 +160,14 @@ def _text(cell):
         data = o.get("data", {})
         if _WIDGET not in data:
             chunks.extend(str(v) for k, v in data.items() if k.startswith("text/") or k == "image/svg+xml")
-    return "\n".join(c for c in chunks if c)
+    # a label as the reader sees it: a table keeps it on one line with no-break spaces and word joiners
+    text = "\n".join(c for c in chunks if c)
+    return text.replace("\u00a0", " ").replace("\u2060", "").replace("&#x27;", "'")
 
 
 def _committed_labels():
-    return {p.name: records.label(json.loads(p.read_text())) for p in COMMITTED.glob("*.json")}
+    # each record labelled as the notebooks label it: with its file name (``run N`` of a day comes from it)
+    return {p.name: records.label({**json.loads(p.read_text()), "_file": p.name}) for p in COMMITTED.glob("*.json")}
 
 
 def test_pyproject_admits_colabs_ipython_and_ipywidgets():

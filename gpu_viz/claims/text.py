@@ -82,7 +82,7 @@ def doubling_point() -> str:
                  r["resident_blocks_per_sm"]) for r in (sched or {}).get("rows", []) if r["threads"] in off]
         held_on = "; ".join(f"{b:.1f} of their {k} slots at {t} threads" for t, b, k in busy if b is not None)
         words.append(f"At {' and '.join(map(str, off))} it does not" + (
-            f": the SMs held on average {held_on} ({slab})" if held_on else "")
+            f": the SMs held on average {held_on}, {slab}" if held_on else "")
             + ". The arithmetic counts the blocks an SM *can* hold: **a lower bound on the makespan, not a "
               "prediction**.")
     return text + "\n\n" + " ".join(words)
@@ -300,7 +300,7 @@ def deck_littles_law(block: int = 1024) -> str:
     # ``where`` is "<label>, [M, N] at block B" for a record: the shape in words, the label last
     m = re.match(r"(.*), \[(\d+), (\d+)\] at block (\d+)$", where or "")
     at, where = (f" at {m.group(2)}x{m.group(3)}, block {m.group(4)}", m.group(1)) if m else ("", where)
-    measured = (f"Measured{at}: **{gbps:,.0f} GB/s**, {100 * gbps / g['copy_GBps']:.0f}% of the copy ({where}). "
+    measured = (f"Measured{at}: **{gbps:,.0f} GB/s**, {100 * gbps / g['copy_GBps']:.0f}% of the copy, {where}. "
                 if gbps is not None else f"Not measured: {where}. ")
     return ("Bandwidth = bytes in flight / latency; each thread of the deck kernel has one 2-byte fp16 load in "
             "flight.\n\n"

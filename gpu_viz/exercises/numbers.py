@@ -131,4 +131,4 @@ def _resident(threads: int):
     from ..model import scheduling as m
 
     i = _core.info()
-    return m.resident_blocks_per_sm(i, threads), f"occupancy calculator, {i.name} ({source_label()})"
+    return m.resident_blocks_per_sm(i, threads), f"occupancy calculator, {i.name}; {source_label()}"

@@ -90,7 +90,7 @@ def _given_amdahl() -> Dict:
         from ..measure import records
 
         return {"norm_share": float(e["norm_share"]), "norm_speedup": e["norms_median_us"] / f["norms_median_us"],
-                "source": f"the decoder record, fp16 prefill ({records.label(rec)})"}
+                "source": f"the decoder record, fp16 prefill, {records.label(rec)}"}
     return {"norm_share": 0.05, "norm_speedup": 7.2,
             "source": "an example: the deck's 7.2x and a 5% share (no decoder record is committed)"}
 

@@ -27,7 +27,7 @@ def _check_regs(answer):
     want = occupancy.full_occupancy_registers(i)
     even = g["regs_per_sm"] / g["max_threads_per_sm"]
     d = [f"{g['gpu']}: {g['regs_per_sm']:,} registers, {g['max_threads_per_sm']:,} resident threads per SM, "
-         f"registers allocated per warp in units of {g['reg_alloc_unit_per_warp']} ({source_label()})"]
+         f"registers allocated per warp in units of {g['reg_alloc_unit_per_warp']}; {source_label()}"]
     run = [f"the occupancy calculator agrees: at {want} registers per thread 128-thread blocks fill the SM "
            f"({occupancy.calculate(i, 128, want).occupancy:.0%}); at {want + 1} they reach "
            f"{occupancy.calculate(i, 128, want + 1).occupancy:.0%}"]

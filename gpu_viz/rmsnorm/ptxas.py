@@ -121,8 +121,8 @@ def committed(directory=None) -> Tuple[Optional[Dict], str]:
 
 def label(report: Dict, arch: str) -> str:
     """Where the numbers came from, for a table's caption."""
-    return (f"ptxas -v for {arch} from nvcc {report['nvcc']}, compiled {report['date']} "
-            f"(committed report {report.get('_file', '')}; no GPU, nothing run)").replace(" report )", " report)")
+    # the file's name stays out: a caption is read on a slide (the notes and the record name it)
+    return f"ptxas -v for {arch} from nvcc {report['nvcc']}, compiled {report['date']} (the committed report; no GPU, nothing run)"
 
 
 def fused_rows(arch: str, directory=None) -> Tuple[Optional[List[Dict]], str]:

@@ -702,7 +702,7 @@ def _cmd_bench(args) -> int:
         print(f"gpu-viz bench needs a CUDA GPU: {backend.detect().describe()}")
         rec = bench_record.newest_record()
         if rec:
-            print(f"The newest committed record is {rec['_file']} ({records.label(rec)}).")
+            print(f"The newest committed record: {records.label(rec)}.")
         return 2
     record = bench_record.full_record(quick=args.quick, out=args.out, tag=args.tag, reps=args.reps)
     rows = record["rows"]
