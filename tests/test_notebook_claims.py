@@ -186,6 +186,9 @@ def test_two_records_that_seem_to_disagree_say_why():
         pytest.skip("no committed bench record")
     note = report.seed_call_note(rec["rows"], rec.get("launch_floor_call_us"))
     assert "per-call times measure the host" in note and "loop of 100 calls" in note and "kernel alone" in note
+    # a sentence beside the record names no GPU but the record's (the write-up's H100 only in its heading)
+    from gpu_viz.measure import records
+    assert records.one_gpu_problems([("note", note)], rec["gpu"].replace("NVIDIA ", "")) == []
     rows = [dict(r, median_us=4.0) if (r.get("op"), r.get("impl"), r.get("M"), r.get("timing")) ==
             ("rmsnorm_gate", "fused", 128, "call") else r for r in rec["rows"]]
     assert report.seed_call_note(rows) == ""     # no gap to explain

@@ -597,3 +597,23 @@ def test_course_notebooks_keep_no_notes_cells():
         cells = [i for i, c in enumerate(nb.cells) if c.metadata.get("slideshow", {}).get("slide_type") == "notes"]
         assert not cells, f"{path.name}: notes cells {cells}"
         assert any(c.metadata.get(slides.SPEAKER_NOTES_KEY) for c in nb.cells), path.name
+
+
+def test_selftest_notebook_is_what_its_generator_writes(tmp_path):
+    """Bug class: a committed data notebook drifts from the script that makes it (a regeneration
+    dropped the long-line cell the browser's wrap test looks for).  The committed self-test notebook's
+    cells (type, source, slide type, tags, notes) equal a fresh run of tests/data/make_selftest.py."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_selftest", DATA / "make_selftest.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    fresh = Path(gen.write(str(tmp_path / "fresh.ipynb"), gen.cells))
+
+    def shape(path):
+        nb = nbformat.read(path, as_version=4)
+        return [(c.cell_type, c.source, c.metadata.get("slideshow", {}).get("slide_type"),
+                 sorted(c.metadata.get("tags", [])), c.metadata.get("speaker_notes")) for c in nb.cells]
+
+    assert shape(DATA / "99_slides_selftest.ipynb") == shape(fresh), \
+        "tests/data/99_slides_selftest.ipynb differs from its generator: run .venv/bin/python tests/data/make_selftest.py"

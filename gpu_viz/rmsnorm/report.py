@@ -408,7 +408,7 @@ def seed_call_note(rows: Sequence[Dict], call_floor_us: Optional[float] = None, 
     floor = (f" An empty kernel takes {call_floor_us:.2f} µs per call on this host, more than the write-up's "
              "whole call." if call_floor_us and call_floor_us > seed_us else "")
     return (f"At {M} x {N} ours takes {call:.2f} µs per call, the write-up {seed_us:.2f}: per-call times measure "
-            f"the host. The write-up divided one pair of events over a loop of 100 calls on its H100's host; "
+            f"the host. The write-up divided one pair of events over a loop of 100 calls on its own host; "
             f"ours puts events around each call.{floor} The kernel alone takes "
             + (f"{kern:.2f} µs." if kern else "what the kernel column shows."))
 

@@ -39,7 +39,13 @@ cells = header("99", "slides_selftest", "Slides self-test",
     md("## A plain widget", "slide"),
     code("import ipywidgets as w\nw.IntSlider(value=7, min=0, max=10, description='blocks')", "-"),
     md("## Text output", "subslide"),
-    code("print('warp size:', 32)", "-"),
+    # a line longer than the slide is wide, and an unbreakable identifier: both must wrap on the
+    # projector, not be cut off at the right edge (tests/test_browser.py)
+    code("print('warp size:', 32)\n"
+         "# a line longer than the slide is wide must wrap on the projector, not be cut off at the right edge: "
+         "cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads_per_block, dynamic_shared_memory_bytes)\n"
+         "LONG_NAME = 'an_unbreakable_identifier_that_is_far_wider_than_any_slide_could_ever_show_on_one_line_"
+         "without_wrapping_it'", "-"),
     code("print('this cell is skipped on slides')", "skip"),
 ]
 
