@@ -139,6 +139,7 @@ def test_mean_resident_says_how_full_the_slots_were_kept():
     assert frames.mean_resident(10, 1.0, 4, 0.0) is None
 
 
+@pytest.mark.slow   # nvcc per architecture: `make test`, not the fast lane
 @pytest.mark.skipif(kernels.find_tool("nvcc") is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("arch", kernels.ARCHES)
 def test_registers_never_bind_the_models_occupancy(arch):
