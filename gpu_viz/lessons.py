@@ -224,7 +224,7 @@ class Lesson:
         return not emulator.available() and (self.threads is None or self.threads(**launch) <= MAX_EMULATED_THREADS)
 
     def trace(self, seed: Optional[int] = None, producer: Optional[str] = None, missing_ok: bool = False,
-              **launch):
+              **launch) -> Trace | NotTraced:
         """Fresh inputs (``seed``: None = fresh entropy, kept in the Trace; else an int >= 0), then
         the silicon's record on a GPU; in CPU mode the emulator's run of the same traced kernel, or
         the CPU model's; its ``source`` and ``provenance`` say which (a model standing in for the
@@ -296,7 +296,7 @@ class Lesson:
         """The code the player shows beside ``trace`` (the lines its steps highlight)."""
         return self.source(*self.regions_for(trace)) if self.regions_for else self.source()
 
-    def animation(self, trace: Trace, **options):
+    def animation(self, trace: Trace | NotTraced, **options):
         """The lesson's :class:`gpu_viz.widgets.Animation` of ``trace`` (a :class:`NotTraced` is
         returned as it is: its ``show()`` says what is not shown and why).
 
@@ -317,9 +317,10 @@ class Lesson:
                              f"(no {missing!r} in it): is it another lesson's? Make it with "
                              f"{self.stem.upper()}.trace()") from exc
 
-    def show(self, trace: Optional[Trace] = None, **options) -> None:
-        """Display the player of ``trace`` (default: a new :meth:`trace`)."""
-        self.animation(trace if trace is not None else self.trace(), **options).show()
+    def show(self, trace: Trace | NotTraced | None = None, **options) -> None:
+        """Display the player of ``trace`` (default: a new :meth:`trace`; where that needs the emulator
+        and NVRTC is missing, the note saying what to install)."""
+        self.animation(trace if trace is not None else self.trace(missing_ok=True), **options).show()
 
 
 #: The producers a lesson trace can come from (:meth:`Lesson.trace`).

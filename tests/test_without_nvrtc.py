@@ -160,6 +160,13 @@ def test_not_traced_shows_as_markdown(no_nvrtc, monkeypatch):
     assert len(shown) == 1 and shown[0].data == nt.text() and "the `strided` rung" in nt.text()
 
 
+def test_show_without_a_trace_shows_the_note(no_nvrtc, monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    lessons.RACES.show()
+    assert len(shown) == 1 and shown[0].data.startswith(f"**{NOT_SHOWN}") and INSTALL in shown[0].data
+
+
 def test_missing_ok_is_a_bool():
     with pytest.raises(TypeError, match="missing_ok"):
         lessons.RACES.trace(missing_ok="yes")
