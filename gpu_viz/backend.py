@@ -12,7 +12,8 @@ carries a cause code (one of :data:`CAUSES`) for code that acts on it, such as t
 doctor; the reason is for people and may change wording.
 
 Set ``GPU_VIZ_FORCE_CPU=1`` to force CPU mode (the CI and the CPU-mode notebook
-tests do).
+tests do); add ``GPU_VIZ_NO_EMULATOR=1`` for CPU mode as it runs without NVRTC (the emulator
+reports it missing: :mod:`gpu_viz.emulator.nvrtc`).
 """
 from __future__ import annotations
 

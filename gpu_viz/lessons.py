@@ -192,7 +192,8 @@ class Lesson:
         Raises:
             ValueError: a lesson whose only CPU producer is the emulator (``cpu=("emulator",)``),
                 asked for more than :data:`MAX_EMULATED_THREADS` threads in CPU mode.
-            RuntimeError: such a lesson in CPU mode without NVRTC (the emulator's compiler).
+            gpu_viz.emulator.NVRTCUnavailable (a RuntimeError): such a lesson in CPU mode without
+                NVRTC (the emulator's compiler).
         """
         if self.gpu and backend.has_gpu():
             return "gpu"
@@ -206,23 +207,56 @@ class Lesson:
         if "model" in self.cpu:
             return "model"
         if not emulator.available():
-            raise RuntimeError(f"{self.stem}: CPU mode runs this lesson's kernel in the emulator, which needs "
-                               "NVRTC (pip install 'gpu-viz[emulator]'), or use a GPU runtime")
+            raise emulator.NVRTCUnavailable(
+                f"{self.stem}: CPU mode runs this lesson's kernel in the emulator, which needs NVRTC "
+                f"({emulator.nvrtc.INSTALL}), or use a GPU runtime")
         raise ValueError(f"{self.stem}: in CPU mode the emulator runs at most {MAX_EMULATED_THREADS:,} threads "
                          f"for a trace (a few seconds), and this launch asks for {self.threads(**launch):,}: "
                          "choose a smaller one")
 
-    def trace(self, seed: Optional[int] = None, producer: Optional[str] = None, **launch) -> Trace:
+    def _model_for_missing_nvrtc(self, **launch) -> bool:
+        """Whether CPU mode chose the model for ``launch`` only because NVRTC is missing: the
+        emulator comes first in :attr:`cpu` and the launch is small enough for it."""
+        if self.cpu[0] != "emulator" or backend.has_gpu():
+            return False
+        from . import emulator
+
+        return not emulator.available() and (self.threads is None or self.threads(**launch) <= MAX_EMULATED_THREADS)
+
+    def trace(self, seed: Optional[int] = None, producer: Optional[str] = None, missing_ok: bool = False,
+              **launch) -> Trace | NotTraced:
         """Fresh inputs (``seed``: None = fresh entropy, kept in the Trace; else an int >= 0), then
         the silicon's record on a GPU; in CPU mode the emulator's run of the same traced kernel, or
-        the CPU model's; its ``source`` and ``provenance`` say which.  ``producer`` forces one
+        the CPU model's; its ``source`` and ``provenance`` say which (a model standing in for the
+        emulator because NVRTC is missing says so, and what to install).  ``producer`` forces one
         ("gpu", "emulator", "model"): "gpu" needs a GPU producer, the others must be in :attr:`cpu`.
+
+        ``missing_ok=True``: where the emulator is needed and NVRTC is missing, return a
+        :class:`NotTraced` (falsy; it displays what is not shown and what to install, and
+        :meth:`animation` / :meth:`show` show it) instead of raising.
+
+        Returns:
+            a :class:`gpu_viz.trace.Trace` (or, with ``missing_ok``, a :class:`NotTraced`).
 
         Raises:
             TypeError / ValueError: naming ``seed``, ``producer`` (one the lesson does not have
             included) or the launch argument that is not as expected.  GPUUnavailable:
-            ``producer="gpu"`` in CPU mode.
+            ``producer="gpu"`` in CPU mode.  gpu_viz.emulator.NVRTCUnavailable (a RuntimeError):
+            the emulator is needed and NVRTC is missing, without ``missing_ok``.
         """
+        missing_ok = check_bool("missing_ok", missing_ok)
+        if not missing_ok:
+            return self._trace(seed, producer, **launch)
+        from .emulator import NVRTCUnavailable
+
+        try:
+            return self._trace(seed, producer, **launch)
+        except NVRTCUnavailable as exc:
+            case = (f"`{launch['kernel']}`" if isinstance(launch.get("kernel"), str) else
+                    f"the `{launch['rung']}` rung" if isinstance(launch.get("rung"), str) else None)
+            return NotTraced(self.stem, self.kernel_file, case, str(exc))
+
+    def _trace(self, seed: Optional[int], producer: Optional[str], **launch) -> Trace:
         seed = new_seed() if seed is None else check_int("seed", seed, minimum=0)
         if producer is not None and producer not in PRODUCERS:
             raise ValueError(f"producer must be one of {PRODUCERS} or None, got {producer!r}")
@@ -239,7 +273,10 @@ class Lesson:
             if "model" not in self.cpu:
                 raise ValueError(f"{self.stem} has no CPU model: in CPU mode its kernel runs in the emulator "
                                  f"(producer='emulator')")
-            return self.module("model").trace(*args, **launch, **extra, seed=seed)
+            tr = self.module("model").trace(*args, **launch, **extra, seed=seed)
+            if producer is None and self._model_for_missing_nvrtc(**launch):
+                tr = dataclasses.replace(tr, provenance=tr.provenance + EMULATOR_MISSING_NOTE)
+            return tr
         if "emulator" not in self.cpu:
             raise ValueError(f"{self.stem}'s kernel does not run in the emulator: its CPU producer is its model "
                              f"(producer='model')")
@@ -259,13 +296,16 @@ class Lesson:
         """The code the player shows beside ``trace`` (the lines its steps highlight)."""
         return self.source(*self.regions_for(trace)) if self.regions_for else self.source()
 
-    def animation(self, trace: Trace, **options):
-        """The lesson's :class:`gpu_viz.widgets.Animation` of ``trace``.
+    def animation(self, trace: Trace | NotTraced, **options):
+        """The lesson's :class:`gpu_viz.widgets.Animation` of ``trace`` (a :class:`NotTraced` is
+        returned as it is: its ``show()`` says what is not shown and why).
 
         Raises:
             TypeError: ``trace`` is not a Trace.  ValueError: it lacks what this lesson's player
                 reads (another lesson's trace), naming its kernel.
         """
+        if isinstance(trace, NotTraced):      # trace(missing_ok=True) without NVRTC: the note is the player
+            return trace
         if not isinstance(trace, Trace):
             raise TypeError(f"{self.stem}: trace must be a Trace (from {self.stem.upper()}.trace()), "
                             f"got {type(trace).__name__}")
@@ -277,13 +317,55 @@ class Lesson:
                              f"(no {missing!r} in it): is it another lesson's? Make it with "
                              f"{self.stem.upper()}.trace()") from exc
 
-    def show(self, trace: Optional[Trace] = None, **options) -> None:
-        """Display the player of ``trace`` (default: a new :meth:`trace`)."""
-        self.animation(trace if trace is not None else self.trace(), **options).show()
+    def show(self, trace: Trace | NotTraced | None = None, **options) -> None:
+        """Display the player of ``trace`` (default: a new :meth:`trace`; where that needs the emulator
+        and NVRTC is missing, the note saying what to install)."""
+        self.animation(trace if trace is not None else self.trace(missing_ok=True), **options).show()
 
 
 #: The producers a lesson trace can come from (:meth:`Lesson.trace`).
 PRODUCERS = ("gpu", "emulator", "model")
+
+
+@dataclasses.dataclass(frozen=True)
+class NotTraced:
+    """What :meth:`Lesson.trace` returns with ``missing_ok=True`` when the trace needs the emulator
+    and NVRTC is missing (CPU mode without ``gpu-viz[emulator]``): no data, only why.  Falsy.  In a
+    notebook it displays (``show()``, or as a cell's value) what is not shown and what to install.
+
+    Attributes:
+        lesson: the lesson's stem.  file: its ``kernels/`` file.  case: what the launch asked for, in
+        words ("`histogram_racy`", "the `strided` rung"), or None.  reason: the NVRTCUnavailable message.
+    """
+
+    lesson: str
+    file: str
+    case: Optional[str]
+    reason: str
+
+    def __bool__(self) -> bool:
+        return False
+
+    def text(self) -> str:
+        """Markdown: what is not shown, why, and what to install."""
+        from .emulator import nvrtc
+
+        return nvrtc.not_shown(f"the animation of {self.case or 'the kernel'} ({self.file}) running",
+                               "or run on a GPU, where the silicon records it")
+
+    def _repr_markdown_(self) -> str:
+        return self.text()
+
+    def show(self) -> None:
+        """Display :meth:`text` (where an Animation's ``show()`` would display its player)."""
+        from IPython.display import Markdown, display
+
+        display(Markdown(self.text()))
+
+
+#: Added to a model trace's provenance where the emulator would have run the kernel but NVRTC is missing.
+EMULATOR_MISSING_NOTE = ("; the emulator, which would run the kernel's own PTX here, needs NVRTC "
+                         "(pip install 'gpu-viz[emulator]')")
 #: The most threads a CPU-mode trace runs in the emulator (a few seconds on a 2-core machine);
 #: larger launches come from the CPU model.
 MAX_EMULATED_THREADS = 1 << 14

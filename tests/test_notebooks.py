@@ -21,12 +21,22 @@ ARTIFACTS = ROOT / "test-artifacts"
 
 
 def execute(path: Path, mode: str) -> nbformat.NotebookNode:
+    """Execute ``path`` in ``mode``: "gpu", "cpu" (GPU_VIZ_FORCE_CPU) or "cpu-no-nvrtc" (also
+    GPU_VIZ_NO_EMULATOR: CPU mode as a machine without NVRTC runs it); the executed copy goes to
+    test-artifacts/executed-<mode>/."""
+    from gpu_viz.emulator import nvrtc
+
+    if mode not in ("gpu", "cpu", "cpu-no-nvrtc"):
+        raise ValueError(f"mode must be 'gpu', 'cpu' or 'cpu-no-nvrtc', got {mode!r}")
     nb = nbformat.read(path, as_version=4)
     env = dict(os.environ)
-    if mode == "cpu":
-        env[backend.FORCE_CPU_ENV] = "1"
-    else:
+    env.pop(nvrtc.NO_EMULATOR_ENV, None)
+    if mode == "gpu":
         env.pop(backend.FORCE_CPU_ENV, None)
+    else:
+        env[backend.FORCE_CPU_ENV] = "1"
+    if mode == "cpu-no-nvrtc":
+        env[nvrtc.NO_EMULATOR_ENV] = "1"
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
     # nbclient starts the kernel with the parent's environment: set ours for the kernel process.
     old = dict(os.environ)

@@ -12,6 +12,11 @@ kernel's PTX":
   give and the hazard the emulator names;
 * :func:`race_report` -- the emulator's hazard report of a racy kernel (the race, named).
 
+What the notebooks show comes whole from the ``*_section`` functions (:func:`pattern_section`,
+:func:`bank_section`, :func:`race_section`, :func:`ladder_section`, ...): without NVRTC (CPU mode
+without ``gpu-viz[emulator]``) each says what it cannot show and what to install, where the
+count functions above raise :class:`gpu_viz.emulator.NVRTCUnavailable`.
+
 On a GPU (``gpu-viz record memory-access``, :func:`record`): the coalescing patterns' and the
 rungs' GB/s beside the copy bandwidth of the same run (each result checked first), the sector and
 bank counts derived from the addresses the traced kernels recorded on the silicon beside the
@@ -55,14 +60,30 @@ def _emulator():
     from .. import emulator
 
     if not emulator.available():
-        raise RuntimeError("the emulator needs NVRTC (pip install 'gpu-viz[emulator]')")
+        raise emulator.NVRTCUnavailable(f"the emulator needs NVRTC ({emulator.nvrtc.INSTALL})")
     return emulator
 
 
-def emulated_label() -> str:
-    """What every CPU-mode count here is labelled."""
+def can_emulate() -> bool:
+    """Whether the emulator can run here (NVRTC found): the counts below need it; without it each
+    ``*_section`` says what is not shown and what to install."""
     from .. import emulator
 
+    return emulator.available()
+
+
+def _not_shown(what: str) -> str:
+    from ..emulator import nvrtc
+
+    return nvrtc.not_shown(what)
+
+
+def emulated_label() -> str:
+    """What every CPU-mode count here is labelled (without NVRTC: that nothing was emulated, and why)."""
+    from .. import emulator
+
+    if not emulator.available():
+        return f"nothing emulated here (the emulator needs NVRTC: {emulator.nvrtc.INSTALL})"
     return emulator.label(emulator.DEFAULT_ARCH)
 
 
@@ -587,6 +608,89 @@ def block_sizes_table(rows: Sequence[Dict]) -> str:
     return "\n".join(out)
 
 
+def pattern_section() -> str:
+    """Markdown: :func:`pattern_table` of :func:`pattern_counts` with its label -- or, without
+    NVRTC, what is not shown and what to install."""
+    if not can_emulate():
+        return _not_shown("the emulator's count of the sectors each coalescing pattern's loads move")
+    rows = pattern_counts()
+    return (pattern_table(rows) + f"\n\n{rows[0]['requests']} warp loads a pattern. Data: {emulated_label()}")
+
+
+def bank_section(names: Optional[Sequence[str]] = None, words: str = "") -> str:
+    """Markdown: :func:`bank_table` of :func:`bank_counts` (the cases in ``names``, default all), then
+    ``words`` (what the reader should see in it), then its label -- or, without NVRTC, ``words`` after
+    what is not shown and what to install."""
+    if not can_emulate():
+        what = ", ".join(names) if names else "every case"
+        note = _not_shown(f"the emulator's count of the bank conflicts ({what})")
+        return note + (f"\n\n{words}" if words else "")
+    return (bank_table(bank_counts(), names=names) + (f"\n\n{words}" if words else "")
+            + f"\n\nData: {emulated_label()}")
+
+
+def sources_section() -> str:
+    """Markdown: the three sources of the memory counts -- the emulator's tables (or why they are not
+    shown), the addresses recorded on silicon (:func:`addresses_section`) and Nsight Compute's
+    counters (:func:`counters_section`)."""
+    emulated = ("the tables above, from the kernels' PTX." if can_emulate() else
+                "not here (the emulator needs NVRTC: `pip install 'gpu-viz[emulator]'`).")
+    return (f"**Emulated**: {emulated}\n\n**Recorded on silicon**: {addresses_section()}\n\n"
+            f"**Nsight Compute**: {counters_section()}")
+
+
+def race_section(kernel: str = "histogram_racy", seed: int = 1) -> str:
+    """Markdown: one emulated run of ``kernel`` (:func:`race_report`): its outcome, the race the
+    emulator names, and the two accesses -- or, without NVRTC, what is not shown and what to install."""
+    if not can_emulate():
+        return _not_shown(f"the emulator's report of the race in `{kernel}` (the line and the two threads)")
+    rep = race_report(kernel, seed)
+    rows = "\n".join(f"| {a['access']} | {a['line']} | {a['block']} | {a['thread']} | {a['warp']} | {a['lane']} |"
+                     for a in rep["accesses"])
+    race = f"\n\n> {rep['race'].split(': the result')[0]}." if rep["race"] else "\n\nNo race reported."
+    table = ("\n\n| access | line | block | thread | warp | lane |\n|---|---|---|---|---|---|\n" + rows
+             if rows else "")
+    return f"One run: {rep['outcome']}.{race}{table}\n\nData: {rep['label']}"
+
+
+def race_runs_section(traces: Sequence) -> str:
+    """Markdown: one row per race trace (``RACES.trace(...)``: runs, runs right, the outcomes' min /
+    median / max), labelled with the first's provenance.  A :class:`gpu_viz.lessons.NotTraced` among
+    them (``missing_ok=True`` without NVRTC): what is not shown and what to install instead."""
+    from ..frames import races as race_frames
+    from ..lessons import NotTraced
+
+    if not traces:
+        raise ValueError("traces must hold at least one RACES trace")
+    missing = [t for t in traces if isinstance(t, NotTraced)]
+    if missing:
+        return _not_shown("the outcomes of each kernel's emulated runs")
+    rows = [race_frames.summary(t) for t in traces]
+    return ("| kernel | runs | right | outcome: min / median / max |\n|---|---|---|---|\n"
+            + "\n".join(f"| {r['kernel']} | {r['runs']} | **{r['right']}** | {r['min']} / {r['median']:g} / "
+                        f"{r['max']} {r['what']} |" for r in rows)
+            + f"\n\nData: {traces[0].provenance}")
+
+
+def ladder_section() -> str:
+    """Markdown: :func:`ladder_table` of :func:`ladder_counts` with its launch and label -- or,
+    without NVRTC, what is not shown and what to install."""
+    if not can_emulate():
+        return _not_shown("the emulator's counts of each rung (warp-instructions, divergent branches, "
+                          "bank conflicts, load requests)")
+    return (ladder_table(ladder_counts()) + f"\n\n{LADDER_N:,} floats, blocks of {LADDER_BLOCK}. "
+            f"Data: {emulated_label()}")
+
+
+def block_sizes_section() -> str:
+    """Markdown: :func:`block_sizes_table` of :func:`ladder_block_sizes` with its label -- or, without
+    NVRTC, what is not shown and what to install."""
+    if not can_emulate():
+        return _not_shown("the emulator's run of each tree rung at blocks that are not a power of two")
+    return (block_sizes_table(ladder_block_sizes())
+            + f"\n\nOne block over as many floats as threads. Data: {emulated_label()}")
+
+
 def _traffic_words(counts: Sequence[Dict]) -> str:
     """What the emulated counts say about time, with no clock: the bytes a pattern's sectors move per
     byte it uses (1 / efficiency), the ratio a timing shows where no cache catches the rest."""
@@ -601,7 +705,8 @@ def _traffic_words(counts: Sequence[Dict]) -> str:
 def bandwidth_section(counts: Optional[Sequence[Dict]] = None) -> str:
     """Markdown: the coalescing patterns' GB/s beside the copy -- measured now on a GPU, else the
     committed record's; in CPU mode without a record, what the emulated ``counts``
-    (:func:`pattern_counts`' rows) say instead, and what to run to make one."""
+    (:func:`pattern_counts`' rows; counted here when None and NVRTC is found) say instead, and what
+    to run to make one."""
     if backend.has_gpu():
         rows, label = bandwidth(reps=20), backend.live_label()
     else:
@@ -609,6 +714,8 @@ def bandwidth_section(counts: Optional[Sequence[Dict]] = None) -> str:
         rows = [r for r in (rec or {}).get("rows", []) if r.get("op") == "coalescing"]
         if not rows:
             missing = label if rec is None else "The committed record has no coalescing rows."
+            if counts is None and can_emulate():
+                counts = pattern_counts()
             return (f"*Not timed here (CPU mode: nothing is timed without a GPU).* {missing}"
                     + (f"\n\n{_traffic_words(counts)}" if counts else ""))
     copy = rows[0]["copy_GBps"]
@@ -682,7 +789,9 @@ def _ladder_words(counts: Sequence[Dict]) -> str:
 
 
 def ladder_timing_section(counts: Optional[Sequence[Dict]] = None) -> str:
-    """Markdown: the rungs timed on a GPU (each checked against float64 first) -- live, or recorded."""
+    """Markdown: the rungs timed on a GPU (each checked against float64 first) -- live, or recorded;
+    in CPU mode without a record, what the emulated ``counts`` (:func:`ladder_counts`' rows; counted
+    here when None and NVRTC is found) say instead."""
     if backend.has_gpu():
         rows, label = ladder_timings(reps=20), backend.live_label()
     else:
@@ -690,6 +799,8 @@ def ladder_timing_section(counts: Optional[Sequence[Dict]] = None) -> str:
         rows = [r for r in (rec or {}).get("rows", []) if r.get("op") == "reduction_ladder"]
         if not rows:
             missing = label if rec is None else "The committed record has no ladder rows."
+            if counts is None and can_emulate():
+                counts = ladder_counts()
             return (f"*Not timed here (CPU mode: nothing is timed without a GPU).* {missing}"
                     + (f"\n\n{_ladder_words(counts)}" if counts else ""))
     copy = rows[0]["copy_GBps"]

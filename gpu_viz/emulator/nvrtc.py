@@ -9,6 +9,10 @@ the GPU path's (``gpu_viz.kernels.BASE_OPTIONS``, ``kernels/`` on the include pa
 ``-lineinfo``, which maps every PTX instruction to a line of the source.
 
 A compile error is :class:`gpu_viz.kernels.KernelCompileError` carrying NVRTC's own log.
+
+Set ``GPU_VIZ_NO_EMULATOR=1`` to make the emulator behave as if NVRTC were not installed
+(:func:`available` False, every compile :class:`NVRTCUnavailable`): CPU mode as a machine without
+``gpu-viz[emulator]`` runs it, on a machine that has it.  The GPU path (CuPy's NVRTC) is unaffected.
 """
 from __future__ import annotations
 
@@ -22,6 +26,10 @@ from typing import List, Sequence, Tuple
 #: The architecture emulated when none is named: sm_75 (T4), the lowest this course supports.
 DEFAULT_ARCH = "sm_75"
 ARCHES = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
+#: Set (to anything but "" or "0"): the emulator reports NVRTC missing, as without gpu-viz[emulator].
+NO_EMULATOR_ENV = "GPU_VIZ_NO_EMULATOR"
+#: What to install for the emulator: every "needs NVRTC" message names it.
+INSTALL = "pip install 'gpu-viz[emulator]'"
 
 
 class NVRTCUnavailable(RuntimeError):
@@ -121,8 +129,21 @@ class _CtypesNVRTC:
             lib.nvrtcDestroyProgram(c.byref(prog))
 
 
+def switched_off() -> bool:
+    """True when ``GPU_VIZ_NO_EMULATOR`` asks the emulator to act as if NVRTC were not installed."""
+    return os.environ.get(NO_EMULATOR_ENV, "").strip() not in ("", "0")
+
+
 def _binding():
-    """('bindings' | 'ctypes', binding): whichever NVRTC binding loads."""
+    """('bindings' | 'ctypes', binding): whichever NVRTC binding loads.
+
+    Raises:
+        NVRTCUnavailable: none loads, or ``GPU_VIZ_NO_EMULATOR`` is set.
+    """
+    if switched_off():
+        raise NVRTCUnavailable(
+            f"NVRTC is switched off by {NO_EMULATOR_ENV}={os.environ[NO_EMULATOR_ENV]} (as if it were not "
+            f"installed), so kernels cannot be compiled for the emulator: unset it, or elsewhere {INSTALL}")
     try:
         from cuda.bindings import nvrtc as b  # type: ignore
 
@@ -136,8 +157,27 @@ def _binding():
         return "ctypes", _CtypesNVRTC(lib)
     raise NVRTCUnavailable(
         "NVRTC is not available, so kernels cannot be compiled for the emulator: "
-        "pip install nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cuda-cccl (gpu-viz installs them on Linux "
-        "and Windows)")
+        f"{INSTALL} (nvidia-cuda-nvrtc and the CUDA headers; Colab has them), then restart the kernel")
+
+
+def not_shown(what: str, otherwise: str = "") -> str:
+    """Markdown for a learner where a cell shows nothing because the emulator cannot compile:
+    ``what`` (a noun phrase, "the emulator's count of each pattern's sectors") is not shown, why,
+    what to install, then ``otherwise`` (another way to see it, "or run on a GPU"), if given.
+
+    Raises:
+        TypeError: ``what`` or ``otherwise`` is not a string.  ValueError: ``what`` is empty.
+    """
+    if not isinstance(what, str) or not isinstance(otherwise, str):
+        raise TypeError(f"what and otherwise must be strings, got {type(what).__name__} and "
+                        f"{type(otherwise).__name__}")
+    if not what.strip():
+        raise ValueError("what must say what is not shown, got an empty string")
+    why = (f"NVRTC is switched off here ({NO_EMULATOR_ENV} is set, as on a machine without it)" if switched_off()
+           else "NVRTC, the CUDA compiler the emulator needs, is not installed")
+    return (f"**Not shown here: {what}.** It comes from the course's emulator (the kernel's own PTX, run on "
+            f"the CPU), and {why}. To see it: `{INSTALL}`, then restart the kernel (Colab has NVRTC "
+            f"already){', ' + otherwise if otherwise else ''}.")
 
 
 def version() -> Tuple[int, int]:
@@ -149,6 +189,7 @@ def version() -> Tuple[int, int]:
 
 
 def available() -> bool:
+    """True when NVRTC loads (and ``GPU_VIZ_NO_EMULATOR`` is not set): the emulator can compile kernels."""
     try:
         _binding()
         return True

@@ -206,8 +206,10 @@ class KernelTask:
         except Exception as exc:  # noqa: BLE001  (NVRTC missing and no GPU: not graded here)
             from ..emulator import NVRTCUnavailable
             if isinstance(exc, NVRTCUnavailable) and not backend.has_gpu():
-                return Verdict(self.id, None, "not graded: running your kernel without a GPU needs NVRTC "
-                               "(pip install 'gpu-viz[emulator]', or on Colab pick a GPU runtime).",
+                # Verdict.text() already says "not graded": the message says why and what to install
+                return Verdict(self.id, None, "your kernel was not run: without a GPU it runs in the emulator, "
+                               "which needs NVRTC (pip install 'gpu-viz[emulator]', then restart the kernel; "
+                               "Colab has it), or use a GPU runtime.",
                                not_graded_because="NVRTC is not installed")
             if isinstance(exc, NVRTCUnavailable):
                 program = None
