@@ -64,9 +64,10 @@ def banner(recorded: bool = False) -> str:
                          "CPU; the largest launches and the block scheduling come from the CPU model. "
                          "Nothing is timed. Recorded GPU numbers, where shown, carry their GPU and date.")
             else:
-                text += ("\nTraces below come from the CPU model (the emulator needs NVRTC: pip install "
-                         "'gpu-viz[emulator]'); nothing is timed. Recorded GPU numbers, where shown, "
-                         "carry their GPU and date.")
+                text += ("\nTraces below come from the CPU model where there is one (the emulator needs "
+                         "NVRTC: pip install 'gpu-viz[emulator]'); cells that need the emulator say what "
+                         "they do not show. Nothing is timed. Recorded GPU numbers, where shown, carry "
+                         "their GPU and date.")
         if b.cause != backend.CAUSE_FORCED_CPU:
             text += "\nExpected a GPU? gpu_viz.doctor.report() gives the details and what to do."
     # lines of at most 72 characters: the banner is projected on each deck's title slide

@@ -169,9 +169,15 @@ def diagnose(show: bool = False) -> Report:
 
     problem, advice = _advise(b, driver_v, runtime_v, nvrtc_text, torch)
     if not b.is_gpu and emu.startswith("unavailable"):
+        from .emulator import nvrtc
+
+        # switched off on purpose (GPU_VIZ_NO_EMULATOR): the way back is to unset it, not to install anything
+        fix = (f"Unset {nvrtc.NO_EMULATOR_ENV} (it turns the emulator off on purpose), then restart the kernel."
+               if nvrtc.switched_off() else
+               "Install it: `pip install 'gpu-viz[emulator]'` (nvidia-cuda-nvrtc and the CUDA headers), then "
+               "restart the kernel.")
         advice.append("Without NVRTC the emulator cannot run kernels: the lessons' traces come from the CPU models "
-                      "and the write-the-kernel exercises are not graded. Install it: `pip install "
-                      "'gpu-viz[emulator]'` (nvidia-cuda-nvrtc and the CUDA headers), then restart the kernel.")
+                      "and the write-the-kernel exercises are not graded. " + fix)
     rep = Report(mode=b.mode, reason=b.reason, problem=problem, items=items, advice=advice)
     if show:
         print(rep.text())

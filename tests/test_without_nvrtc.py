@@ -41,6 +41,15 @@ def test_the_switch_makes_every_emulator_entry_report_nvrtc_missing(no_nvrtc):
     assert doctor.emulator_status().startswith("unavailable (NVRTC is switched off by GPU_VIZ_NO_EMULATOR")
 
 
+def test_the_doctor_says_to_unset_the_switch_not_to_install(no_nvrtc):
+    """Bug class: advice that cannot help -- with the emulator switched off on purpose, installing NVRTC
+    changes nothing; the way back is to unset the variable."""
+    from gpu_viz import doctor
+
+    advice = " ".join(doctor.report(show=False).advice)
+    assert f"Unset {nvrtc.NO_EMULATOR_ENV}" in advice and "pip install 'gpu-viz[emulator]'" not in advice
+
+
 @pytest.mark.parametrize("value, off", [("", False), ("0", False), (" 0 ", False), ("1", True), ("yes", True)])
 def test_the_switch_reads_like_force_cpu(monkeypatch, value, off):
     monkeypatch.setenv(nvrtc.NO_EMULATOR_ENV, value)
