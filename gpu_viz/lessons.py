@@ -274,6 +274,8 @@ class Lesson:
                 raise ValueError(f"{self.stem} has no CPU model: in CPU mode its kernel runs in the emulator "
                                  f"(producer='emulator')")
             tr = self.module("model").trace(*args, **launch, **extra, seed=seed)
+            if launch.get("info") is not None:   # CPU mode: the modelled GPU's SM count, and where it came from
+                tr = dataclasses.replace(tr, provenance=tr.provenance + _sm_count_source(tr.provenance))
             if producer is None and self._model_for_missing_nvrtc(**launch):
                 tr = dataclasses.replace(tr, provenance=tr.provenance + EMULATOR_MISSING_NOTE)
             return tr
@@ -371,6 +373,16 @@ EMULATOR_MISSING_NOTE = ("; the emulator, which would run the kernel's own PTX h
 MAX_EMULATED_THREADS = 1 << 14
 
 
+def _sm_count_source(provenance: str) -> str:
+    """``"; SM count: <label>"``: where the SM count a CPU-mode trace spreads its blocks over came from
+    (the committed hardware record, or the spec sheet: :func:`gpu_viz.measure.records.lesson_device`),
+    or "" when ``provenance`` already names it."""
+    from .measure import records
+
+    label = records.lesson_device()[1]
+    return "" if label in provenance else f"; SM count: {label}"
+
+
 def emulated_trace(tr: Trace, session, simulated: Tuple[str, ...] = (), modelled=None) -> Trace:
     """A trace the GPU producer made inside ``emulator.emulated()``, relabelled: source "emulator",
     the emulator's provenance (with the simulated registers named, and ``modelled``, the
@@ -381,15 +393,12 @@ def emulated_trace(tr: Trace, session, simulated: Tuple[str, ...] = (), modelled
     from .trace import EMULATOR_SOURCE
 
     regs = sorted({r for run in session.runs for r in run.simulated})
-    over = sms = ""
+    over = ""
     if modelled is not None:
-        from .measure import records
-
-        # the SM count's own provenance: the committed record (or spec sheet) it was read from
         over = f" over {modelled.name.replace('NVIDIA ', '')}'s {modelled.sm_count} SMs"
-        sms = f"; SM count: {records.lesson_device()[1]}"
-    prov = session.label() + (f"; {', '.join(regs)} simulated{over} (the emulator's scheduling model){sms}"
-                              if regs else "")
+    prov = session.label() + (f"; {', '.join(regs)} simulated{over} (the emulator's scheduling model)" if regs else "")
+    if modelled is not None:
+        prov += _sm_count_source(prov)
     info = {"warp_instructions": sum(r.warp_instructions for r in session.runs),
             "hazards": [h.text() for r in session.runs for h in r.hazards],
             "approximate": sorted({a for r in session.runs for a in r.approximate})}
