@@ -216,14 +216,16 @@ def _check_passes(answer, n: int = 2500, block: int = 1024):
         return Verdict(eid, True, f"{got}: thread t handles ceil((n - t) / stride) elements.",
                        [f"the run: thread 0 handled {got[0]} elements, {got[1]} threads handled 3 ({tr.provenance})"])
     if first == n // block:
-        return Verdict(eid, False, f"{first:g} = floor(n / stride): the last partial pass counts too "
-                       f"(thread 0 handles 0, 1024 and 2048).", d)
+        return Verdict(eid, False, f"{first:g} = floor(n / stride): the last, partial pass counts too "
+                       "(thread 0 is in it).", d)
     if first == got[0] and three == n - (got[0] - 1) * block - 1:
-        return Verdict(eid, False, "off by one: indices 2048..2499 are 452 elements (2499 - 2048 + 1).", d)
+        return Verdict(eid, False, "thread 0 is right; the threads with a third element are off by one: count "
+                       "the indices of the last pass from its first to n - 1, both ends included.", d)
     if first == got[0]:
-        return Verdict(eid, False, f"thread 0 is right; threads with a third element are those with "
-                       f"t + 2 x {block} < {n}.", d)
-    return Verdict(eid, False, f"thread 0 handles i = 0, {block}, {2 * block}, ... while i < {n}.", d)
+        return Verdict(eid, False, "thread 0 is right; a thread t has a third element when its third index, "
+                       "two strides past t, is still < n.", d)
+    return Verdict(eid, False, f"{first:g} for thread 0: it handles i = 0, then one stride further each "
+                   "pass, while i < n.", d)
 
 
 register(Exercise(

@@ -165,12 +165,13 @@ def _check_warps(answer, n: int = 100, block: int = 96):
                        [f"the run: vector_add(n={n}, block={block}) launched {got_w} warps, the last with {got_u} "
                         f"useful lanes ({prov})"])
     if warps == -(-n // 32):
-        return Verdict(eid, False, f"{warps:g} warps counts warps of elements; warps come from blocks: "
-                       f"{-(-n // block)} blocks x {-(-block // 32)} warps each.", d)
+        return Verdict(eid, False, f"{warps:g} warps counts warps of elements; warps come from blocks: each "
+                       "block of the grid is rounded up to whole warps.", d)
     if warps == got_w:
-        return Verdict(eid, False, f"{got_w} warps is right; the last warp covers threads {(got_w - 1) * 32}.."
-                       f"{got_w * 32 - 1} and n = {n}: how many of those indices are < n?", d)
-    return Verdict(eid, False, f"{warps:g} warps: blocks = ceil(n / block), warps = blocks x ceil(block / 32).", d)
+        return Verdict(eid, False, f"{got_w} warps is right; {useful:g} useful lanes is not: which thread "
+                       "indices does the last warp cover, and how many of them are < n?", d)
+    return Verdict(eid, False, f"{warps:g} warps: count the grid's blocks, then each block's warps (a block is "
+                   "rounded up to whole warps).", d)
 
 
 register(Exercise(
