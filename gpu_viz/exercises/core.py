@@ -256,7 +256,7 @@ def close(a: float, b: float, rtol: float) -> bool:
 #: wide and their edges are not the factors unit slips make (2, 10, 1e3, 1e6), so a unit slip lands
 #: well inside one and its band names the slip to look for.
 _BANDS = (
-    (1.5, "within 1.5x of it"),
+    (1.5, "but within 1.5x: recheck each factor"),
     (3.0, "off by 1.5x to 3x: a missing or extra small factor (read and written? the element's bytes?)"),
     (30.0, "off by 3x to 30x: a missing or extra factor, or a power of ten"),
     (300.0, "off by 30x to 300x: a factor or a unit is off"),
@@ -267,7 +267,8 @@ _BANDS = (
 
 def far_off(v: float, want: float) -> str:
     """How far ``v`` is from ``want`` (both non-zero, same sign), in words: "too small, off by 3x to
-    30x: ..."; the direction and a band, never a ratio from which ``want`` follows."""
+    30x: ..." (the direction, a band and the slip it suggests), never a ratio from which ``want``
+    follows."""
     ratio = v / want
     direction = "too large" if ratio > 1 else "too small"
     off = max(ratio, 1 / ratio)
@@ -294,5 +295,8 @@ def grade_number(exercise_id: str, answer, want: float, rtol: float, what: str,
     if v == 0 or want == 0 or (v < 0) != (want < 0):
         how = "is not it" if v == 0 else "has the wrong sign" if want != 0 else "is off"
         return Verdict(exercise_id, False, f"{v:,.6g} {how} ({what}); recheck each factor and its unit.", details)
-    size = ("too large" if v > want else "too small") if small_count else far_off(v, want)
-    return Verdict(exercise_id, False, f"{v:,.6g} is {size} ({what}); recheck each factor and its unit.", details)
+    if small_count:
+        size = f"{'too large' if v > want else 'too small'}: recheck each factor"
+    else:
+        size = far_off(v, want)
+    return Verdict(exercise_id, False, f"{v:,.6g} ({what}) is {size}.", details)
