@@ -58,7 +58,8 @@ class KernelCompileError(RuntimeError):
         self.file, self.line, self.log = file, line, log
         where = f"{file}:{line}" if line else file
         first = next((ln for ln in log.splitlines() if "error" in ln), log.strip()[:300])
-        super().__init__(f"{where}: {first.strip()}\n--- compiler log ---\n{log.strip()}")
+        first = re.sub(r"^[^\s()]+\(\d+\):\s*", "", first.strip())   # "where" already says file(line)
+        super().__init__(f"{where}: {first}\n--- compiler log ---\n{log.strip()}")
 
 
 def kernel_files() -> List[str]:

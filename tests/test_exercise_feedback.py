@@ -193,3 +193,134 @@ def test_every_exercise_sits_in_its_lesson_before_the_takeaways(eid):
     takeaways = next(i for i, h in enumerate(firsts) if h.startswith("## Takeaways"))
     assert at is not None, f"{eid}: {e.before!r} is not a heading of {e.notebook}"
     assert at <= takeaways, f"{eid}: {e.before!r} comes after the takeaways of {e.notebook}"
+
+
+# -- how far off, never by how much ------------------------------------------------------------------
+# A wrong number's verdict says which way it is off and roughly how far (a band), never the right
+# number nor the exact factor: "1 is 127x too small" is the answer (1 x 127).
+
+#: Wrong answers as multiples of the right one: near misses, factors of two and ten, unit slips, signs.
+FACTORS = (0.001, 0.1, 0.5, 0.9, 1.1, 2, 10, 1000, -1, -2)
+_TOKEN = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?")
+
+
+def _tokens(text):
+    """(value, half a unit of its last written digit) for every number written in ``text``:
+    "127" -> (127, 0.5), "1.24" -> (1.24, 0.005), "1.27e+02" -> (127, 0.5), "4,230" -> (4230, 0.5)."""
+    out = []
+    for t in _TOKEN.findall(text):
+        mant, _, exp = t.replace(",", "").partition("e")
+        decimals = len(mant.partition(".")[2])
+        half = 0.5 * 10.0 ** (int(exp or 0) - decimals)
+        out.append((float(mant) * 10.0 ** int(exp or 0), half * (1 + 1e-9)))
+    return out
+
+
+def _shows(text, value, free=()):
+    """The numbers of ``text`` (not among ``free``) that are ``value`` as written to their precision."""
+    if not value or not math.isfinite(value):
+        return []
+    return [t for t, half in _tokens(text) if t and abs(t - value) <= half
+            and not any(math.isclose(t, f, rel_tol=1e-9, abs_tol=1e-12) for f in free)]
+
+
+def _factor_answers(want):
+    if isinstance(want, tuple):
+        return [tuple(w * f if j == k else w for j, w in enumerate(want)) for k in range(len(want)) for f in FACTORS]
+    return [want * f for f in FACTORS]
+
+
+def _leaks(eid, answer, want):
+    v = ex.check(eid, answer)
+    if v.ok:
+        return v, []
+    e = ex.get(eid)
+    free = {t for t, _ in _tokens(repr(ex.given(eid)) + e.task + e.placeholder + repr(answer))}
+    text = v.text()
+    wants = list(want) if isinstance(want, tuple) else [want]
+    answers = list(answer) if isinstance(answer, tuple) else [answer]
+    found = []
+    for w, a in zip(wants, answers):
+        if any(math.isclose(float(w), f, rel_tol=1e-3) for f in free):
+            continue          # the facts or the task already show it
+        found += [("the answer", t) for t in _shows(text, float(w), free)]
+        if a and w != a:       # the factor that turns the learner's number into the right one, either way
+            for r in (w / a, a / w):
+                found += [(f"the factor {r:.4g}", t) for t in _shows(text, abs(r), free) if abs(r) != 1]
+    return v, found
+
+
+@pytest.mark.parametrize("eid", NUMERIC)
+def test_no_wrong_answer_is_told_the_answer_or_the_factor_to_it(eid):
+    want = solution_answer(eid)
+    for answer in _factor_answers(want):
+        v, found = _leaks(eid, answer, want)
+        assert not found, f"{eid}: answering {answer!r} shows {found}:\n{v.text()}"
+
+
+def test_the_factor_check_can_fail(monkeypatch):
+    """The check above flags the old "1 is 127x too small" (and a "1.24x" or "1e+03x")."""
+    for msg, answer, want in (("1 is 127x too small", 1, 127.3), ("1 is 1.24x too small", 1, 1.2401),
+                              ("0.1 is 1e+03x too small", 0.1, 100.0)):
+        monkeypatch.setattr(ex, "check", lambda _e, _a, m=msg: core.Verdict("whole_chip.time", False, m))
+        assert _leaks("whole_chip.time", answer, want)[1], msg
+
+
+@pytest.mark.parametrize("answer, band", [(1, "off by 30x to 300x"), (2e6, "off by 300x to 30,000x"),
+                                          (1.7e5, "off by 300x to 30,000x")])
+def test_a_far_off_number_gets_a_band_that_names_the_unit_slip(answer, band):
+    want = solution_answer("whole_chip.time")
+    v = ex.check("whole_chip.time", answer * want / 127.3 if answer == 1 else answer)
+    assert v.ok is False and band in v.message, v.text()
+    assert ("prefix" in v.message) == band.startswith("off by 300x"), v.text()
+
+
+@pytest.mark.parametrize("eid", NUMERIC)
+def test_the_no_answer_message_names_the_quantity_not_its_formula(eid):
+    """Run All shows every exercise's "no answer yet": it says what to fill in, never the formula
+    that computes it ("bytes in flight per SM = resident threads x 2 B" is the solution)."""
+    v = ex.check(eid, None)
+    assert v.ok is None
+    formula = re.search(r"=|\w \* \w|\w / \w|\w x \d|\) x \w", v.message)   # "x" alone is a tensor
+    assert not formula, f"{eid}: {v.message}"
+
+
+# -- any number a learner can type gets a verdict ---------------------------------------------------
+
+def _odd_numbers():
+    from decimal import Decimal
+    from fractions import Fraction
+
+    return [10**400, -10**400, Fraction(1, 3), Fraction(10**400, 3), Decimal("1e999"), Decimal("-1e999"),
+            Decimal("NaN"), Decimal("sNaN"), Decimal("2.5"), np.int64(7), np.uint8(3), np.float16(2.5),
+            np.float64("inf"), np.bool_(True), True, complex(1, 1), (10**400, 1), (1, Decimal("1e999"))]
+
+
+@pytest.mark.parametrize("eid", NUMERIC)
+def test_a_number_that_is_no_finite_float_gets_a_verdict(eid):
+    """10**400 (float() overflows), Decimal('1e999') (inf), a signalling NaN: "not yet" naming a
+    finite number, like NaN and inf; other number types are graded as numbers."""
+    for answer in _odd_numbers():
+        v = ex.check(eid, answer)
+        assert isinstance(v, core.Verdict) and v.ok is not True, f"{eid}: {answer!r} gave {v!r}"
+        if not isinstance(solution_answer(eid), tuple) and type(answer) is int and abs(answer) > 10**300:
+            assert v.ok is False and "finite number" in v.message and len(v.message) < 300, v.text()
+
+
+@pytest.mark.parametrize("eid", [e.id for e in ex.exercises()])
+def test_an_unknown_option_names_the_exercise_and_its_options(eid):
+    """``ex.check(eid, answer, foo=3)`` and ``ex.given(eid, foo=3)``: a TypeError naming the
+    exercise and the options it takes, not an internal function."""
+    for call in (lambda: ex.check(eid, None, foo=3), lambda: ex.given(eid, foo=3)):
+        with pytest.raises(TypeError) as ei:
+            call()
+        msg = str(ei.value)
+        assert msg.startswith(f"{eid}: unknown option foo;") and "_check" not in msg and "lambda" not in msg, msg
+    inflight = "rmsnorm_speedup.inflight"
+    if eid == inflight:
+        with pytest.raises(TypeError, match=r"it takes block="):
+            ex.check(eid, 1, foo=3)
+        assert ex.check(eid, None, block=256).ok is None
+    elif eid == "whole_chip.bytes":
+        with pytest.raises(TypeError, match="it takes no options"):
+            ex.check(eid, 1, foo=3)

@@ -244,3 +244,90 @@ def test_fuse_gate_bound_holds_on_silicon_with_its_margin():
             err = np.abs(out["y"][:want.size].astype(np.float64) - want)
             ratio = float(np.max(err / fg.gate_bound(c, i, want)))
             assert ratio <= 0.5, (f.name, c.label(), ratio)
+
+
+# -- what the compiler and the run say, said plainly ------------------------------------------------
+
+def _compile_error(log):
+    return kernels.KernelCompileError(kernel_task.SOURCE_NAME, 1, log)
+
+
+@pytest.mark.parametrize("log, said", [
+    ('your_kernel.cu(2): catastrophic error: cannot open source file "cstdio"\n  #include <cstdio>\n\n'
+     '1 catastrophic error detected in the compilation of "your_kernel.cu".\nCompilation terminated.\n',
+     'NVRTC says: line 2: cannot open source file "cstdio". NVRTC compiles device code on its own'),
+    ('your_kernel.cu(1): catastrophic error: #error directive: boom\n  #error boom\n\n'
+     '1 catastrophic error detected in the compilation of "your_kernel.cu".\nCompilation terminated.\n',
+     "NVRTC says: line 1: #error directive: boom"),
+    ('your_kernel.cu(3): error: expected a ";"\n\nyour_kernel.cu(4): error #20: identifier "j" is undefined\n\n'
+     '2 errors detected in the compilation of "your_kernel.cu".\n',
+     'NVRTC says: line 3: expected a ";" (and 1 more error)'),
+    ('At end of source: error: expected a "}"\n\n1 error detected in the compilation of "your_kernel.cu".\n',
+     'NVRTC says: at the end of your source: expected a "}"'),
+    ('/usr/include/helper.cuh(7): error: expected a ";"\n', "NVRTC says: helper.cuh, line 7: expected a"),
+])
+def test_a_compile_error_is_said_as_line_and_message(log, said):
+    """Any kind of NVRTC error ("catastrophic" too) becomes "line N: what", with no stray ")" of
+    the log's "file(N):" and the summary line not counted as another error."""
+    m = kernel_task._compile_message(_compile_error(log))
+    assert said in m and "):" not in m and kernel_task.SOURCE_NAME not in m, m
+
+
+def test_a_compile_errors_own_message_names_file_and_line_once():
+    e = _compile_error('your_kernel.cu(1): catastrophic error: #error directive: boom\n')
+    first = str(e).splitlines()[0]
+    assert first == "your_kernel.cu:1: catastrophic error: #error directive: boom", first
+
+
+@pytest.mark.parametrize("where, line, col", [(0, 1, 1), (12, 1, 13), (94, 2, 6)])
+def test_a_nul_byte_is_refused_with_its_place(where, line, col, cpu_mode):
+    """NVRTC reads a C string: past a NUL byte the source would vanish without a word."""
+    src = 'extern "C" __global__ void vector_add(const float* A, const float* B, float* C, int n) {\n' \
+          '    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) C[i] = A[i] + B[i];\n}\n'
+    bad = src[:where] + "\0" + src[where:]
+    assert src[:where].count("\n") + 1 == line
+    v = ex.check("warps_simt.vector_add", bad)
+    assert v.ok is False and f"NUL byte (\\0) at line {line}, column {col}" in v.message, v.text()
+
+
+@pytest.mark.parametrize("symbol, base", [("_Z10vector_addPKfS0_Pfi", "vector_add"), ("_Z3fooi", "foo"),
+                                          ("_ZN2ns11grid_strideEPKfPffiPj", "grid_stride"), ("vector_add", None),
+                                          ("_ZL4tinyv", "tiny")])
+def test_demangled_base(symbol, base):
+    assert kernel_task.demangled_base(symbol) == base
+
+
+def test_the_narrow_index_message_follows_the_index_type():
+    n = type("N", (), {"line": 4})()
+    signed, unsigned, unknown = (kernel_task.narrow_message(n, s) for s in (True, False, None))
+    assert "negative index" in signed and "wraps" not in signed
+    assert "unsigned" in unsigned and "negative" not in unsigned and "revisits" in unsigned
+    assert "negative index" in unknown and "revisits" in unknown
+
+
+def _float_solutions():
+    out = []
+    for e in ex.exercises():
+        if e.kind != KERNEL:
+            continue
+        code = catalogue.code_of(e.solution)
+        sig = re.search(r'extern "C" __global__ void \w+\(([^)]*)\)', code)
+        if sig and "float*" in sig.group(1):
+            out.append(pytest.param(e.id, code, sig, id=e.id))
+    return out
+
+
+@needs_emulator
+@pytest.mark.parametrize("eid, code, sig", _float_solutions())
+def test_a_double_parameter_is_named_for_every_kernel_exercise(eid, code, sig, cpu_mode):
+    """Every float* parameter of the reference solution declared double*: the verdict says the kernel
+    reads or writes 8-byte elements from a float array (not an out-of-bounds read its type caused),
+    and NumPy's warnings about the garbage never reach the notebook."""
+    import warnings
+
+    params = sig.group(1)
+    wrong = code.replace(params, params.replace("float*", "double*"), 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        v = ex.check(eid, wrong)
+    assert v.ok is False and "8-byte elements (double)" in v.message and "a float array" in v.message, v.text()

@@ -91,7 +91,7 @@ WRONG = [
     ("streaming_multiprocessor.warps", lambda g: (3, 28), "rounds a block up to whole warps"),
     ("streaming_multiprocessor.warps", lambda g: (4, 4), "idle lanes"),
     ("warps_simt.warps", lambda g: (4, 4), "warps of elements"),
-    ("warps_simt.warps", lambda g: (6, 4), "how many of those indices"),
+    ("warps_simt.warps", lambda g: (6, 4), "which thread indices does the last warp cover"),
     ("latency_hiding.hide", lambda g: 4 * next(w for w in range(1, 257) if __import__("gpu_viz.model.latency", fromlist=["x"])
                                    .utilization(w, g["latency_cycles"], 16) >= 0.9), "per SM"),
     ("latency_hiding.little", lambda g: g["copy_GBps"] * g["latency_ns"], "whole chip"),

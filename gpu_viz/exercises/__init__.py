@@ -11,6 +11,7 @@ by notebook, :mod:`.cells` writes their notebook cells.
 """
 from __future__ import annotations
 
+import inspect
 from typing import Dict
 
 from .core import KINDS, AnswerKindError, Exercise, Verdict, exercises, get
@@ -33,7 +34,28 @@ def given(exercise_id: str, **options) -> Dict:
     Raises:
         KeyError: no such exercise (naming those that exist).  TypeError: an option it lacks.
     """
-    return Given(get(exercise_id).given(**options))
+    ex = get(exercise_id)
+    _check_options(exercise_id, ex.given, (), options)
+    return Given(ex.given(**options))
+
+
+def _check_options(exercise_id: str, fn, args: tuple, options: Dict) -> None:
+    """TypeError naming the exercise and the options it takes when ``options`` are not its own (the
+    checker's or facts function's keyword parameters), instead of Python's message about an
+    internal function."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):     # a builtin or C callable: let the call itself say
+        return
+    try:
+        sig.bind(*args, **options)
+    except TypeError:
+        takes = [n for n, p in sig.parameters.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+                 and p.default is not p.empty]
+        unknown = sorted(k for k in options if k not in takes)
+        offer = f"it takes {', '.join(f'{t}=' for t in takes)}" if takes else "it takes no options"
+        raise TypeError(f"{exercise_id}: unknown option{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(unknown) or ', '.join(options)}; {offer}") from None
 
 
 def check(exercise_id: str, answer, **options) -> Verdict:
@@ -42,13 +64,16 @@ def check(exercise_id: str, answer, **options) -> Verdict:
     Returns:
         :class:`Verdict`: ``ok`` True / False (``message`` names the likely mistake, or the kind
         of answer expected when ``answer`` is of another kind: a string for a number, a number
-        for a pair) / None (no answer yet, or a kernel exercise in CPU mode); a notebook shows it
-        as text, never a traceback.
+        for a pair) / None (no answer yet, or a kernel that cannot run here: no GPU and no NVRTC
+        for the emulator -- in CPU mode the emulator grades kernels); a notebook shows it as text,
+        never a traceback.
 
     Raises:
-        KeyError: no such exercise.  TypeError: an option the exercise lacks.
+        KeyError: no such exercise.  TypeError: an option the exercise lacks (naming the exercise
+        and the options it takes).
     """
     ex = get(exercise_id)
+    _check_options(exercise_id, ex.check, (answer,), options)
     try:
         return ex.check(answer, **options)
     except AnswerKindError as exc:

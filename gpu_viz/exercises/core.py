@@ -4,8 +4,9 @@ notebook cell calls, the registry, and where the facts an exercise gives come fr
 A checker grades an answer and, when it is wrong, names the likely mistake (GPU-Puzzles style:
 "you divided by the threads of a block, not of an SM").  In CPU mode the facts and the run come
 from the CPU models and the committed records (labelled with their GPU and date); on a GPU they
-are read and run on the silicon.  Kernel exercises need a GPU runtime: in CPU mode their
-verdict says so (``ok is None``) and shows the recorded reference run.
+are read and run on the silicon.  Kernel exercises run on the silicon on a GPU and in the PTX
+emulator in CPU mode; their verdict is ``ok is None`` only when the kernel cannot run here (no
+GPU and no NVRTC to compile it for the emulator) or there is no answer yet.
 """
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ class Verdict:
     Attributes:
         exercise: the exercise id ("kernel_scheduling.doubling").
         ok: True (right), False (wrong: ``message`` names the likely mistake), None (not graded
-            here: no answer yet, or a kernel exercise in CPU mode).
+            here: no answer yet, or a kernel exercise that cannot run here -- no GPU and no NVRTC
+            for the emulator).
         message: one or two sentences for the learner.
         details: further lines (the run the answer was checked against, with its provenance).
         solution: the verdict of a reference solution (:meth:`require`): it shows as one labelled
@@ -225,14 +227,23 @@ class AnswerKindError(TypeError, ValueError):
 
 
 def as_number(exercise_id: str, answer, what: str) -> Optional[float]:
-    """``answer`` as a float, or None when it is None; a Verdict-worthy TypeError otherwise."""
+    """``answer`` as a finite float, or None when it is None.
+
+    Raises:
+        AnswerKindError: ``answer`` is not a number (a bool, a string), or is one that is no finite
+            float (NaN, inf, ``10**400``, ``Decimal('1e999')``): the verdict names what was expected.
+    """
     if answer is None:
         return None
     if isinstance(answer, bool) or not isinstance(answer, (int, float)) and not hasattr(answer, "__float__"):
         raise AnswerKindError(f"{exercise_id}: the answer must be a number ({what}), got {type(answer).__name__} {answer!r}")
-    v = float(answer)
+    try:
+        v = float(answer)
+    except (ArithmeticError, TypeError, ValueError):   # 10**400: OverflowError; Decimal('sNaN'): ValueError
+        v = float("nan")
     if not math.isfinite(v):
-        raise AnswerKindError(f"{exercise_id}: the answer must be a finite number ({what}), got {answer!r}")
+        shown = repr(answer) if len(repr(answer)) <= 40 else f"{repr(answer)[:20]}...{repr(answer)[-8:]}"
+        raise AnswerKindError(f"{exercise_id}: the answer must be a finite number ({what}), got {shown}")
     return v
 
 
@@ -240,10 +251,39 @@ def close(a: float, b: float, rtol: float) -> bool:
     return abs(a - b) <= rtol * abs(b)
 
 
+#: How far off a wrong number is, said as a band (upper bound of ``max(v / want, want / v)``, words),
+#: never as the ratio itself: "1 is 127x too small" gives the answer away (1 x 127).  The bands are
+#: wide and their edges are not the factors unit slips make (2, 10, 1e3, 1e6), so a unit slip lands
+#: well inside one and its band names the slip to look for.
+_BANDS = (
+    (1.5, "but within 1.5x: recheck each factor"),
+    (3.0, "off by 1.5x to 3x: a missing or extra small factor (read and written? the element's bytes?)"),
+    (30.0, "off by 3x to 30x: a missing or extra factor, or a power of ten"),
+    (300.0, "off by 30x to 300x: a factor or a unit is off"),
+    (3e4, "off by 300x to 30,000x: a unit prefix is off (milli for micro, K for none?)"),
+    (3e7, "off by 30,000x to 30,000,000x: two unit prefixes are off (micro for none, M for none?)"),
+)
+
+
+def far_off(v: float, want: float) -> str:
+    """How far ``v`` is from ``want`` (both non-zero, same sign), in words: "too small, off by 3x to
+    30x: ..." (the direction, a band and the slip it suggests), never a ratio from which ``want``
+    follows."""
+    ratio = v / want
+    direction = "too large" if ratio > 1 else "too small"
+    off = max(ratio, 1 / ratio)
+    for top, words in _BANDS:
+        if off < top:
+            return f"{direction}, {words}"
+    return f"{direction}, off by more than {_BANDS[-1][0]:,.0f}x: recheck the formula and every unit"
+
+
 def grade_number(exercise_id: str, answer, want: float, rtol: float, what: str,
-                 mistakes: Dict[str, float], details: List[str]) -> Verdict:
+                 mistakes: Dict[str, float], details: List[str], small_count: bool = False) -> Verdict:
     """Grade a number: right within ``rtol``; else the first of ``mistakes`` (message -> the value
-    that mistake gives) it matches, else how far off it is."""
+    that mistake gives) it matches, else its direction and how far off it is as a band
+    (:func:`far_off`; ``small_count``: the direction alone, for a count small enough that any band
+    narrows it to a few candidates)."""
     v = as_number(exercise_id, answer, what)
     if v is None:
         return Verdict(exercise_id, None, f"no answer yet: replace the None with {what}.", details)
@@ -252,9 +292,11 @@ def grade_number(exercise_id: str, answer, want: float, rtol: float, what: str,
     for msg, value in mistakes.items():
         if value is not None and close(v, value, max(rtol, 1e-9)):
             return Verdict(exercise_id, False, f"{v:,.6g}: {msg}", details)
-    ratio = v / want if want else float("inf")
-    if v == 0 or not math.isfinite(ratio) or ratio <= 0:
-        how = "is not it" if v == 0 else "has the wrong sign" if ratio < 0 else "is off"
+    if v == 0 or want == 0 or (v < 0) != (want < 0):
+        how = "is not it" if v == 0 else "has the wrong sign" if want != 0 else "is off"
         return Verdict(exercise_id, False, f"{v:,.6g} {how} ({what}); recheck each factor and its unit.", details)
-    size = f"{ratio:.3g}x too large" if ratio > 1 else f"{1 / ratio:.3g}x too small"
-    return Verdict(exercise_id, False, f"{v:,.6g} is {size} ({what}); recheck each factor and its unit.", details)
+    if small_count:
+        size = f"{'too large' if v > want else 'too small'}: recheck each factor"
+    else:
+        size = far_off(v, want)
+    return Verdict(exercise_id, False, f"{v:,.6g} ({what}) is {size}.", details)

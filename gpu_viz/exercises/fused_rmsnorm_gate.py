@@ -530,7 +530,7 @@ def _check_bytes(answer):
     t = M10 * N10 * 2
     want = 3 * t + N10 * 2
     # a byte count is exact: a relative tolerance would hide w's 8 KiB beside 384 MiB
-    return grade_number("fused_rmsnorm_gate.bytes", answer, want, 1e-9, "bytes: x and gate read, y written, w once (fp16)", {
+    return grade_number("fused_rmsnorm_gate.bytes", answer, want, 1e-9, "bytes that must move", {
         f"you left out the weight w: its {N10 * 2:,} bytes ({N10} fp16) are read too, once.": 3 * t,
         "you counted w once per row: it is read from memory once, then every row hits it in L1/L2.": 4 * t,
         "you left out the gate: the fused op reads x AND gate.": 2 * t + N10 * 2,
@@ -593,7 +593,7 @@ def _check_floor(answer):
         "you used the spec sheet's peak bandwidth: the reference here is the measured copy kernel.":
             g["bytes"] / (peak * 1e9) * 1e6 if peak else None,
         "you divided by GiB/s: GB/s is 1e9 bytes per second.": g["bytes"] / (g["copy_GBps"] * GiB) * 1e6,
-        "that is milliseconds: multiply by 1e3.": want / 1e3,
+        "that is milliseconds: the question asks for microseconds.": want / 1e3,
     }, [f"copy {g['copy_GBps']:,.0f} GB/s ({g['copy_source']})"])
     if v.ok:
         us, where = _fused_gate_us()

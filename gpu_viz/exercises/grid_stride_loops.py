@@ -15,7 +15,7 @@ import numpy as np
 
 from .core import KERNEL, PREDICT, Exercise, Verdict, no_answer, register
 from .numbers import as_pair
-from .kernel_task import PAD, Case, KernelTask, Observation, Param, kernel_cells
+from .kernel_task import PAD, Case, KernelTask, Observation, Param, kernel_cells, writes_by_thread
 
 ID = "grid_stride_loops.grid_stride"
 
@@ -152,6 +152,27 @@ def explain_values(obs: List[Observation]) -> Optional[str]:
     return None
 
 
+def target_every_thread_strides(obs: List[Observation]) -> Optional[str]:
+    """In the recorded launch no thread handled more than its share, ceil(n / threads of the grid):
+    a single thread (or one per block) walking the elements visits each once too, but it is not a
+    grid-stride loop and leaves the rest of the grid idle."""
+    for o in obs:
+        per = writes_by_thread(o, "y")
+        if not per:
+            continue
+        threads = int(np.prod(o.case.grid)) * int(np.prod(o.case.block))
+        n = o.length("y")
+        share = -(-n // threads)
+        (b, t), els = max(per.items(), key=lambda kv: (kv[1].size, -kv[0][0], -kv[0][1]))
+        if els.size > share:
+            many = f"all {n:,}" if els.size == n else f"{els.size:,} of the {n:,}"
+            return (f"thread {t} of block {b} handled {many} elements (at {o.case.label()}), where the grid's "
+                    f"{threads:,} threads share them: in a grid-stride loop every thread strides through the "
+                    f"array, so none handles more than {share:,} here. Start each thread at its own place in "
+                    "the grid and step by the whole grid.")
+    return None
+
+
 def _expected_passes(case: Case) -> int:
     T = case.grid[0] * case.block[0]
     return -(-case.sizes["n"] // T) if case.sizes["n"] else 0
@@ -182,7 +203,8 @@ TASK = KernelTask(
     explanations=(explain_no_count, explain_visits, explain_values),
     success=f"every element visited exactly once at all {len(SHAPES)} launch shapes (fewer and more threads than "
             "elements, one element, none), with a 64-bit index.",
-    narrow_index_fails=True, budget=_budget, runaway_explanations=(explain_runaway,))
+    narrow_index_fails=True, budget=_budget, runaway_explanations=(explain_runaway,),
+    targets=(target_every_thread_strides,), recorded_cases=(0,))
 
 
 _ph, _sol = kernel_cells(ID, "grid_stride.start", "grid_stride.solution")
@@ -216,14 +238,16 @@ def _check_passes(answer, n: int = 2500, block: int = 1024):
         return Verdict(eid, True, f"{got}: thread t handles ceil((n - t) / stride) elements.",
                        [f"the run: thread 0 handled {got[0]} elements, {got[1]} threads handled 3 ({tr.provenance})"])
     if first == n // block:
-        return Verdict(eid, False, f"{first:g} = floor(n / stride): the last partial pass counts too "
-                       f"(thread 0 handles 0, 1024 and 2048).", d)
+        return Verdict(eid, False, f"{first:g} = floor(n / stride): the last, partial pass counts too "
+                       "(thread 0 is in it).", d)
     if first == got[0] and three == n - (got[0] - 1) * block - 1:
-        return Verdict(eid, False, "off by one: indices 2048..2499 are 452 elements (2499 - 2048 + 1).", d)
+        return Verdict(eid, False, "thread 0 is right; the threads with a third element are off by one: count "
+                       "the indices of the last pass from its first to n - 1, both ends included.", d)
     if first == got[0]:
-        return Verdict(eid, False, f"thread 0 is right; threads with a third element are those with "
-                       f"t + 2 x {block} < {n}.", d)
-    return Verdict(eid, False, f"thread 0 handles i = 0, {block}, {2 * block}, ... while i < {n}.", d)
+        return Verdict(eid, False, "thread 0 is right; a thread t has a third element when its third index, "
+                       "two strides past t, is still < n.", d)
+    return Verdict(eid, False, f"{first:g} for thread 0: it handles i = 0, then one stride further each "
+                   "pass, while i < n.", d)
 
 
 register(Exercise(

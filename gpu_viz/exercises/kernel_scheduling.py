@@ -82,10 +82,8 @@ def _check_doubling(answer):
         return Verdict(eid, True, f"{b}: the makespan doubles when one block more than SMs x resident blocks "
                        f"arrives.{note}", d + _recorded_probe_lines(THREADS_07))
     if b == g["sm_count"] + 1:
-        return Verdict(eid, False, f"{b} = SMs + 1: but each SM holds {g['resident_blocks_per_sm']} blocks of "
-                       f"{THREADS_07} threads at once, so the second wave starts only after SMs x resident.", d)
-    if b == want - 1:
-        return Verdict(eid, False, f"{b} blocks all fit in the first wave: one more is needed to start a second.", d)
+        return Verdict(eid, False, f"{b} = SMs + 1: but an SM holds more than one block of {THREADS_07} "
+                       "threads at once (resident_blocks_per_sm), so the first wave is larger.", d)
     if m_before >= 1.6 * blk:
         return Verdict(eid, False, f"the makespan had already doubled at {b - 1} blocks: fewer blocks suffice.", d)
     return Verdict(eid, False, f"at {b} blocks every block still starts in the first wave: SMs x resident blocks "
@@ -144,7 +142,7 @@ def _check_waves(answer):
             reveal.append(f"{took:.1f} block-times, not {want}: the arithmetic counts the blocks an SM CAN hold at "
                           "once, so it bounds the makespan from below; it is not a prediction. Notebook 09's "
                           "'Measured' slide shows how far below.")
-    return grade_number(eid, answer, want, 1e-9, "waves = ceil(blocks / (SMs x resident))", {
+    return grade_number(eid, answer, want, 1e-9, "waves the occupancy arithmetic gives", {
         "that divides by the SMs only: each SM holds several blocks at once.": math.ceil(g["blocks"] / g["sm_count"]),
         "a partial wave is still a wave: round up.": g["blocks"] // slots,
         "waves are whole: round up.": g["blocks"] / slots,

@@ -22,9 +22,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -171,6 +173,8 @@ class KernelTask:
             saying how far off it is; the first that returns one fails the answer.
         launch_options: ``f(case) -> dict`` of emulator launch options for that case (e.g.
             ``{"policy": "random", "seed": 3}``: seeded warp interleavings, so a race shows).
+        recorded_cases: indices of the cases the emulator runs with its event log, so a target can
+            tell which thread wrote which element (:func:`writes_by_thread`); keep them small.
     """
 
     id: str
@@ -189,12 +193,18 @@ class KernelTask:
     runaway_explanations: Tuple[Callable[[Observation], Optional[str]], ...] = ()
     targets: Tuple[Explanation, ...] = ()
     launch_options: Optional[Callable[[Case], Dict]] = None
+    recorded_cases: Tuple[int, ...] = ()
 
     # -- the verdict ---------------------------------------------------------------------------------
 
     def grade(self, code, seed: Optional[int] = None) -> Verdict:
         """Run the learner's ``code`` at every case and return the verdict (never raises for a bad
-        answer)."""
+        answer).  NumPy's floating-point warnings are off while it grades: a kernel's garbage (NaN,
+        bit patterns of the wrong type) is the verdict's to describe, not a warning in the notebook."""
+        with np.errstate(all="ignore"):
+            return self._grade(code, seed)
+
+    def _grade(self, code, seed: Optional[int]) -> Verdict:
         bad = self._reject(code)
         if bad is not None:
             return bad
@@ -237,6 +247,13 @@ class KernelTask:
                            f"{type(code).__name__}")
         if not code.strip():
             return Verdict(self.id, False, "the kernel source is empty")
+        if "\0" in code:
+            # NVRTC reads the source as a C string: everything after a NUL byte would silently vanish
+            at = code.index("\0")
+            line = code.count("\n", 0, at) + 1
+            col = at - (code.rfind("\n", 0, at) + 1) + 1
+            return Verdict(self.id, False, f"your source holds a NUL byte (\\0) at line {line}, column {col}: the "
+                           "compiler would stop reading there. Delete it (a paste from a PDF or a binary file?).")
         if "__global__" not in code:
             return Verdict(self.id, False, f"no kernel in your source: it must define `extern \"C\" __global__ void "
                            f"{self.kernel}({', '.join(p.name for p in self.params)})`")
@@ -252,6 +269,11 @@ class KernelTask:
         fn = program.module.functions.get(self.kernel)
         if fn is None or not fn.entry:
             others = program.kernels
+            if any(demangled_base(k) == self.kernel for k in others):
+                mangled = next(k for k in others if demangled_base(k) == self.kernel)
+                return (f"your kernel `{self.kernel}` is not declared extern \"C\": C++ renames it to `{mangled}` "
+                        f"(its parameter types added), so the checker cannot find it by name. Declare it "
+                        f"extern \"C\" (as the starter does): `{want}`")
             found = f" (your source defines {', '.join(others)})" if others else ""
             extern = "" if others else (" -- is it `extern \"C\"`? Without it the name is mangled" if "extern" not in
                                         (program.source or "") else "")
@@ -305,9 +327,10 @@ class KernelTask:
                     args.append(d)
             budget = self.budget(case) if self.budget is not None else EMU_BUDGET
             options = self.launch_options(case) if self.launch_options is not None else {}
+            rec = record or any(case == self.cases[k] for k in self.recorded_cases if k < len(self.cases))
             try:
                 run = program.launch(self.kernel, case.grid, case.block, args, device=dev, shared_mem=case.shared_mem,
-                                     budget=budget, time_limit=time_limits()[1], record=record, **options)
+                                     budget=budget, time_limit=time_limits()[1], record=rec, **options)
             except emulator.LaunchError as exc:
                 raise _GradingError(f"launching your kernel at {case.label()} failed: {exc}") from None
             except emulator.Unsupported as exc:
@@ -317,6 +340,8 @@ class KernelTask:
                             hazards=[h for h in run.hazards if h.severity == "error"],
                             notes=[h for h in run.hazards if h.severity != "error"], completed=run.completed)
             o.run = run
+            # each array's place in the emulated memory: which element an address is, for the event log
+            o.regions = {p.name: a.region for p, a in zip(self.params, args) if p.role != "scalar"}
             out.append(self._judge(o))
             if not run.completed:
                 break               # a kernel that runs away (or traps) once is not run again
@@ -340,6 +365,7 @@ class KernelTask:
                 obs[k].hazards = e.hazards
                 obs[k].notes = e.notes
                 obs[k].run = e.run          # the emulator's counts of the launch, for the targets
+                obs[k].regions = e.regions  # and where its arrays lay, for its event log
         return [self._judge(o) for o in obs], backend.live_label()
 
     def _judge(self, o: Observation) -> Observation:
@@ -373,6 +399,11 @@ class KernelTask:
             from ..emulator import analysis
 
             narrow = analysis.narrow_induction(program, self.kernel)
+        if program is not None and not all(o.ok for o in obs):
+            # a parameter of another type (double* for float*) makes every later symptom misleading
+            m = self._element_type_problem(program)
+            if m:
+                return _attach(Verdict(self.id, False, m, details), self, program, obs, _first_bad(obs))
         stuck = next((o for o in obs if not o.completed), None)
         if stuck is not None:
             # a launch that hung, ran away or trapped: its outputs mean nothing; say what happened
@@ -384,13 +415,13 @@ class KernelTask:
                            obs.index(stuck))
         if all(o.ok for o in obs):
             if narrow and self.narrow_index_fails:
-                v = Verdict(self.id, False, narrow_message(narrow[0]), details)
+                v = Verdict(self.id, False, narrow_message(narrow[0], narrow_signed(program, narrow[0])), details)
                 return _attach(v, self, program, obs, None)
             # notes worth a learner's time (a shuffle reading an inactive lane's value is the idiom of
             # a correct partial-warp reduction: not one of them)
             notes = [h.text() for o in obs for h in o.notes if h.kind != "shuffle-source"][:2]
             if narrow:
-                notes.append(narrow_message(narrow[0]))
+                notes.append(narrow_message(narrow[0], narrow_signed(program, narrow[0])))
             for target in self.targets:
                 m = target(obs)
                 if m:
@@ -404,6 +435,44 @@ class KernelTask:
         m = generic_message(self, obs)
         return _attach(Verdict(self.id, False, m, details), self, program, obs, _first_bad(obs))
 
+    def _element_type_problem(self, program) -> Optional[str]:
+        """A float array of the task that the kernel reads or writes as floats of another size (a
+        ``double*`` parameter where the task passes ``float*``), seen in the emulator's event log of
+        the task's smallest launch; None when every float access matches its array's type."""
+        arrays = {p.name: p for p in self.params if p.role != "scalar" and np.dtype(p.dtype).kind == "f"}
+        if not arrays:
+            return None
+        case, inputs = min(self.cases_with_inputs(seed=0),
+                           key=lambda ci: int(np.prod(ci[0].grid)) * int(np.prod(ci[0].block)))
+        try:
+            o = self._run_emulated(program, [(case, inputs)], record=True)[0]
+        except _GradingError:
+            return None
+        fns = program.module.functions
+        for ev in o.run.events or ():
+            if "nbytes" not in ev or "addrs" not in ev:
+                continue
+            ins = fns[ev["func"]].code[ev["pc"]]
+            size = next((_FLOAT_MODS[m] for m in ins.mods if m in _FLOAT_MODS), None)
+            if size is None:
+                continue
+            addrs = np.asarray(ev["addrs"], np.uint64)
+            for name, p in arrays.items():
+                region = o.regions.get(name)
+                want = np.dtype(p.dtype).itemsize
+                if region is None or size == want:
+                    continue
+                if ((addrs >= np.uint64(region.base)) & (addrs < np.uint64(region.end))).any():
+                    verb = "writes" if ev.get("write") else "reads"
+                    prep = "to" if ev.get("write") else "from"
+                    line = f" (line {ev['line']})" if ev.get("line") else ""
+                    got = _C_FLOAT[size]
+                    return (f"your kernel {verb} {size}-byte elements ({got}) {prep} {name}, a "
+                            f"{_C_FLOAT[want]} array{line}: is a parameter declared {got}? The task passes "
+                            f"`{_ctype(p)}`: the kernel is `extern \"C\" __global__ void {self.kernel}"
+                            f"({', '.join(_ctype(q) for q in self.params)})`")
+        return None
+
     def cases_with_inputs(self, seed=None):
         rng = np.random.default_rng(seed)
         return [(c, self.make_inputs(c, rng)) for c in self.cases]
@@ -411,6 +480,50 @@ class KernelTask:
 
 class _GradingError(Exception):
     pass
+
+
+#: Bytes of the float types of a PTX memory instruction (``ld.global.f64``, ``st.global.v4.f32``).
+_FLOAT_MODS = {".f16": 2, ".bf16": 2, ".f16x2": 4, ".f32": 4, ".f64": 8}
+_C_FLOAT = {2: "__half", 4: "float", 8: "double"}
+
+
+def demangled_base(symbol: str) -> Optional[str]:
+    """The function name inside an Itanium C++ mangled ``symbol`` ("_Z10vector_addPKfS0_Pfi" ->
+    "vector_add"; a nested "_ZN2ns3fooEv" -> "foo"); None when ``symbol`` is not mangled."""
+    m = re.match(r"_ZL?(N?)", symbol)
+    if not m:
+        return None
+    pos, name = m.end(), None
+    while True:
+        n = re.match(r"(\d+)", symbol[pos:])
+        if not n:
+            return name
+        k = int(n.group(1))
+        pos += n.end()
+        name = symbol[pos:pos + k]
+        pos += k
+        if not m.group(1):       # not nested: one name, then the parameter types
+            return name
+
+
+def writes_by_thread(o: "Observation", name: str) -> Optional[Dict[Tuple[int, int], np.ndarray]]:
+    """Which elements of array ``name`` each thread wrote in launch ``o``: {(block, thread): the
+    distinct element indices}, from the emulator's event log (the task's ``recorded_cases``);
+    None when the launch was not recorded (or its log was cut short)."""
+    run = getattr(o, "run", None)
+    region = getattr(o, "regions", {}).get(name)
+    if run is None or region is None or run.events is None or len(run.events) >= 200_000:
+        return None
+    per: Dict[Tuple[int, int], set] = {}
+    for ev in run.events:
+        if not ev.get("write") or "addrs" not in ev:
+            continue
+        addrs = np.asarray(ev["addrs"], np.int64)
+        threads = np.asarray(ev.get("mem_threads", ev.get("threads", [])), np.int64)
+        inside = (addrs >= region.base) & (addrs < region.end)
+        for t, a in zip(threads[inside].tolist(), addrs[inside].tolist()):
+            per.setdefault((int(ev["block"]), t), set()).add((a - region.base) // region.itemsize)
+    return {k: np.array(sorted(v)) for k, v in per.items()}
 
 
 def kernel_cells(eid: str, start: str, solution: str) -> Tuple[str, str]:
@@ -459,19 +572,67 @@ def _ctype(p: Param) -> str:
     return f"{'const ' if p.role == 'in' else ''}{base}* {p.name}"
 
 
+#: An error line of NVRTC's log: "your_kernel.cu(3): error: ...", "...(1): catastrophic error: ...",
+#: "At end of source: error: ..." (an error number "error #20-D:" may follow the word).
+_ERROR_LINE = re.compile(r"^(?:(?P<file>[^\s()]+)\((?P<line>\d+)\)|(?P<end>At end of source)):\s*"
+                         r"(?:catastrophic )?error(?: #[\w-]+)?:\s*(?P<msg>.*)$")
+
+
 def _compile_message(exc) -> str:
+    """NVRTC's first error as "line N: what" (the learner's line numbers), with how many more; a hint
+    where the error is one a notebook learner meets for a known reason (a host header)."""
     log = exc.log or ""
-    lines = [ln.strip() for ln in log.splitlines() if "error" in ln]
-    first = lines[0] if lines else log.strip()[:200]
-    first = first.replace(f"{SOURCE_NAME}(", "line ").replace("): error:", ":", 1)
-    more = f" (and {len(lines) - 1} more error{'s' if len(lines) > 2 else ''})" if len(lines) > 1 else ""
-    return f"it does not compile -- NVRTC says: {first}{more}"
+    errors = [m for m in (_ERROR_LINE.match(ln.strip()) for ln in log.splitlines()) if m]
+    if not errors:
+        first = next((ln.strip() for ln in log.splitlines() if "error" in ln), log.strip()[:200])
+        return f"it does not compile -- NVRTC says: {first}"
+    m = errors[0]
+    if m.group("end"):
+        where = "at the end of your source"
+    elif Path(m.group("file")).name == SOURCE_NAME:
+        where = f"line {m.group('line')}"
+    else:
+        where = f"{Path(m.group('file')).name}, line {m.group('line')}"
+    msg = m.group("msg").strip()
+    more = f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    hint = ""
+    if msg.startswith("cannot open source file"):
+        hint = (". NVRTC compiles device code on its own, without the host's C++ headers: drop the #include "
+                "(printf and the math functions need none)")
+    return f"it does not compile -- NVRTC says: {where}: {msg}{more}{hint}"
 
 
-def narrow_message(n) -> str:
-    return (f"the loop index is a 32-bit int (line {n.line}): `i += stride` overflows past 2^31 - 1 when n is near "
-            "2^31, before the test `i < n` can stop it, and the loop runs on with a negative index. Declare the "
-            "index `long long` (or `size_t`), as the notebook's grid-stride kernel does.")
+def narrow_signed(program, n) -> Optional[bool]:
+    """Whether the 32-bit loop index ``n`` (:func:`gpu_viz.emulator.analysis.narrow_induction`) is
+    signed, from the PTX that widens it (``mul.wide.s32`` / ``cvt.s64.s32``: int; ``.u32``:
+    unsigned); None when that instruction does not say."""
+    for fn in program.module.functions.values():
+        if n.widened_pc >= len(fn.code):
+            continue
+        ins = fn.code[n.widened_pc]
+        if ("reg", n.register) not in ins.args[1:]:
+            continue
+        if ".s32" in ins.mods:
+            return True
+        if ".u32" in ins.mods:
+            return False
+    return None
+
+
+def narrow_message(n, signed: Optional[bool] = None) -> str:
+    """Why a 32-bit loop index fails: a signed one overflows to negative indices, an unsigned one
+    wraps to small ones (``signed`` None: both are said)."""
+    fix = "Declare the index `long long` (or `size_t`), as the notebook's grid-stride kernel does."
+    if signed:
+        return (f"the loop index is a 32-bit int (line {n.line}): `i += stride` overflows past 2^31 - 1 when n is near "
+                "2^31, before the test `i < n` can stop it, and the loop runs on with a negative index. " + fix)
+    if signed is False:
+        return (f"the loop index is a 32-bit unsigned int (line {n.line}): `i += stride` wraps past 2^32 - 1 back to "
+                "a small index, where `i < n` holds again and the loop revisits elements it has done (once i + "
+                "stride passes 4,294,967,295: a grid of more than 2^31 threads, or a 64-bit n). " + fix)
+    return (f"the loop index is a 32-bit integer (line {n.line}): `i += stride` overflows 32 bits near the end of a "
+            "large array, before the test `i < n` can stop it -- an int runs on with a negative index, an unsigned "
+            "wraps to a small one and revisits elements. " + fix)
 
 
 # -- generic explanations -------------------------------------------------------------------------------

@@ -102,11 +102,11 @@ def _check_little(answer):
     g = _given_little()
     want = g["copy_GBps"] * g["latency_ns"] / g["sm_count"]
     cyc_ns = g["latency_cycles"] / g["latency_ns"]
-    return grade_number("latency_hiding.little", answer, want, 0.02, "bytes in flight per SM = GB/s x ns / SMs", {
+    return grade_number("latency_hiding.little", answer, want, 0.02, "bytes in flight per SM", {
         "that is the whole chip: divide by the SM count for one SM.": want * g["sm_count"],
         "you used the latency in cycles: 1 GB/s x 1 ns = 1 byte, so use nanoseconds.": want * cyc_ns,
         "that is KiB: the question asks for bytes.": want / 1024,
-        "that is 1000x too small: GB/s x ns is bytes (1e9 B/s x 1e-9 s).": want / 1e3,
+        "that is KB (or a unit prefix off): GB/s x ns is already bytes (1e9 B/s x 1e-9 s).": want / 1e3,
     }, [f"copy {g['copy_GBps']:,.0f} GB/s ({g['copy_source']}); DRAM latency {g['latency_ns']:,.0f} ns "
         f"({g['latency_source']}); {g['sm_count']} SMs"])
 

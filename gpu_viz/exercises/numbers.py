@@ -8,7 +8,6 @@ labelled with their GPU and date.
 """
 from __future__ import annotations
 
-import re
 from typing import Dict
 
 import numpy as np
@@ -68,31 +67,20 @@ def as_pair(exercise_id: str, answer, form: str):
 
 def grade_number(exercise_id: str, answer, want: float, rtol: float, what: str, mistakes: Dict[str, float],
                  details: list, reveal=()) -> Verdict:
-    """:func:`gpu_viz.exercises.core.grade_number`, with NumPy answers, with ``reveal`` (lines that
-    show the right number: the run it was checked against) added only to a right answer, and with
-    no "1x too large" for an answer within 1 % of the right one."""
+    """:func:`gpu_viz.exercises.core.grade_number`, with NumPy answers, and with ``reveal`` (lines that
+    show the right number: the run it was checked against) added only to a right answer.  How far
+    off a wrong number is comes as a band (``core.far_off``), and for a small whole count (a number
+    of warps, blocks, registers: below :data:`_SMALL_COUNT`) as its direction alone: any band
+    narrows a count of 4 to a candidate or two."""
+    small_count = float(want).is_integer() and abs(want) < _SMALL_COUNT
     v = _core.grade_number(exercise_id, as_number(exercise_id, answer, what), want, rtol, what, mistakes,
-                           list(details))
+                           list(details), small_count=small_count)
     if v.ok:
         v.details.extend(reveal)
-    else:
-        small_count = float(want).is_integer() and abs(want) < _SMALL_COUNT
-        v.message = _RATIO.sub(lambda m: _ratio_words(m, small_count), v.message)
     return v
 
 
-#: core.grade_number's "is 1.03x too large".  A ratio that close gives the answer away (33 / 1.03)
-#: and "1x too large" reads as nonsense: within 10 % it is said in words.  For a small count (a
-#: number of warps, blocks, registers) any ratio is the answer by one division ("4 is 2x too
-#: large"): only the direction is said.
-_RATIO = re.compile(r" is ([0-9.]+(?:e[+-]?\d+)?)x too (large|small) ")
 _SMALL_COUNT = 1000
-
-
-def _ratio_words(m, small_count: bool) -> str:
-    if small_count:
-        return f" is too {m.group(2)} "
-    return f" is a little too {m.group(2)} (under 10 % off) " if float(m.group(1)) < 1.1 else m.group(0)
 
 
 def _right_only(v: Verdict, lines) -> Verdict:

@@ -16,13 +16,13 @@ def _check_bytes(answer):
     x = M08 * D08 * 2
     want = 2 * x + D08 * 2
     # a byte count is exact: a relative tolerance would hide w's 4 KiB beside x's 64 MiB
-    return grade_number("rmsnorm_four_phases.bytes", answer, want, 1e-9, "bytes: x read once, y written once, w once (fp16)", {
+    return grade_number("rmsnorm_four_phases.bytes", answer, want, 1e-9, "bytes that must move", {
         f"you left out the weight w: its {D08 * 2:,} bytes ({D08} fp16) are read too, once (every row "
         "then finds it in L1/L2).": 2 * x,
         "you counted w once per row: it is read from memory once, then every row hits it in L1/L2.": 3 * x,
         "you counted x twice: the kernel reads it twice, but the second read hits L1/L2; the fewest "
         "bytes count it once.": 3 * x + D08 * 2,
-        "those are float32 sizes: the tensors are fp16 (2 bytes).": 2 * (2 * x + D08 * 2),
+        "those are float32 sizes: the tensors are fp16.": 2 * (2 * x + D08 * 2),
         "you left out the output y: it is written to memory too.": x + D08 * 2,
         "that is MiB: the question asks for bytes.": want / MiB,
     }, [])

@@ -48,7 +48,7 @@ def _check_inflight(answer, block: int = 1024):
     d = [f"Little's law: this GPU needs {need:,.0f} B in flight per SM for {g['copy_GBps']:,.0f} GB/s; "
          f"{want:,} B predicts at most {pred:,.0f} GB/s ({100 * pred / g['copy_GBps']:.0f}% of copy) "
          f"[{'; '.join(sources)}]"]
-    v = grade_number(eid, answer, want, 1e-9, "bytes in flight per SM = resident threads x 2 B", {
+    v = grade_number(eid, answer, want, 1e-9, "bytes in flight per SM", {
         "that counts one block only: the SM holds several blocks at once.": block * g["bytes_per_load"]
             if block * g["bytes_per_load"] != want else None,
         "those are float32 loads: the deck kernel loads fp16 x, 2 bytes per thread.": want * 2,

@@ -62,12 +62,13 @@ def _check_warps(answer):
                        "a multiple of 32 still occupies whole warps.")
     if w in (3, 3.125):
         return Verdict(eid, False, f"{w:g} warps: a warp is 32 lanes and the hardware rounds a block up to "
-                       "whole warps (100 = 3 x 32 + 4: the 4 leftover threads need a fourth warp).")
+                       "whole warps: the threads left over after the full warps need a warp of their own.")
     if w == 4 and i == 4:
         return Verdict(eid, False, "4 is the number of threads in the last warp; the question asks for its idle lanes.")
     if w == 4:
-        return Verdict(eid, False, f"4 warps is right; idle lanes: 4 x 32 lanes minus 100 threads, not {i:g}.")
-    return Verdict(eid, False, f"{w:g} warps: warps = ceil(threads / 32).")
+        return Verdict(eid, False, f"4 warps is right; {i:g} idle lanes is not: count the lanes of those warps "
+                       "that hold no thread.")
+    return Verdict(eid, False, f"{w:g} warps: a warp is 32 lanes; how many warps hold all the block's threads?")
 
 
 register(Exercise(

@@ -14,7 +14,7 @@ import numpy as np
 
 from .core import KERNEL, PREDICT, Exercise, Verdict, no_answer, register
 from .numbers import as_pair
-from .kernel_task import PAD, Case, KernelTask, Observation, Param, kernel_cells
+from .kernel_task import PAD, Case, KernelTask, Observation, Param, kernel_cells, writes_by_thread
 
 ID = "warps_simt.vector_add"
 
@@ -111,6 +111,24 @@ def explain_values(obs: List[Observation]) -> Optional[str]:
     return None
 
 
+def target_one_element_per_thread(obs: List[Observation]) -> Optional[str]:
+    """The recorded launch (one thread per element: a block of n threads) has no thread that wrote
+    more than one element: a kernel whose single thread loops over every element is right in its
+    values, but it is not the kernel the task asks for (and is n times slower on a GPU)."""
+    for o in obs:
+        per = writes_by_thread(o, "C")
+        if not per:
+            continue
+        (b, t), els = max(per.items(), key=lambda kv: (kv[1].size, -kv[0][0], -kv[0][1]))
+        n = o.length("C")
+        if els.size > 1:
+            many = f"all {n:,}" if els.size == n else f"{els.size:,} of the {n:,}"
+            return (f"thread {t} of block {b} wrote {many} elements (at {o.case.label()}, a launch with a thread for "
+                    "every element): the task gives each thread its own element(s) -- a thread's place in the "
+                    "grid picks the element it adds, so the threads of the grid share the work.")
+    return None
+
+
 def _budget(case: Case) -> int:
     return 20 * case.grid[0] * -(-case.block[0] // 32) * 24 + 20_000
 
@@ -122,6 +140,7 @@ TASK = KernelTask(
     cases=tuple(Case((g,), (b,), {"n": n}) for n, b, g in SHAPES),
     make_inputs=_inputs, reference=_reference, tolerance=_tolerance,
     explanations=(explain_index, explain_values), budget=_budget,
+    targets=(target_one_element_per_thread,), recorded_cases=(0,),
     success=f"right at all {len(SHAPES)} launch shapes (one block, many, blocks that are not a multiple of "
             "32, one element, a spare block), and no write past n.")
 
@@ -165,12 +184,13 @@ def _check_warps(answer, n: int = 100, block: int = 96):
                        [f"the run: vector_add(n={n}, block={block}) launched {got_w} warps, the last with {got_u} "
                         f"useful lanes ({prov})"])
     if warps == -(-n // 32):
-        return Verdict(eid, False, f"{warps:g} warps counts warps of elements; warps come from blocks: "
-                       f"{-(-n // block)} blocks x {-(-block // 32)} warps each.", d)
+        return Verdict(eid, False, f"{warps:g} warps counts warps of elements; warps come from blocks: each "
+                       "block of the grid is rounded up to whole warps.", d)
     if warps == got_w:
-        return Verdict(eid, False, f"{got_w} warps is right; the last warp covers threads {(got_w - 1) * 32}.."
-                       f"{got_w * 32 - 1} and n = {n}: how many of those indices are < n?", d)
-    return Verdict(eid, False, f"{warps:g} warps: blocks = ceil(n / block), warps = blocks x ceil(block / 32).", d)
+        return Verdict(eid, False, f"{got_w} warps is right; {useful:g} useful lanes is not: which thread "
+                       "indices does the last warp cover, and how many of them are < n?", d)
+    return Verdict(eid, False, f"{warps:g} warps: count the grid's blocks, then each block's warps (a block is "
+                   "rounded up to whole warps).", d)
 
 
 register(Exercise(

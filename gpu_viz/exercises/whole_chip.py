@@ -18,7 +18,7 @@ def _given_bytes():
 def _check_bytes(answer):
     n = N01
     want = 2 * 4 * n
-    return grade_number("whole_chip.bytes", answer, want, 1e-3, "bytes: read x once, write y once, 4 bytes each", {
+    return grade_number("whole_chip.bytes", answer, want, 1e-3, "bytes that cross the memory bus", {
         "you counted one direction only: x is read AND y is written, both cross the memory bus.": 4 * n,
         "that is the element count: each float32 is 4 bytes.": n,
         "that counts the elements of x and y, not their bytes (x 4 bytes each).": 2 * n,
@@ -36,10 +36,10 @@ def _check_time(answer):
     g = _given_time()
     want = g["bytes"] / (g["copy_GBps"] * 1e9) * 1e6
     details = [f"copy bandwidth {g['copy_GBps']:,.0f} GB/s: {g['copy_source']}"]
-    v = grade_number("whole_chip.time", answer, want, 0.02, "microseconds: bytes / (GB/s x 1e9) x 1e6", {
+    v = grade_number("whole_chip.time", answer, want, 0.02, "microseconds at the copy bandwidth", {
         "you divided by GiB/s (2^30): GB/s means 1e9 bytes per second.": g["bytes"] / (g["copy_GBps"] * GiB) * 1e6,
-        "that is seconds: multiply by 1e6 for microseconds.": want / 1e6,
-        "that is milliseconds: multiply by 1e3 for microseconds.": want / 1e3,
+        "that is seconds: the question asks for microseconds.": want / 1e6,
+        "that is milliseconds: the question asks for microseconds.": want / 1e3,
         "that moves only half the bytes: x is read and y written.": want / 2,
     }, details)
     if v.ok and _core.live():

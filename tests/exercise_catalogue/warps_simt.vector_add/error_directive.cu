@@ -1,0 +1,6 @@
+// expect: it does not compile -- NVRTC says: line 2: #error directive: boom
+#error boom
+extern "C" __global__ void vector_add(const float* A, const float* B, float* C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) C[i] = A[i] + B[i];
+}
