@@ -18,6 +18,9 @@ an :class:`OwnedFolder`:
   reported as the path and the system's reason (``No space left on device``).
 * **Nothing left behind by a failure.**  A folder the claim created is removed again when the
   command fails before writing anything in it.
+* **Never a folder no command should own** (:func:`check_root`): an empty name (it would mean the
+  current folder), the file system's root, the user's home folder or a folder holding it are
+  refused at once, before anything in them is read (a claim reads every file under the folder).
 """
 from __future__ import annotations
 
@@ -50,6 +53,36 @@ class FolderError(RuntimeError):
     def __init__(self, message: str, errno: Optional[int] = None):
         super().__init__(message)
         self.errno = errno
+
+
+def check_root(root, option: str = "--out", example: str = "slides-build") -> Path:
+    """``root`` as a Path, when a command may own it; refused at once, before anything in it is read.
+
+    Refused: an empty name (``--out ""``: it would mean the current folder), the root of a file
+    system (``/``, ``C:\\``), the user's home folder, and any folder that holds the home folder
+    (``/home``): a claim reads every file under the folder (over a million under ``/``), and the
+    folder's own files would all be foreign to the build.  ``example`` is the name the message
+    suggests (``--out slides-build``).
+
+    Raises:
+        FolderError: one of the above, naming ``option``, the folder, and what to pass instead.
+    """
+    if str(root).strip() == "":
+        raise FolderError(f"{option} is empty: name a folder (e.g. {option} {example})")
+    path = Path(root).expanduser()
+    where = path.resolve()
+    if where.parent == where:
+        raise FolderError(f"{option} {root}: the root of the file system; name a folder of its own "
+                          f"(e.g. {option} {example})")
+    try:
+        home = Path.home().resolve()
+    except (RuntimeError, KeyError, OSError):  # no home folder known (no HOME, no passwd entry)
+        return path
+    if where == home or where in home.parents:
+        what = "your home folder" if where == home else f"a folder holding your home folder ({home})"
+        raise FolderError(f"{option} {root}: {what}; name a folder of its own (e.g. {option} "
+                          f"{home / example})")
+    return path
 
 
 def sha256_file(path: Path) -> str:
@@ -118,15 +151,14 @@ class OwnedFolder:
     Use as a context manager: ``with OwnedFolder(out, "--out") as folder: folder.write_text(...)``.
 
     Raises:
-        FolderError: from :meth:`claim` -- not a folder, held by another build, or foreign files
+        FolderError: at once, a folder :func:`check_root` refuses (empty, a file system's root, the
+            home folder); from :meth:`claim` -- not a folder, held by another build, or foreign files
             without ``force``; from the writers -- a foreign path, or the system's error on a path.
     """
 
     def __init__(self, root: Path, option: str = "--out", *, force: bool = False,
                  adopt: Optional[Callable[[Path], Set[str]]] = None):
-        if str(root) == "":
-            raise FolderError(f"{option} is empty: name a folder (e.g. {option} slides-build)")
-        self.root, self.option, self.force, self._adopt = Path(root), option, force, adopt
+        self.root, self.option, self.force, self._adopt = check_root(root, option), option, force, adopt
         self.files: Dict[str, List[str]] = {}   # rel -> acceptable SHA-256s (more than one while pending)
         self.foreign: Dict[str, str] = {}       # rel -> why it is not ours
         self._lock_fd: Optional[int] = None

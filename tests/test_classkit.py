@@ -391,3 +391,64 @@ def test_statements_sharing_a_line_keep_the_cells_lines():
               solution=head + "answer = 3\nex.check('99.fake', answer).require()")
     cell = source.exercise_cells(e)[1].source
     assert _released(cell).replace("\n# STUB", "") == e.placeholder, _released(cell)
+
+
+def _no_scan(monkeypatch):
+    """Make reading a folder's files, or building the kit's notebooks, fail the test: a refused
+    --out must be refused before either."""
+    from gpu_viz import outdir
+
+    def scanned(*_a, **_k):
+        raise AssertionError("the folder was read before --out was refused")
+
+    monkeypatch.setattr(outdir.OwnedFolder, "_present", scanned)
+    monkeypatch.setattr(outdir.os, "walk", scanned)
+    monkeypatch.setattr(classkit, "lessons", scanned)
+
+
+@pytest.mark.parametrize("out, words", [
+    ("", "--out is empty: name a folder (e.g. --out class-kit)"),
+    ("   ", "--out is empty"),
+    ("/", "--out /: the root of the file system"),
+    ("~", "--out ~: your home folder"),
+    ("HOME", "your home folder"),
+    ("HOME/..", "a folder holding your home folder"),
+    ("HOME/../home", "your home folder"),
+])
+def test_an_out_no_kit_should_own_is_refused_at_once(tmp_path, monkeypatch, capsys, out, words):
+    """Bug class: `--out ""` was taken as the current folder and every file under it read (17,902)
+    before the kit refused it; `--out /` read 1.28 million.  An empty --out, a file system's root,
+    the home folder and a folder holding it are refused before anything is read or built, with
+    exit 2 and a message naming --out and what to pass."""
+    from gpu_viz import cli
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    out = out.replace("HOME", str(home))
+    _no_scan(monkeypatch)
+    with pytest.raises(FolderError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        classkit.build(out)
+    assert cli.main(["class-kit", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpu-viz class-kit: --out") and words in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"] and list(home.iterdir()) == []
+
+
+def test_the_rule_is_the_slides_rule_too(tmp_path, monkeypatch):
+    """One rule for every folder a gpu-viz command owns (gpu_viz.outdir.check_root): the slides'
+    OwnedFolder refuses the root and the home folder before reading them, and a folder inside
+    the home folder, or the current folder named ".", is still accepted."""
+    from gpu_viz import outdir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    _no_scan(monkeypatch)
+    for bad in ("/", tmp_path, tmp_path.parent):
+        with pytest.raises(FolderError, match="--out"):
+            outdir.OwnedFolder(bad, "--out")
+    with pytest.raises(FolderError, match="--out is empty"):
+        outdir.OwnedFolder("", "--out")
+    assert outdir.check_root(tmp_path / "decks") == tmp_path / "decks"
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    assert outdir.check_root(".") == outdir.Path(".")

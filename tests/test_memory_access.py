@@ -15,6 +15,7 @@ Sources of the expected numbers (each case names its own):
            time, 16-byte accesses a quarter-warp at a time.
 """
 import json
+import re
 import stat
 import sys
 
@@ -345,3 +346,39 @@ def test_the_cpu_mode_sections_say_what_was_not_run(monkeypatch, tmp_path):
                  claims.race_record_section()):
         assert "gpu-viz record memory-access" in text and "|" not in text, text
     assert "gpu-viz record memory-counters" in claims.counters_section()
+
+
+def _said_once(text):
+    """Bug class: a learner's line that says one thing twice ("On silicon: ... On silicon: ...", "no
+    committed record yet -- no committed record yet") and gives a developer's steps (--out, commit).
+    One sentence, no phrase of three words twice, no developer's step."""
+    words = re.findall(r"[\w'-]+", text.lower())
+    phrases = [" ".join(words[i:i + 3]) for i in range(len(words) - 2)]
+    twice = sorted({ph for ph in phrases if phrases.count(ph) > 1})
+    sentences = re.findall(r"[.!?](?:\s|$)", text.replace("*", "").strip())
+    assert twice == [] and len(sentences) <= 1, (twice, text)
+    assert "--out" not in text and "commit" not in text, text
+
+
+def test_the_cpu_mode_sections_without_a_record_say_it_once(monkeypatch, tmp_path):
+    """Each GPU section in CPU mode without a record, as the notebooks show it (notebook 08 puts
+    "**On silicon** (at least 100 runs a kernel): " before race_record_section): one statement that
+    names the command making the record."""
+    from gpu_viz import backend
+    from gpu_viz.claims import memory_access as claims
+    from gpu_viz.measure import records
+
+    monkeypatch.setattr(backend, "_cached", backend.Backend(mode="cpu", reason="test", cause=backend.CAUSE_FORCED_CPU))
+    monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
+    shown = {"bandwidth": claims.bandwidth_section(counts=[]), "ladder": claims.ladder_timing_section(counts=[]),
+             "addresses": claims.addresses_section(), "counters": claims.counters_section(),
+             "races (notebook 08)": "**On silicon** (at least 100 runs a kernel): " + claims.race_record_section()}
+    for what, text in shown.items():
+        _said_once(text)
+        tag = "memory-counters" if what == "counters" else "memory-access"
+        assert f"`gpu-viz record {tag}`" in text, (what, text)
+    for part in claims.sources_section().split("\n\n"):  # each source, after its heading
+        _said_once(part)
+    for tag in ("memory-access", "memory-counters", "probes", "hardware"):
+        _said_once(records.missing(tag))
+        _said_once(records.missing(tag, live=False))

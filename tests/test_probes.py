@@ -140,9 +140,9 @@ def test_data_residency_claim_without_a_record_says_how_to_make_one(monkeypatch,
     monkeypatch.setattr(backend, "has_gpu", lambda: False)
     monkeypatch.setattr(records, "results_dir", lambda: tmp_path)          # nothing committed
     text = claims.data_residency()
-    assert "no committed record yet: run `gpu-viz record probes" in text and "on a GPU" in text
+    assert "not recorded yet; on a GPU this cell measures it live" in text and "`gpu-viz record probes`" in text
     records.save_record(_good() | {"rows": _good()["rows"][:2]}, tag="probes", directory=tmp_path)
-    assert "no committed record yet: run `gpu-viz record probes" in claims.data_residency()
+    assert "not recorded yet; on a GPU this cell measures it live" in claims.data_residency()
 
 
 def test_the_probe_reference_is_the_package_s_and_launch_checks(monkeypatch):

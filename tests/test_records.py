@@ -330,11 +330,15 @@ def test_a_partial_hardware_record_is_skipped_and_the_older_one_says_so(tmp_path
 
 
 def test_missing_says_which_record_was_skipped(tmp_path):
-    assert records.missing("probes", tmp_path).startswith("no committed record yet: run `gpu-viz record probes")
+    assert records.missing("probes", tmp_path) == ("not recorded yet; on a GPU this cell measures it live, and an "
+                                                   "instructor makes the record with `gpu-viz record probes`")
+    assert records.missing("memory-counters", tmp_path, live=False) == (
+        "not recorded yet; an instructor records them on a GPU with `gpu-viz record memory-counters`")
     _write(tmp_path / "nvidia-h200-2026-12-01-probes.json", "null")
     said = records.missing("probes", tmp_path)
-    assert said.startswith("no usable committed record (the record nvidia-h200-2026-12-01-probes.json was "
-                           "skipped (not a JSON object but null)): run `gpu-viz record probes"), said
+    assert said.startswith("no usable record (the record nvidia-h200-2026-12-01-probes.json was "
+                           "skipped (not a JSON object but null)); on a GPU this cell"), said
+    assert said.endswith("`gpu-viz record probes`")
 
 
 def test_every_committed_record_is_usable():

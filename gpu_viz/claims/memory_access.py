@@ -539,12 +539,13 @@ def record_counters(out=None):
 
 def recorded(tag: str):
     """``(record, label)`` of the newest committed ``*-<tag>.json`` (``memory-access`` or
-    ``memory-counters``), or ``(None, why)``."""
+    ``memory-counters``), or ``(None, why)``: :func:`gpu_viz.measure.records.missing`'s clause (a
+    GPU measures memory-access in the cell itself; the counters come only from the record)."""
     from ..measure import records
 
     rec, label = records.recorded(tag)
     if rec is None:
-        return None, records.missing(tag)
+        return None, records.missing(tag, live=tag != "memory-counters")
     return rec, label
 
 
@@ -553,6 +554,17 @@ if __name__ == "__main__" and "--launch-counters" in sys.argv:
 
 
 # -- the notebook's text: each table or sentence with where its numbers came from ------------------------
+
+def _absent(rec: Optional[Dict], label: str, what: str) -> str:
+    """Why a section has no GPU numbers, as one lower-case clause: :func:`recorded`'s ``label`` (the
+    record is missing, and the command that makes it) when ``rec`` is None, else that the record
+    holds no ``what`` (a part of its run that failed says so: the record's ``failed``)."""
+    if rec is None:
+        return label
+    failed = "; ".join(f"{f.get('part')} failed: {f.get('error')}" for f in rec.get("failed") or []
+                       if isinstance(f, dict))
+    return f"the GPU record has no {what}" + (f" ({failed})" if failed else "") + f". Data: {label}"
+
 
 def _pct(f: float) -> str:
     v = 100.0 * f
@@ -635,8 +647,8 @@ def sources_section() -> str:
     counters (:func:`counters_section`)."""
     emulated = ("the tables above, from the kernels' PTX." if can_emulate() else
                 "not here (the emulator needs NVRTC: `pip install 'gpu-viz[emulator]'`).")
-    return (f"**Emulated**: {emulated}\n\n**Recorded on silicon**: {addresses_section()}\n\n"
-            f"**Nsight Compute**: {counters_section()}")
+    return (f"**Emulated**: {emulated}\n\n**On silicon** (the addresses the kernels recorded): "
+            f"{addresses_section()}\n\n**Nsight Compute**: {counters_section()}")
 
 
 def race_section(kernel: str = "histogram_racy", seed: int = 1) -> str:
@@ -713,10 +725,9 @@ def bandwidth_section(counts: Optional[Sequence[Dict]] = None) -> str:
         rec, label = recorded("memory-access")
         rows = [r for r in (rec or {}).get("rows", []) if r.get("op") == "coalescing"]
         if not rows:
-            missing = label if rec is None else "The committed record has no coalescing rows."
             if counts is None and can_emulate():
                 counts = pattern_counts()
-            return (f"*Not timed here (CPU mode: nothing is timed without a GPU).* {missing}"
+            return (f"*GB/s: {_absent(rec, label, 'coalescing timings')}.*"
                     + (f"\n\n{_traffic_words(counts)}" if counts else ""))
     copy = rows[0]["copy_GBps"]
     out = ["| pattern | bytes a lane | median µs | GB/s (useful bytes) | share of copy |", "|---|---|---|---|---|"]
@@ -728,15 +739,15 @@ def bandwidth_section(counts: Optional[Sequence[Dict]] = None) -> str:
 
 def addresses_section() -> str:
     """Markdown: the sector and bank counts derived from the addresses the silicon recorded, beside
-    the emulator's -- live on a GPU, else the committed record's."""
+    the emulator's -- live on a GPU, else the committed record's; in CPU mode without one, a clause
+    (lower case: it follows :func:`sources_section`'s heading) naming the command that makes it."""
     if backend.has_gpu():
         rows, label = recorded_addresses(), backend.live_label()
     else:
         rec, label = recorded("memory-access")
         rows = [r for r in (rec or {}).get("rows", []) if r.get("op") == "recorded_addresses"]
         if not rows:
-            return ("*From a GPU's recorded addresses: none here (CPU mode).* " +
-                    (label if rec is None else "The committed record has no recorded-address rows."))
+            return f"{_absent(rec, label, 'recorded addresses')}."
     same = sum(bool(r["equal"]) for r in rows)
     bad = [r["case"] for r in rows if not r["equal"]]
     return (f"Counted from the addresses the traced kernels recorded on the GPU, and by the emulator from the same "
@@ -745,10 +756,11 @@ def addresses_section() -> str:
 
 
 def counters_section() -> str:
-    """Markdown: what Nsight Compute's counters said (the committed record), or why they are absent."""
+    """Markdown: what Nsight Compute's counters said (the committed record), or why they are absent
+    (without a record: a clause, lower case, to follow :func:`sources_section`'s heading)."""
     rec, label = recorded("memory-counters")
     if rec is None:
-        return f"*Nsight Compute's counters: {label}.*"
+        return f"{label}."
     if rec.get("counters") != "read":
         why = rec.get("reason") or "no reason given"
         return (f"Nsight Compute could not read the counters on {rec['gpu']} ({why}): "
@@ -763,15 +775,17 @@ def counters_section() -> str:
 
 
 def race_record_section() -> str:
-    """Markdown: the silicon's race distributions (the committed record's, or none)."""
+    """Markdown: the silicon's race distributions (the committed record's, or none).  It follows
+    notebook 08's own heading ("**On silicon** (at least 100 runs a kernel): "), so it names no
+    heading of its own and, without a record, is one clause naming the command that makes one."""
     if backend.has_gpu():
-        return "*On this GPU the players above are the silicon's own runs.*"
+        return "on this GPU the players above are the silicon's own runs."
     rec, label = recorded("memory-access")
     rows = [r for r in (rec or {}).get("rows", []) if r.get("op") == "race_runs"]
     if not rows:
-        return ("*On silicon: no committed record of the race runs yet* -- " +
-                (label if rec is None else "the committed record has none."))
-    out = ["| kernel | runs | right | outcomes (min / median / max) |", "|---|---|---|---|"]
+        return f"{_absent(rec, label, 'race runs')}."
+    out = [f"each kernel's runs on {rec.get('gpu', 'the GPU')}:", "",
+           "| kernel | runs | right | outcomes (min / median / max) |", "|---|---|---|---|"]
     for r in rows:
         o = np.asarray(r["outcomes"])
         out.append(f"| {r['impl']} | {r['runs']} | {r['right']} | {int(o.min())} / {np.median(o):g} / {int(o.max())} "
@@ -798,10 +812,9 @@ def ladder_timing_section(counts: Optional[Sequence[Dict]] = None) -> str:
         rec, label = recorded("memory-access")
         rows = [r for r in (rec or {}).get("rows", []) if r.get("op") == "reduction_ladder"]
         if not rows:
-            missing = label if rec is None else "The committed record has no ladder rows."
             if counts is None and can_emulate():
                 counts = ladder_counts()
-            return (f"*Not timed here (CPU mode: nothing is timed without a GPU).* {missing}"
+            return (f"*Each rung's time: {_absent(rec, label, 'rung timings')}.*"
                     + (f"\n\n{_ladder_words(counts)}" if counts else ""))
     copy = rows[0]["copy_GBps"]
     out = ["| rung | median µs | GB/s | share of copy |", "|---|---|---|---|"]

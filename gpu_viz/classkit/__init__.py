@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
-from ..outdir import FolderError, OwnedFolder
+from ..outdir import FolderError, OwnedFolder, check_root
 from .source import POINTS, ClassKitError, points, source_notebook  # noqa: F401  (public)
 
 FILES = Path(__file__).resolve().parent / "files"
@@ -121,7 +121,10 @@ def build(out, course_id: str = DEFAULT_COURSE_ID, force: bool = False) -> List[
     """Write the class kit into folder ``out`` (see the module docstring); returns the files written.
 
     Raises:
-        FolderError: ``out`` holds files the kit did not write (without ``force``), or cannot be written.
+        FolderError: ``out`` is empty (``""`` would mean the current folder), a file system's root,
+            the home folder or a folder holding it (refused at once, before anything is read or
+            built: :func:`gpu_viz.outdir.check_root`); ``out`` holds files the kit did not write
+            (without ``force``), or cannot be written.
         ClassKitError: a notebook and the exercise registry disagree (named).
         ValueError: ``course_id`` is not a plain name (letters, digits, ``-``, ``_``).
     """
@@ -129,6 +132,7 @@ def build(out, course_id: str = DEFAULT_COURSE_ID, force: bool = False) -> List[
 
     import nbformat
 
+    out = check_root(out, "--out", example="class-kit")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", course_id or ""):
         raise ValueError(f"course_id must be letters, digits, '-' or '_' (nbgrader files submissions under it), "
                          f"got {course_id!r}")
@@ -145,7 +149,7 @@ def build(out, course_id: str = DEFAULT_COURSE_ID, force: bool = False) -> List[
         items.append((name, _template(name, **values).encode("utf-8")))
     for name in COPIED:
         items.append((name, (FILES / name).read_bytes()))
-    with OwnedFolder(Path(out), "--out", force=force) as folder:
+    with OwnedFolder(out, "--out", force=force) as folder:
         paths = folder.write_many(items)
         os.chmod(folder.path("hub/install-course.sh"), 0o755)
     return paths

@@ -5,9 +5,11 @@
 * :func:`results_dir`, :func:`load_records`, :func:`newest` -- the committed records the
   notebooks show in CPU mode: ``benchmarks/results/`` of a source checkout, or the copy the
   wheel ships (``gpu_viz/_results``), so an installed package (Colab) finds them too.
-* :func:`problem` -- a record checked against :data:`RECORD_SCHEMA` and :data:`TAG_SCHEMAS`.  A
+* :func:`problem` -- a record checked against :data:`RECORD_SCHEMA` and :data:`TAG_SCHEMAS`, and
+  its numbers against :data:`VALUE_SCHEMAS` (which must be above zero, which may be zero).  A
   file that is not a usable record (unreadable, not JSON, not an object, dated in the future, no
-  GPU, a hardware record whose ``device`` lacks a field, ...) is left out and said aloud: once on
+  GPU, a hardware record whose ``device`` lacks a field, an SM count of 0, a negative bandwidth,
+  ...) is left out and said aloud: once on
   stderr, by file and reason (:func:`skipped_records`), and in the label of the older record
   shown in its place (:func:`label`), so a stale number never passes for the newest one.
 * :func:`gpu_tests`, :func:`test_outcome` -- what the newest committed GPU test run says of a test.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import re
@@ -197,6 +200,150 @@ DEVICE_SCHEMA: Dict[str, Tuple[str, bool]] = {
 }
 
 
+# -- the values: which numbers must be above zero ------------------------------------------------
+#: Numbers a reader divides by or grades against: "positive" (a count, size, clock, bandwidth, latency
+#: or time: above zero) or "non-negative" (may be zero: an index, a spill, a limit the kernel hits,
+#: a conflict count); "|null": or null (not measured).  Keyed by where the number sits: "a.b" a key
+#: of an object, "a[].b" a key of every object of a list, "a.*" every value of an object, "a[]" every
+#: element of a list.  A field that is there must be a finite number of its sign; one that is absent
+#: is :data:`TAG_SCHEMAS`' business.  A record breaking one is skipped, the message naming the field
+#: (with its row: ``rows[3].median_us``) and its value.
+POSITIVE, NON_NEGATIVE = "positive", "non-negative"
+_SIGNS = {POSITIVE: (lambda v: v > 0, "> 0"), NON_NEGATIVE: (lambda v: v >= 0, ">= 0")}
+
+
+def _rules(sign: str, *paths: str) -> Dict[str, str]:
+    return {path: sign for path in paths}
+
+
+#: A timed measurement, wherever it sits (``rows[]``, ``copy``, ...): its times, bandwidths and reps.
+_TIMED = ("median_us", "p10_us", "p90_us", "GBps", "copy_GBps", "reps")
+#: Every GPU record's rows, whatever its tag.
+COMMON_VALUES: Dict[str, str] = _rules(POSITIVE, *(f"rows[].{k}" for k in _TIMED))
+#: A hardware record's ``device`` (:data:`DEVICE_SCHEMA`): every count, size and clock above zero.
+DEVICE_VALUES: Dict[str, str] = {
+    **_rules(POSITIVE, *(f"device.{k}" for k in (
+        "sm_count", "max_threads_per_block", "max_threads_per_sm", "max_blocks_per_sm", "warp_size", "regs_per_sm",
+        "regs_per_block", "smem_per_sm_bytes", "smem_per_block_bytes", "smem_per_block_optin_bytes", "l2_bytes",
+        "mem_bytes"))),
+    **_rules(POSITIVE + "|null", *(f"device.{k}" for k in (
+        "fp32_cores_per_sm", "mem_bus_bits", "mem_clock_khz", "clock_khz", "peak_bandwidth_override_GBps",
+        "peak_bandwidth_GBps"))),
+}
+_LOAD_CHAIN = ("size_bytes", "stride_bytes", "loads", "cycles_per_load", "ns_per_load")
+_SWEEP = ("size_bytes", "GBps", "median_us", "p10_us", "p90_us", "blocks", "threads", "warps_per_sm")
+_SCHEDULED = ("sm_count", "blocks", "resident_blocks_per_sm", "sms_used", "max_concurrent_blocks_per_sm", "waves",
+              "makespan_us", "block_us_median")
+#: What each tag's readers compute from, by tag (as :data:`TAG_SCHEMAS`), besides :data:`COMMON_VALUES`.
+VALUE_SCHEMAS: Dict[str, Dict[str, str]] = {
+    "hardware": {
+        **DEVICE_VALUES,
+        **_rules(POSITIVE, *(f"latency[].{k}" for k in _LOAD_CHAIN), *(f"dram_latency.{k}" for k in _LOAD_CHAIN),
+                 *(f"bandwidth_vs_size[].{k}" for k in _SWEEP), *(f"occupancy_sweep[].{k}" for k in _SWEEP),
+                 *(f"littles_law.{k}" for k in ("bandwidth_GBps", "latency_ns", "sm_count", "bytes_per_warp",
+                                                 "bytes_in_flight", "bytes_per_sm", "warps_per_sm", "loads_per_sm")),
+                 "occupancy.*[].block_size", "occupancy.*[].regs_per_thread",
+                 "copy_GBps", "host_bandwidth.h2d_GBps", "host_bandwidth.d2h_GBps", "host_bandwidth.bytes",
+                 "launch_floor_us", "launch_floor_call_us", "seconds"),
+        # a kernel too heavy for an SM fits 0 blocks: its occupancy and the limit it hits are 0
+        **_rules(NON_NEGATIVE, *(f"occupancy.*[].{k}" for k in (
+            "blocks_per_sm", "warps_per_sm", "occupancy", "smem_per_block_bytes", "limit_threads", "limit_blocks",
+            "limit_registers", "limit_shared memory", "calculator_blocks_per_sm"))),
+    },
+    "probes": {
+        **_rules(POSITIVE, "deck_shuffle_cycles", "rows[].steps[]", *(f"rows[].{k}" for k in (
+            "cycles_per_step", "p10", "p90", "threads", "blocks", "sm_count", "resident_blocks_per_sm", "slots",
+            "first_wave_blocks", "makespan_us", "block_us_median", "makespan_blocks", "bytes_per_lane",
+            "bytes_per_warp", "size_bytes", "passes", "grid", "n", "M", "N", "bytes", "l2_bytes"))),
+        # warp_order's block and SM are indices
+        **_rules(NON_NEGATIVE, "rows[].block", "rows[].smid", "rows[].warpid[]", "rows[].clk_offset[]"),
+    },
+    "scheduling": {
+        **_rules(POSITIVE, "scheduling.threads_per_block", *(f"scheduling.{k}" for k in _SCHEDULED),
+                 "rows[].threads", *(f"rows[].{k}" for k in _SCHEDULED)),
+        # a degenerate launch (no block time) has no observed waves
+        **_rules(POSITIVE + "|null", "scheduling.waves_observed", "rows[].waves_observed"),
+        **_rules(NON_NEGATIVE, "scheduling.spin_cycles", "scheduling.fma_iters", "scheduling.blocks_per_sm_min",
+                 "scheduling.blocks_per_sm_max", "scheduling.blocks_per_sm_hist.*", "rows[].spin_cycles",
+                 "rows[].blocks_per_sm_hist.*"),
+    },
+    "divergence": _rules(POSITIVE, "divergence_ratio", "rows[].n", "rows[].block", "rows[].iters"),
+    "decoder": {
+        **_rules(POSITIVE, "deck_claim_speedup", "config.*", *(f"rows[].{k}" for k in (
+            "batch", "tokens", "M", "N", "layers", "norm_calls", "intermediate", "heads", "kv_heads"))),
+        # a compiled step fuses its norms: no separate norm time
+        **_rules(POSITIVE + "|null", *(f"rows[].{k}" for k in (
+            "norms_median_us", "norms_p10_us", "norms_p90_us", "norm_share"))),
+        **_rules(NON_NEGATIVE, "rows[].kv_len"),
+    },
+    "fused": {
+        **_rules(POSITIVE, "copy_GBps", "launch_floor_us", "launch_floor_call_us", "copy_kernel_floor_us",
+                 *(f"copy.{k}" for k in ("bytes", "median_us", "p10_us", "p90_us")),
+                 *(f"rows[].{k}" for k in ("M", "N", "buffers", "calls_per_graph", "rounds")),
+                 "kernels.report[].registers", "kernels.launches[].registers", *(f"kernels.launches[].{k}" for k in (
+                     "M", "N", "block", "grid", "rows_per_block"))),
+        **_rules(POSITIVE + "|null", "rows[].speedup_vs_eager"),
+        **_rules(NON_NEGATIVE, *(f"kernels.{part}[].{k}" for part in ("report", "launches") for k in (
+            "spill_stores_bytes", "spill_loads_bytes", "local_bytes", "shared_bytes")),
+            "kernels.launches[].blocks_per_sm", "kernels.launches[].occupancy"),
+    },
+    "memory-access": {
+        # a run whose bandwidth part failed has no copy
+        **_rules(POSITIVE + "|null", "copy_GBps"),
+        **_rules(POSITIVE, *(f"rows[].{k}" for k in ("width", "loads", "bytes", "n", "block", "grid", "runs",
+                                                       "nbins"))),
+        **_rules(NON_NEGATIVE, "rows[].right", "rows[].outcomes[]", "rows[].gpu.*", "rows[].emulated.*"),
+    },
+    "memory-counters": _rules(NON_NEGATIVE, "rows[].ncu.*", "rows[].emulated.*"),
+    "hit-rates": {**_rules(POSITIVE, "rows[].M", "rows[].N"),
+                  **_rules(NON_NEGATIVE + "|null", "rows[].l1_hit_pct", "rows[].l2_hit_pct")},
+    "per-call-profile": _rules(POSITIVE, *(f"rows[].{k}" for k in (
+        "M", "N", "native", "neg", "empty", "ours", "ours_fast", "ours_nolaunch", "launch_only"))),
+}
+
+
+def _path_tokens(path: str) -> List[str]:
+    """``"occupancy.*[].block_size"`` -> ``["occupancy", "*", "[]", "block_size"]``."""
+    return re.findall(r"\[\]|[^.\[\]]+", path)
+
+
+def _values_at(obj, tokens: List[str], where: str = ""):
+    """``(where, value)`` of every value at ``tokens`` in ``obj`` (``where``: ``rows[3].median_us``);
+    a step that does not fit (a key absent, a list where an object is expected) yields nothing."""
+    if not tokens:
+        yield where, obj
+        return
+    tok, rest = tokens[0], tokens[1:]
+    if tok == "[]":
+        if isinstance(obj, list):
+            for i, x in enumerate(obj):
+                yield from _values_at(x, rest, f"{where}[{i}]")
+    elif isinstance(obj, dict):
+        for key in (obj if tok == "*" else [tok] if tok in obj else []):
+            yield from _values_at(obj[key], rest, f"{where}.{key}" if where else str(key))
+
+
+def _value_problem(rule: str, value) -> Optional[str]:
+    """Why ``value`` breaks ``rule`` ("positive", "non-negative", "|null"), or None."""
+    if value is None and rule.endswith("|null"):
+        return None
+    test, words = _SIGNS[rule.split("|")[0]]
+    if (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and test(value)):
+        return None
+    return f"is {_json_kind(value)}, expected a finite number {words}"
+
+
+def _values_problem(record: Dict, rules: Dict[str, str]) -> Optional[str]:
+    """The first number of ``record`` that breaks ``rules`` (see :data:`VALUE_SCHEMAS`), in words."""
+    for path, rule in rules.items():
+        for where, value in _values_at(record, _path_tokens(path)):
+            why = _value_problem(rule, value)
+            if why:
+                return f"{where} {why}"
+    return None
+
+
 def _json_kind(value) -> str:
     """A JSON value's kind in words, for a message: ``a list``, ``null``, ``the string '...'``."""
     if value is None:
@@ -252,8 +399,8 @@ def _fields_problem(obj: Dict, schema: Dict[str, Tuple[str, bool]], prefix: str 
     for key, (kind, _required) in schema.items():
         if key in obj:
             why = _kind_problem(kind, obj[key])
-            if why:
-                return f"{prefix}{key} {why}"
+            if why:  # a nested object's problem already names its field ("device.sm_count ...")
+                return why if why.startswith(f"{key}.") else f"{prefix}{key} {why}"
     return None
 
 
@@ -269,7 +416,10 @@ def problem(record, name: str = "") -> Optional[str]:
 
     Checks :data:`RECORD_SCHEMA`, then the :data:`TAG_SCHEMAS` entry of the file's tag (or of the
     tag's last word: a ``quick-fused`` record is a ``fused`` one), or the hardware entry for a
-    record with a ``device``.
+    record with a ``device``; then its numbers: :data:`COMMON_VALUES` and the tag's
+    :data:`VALUE_SCHEMAS` (a zero SM count, a negative bandwidth, an infinite time: the message
+    names the field and its value, e.g. ``device.sm_count is the number 0, expected a finite
+    number > 0``).
     """
     if not isinstance(record, dict):
         return f"not a JSON object but {_json_kind(record)}"
@@ -278,11 +428,20 @@ def problem(record, name: str = "") -> Optional[str]:
     why = _fields_problem(record, RECORD_SCHEMA)
     if why:
         return why
+    kind = _schema_tag(record, name)
+    why = _fields_problem(record, TAG_SCHEMAS[kind]) if kind in TAG_SCHEMAS else None
+    return why or _values_problem(record, {**COMMON_VALUES, **VALUE_SCHEMAS.get(kind, {})})
+
+
+def _schema_tag(record: Dict, name: str) -> str:
+    """The tag whose schemas ``record`` (from the file ``name``) answers to: its file's tag, or that
+    tag's last word (a ``quick-fused`` record is a ``fused`` one); a record with a ``device`` and no
+    known tag is a hardware one; "" for none."""
     tag = record_tag(name)
-    schema = TAG_SCHEMAS.get(tag) or TAG_SCHEMAS.get(tag.rsplit("-", 1)[-1])
-    if schema is None and "device" in record:
-        schema = TAG_SCHEMAS["hardware"]
-    return _fields_problem(record, schema) if schema else None
+    for t in (tag, tag.rsplit("-", 1)[-1]):
+        if t in TAG_SCHEMAS or t in VALUE_SCHEMAS:
+            return t
+    return "hardware" if "device" in record else ""
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -407,12 +566,21 @@ def topic(notebook: str) -> str:
     return m.group(1) if m else notebook
 
 
-def missing(what: str, directory: Optional[Path] = None) -> str:
-    """The line CPU mode prints where a figure's record is not committed (or every committed one
-    is skipped: which, and why): how to make one."""
+def missing(what: str, directory: Optional[Path] = None, live: bool = True) -> str:
+    """What CPU mode says where a figure's record is not committed (or every committed one is
+    skipped: which, and why), in one clause for a learner: it starts in lower case, to follow a
+    cell's own words ("Measured: " + missing("probes")), and names the command that makes the
+    record.  ``live``: a GPU measures it in the cell itself (False: only the record has it, e.g.
+    Nsight Compute's counters).
+
+    The instructor's step, kept out of the learner's text: on a GPU, ``gpu-viz record <what> --out
+    benchmarks/results``, then commit the file (README, "GPU results").
+    """
     note = skipped_note(f"*-{what}.json", directory)
-    return (f"{'no usable committed record (' + note + ')' if note else 'no committed record yet'}: run "
-            f"`gpu-viz record {what} --out benchmarks/results` on a GPU (and commit the file) to show it here")
+    head = f"no usable record ({note})" if note else "not recorded yet"
+    how = ("on a GPU this cell measures it live, and an instructor makes the record with" if live else
+           "an instructor records them on a GPU with")
+    return f"{head}; {how} `gpu-viz record {what}`"
 
 
 def recorded(tag: str, directory: Optional[Path] = None):
@@ -479,8 +647,9 @@ def device_of(record: Dict):
     its ``source`` naming the record (never "live": it was live when recorded, it is not now).
 
     Raises:
-        ValueError: the record has no ``device`` entry, or one that lacks a field or holds a value
-            of the wrong kind (:data:`DEVICE_SCHEMA`); the message names it.
+        ValueError: the record has no ``device`` entry, or one that lacks a field, holds a value
+            of the wrong kind (:data:`DEVICE_SCHEMA`) or a count, size or clock that is not above
+            zero (:data:`DEVICE_VALUES`); the message names it.
     """
     import dataclasses
 
@@ -489,7 +658,7 @@ def device_of(record: Dict):
     name = record.get("_file", "the record") if isinstance(record, dict) else "the record"
     if not isinstance(record, dict) or "device" not in record:
         raise ValueError(f"device_of: {name} has no 'device' entry (not a hardware record?)")
-    why = _kind_problem("device", record["device"])
+    why = _kind_problem("device", record["device"]) or _values_problem(record, DEVICE_VALUES)
     if why:
         raise ValueError(f"device_of: {name}: {why}")
     d = dict(record["device"])
