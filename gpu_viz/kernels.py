@@ -40,7 +40,39 @@ KERNEL_DIR: Path = course_dir("kernels", "_kernels")
 #: annotation is a __device__ function -- what nvcc makes of a lambda inside a kernel, and what
 #: NVRTC 13.2 does unasked, but older NVRTCs (CUDA 12 on Colab, 13.0) reject such a lambda
 #: ("host functions are not allowed in JIT mode"); kernels/rmsnorm_fused.cu has three.
-BASE_OPTIONS: Tuple[str, ...] = ("-std=c++17", "-default-device")
+#: ``-ftz=true``: CuPy appends it to every NVRTC compile it makes (cupy/cuda/compiler.py; a later
+#: ``-ftz=false`` cannot undo it), so the kernels on the GPU flush float32 subnormals to zero; the
+#: emulator's PTX and the SASS the lessons show are compiled the same way, so they describe the code
+#: the GPU runs (on an H200, emulated == silicon differed at every subnormal without it).
+BASE_OPTIONS: Tuple[str, ...] = ("-std=c++17", "-default-device", "-ftz=true")
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_options() -> Tuple[str, ...]:
+    """:data:`BASE_OPTIONS` plus the include folder of CCCL (``nv/target``, which CUDA 13's
+    ``cooperative_groups.h`` includes) when the pip wheels' CUDA headers of CuPy's own CUDA major
+    keep it apart in ``include/cccl``, where NVRTC under CuPy does not look: the options every
+    CuPy compile of the course uses (its kernels, a learner's kernel, the tests' comparisons).
+    Headers of another CUDA major are never added."""
+    extra: Tuple[str, ...] = ()
+    try:
+        import cupy
+
+        major = cupy.cuda.runtime.runtimeGetVersion() // 1000
+        from .emulator import nvrtc
+
+        for d in nvrtc.include_dirs():
+            api = Path(d).parent / "cuda_runtime_api.h" if Path(d).name == "cccl" else None
+            if api is None or not api.is_file():
+                continue
+            m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", api.read_text(encoding="utf-8", errors="replace"))
+            if m and int(m.group(1)) // 1000 == major:
+                extra = (f"-I{d}",)
+    except Exception:  # noqa: BLE001  (no CuPy or no GPU: the base options, as before)
+        extra = ()
+    return BASE_OPTIONS + extra
+
+
 #: What makes a build the traced build (kernels/trace.cuh): records on, no FMA contraction.
 TRACED_OPTIONS: Tuple[str, ...] = ("-DGPU_VIZ_TRACE", "--fmad=false")
 
@@ -207,7 +239,7 @@ def _load_cached(name: str, options: Tuple[str, ...], name_expressions: Tuple[st
     cupy = backend.require_cupy(f"compiling {name}")
 
     code = read_source(name)
-    opts = BASE_OPTIONS + (f"-I{KERNEL_DIR}", f"-DGPU_VIZ_HEADERS={_headers_digest()}") + options
+    opts = gpu_options() + (f"-I{KERNEL_DIR}", f"-DGPU_VIZ_HEADERS={_headers_digest()}") + options
     module = cupy.RawModule(code=code, options=opts,
                             name_expressions=list(name_expressions) or None)
     try:

@@ -250,11 +250,13 @@ class Case:
     options: Sequence[str] = ()
 
 
-def run_emulated(case: Case, arch: str, args: Sequence, **launch_options):
-    """(run, host copies of every buffer argument, None for scalars)."""
+def run_emulated(case: Case, arch: str, args: Sequence, compile_options: Sequence[str] = (), **launch_options):
+    """(run, host copies of every buffer argument, None for scalars); ``compile_options`` after the
+    course's (e.g. ``-ftz=false``: IEEE subnormals instead of the GPU path's flush to zero)."""
     from gpu_viz import emulator as em
 
-    prog = em.compile(case.source, name=f"{case.name}.cu", arch=arch, options=tuple(case.options))
+    prog = em.compile(case.source, name=f"{case.name}.cu", arch=arch,
+                      options=tuple(case.options) + tuple(compile_options))
     dev = em.Device()
     dargs = [dev.asarray(a, name=f"arg{k}") if isinstance(a, np.ndarray) else a for k, a in enumerate(args)]
     run = prog.launch(case.kernel, grid=case.grid, block=case.block, args=dargs, device=dev,
@@ -267,9 +269,9 @@ def run_cupy(case: Case, args: Sequence):
     compiled for the device's own architecture with the course's options)."""
     import cupy as cp
 
-    from gpu_viz.kernels import BASE_OPTIONS
+    from gpu_viz.kernels import gpu_options
 
-    mod = cp.RawModule(code=case.source, options=tuple(BASE_OPTIONS) + tuple(case.options))
+    mod = cp.RawModule(code=case.source, options=tuple(gpu_options()) + tuple(case.options))
     fn = mod.get_function(case.kernel)
     dargs = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
     fn(case.grid, case.block, tuple(dargs), shared_mem=case.shared_mem)

@@ -28,11 +28,17 @@ def _quiet_float_casts():
         yield
 
 
-def emulate(name, arch, rng, **opts):
+#: The references here are IEEE arithmetic with subnormals, so the kernels are compiled with
+#: ``-ftz=false`` after the course's ``-ftz=true`` (kernels.BASE_OPTIONS, what CuPy forces on the
+#: GPU); the flushing path is checked against silicon by tests/test_emulator_gpu.py and below.
+IEEE = ("-ftz=false",)
+
+
+def emulate(name, arch, rng, ieee=True, **opts):
     """Run case ``name`` on fresh inputs: (args, outputs); the run must finish with no hazard."""
     case = CASES[name]
     args = case.make(rng)
-    run, outs = run_emulated(case, arch, args, **opts)
+    run, outs = run_emulated(case, arch, args, compile_options=IEEE if ieee else (), **opts)
     assert run.completed, [h.text() for h in run.hazards]
     assert not run.hazards.errors(), [h.text() for h in run.hazards.errors()]
     return args, outs, run
@@ -891,3 +897,27 @@ def test_assert_failing_is_a_trap_and_stops_the_launch(arch, rng):
     assert traps and "v[t] >= 0" in traps[0].message, [h.text() for h in run.hazards]
     line = case.source.split("\n").index("  assert(v[t] >= 0);") + 1
     assert traps[0].where.line == line and traps[0].where.block[0] == 1 and traps[0].where.thread[0] == 5
+
+
+def _ftz32(v):
+    """float32 subnormals to a zero of the same sign (PTX's .ftz)."""
+    v = np.asarray(v, np.float32).copy()
+    tiny = (v != 0) & (np.abs(v) < np.finfo(np.float32).tiny)
+    v[tiny] = np.copysign(np.float32(0), v[tiny])
+    return v
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_the_course_options_flush_f32_subnormals_as_the_gpu_does(arch, rng):
+    """Bug class: the emulator compiled without the -ftz=true CuPy forces on every GPU compile, so
+    subnormal inputs and results differed from silicon.  With the course's options (no -ftz=false)
+    add, subtract and multiply flush their inputs and their result."""
+    args, outs, _ = emulate("f32_plain", arch, rng, ieee=False)
+    x, y, n = _ftz32(args[0]), _ftz32(args[1]), int(args[4])
+    out = outs[3]
+    with np.errstate(all="ignore"):
+        for k, want in ((0, x + y), (1, x - y), (2, x * y)):
+            got = out[k * n:(k + 1) * n]
+            ok = np.isnan(want) & np.isnan(got)
+            expect(f"f32 op {k} with .ftz", np.where(ok, 0, got), np.where(ok, 0, _ftz32(want)), (args[0], args[1]))
+    assert np.any(np.abs(args[0][args[0] != 0]) < np.finfo(np.float32).tiny), "the inputs hold no subnormal"

@@ -37,7 +37,7 @@ def main(argv) -> int:
         from gpu_viz import backend, kernels
 
         cp = backend.require_cupy("running your kernel")
-        mod = cp.RawModule(code=meta["code"], options=kernels.BASE_OPTIONS + (f"-I{kernels.KERNEL_DIR}",))
+        mod = cp.RawModule(code=meta["code"], options=kernels.gpu_options() + (f"-I{kernels.KERNEL_DIR}",))
         fn = mod.get_function(meta["kernel"])
         for j, job in enumerate(meta["jobs"]):
             args, outs = _args(job, arrays, lambda a, name: cp.asarray(a))
@@ -61,5 +61,25 @@ def _args(job, arrays, to_device):
     return args, outs
 
 
+def _failure(exc: BaseException) -> str:
+    """One line for the parent (it shows the child's last stderr line): the exception's type and its
+    message's error lines, and where it was raised, read from the frames alone.  Python's own
+    traceback printing reads each frame's source file, and a frame of compiled code can point at a
+    file that is not Python source: that printing can itself fail and hide the error."""
+    import traceback
+
+    text = str(exc)
+    errors = [ln.strip() for ln in text.splitlines() if "error" in ln.lower()]
+    said = "; ".join(errors[:3]) if errors else " ".join(text.split())[:500]
+    frames = [(f.f_code.co_filename, line) for f, line in traceback.walk_tb(exc.__traceback__)]
+    where = f" (at {os.path.basename(frames[-1][0])}:{frames[-1][1]})" if frames else ""
+    return f"{type(exc).__name__}: {said}{where}"
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        code = main(sys.argv[1:])
+    except Exception as exc:  # noqa: BLE001  (every failure reaches the parent as one line)
+        sys.stderr.write(_failure(exc) + "\n")
+        code = 1
+    sys.exit(code)

@@ -38,10 +38,10 @@ def launch_on_gpu(hc, case, faulty: bool, seed: int):
     """Run one kernel on the GPU; the host copies of its buffer arguments (None for scalars)."""
     import cupy as cp
 
-    from gpu_viz.kernels import BASE_OPTIONS
+    from gpu_viz.kernels import gpu_options
 
     rng = np.random.default_rng(seed)
-    mod = cp.RawModule(code=case.source(faulty), options=tuple(BASE_OPTIONS))
+    mod = cp.RawModule(code=case.source(faulty), options=tuple(gpu_options()))
     fn = mod.get_function(case.kernel)
     args = []
     for a in case.make(rng, faulty):

@@ -18,7 +18,7 @@ def _compiled(cp, code: str, kernel: str):
     course's headers on the include path)."""
     from gpu_viz import kernels
 
-    return cp.RawModule(code=code, options=kernels.BASE_OPTIONS + (f"-I{kernels.KERNEL_DIR}",)).get_function(kernel)
+    return cp.RawModule(code=code, options=kernels.gpu_options() + (f"-I{kernels.KERNEL_DIR}",)).get_function(kernel)
 
 
 def main() -> int:
