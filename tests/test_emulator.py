@@ -239,6 +239,68 @@ def test_runaway_stops_the_launch():
     assert not run.completed and run.warp_instructions <= 20_001
 
 
+@pytest.mark.parametrize("name", ["cas_loop", "cas_max_float"])
+def test_a_compare_and_swap_loop_is_exact_and_its_read_only_a_note(name, rng):
+    """Bug class: the plain read a compare-and-swap loop starts from (and re-reads through atomicCAS's
+    return) was reported as a race with the other threads' atomicCAS; the CAS validates that read,
+    so it is a note, and the loop's result is exact."""
+    case = HAZARDS[name]
+    notes = []
+    for seed in range(4):
+        options = {"policy": "random", "seed": seed} if seed else {}
+        run, (x, out) = run_hazard(case, False, "sm_75", np.random.default_rng(seed), **options)
+        assert run.completed and not run.hazards.errors(), [h.text() for h in run.hazards.errors()]
+        if name == "cas_loop":
+            np.testing.assert_array_equal(out, np.bincount(x, minlength=4))
+        else:
+            assert out[0] == x.max()
+        notes += [h for h in run.hazards if h.severity == "note" and h.kind == hz.RACE]
+    # the loop's first read comes after another thread's atomicCAS in some interleavings
+    assert notes and "atomicCAS" in notes[0].message and "not a race error" in notes[0].message
+    assert notes[0].other is not None and notes[0].other.line != notes[0].where.line
+
+
+MIXED = r"""
+extern "C" __global__ void reset_while_counting(int* c) {
+  if (threadIdx.x >= 32) c[0] = 0;      // warp 1 resets what warp 0 counts
+  else atomicAdd(c, 1);
+}
+
+extern "C" __global__ void read_counts_early(int* c, int* seen) {
+  atomicAdd(&c[threadIdx.x % 4], 1);
+  seen[threadIdx.x] = c[(threadIdx.x + 1) % 4];   // taken as final, with other blocks still counting
+}
+
+extern "C" __global__ void read_plain_writes(int* c, int* seen) {
+  if (threadIdx.x >= 32) c[threadIdx.x % 4] = threadIdx.x;
+  else seen[threadIdx.x] = c[threadIdx.x % 4];
+}
+"""
+
+
+@pytest.mark.parametrize("kernel", ["reset_while_counting", "read_counts_early", "read_plain_writes"])
+def test_a_plain_write_is_still_a_race_with_atomics_and_plain_reads(kernel):
+    """Only a compare-and-swap loop's read of what atomics wrote is let off: a plain write racing
+    with atomics (its value can be lost under them), a plain read of atomically added counts that
+    takes them as final (no atomicCAS checks it), and a plain read of plain writes stay race errors."""
+    prog = em.compile(MIXED, name="mixed.cu")
+    dev = em.Device()
+    c = dev.zeros(4, np.int32)
+    args = (c,) if kernel == "reset_while_counting" else (c, dev.zeros(64, np.int32))
+    run = prog.launch(kernel, 2, 64, args, device=dev)
+    races = [h for h in run.hazards.errors() if h.kind == hz.RACE]
+    assert races, [h.text() for h in run.hazards]
+
+
+def test_notes_do_not_crowd_the_errors_of_their_kind_out_of_the_log():
+    log = hz.HazardLog(per_kind=2)
+    for k in range(5):
+        log.add(hz.Hazard(hz.RACE, f"note {k}", severity="note"))
+    log.add(hz.Hazard(hz.RACE, "the race"))
+    assert [h.message for h in log.errors()] == ["the race"]
+    assert sum(h.severity == "note" for h in log) == 2
+
+
 # -- the random interleaving policy -----------------------------------------------------------------------------
 
 HISTOGRAM = r"""
