@@ -176,6 +176,33 @@ extern "C" __global__ void neighbour(const float* x, float* y) {
 hazard(name="lockstep", tool='racecheck', kind="lockstep", kernel="neighbour", faulty=src, fixed=fixed, grid=(1,), block=(64,),
        make=lambda rng, f: [_f32(rng, 64), np.zeros(64, np.float32)])
 
+# __syncwarp() (full mask) where the warp has fewer than 32 lanes: the lanes a partial warp does not
+# have, and lanes that returned, count as exited, and __syncwarp waits for the non-exited lanes of its
+# mask only (CUDA Programming Guide), so the fixed twins are right (a full-mask SHUFFLE there is not:
+# shuffle_mask).
+src, fixed = _both(r"""
+extern "C" __global__ void neighbour(const float* x, float* y) {
+  __shared__ float s[64];
+  int t = threadIdx.x;
+  s[t] = x[t];
+  y[t] = s[t ^ 1];  // <-- HAZARD
+}
+""", [("  s[t] = x[t];\n", "  s[t] = x[t];\n  __syncwarp();\n")])
+hazard(name="syncwarp_partial_warp", tool='racecheck', kind="lockstep", kernel="neighbour", faulty=src, fixed=fixed,
+       grid=(1,), block=(48,), make=lambda rng, f: [_f32(rng, 48), np.zeros(48, np.float32)])
+
+src, fixed = _both(r"""
+extern "C" __global__ void rotate(const float* x, float* y, int n) {
+  __shared__ float s[32];
+  int t = threadIdx.x;
+  if (t >= n) return;
+  s[t] = x[t];
+  y[t] = s[(t + 1) % n];  // <-- HAZARD
+}
+""", [("  s[t] = x[t];\n", "  s[t] = x[t];\n  __syncwarp();\n")])
+hazard(name="syncwarp_exited_lanes", tool='racecheck', kind="lockstep", kernel="rotate", faulty=src, fixed=fixed,
+       grid=(1,), block=(32,), make=lambda rng, f: [_f32(rng, 32), np.zeros(32, np.float32), np.int32(20)])
+
 src, fixed = _both(r"""
 extern "C" __global__ void last(const int* x, int* y) {
   __shared__ int winner;

@@ -301,6 +301,82 @@ def test_notes_do_not_crowd_the_errors_of_their_kind_out_of_the_log():
     assert sum(h.severity == "note" for h in log) == 2
 
 
+SYNCWARP = r"""
+extern "C" __global__ void bare(const float* x, float* y) {
+  __shared__ float s[1024];
+  int t = threadIdx.x;
+  s[t] = x[t];
+  __syncwarp();
+  y[t] = s[(t ^ 1) < blockDim.x ? t ^ 1 : t];
+}
+
+extern "C" __global__ void after_return(const float* x, float* y, int n) {
+  __shared__ float s[1024];
+  int t = threadIdx.x;
+  if (t >= n) return;
+  s[t] = x[t];
+  __syncwarp();
+  y[t] = s[(t + 1) % n];
+}
+
+extern "C" __global__ void split(float* y) {
+  int lane = threadIdx.x % 32;
+  if (lane < 16) {
+    y[threadIdx.x] = 1.0f;
+    __syncwarp();
+  } else {
+    y[threadIdx.x] = 2.0f;
+  }
+  __syncwarp();
+}
+
+extern "C" __global__ void shuffle(const float* x, float* y) {
+  float v = x[threadIdx.x];
+  y[threadIdx.x] = v + __shfl_down_sync(0xffffffffu, v, 1);
+}
+"""
+
+
+@pytest.mark.parametrize("block", [1, 7, 33, 48, 100])
+def test_a_full_mask_syncwarp_in_a_partial_warp_or_after_a_return_is_no_hazard(block):
+    """Bug class: __syncwarp() (bar.warp.sync 0xffffffff) where the warp has fewer live lanes was
+    reported as a shuffle-mask fault.  It waits for the NON-EXITED lanes of its mask (CUDA
+    Programming Guide): lanes a partial warp does not have, lanes that returned, and lanes on their
+    way out of the kernel with no __syncwarp left count as exited."""
+    prog = em.compile(SYNCWARP, name="syncwarp.cu")
+    dev = em.Device()
+    x = np.arange(block, dtype=np.float32)
+    y = dev.zeros(block)
+    run = prog.launch("bare", 1, block, (dev.asarray(x), y), device=dev)
+    assert run.completed and not run.hazards.errors(), [h.text() for h in run.hazards]
+    partner = np.where((np.arange(block) ^ 1) < block, np.arange(block) ^ 1, np.arange(block))
+    np.testing.assert_array_equal(y.get(), x[partner])
+    n = max(1, block - 5)
+    y = dev.zeros(block)
+    run = prog.launch("after_return", 1, block, (dev.asarray(x), y, np.int32(n)), device=dev)
+    assert run.completed and not run.hazards.errors(), [h.text() for h in run.hazards]
+    np.testing.assert_array_equal(y.get()[:n], x[(np.arange(n) + 1) % n])
+
+
+def test_sync_mask_faults_name_their_instruction():
+    """A full-mask shuffle in a partial warp stays a fault (the value it reads from a lane that does
+    not exist is undefined), and so does a __syncwarp that lanes still to reach another __syncwarp
+    are missing; each message names the intrinsic and the PTX instruction it is about."""
+    prog = em.compile(SYNCWARP, name="syncwarp.cu")
+    dev = em.Device()
+    run = prog.launch("shuffle", 1, 48, (dev.asarray(np.ones(48, np.float32)), dev.zeros(48)), device=dev)
+    found = [h for h in run.hazards.errors() if h.kind == hz.SHUFFLE_MASK]
+    assert found and found[0].message.startswith("__shfl_down_sync (shfl.sync.down.b32) with mask 0xffffffff: "
+                                                 "lanes 16-31 do not exist"), [h.text() for h in run.hazards]
+    assert found[0].details["instruction"].startswith("shfl.sync") and "syncwarp" not in found[0].message
+    run = prog.launch("split", 1, 32, (dev.zeros(32),), device=dev)
+    found = [h for h in run.hazards.errors() if h.kind == hz.SHUFFLE_MASK]
+    assert found and found[0].message.startswith("__syncwarp (bar.warp.sync) with mask 0xffffffff: lanes"), \
+        [h.text() for h in run.hazards]
+    assert "other side of a branch" in found[0].message and "shfl" not in found[0].message
+    assert found[0].details["instruction"] == "bar.warp.sync"
+
+
 # -- the random interleaving policy -----------------------------------------------------------------------------
 
 HISTOGRAM = r"""

@@ -718,7 +718,7 @@ def c_warpsync(ins: Instr, fn: Function):
 
     def ex(st, idx):
         masks = rmask(st, idx)
-        st.check_mask(ins, idx, masks, "__syncwarp")
+        st.check_mask(ins, idx, masks, "__syncwarp", exited_ok=True)
         for w in np.unique(st.L.warp_of[idx]).tolist():
             st.warps[w].wsync += 1
     return ex
