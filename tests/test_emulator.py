@@ -369,6 +369,8 @@ def test_sync_mask_faults_name_their_instruction():
     assert found and found[0].message.startswith("__shfl_down_sync (shfl.sync.down.b32) with mask 0xffffffff: "
                                                  "lanes 16-31 do not exist"), [h.text() for h in run.hazards]
     assert found[0].details["instruction"].startswith("shfl.sync") and "syncwarp" not in found[0].message
+    notes = [h for h in run.hazards if h.kind == hz.SHUFFLE_SOURCE]
+    assert notes and notes[0].message.startswith("__shfl_down_sync (shfl.sync.down.b32): lane 15 reads lane 16")
     run = prog.launch("split", 1, 32, (dev.zeros(32),), device=dev)
     found = [h for h in run.hazards.errors() if h.kind == hz.SHUFFLE_MASK]
     assert found and found[0].message.startswith("__syncwarp (bar.warp.sync) with mask 0xffffffff: lanes"), \

@@ -562,7 +562,7 @@ def c_shfl(ins: Instr, fn: Function):
             p = int(np.flatnonzero(bad)[0])
             why = "not active here" if not active[src_t[p]] else "not in the member mask"
             _hazard(st, ins, idx[p], hz.SHUFFLE_SOURCE, severity="note",
-                    msg=f"{name}: lane {int(lane[p])} reads lane {int(j[p])}'s value, but lane {int(j[p])} is {why}: "
+                    msg=f"{name} ({ins.op}): lane {int(lane[p])} reads lane {int(j[p])}'s value, but lane {int(j[p])} is {why}: "
                         "the value it gets is undefined (harmless when the code ignores it, as reduce.cuh does "
                         "for partners past the last lane)")
         wd(st, idx, vals)
