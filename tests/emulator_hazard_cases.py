@@ -176,6 +176,33 @@ extern "C" __global__ void neighbour(const float* x, float* y) {
 hazard(name="lockstep", tool='racecheck', kind="lockstep", kernel="neighbour", faulty=src, fixed=fixed, grid=(1,), block=(64,),
        make=lambda rng, f: [_f32(rng, 64), np.zeros(64, np.float32)])
 
+# __syncwarp() (full mask) where the warp has fewer than 32 lanes: the lanes a partial warp does not
+# have, and lanes that returned, count as exited, and __syncwarp waits for the non-exited lanes of its
+# mask only (CUDA Programming Guide), so the fixed twins are right (a full-mask SHUFFLE there is not:
+# shuffle_mask).
+src, fixed = _both(r"""
+extern "C" __global__ void neighbour(const float* x, float* y) {
+  __shared__ float s[64];
+  int t = threadIdx.x;
+  s[t] = x[t];
+  y[t] = s[t ^ 1];  // <-- HAZARD
+}
+""", [("  s[t] = x[t];\n", "  s[t] = x[t];\n  __syncwarp();\n")])
+hazard(name="syncwarp_partial_warp", tool='racecheck', kind="lockstep", kernel="neighbour", faulty=src, fixed=fixed,
+       grid=(1,), block=(48,), make=lambda rng, f: [_f32(rng, 48), np.zeros(48, np.float32)])
+
+src, fixed = _both(r"""
+extern "C" __global__ void rotate(const float* x, float* y, int n) {
+  __shared__ float s[32];
+  int t = threadIdx.x;
+  if (t >= n) return;
+  s[t] = x[t];
+  y[t] = s[(t + 1) % n];  // <-- HAZARD
+}
+""", [("  s[t] = x[t];\n", "  s[t] = x[t];\n  __syncwarp();\n")])
+hazard(name="syncwarp_exited_lanes", tool='racecheck', kind="lockstep", kernel="rotate", faulty=src, fixed=fixed,
+       grid=(1,), block=(32,), make=lambda rng, f: [_f32(rng, 32), np.zeros(32, np.float32), np.int32(20)])
+
 src, fixed = _both(r"""
 extern "C" __global__ void last(const int* x, int* y) {
   __shared__ int winner;
@@ -195,6 +222,38 @@ extern "C" __global__ void count(int* counter) {
 """, [("counter[0] = counter[0] + 1;", "atomicAdd(counter, 1);")])
 hazard(name="global_race", tool=None, kind="race", kernel="count", faulty=src, fixed=fixed, grid=(4,), block=(32,),
        make=lambda rng, f: [np.zeros(1, np.int32)])
+
+# A compare-and-swap loop: its plain read of what other threads' atomics write is validated by the
+# atomicCAS (retried when the value changed), so it is no race error, only a note; the load-add-store
+# it replaces is one.  The float max goes through the int bits (atomicMax has no float form).
+src, fixed = _both(r"""
+extern "C" __global__ void count(const int* key, int* bins) {
+  int k = key[blockIdx.x * blockDim.x + threadIdx.x];
+  bins[k] = bins[k] + 1;  // <-- HAZARD
+}
+""", [("  bins[k] = bins[k] + 1;", """  int* p = &bins[k];
+  int old = *p, assumed;
+  do {
+    assumed = old;
+    old = atomicCAS(p, assumed, assumed + 1);
+  } while (old != assumed);""")])
+hazard(name="cas_loop", tool=None, kind="race", kernel="count", faulty=src, fixed=fixed, grid=(4,), block=(64,),
+       make=lambda rng, f: [rng.integers(0, 4, 256).astype(np.int32), np.zeros(4, np.int32)])
+
+src, fixed = _both(r"""
+extern "C" __global__ void largest(const float* x, float* m) {
+  float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+  if (v > m[0]) m[0] = v;  // <-- HAZARD
+}
+""", [("  if (v > m[0]) m[0] = v;", """  int* p = (int*)m;
+  int old = *p, assumed;
+  do {
+    assumed = old;
+    if (__int_as_float(assumed) >= v) break;
+    old = atomicCAS(p, assumed, __float_as_int(v));
+  } while (old != assumed);""")])
+hazard(name="cas_max_float", tool=None, kind="race", kernel="largest", faulty=src, fixed=fixed, grid=(2,),
+       block=(64,), make=lambda rng, f: [_f32(rng, 128), np.full(1, -np.inf, np.float32)])
 
 # initcheck ------------------------------------------------------------------------------------------------
 

@@ -484,18 +484,28 @@ class Block:
         a[idx] = True
         return a
 
-    def check_mask(self, ins: Instr, idx: np.ndarray, masks: np.ndarray, what: str) -> None:
+    def check_mask(self, ins: Instr, idx: np.ndarray, masks: np.ndarray, what: str,
+                   exited_ok: bool = False) -> None:
         """Hazards of a *_sync's member mask: a lane outside it executing, or a named lane that is
-        not executing this instruction (exited, on the other side of a branch, or not in the block)."""
+        not executing this instruction (exited, on the other side of a branch, or not in the block).
+
+        ``what``: the CUDA intrinsic (``__shfl_down_sync``); each message names it and the PTX
+        instruction (``shfl.sync.down.b32``).  ``exited_ok``: lanes that exited, or that a partial
+        warp does not have (never launched: exited from the start), may be in the mask -- true of
+        ``__syncwarp`` (bar.warp.sync), which waits for the NON-EXITED lanes of its mask (CUDA
+        Programming Guide); not of a shuffle, whose value from such a lane is undefined.
+        """
         L = self.L
         lanes = L.lane[idx]
         warps = L.warp_of[idx]
+        facts = {"instruction": ins.op, "intrinsic": what}
+        what = f"{what} ({ins.op})"
         inside = ((masks >> lanes.astype(np.uint64)) & np.uint64(1)).astype(bool)
         if not inside.all():
             t = int(idx[np.flatnonzero(~inside)[0]])
             L.hazards.add(hz.Hazard(hz.SHUFFLE_MASK, f"{what}: lane {t % WARP} executes it but is not in its member "
                                     f"mask 0x{int(masks[np.flatnonzero(~inside)[0]]):08x}",
-                                    L.where(self, self.cur_func, self.cur_pc, t)))
+                                    L.where(self, self.cur_func, self.cur_pc, t), details=dict(facts)))
         for w, m in sorted(set(zip(warps.tolist(), masks.tolist()))):   # every mask of every warp
             sel = warps == w
             act = mask_of(lanes[sel])
@@ -505,6 +515,14 @@ class Block:
                 gone = missing & ~warp.exists
                 exited = missing & warp.exited & warp.exists
                 elsewhere = missing & ~gone & ~exited
+                if exited_ok:
+                    # lanes waiting on the other side of a branch that leads them out of the kernel
+                    # with no bar.warp.sync on the way (`if (i >= n) return;`) exit before they could
+                    # meet this one: exited lanes too, for the waiting
+                    elsewhere &= ~self._leaving_lanes(warp)
+                    gone = exited = 0
+                    if not elsewhere:
+                        continue
                 why = []
                 if gone:
                     why.append(f"lanes {lane_list(gone)} do not exist (the block has {L.nthreads} threads, so warp "
@@ -518,7 +536,55 @@ class Block:
                     hz.SHUFFLE_MASK, f"{what} with mask 0x{m:08x}: " + "; ".join(why) + " -- a *_sync mask must "
                     "name exactly the lanes that execute it (undefined behaviour otherwise, even when the "
                     "result happens to be right)", L.where(self, self.cur_func, self.cur_pc, t),
-                    details={"mask": m, "active": act, "missing": missing}))
+                    details={"mask": m, "active": act, "missing": missing, **facts}))
+
+
+    def _leaving_lanes(self, warp: Warp) -> int:
+        """The lanes of ``warp`` parked below the running entry of its SIMT stack (the other side of
+        a branch, within the running function) whose every path leads to the kernel's exit with no
+        ``bar.warp.sync`` (nor call) on the way."""
+        funcs = self.L.module.functions
+        out, placed = 0, warp.stack[-1].mask
+        for e in reversed(warp.stack[:-1]):          # a lane resumes at the nearest entry holding it
+            if e.call is not None:
+                break
+            lanes = e.mask & ~placed
+            placed |= e.mask
+            fn = funcs[e.func]
+            if lanes and fn.entry and 0 <= e.pc < len(fn.code) and exits_without_warp_sync(fn, e.pc):
+                out |= lanes
+        return out
+
+
+def exits_without_warp_sync(fn, pc: int) -> bool:
+    """Whether every path of kernel ``fn`` from code index ``pc`` ends at ``ret`` / ``exit`` without
+    passing a ``bar.warp.sync`` or a call (conservative: an indirect branch answers False).  Cached
+    on ``fn`` by ``pc``."""
+    cache = fn.__dict__.setdefault("_exits_without_warp_sync", {})
+    if pc in cache:
+        return cache[pc]
+    seen, todo, ok = set(), [pc], True
+    while todo and ok:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        if not 0 <= i < len(fn.code):
+            continue                             # past the last instruction: the kernel's end
+        ins = fn.code[i]
+        if (ins.base == "bar" and ".warp" in ins.mods) or ins.base in ("call", "brx"):
+            ok = False
+        elif ins.base in ("ret", "exit"):
+            if ins.guard is not None:
+                todo.append(i + 1)
+        elif ins.base == "bra":
+            todo.append(fn.labels[ins.args[0][1]])
+            if ins.guard is not None:
+                todo.append(i + 1)
+        else:
+            todo.append(i + 1)
+    cache[pc] = ok
+    return ok
 
 
 def _as_values(bits: np.ndarray, t: str) -> np.ndarray:

@@ -104,7 +104,8 @@ class Hazard:
 
 
 class HazardLog:
-    """The hazards of one launch, at most ``per_kind`` of each kind (the rest are counted)."""
+    """The hazards of one launch, at most ``per_kind`` of each kind and severity (the rest are
+    counted; notes never crowd out the errors of their kind)."""
 
     def __init__(self, per_kind: int = 8):
         self.per_kind = per_kind
@@ -119,7 +120,7 @@ class HazardLog:
         if key in self._seen:
             return
         self._seen.add(key)
-        if sum(1 for x in self.items if x.kind == h.kind) < self.per_kind:
+        if sum(1 for x in self.items if x.kind == h.kind and x.severity == h.severity) < self.per_kind:
             self.items.append(h)
 
     def errors(self) -> List[Hazard]:

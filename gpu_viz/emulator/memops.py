@@ -54,6 +54,30 @@ def _addr_reader(op: tuple, fn: Function, ins: Instr, space: Optional[str]):
     raise isa.Unsupported(ins, f"address base {base}")
 
 
+def cas_compare_registers(fn: Function) -> frozenset:
+    """The registers whose value reaches the compare operand of an ``atom.cas`` in ``fn``, directly
+    or through ``mov`` copies (the loop-carried ``mov %r10, %r3`` of a compare-and-swap loop, and
+    the ``mov.b32`` of ``__float_as_int``).  A plain load into one of them is a CAS loop's read: the
+    atomicCAS checks that the value read is still there before it stores.  Cached on ``fn``."""
+    got = getattr(fn, "_cas_compare_registers", None)
+    if got is not None:
+        return got
+    regs = {ins.args[2][1] for ins in fn.code
+            if ins.base == "atom" and ".cas" in ins.mods and len(ins.args) > 3 and ins.args[2][0] == "reg"}
+    copies = [(ins.args[0][1], ins.args[1][1]) for ins in fn.code
+              if ins.base == "mov" and ins.guard is None and len(ins.args) == 2
+              and ins.args[0][0] == "reg" and ins.args[1][0] == "reg"]
+    grew = bool(regs)
+    while grew:
+        grew = False
+        for d, src in copies:
+            if d in regs and src not in regs:
+                regs.add(src)
+                grew = True
+    fn._cas_compare_registers = frozenset(regs)
+    return fn._cas_compare_registers
+
+
 def c_ld(ins: Instr, fn: Function):
     space = _space(ins)
     t = isa.the_type(ins)
@@ -61,6 +85,7 @@ def c_ld(ins: Instr, fn: Function):
     nbytes = isa.size_of(t)
     dst, addr = ins.args[0], ins.args[1]
     dsts = dst[1] if dst[0] == "vec" else [dst]
+    cas_checked = n == 1 and dst[0] == "reg" and dst[1] in cas_compare_registers(fn)
     if len(dsts) != n:
         raise isa.Unsupported(ins, "vector size and destination count differ")
     wt = "b16" if t in ("f16", "bf16") else t
@@ -77,7 +102,7 @@ def c_ld(ins: Instr, fn: Function):
     ra, _ = _addr_reader(addr, fn, ins, space)
 
     def ex(st, idx):
-        bits = access(st, ins, space, ra(st, idx), nbytes, n, idx, write=None)
+        bits = access(st, ins, space, ra(st, idx), nbytes, n, idx, write=None, cas_checked=cas_checked)
         for k, w in enumerate(writers):
             w(st, idx, bits[:, k].view(view))
     return ex
@@ -193,9 +218,10 @@ def _half_add(fake, old_bits, b_bits, t):
 # -- the one access path ----------------------------------------------------------------------------
 
 def access(st, ins: Instr, space: Optional[str], addrs: np.ndarray, nbytes: int, nvec: int, idx: np.ndarray,
-           write: Optional[np.ndarray], atomic=None) -> np.ndarray:
+           write: Optional[np.ndarray], atomic=None, cas_checked: bool = False) -> np.ndarray:
     """Read (``write`` None), write (``write``: uint bits, (lanes, nvec)) or atomically update
     (``atomic``: (combine, b, c)) ``nvec`` elements of ``nbytes`` at each lane's address.
+    ``cas_checked``: a read whose value an atomicCAS checks (:func:`cas_compare_registers`).
 
     Returns the bits read (or the old values of an atomic), (lanes, nvec); lanes whose access
     faulted read zeros and write nothing.  Faults become hazards on the launch.
@@ -230,7 +256,7 @@ def access(st, ins: Instr, space: Optional[str], addrs: np.ndarray, nbytes: int,
         if sp == "local":
             _local(st, ins, pos, a[pos], idx, nbytes, nvec, write, out, atomic)
         else:
-            _spaced(st, ins, sp, pos, a[pos], idx, nbytes, nvec, write, out, atomic)
+            _spaced(st, ins, sp, pos, a[pos], idx, nbytes, nvec, write, out, atomic, cas_checked)
     if L.record:
         st._event(st.cur_func, ins.index, st.cur_warps, idx, addrs=addrs.copy(), space=space or "generic",
                   nbytes=total, write=write is not None or atomic is not None,
@@ -292,7 +318,7 @@ def _local(st, ins, pos, offs, idx, nbytes, nvec, write, out, atomic):
         raise isa.Unsupported(ins, "atomics on local memory")
 
 
-def _spaced(st, ins, sp, pos, a, idx, nbytes, nvec, write, out, atomic):
+def _spaced(st, ins, sp, pos, a, idx, nbytes, nvec, write, out, atomic, cas_checked=False):
     L = st.L
     space = L.device.space if sp == "global" else st.shared
     total = nbytes * nvec
@@ -332,7 +358,7 @@ def _spaced(st, ins, sp, pos, a, idx, nbytes, nvec, write, out, atomic):
             o, ps, th = offs[sel], pos[sel], threads[sel]
         if st.L.checks:
             _check(st, ins, region, o, th, total, write is not None or atomic is not None, atomic is not None, write,
-                   ps, idx)
+                   ps, idx, cas_checked)
         if atomic is not None:
             _atomic(region, o, nbytes, ps, out, atomic)
             continue
@@ -384,7 +410,7 @@ def _count_traffic(st, ins, sp, threads, addrs, total):
         s.shared_bytes += int(threads.size) * total   # apart: global efficiency counts global bytes only
 
 
-def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps, idx):
+def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps, idx, cas_checked=False):
     L = st.L
     if is_write and write is not None and offs.size > 1:
         _same_instruction(st, ins, region, offs, threads, total, write[ps])
@@ -394,7 +420,7 @@ def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps
     warp = threads // WARP
     wsync = np.fromiter((w.wsync for w in st.warps), np.int64, len(st.warps))[warp]
     who = mem.Access(gtid=st.gtid0 + threads, block=st.linear, warp=warp, epoch=st.epoch, wsync=wsync,
-                     seq=L.seq, pc=ins.index, atomic=is_atomic)
+                     seq=L.seq, pc=ins.index, atomic=is_atomic, cas_checked=cas_checked)
     o = offs.astype(np.int64)
     found = []
     if is_atomic:
@@ -413,6 +439,18 @@ def _check(st, ins, region, offs, threads, total, is_write, is_atomic, write, ps
                     "was there before)", details={"region": region.name, "element": el, "space": space})
             continue
         other = _other_where(st, c)
+        if c.kind == mem.ATOMIC_READ:
+            # one note a line: every lane of a compare-and-swap loop reads what another's atomic wrote
+            L.hazards.add(hz.Hazard(
+                hz.RACE, f"thread {int(L.tid[0][t])} (warp {t // WARP}) reads {el} with a plain load while thread "
+                f"{other.thread[0]} (warp {other.warp}{'' if c.other_block == st.linear else ', block ' + str(other.block[0])}) "
+                f"updates it with an atomic (line {other.line}): not a race error, because the value read is "
+                "the compare operand of an atomicCAS, which stores only if it is still there (a compare-and-swap "
+                "loop tries again otherwise)",
+                L.where(st, st.cur_func, ins.index, t), other, severity="note",
+                details={"region": region.name, "element": el, "space": space, "atomic_read": True}),
+                key=(hz.RACE, "note", ins.index))
+            continue
         kind = hz.LOCKSTEP if c.kind == "lockstep" else hz.RACE
         this_acc = "writes" if c.this_write else "reads"
         other_acc = "wrote" if c.other_write else "read"
@@ -524,7 +562,7 @@ def c_shfl(ins: Instr, fn: Function):
             p = int(np.flatnonzero(bad)[0])
             why = "not active here" if not active[src_t[p]] else "not in the member mask"
             _hazard(st, ins, idx[p], hz.SHUFFLE_SOURCE, severity="note",
-                    msg=f"{name}: lane {int(lane[p])} reads lane {int(j[p])}'s value, but lane {int(j[p])} is {why}: "
+                    msg=f"{name} ({ins.op}): lane {int(lane[p])} reads lane {int(j[p])}'s value, but lane {int(j[p])} is {why}: "
                         "the value it gets is undefined (harmless when the code ignores it, as reduce.cuh does "
                         "for partners past the last lane)")
         wd(st, idx, vals)
@@ -680,7 +718,7 @@ def c_warpsync(ins: Instr, fn: Function):
 
     def ex(st, idx):
         masks = rmask(st, idx)
-        st.check_mask(ins, idx, masks, "__syncwarp")
+        st.check_mask(ins, idx, masks, "__syncwarp", exited_ok=True)
         for w in np.unique(st.L.warp_of[idx]).tolist():
             st.warps[w].wsync += 1
     return ex

@@ -39,6 +39,9 @@ BANK_BYTES = 4
 #: The most bytes of one region whose every byte is tracked for races and initialisation (the
 #: shadow costs about 100 bytes a byte); larger arrays are not checked for races.
 SHADOW_LIMIT = 1 << 20
+#: The conflict kind of a plain read of bytes another thread's atomic wrote, unordered with it, whose
+#: value an atomicCAS checks (the read of a compare-and-swap loop): a note, not a race.
+ATOMIC_READ = "atomic-read"
 
 
 @dataclasses.dataclass
@@ -113,13 +116,16 @@ class Access:
     seq: int               # this warp-instruction's launch-wide number
     pc: int
     atomic: bool = False
+    #: a plain read whose value is the compare operand of an atom.cas (ptx.cas_checked_loads)
+    cas_checked: bool = False
 
 
 @dataclasses.dataclass
 class Conflict:
     """A race found by :meth:`Space.check`: lane position ``pos`` (into the instruction's lanes),
     the region and byte offset, the earlier access (gtid, block, pc, was it a write) and the kind
-    (race / lockstep / uninitialized)."""
+    (race / lockstep / uninitialized, or :data:`ATOMIC_READ`: a compare-and-swap loop's plain read
+    of what an unordered atomic wrote, a note)."""
 
     kind: str
     pos: int
@@ -232,9 +238,21 @@ def check_read(shadow: Shadow, offsets: np.ndarray, nbytes: int, who: Access) ->
     if written.any():                                # a read of bytes nothing wrote races with nothing
         same_block = shadow.w_block[pos] == who.block
         ordered = same_block & (shadow.w_epoch[pos] != who.epoch)
-        conflict = written & (wg != g) & ~ordered & ~(shadow.w_atomic[pos] & who.atomic)
+        unordered = written & (wg != g) & ~ordered
+        # The read of a compare-and-swap loop (read, compute, atomicCAS with the value read as the
+        # compare operand, retry when it changed) is no race error where only atomics wrote what it
+        # read: PTX does not make a data race undefined behaviour (a weak load returns a value some
+        # write stored, and an aligned atomic's store is never torn), and the atomicCAS stores only
+        # if the value read is still there.  It is a note.  Any other plain read of what unordered
+        # atomics wrote (counts read before a barrier) still races: its value is taken as final.
+        by_atomic = shadow.w_atomic[pos] if who.cas_checked else np.zeros(pos.shape, bool)
+        conflict = unordered & ~by_atomic
         if conflict.any():
             out += _classify(shadow, pos, conflict, who, write=False, reader=True)
+        stale = unordered & by_atomic & ~conflict.any(axis=1, keepdims=True)
+        if stale.any():
+            out += [dataclasses.replace(c, kind=ATOMIC_READ)
+                    for c in _classify(shadow, pos, stale, who, write=False, reader=True)]
     # record this read
     flat = pos.reshape(-1)
     gt = np.repeat(who.gtid, nbytes)

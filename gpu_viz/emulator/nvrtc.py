@@ -8,7 +8,9 @@ the ``nvidia-cuda-runtime`` / ``nvidia-cuda-cccl`` wheels or a CUDA toolkit.  Th
 the GPU path's (``gpu_viz.kernels.BASE_OPTIONS``, ``kernels/`` on the include path) plus
 ``-lineinfo``, which maps every PTX instruction to a line of the source.
 
-A compile error is :class:`gpu_viz.kernels.KernelCompileError` carrying NVRTC's own log.
+A compile error is :class:`gpu_viz.kernels.KernelCompileError` carrying NVRTC's own log (an
+intrinsic of a newer architecture than the one compiled for, such as ``__reduce_add_sync`` at the
+default sm_75, gets a hint naming the architecture it needs: :func:`explain_log`).
 
 Set ``GPU_VIZ_NO_EMULATOR=1`` to make the emulator behave as if NVRTC were not installed
 (:func:`available` False, every compile :class:`NVRTCUnavailable`): CPU mode as a machine without
@@ -19,6 +21,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import re
 import sys
 from pathlib import Path
 from typing import List, Sequence, Tuple
@@ -26,6 +29,14 @@ from typing import List, Sequence, Tuple
 #: The architecture emulated when none is named: sm_75 (T4), the lowest this course supports.
 DEFAULT_ARCH = "sm_75"
 ARCHES = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
+#: Device intrinsics the CUDA headers declare only from an architecture on (NVRTC's error for them
+#: below it is just 'identifier "..." is undefined'): name -> the oldest architecture that has them.
+NEWER_INTRINSICS = {
+    **{f"__reduce_{op}_sync": "sm_80" for op in ("add", "min", "max", "and", "or", "xor")},
+    **{name: "sm_90" for name in ("__isClusterShared", "__cluster_query_shared_rank", "__cluster_barrier_arrive",
+                                  "__cluster_barrier_wait", "__threadfence_cluster")},
+}
+_UNDEFINED = re.compile(r'identifier "(\w+)" is undefined')
 #: Set (to anything but "" or "0"): the emulator reports NVRTC missing, as without gpu-viz[emulator].
 NO_EMULATOR_ENV = "GPU_VIZ_NO_EMULATOR"
 #: What to install for the emulator: every "needs NVRTC" message names it.
@@ -197,6 +208,19 @@ def available() -> bool:
         return False
 
 
+def explain_log(log: str, arch: str) -> str:
+    """NVRTC's ``log`` with a hint after each 'identifier "X" is undefined' whose X is an intrinsic
+    of a newer architecture than ``arch`` (:data:`NEWER_INTRINSICS`): which one, and how to ask
+    for it."""
+    def hint(m: "re.Match") -> str:
+        need = NEWER_INTRINSICS.get(m.group(1))
+        if need is None or int(need[3:]) <= int(arch[3:]):
+            return m.group(0)
+        return (f"{m.group(0)} ({m.group(1)} needs {need} or newer, this compile is for {arch}: compile for "
+                f"arch='{need}')")
+    return _UNDEFINED.sub(hint, log)
+
+
 def compile_ptx(source: str, name: str, options: Sequence[str] = (), arch: str = DEFAULT_ARCH,
                 include: Sequence[str] = ()) -> Tuple[str, str]:
     """Compile CUDA C ``source`` (file name ``name`` in messages) to PTX for ``arch``.
@@ -222,7 +246,7 @@ def compile_ptx(source: str, name: str, options: Sequence[str] = (), arch: str =
         rc, log, ptx = b.compile(source, name, opts)
         if rc != 0:
             m = _LOG_LINE.search(log)
-            raise KernelCompileError(name, int(m.group(2)) if m else None, log)
+            raise KernelCompileError(name, int(m.group(2)) if m else None, explain_log(log, arch))
         return ptx, log
     if kind == "bindings":
         err, prog = b.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
@@ -235,7 +259,7 @@ def compile_ptx(source: str, name: str, options: Sequence[str] = (), arch: str =
             log = buf.rstrip(b"\0").decode("utf-8", "replace")
             if int(err) != 0:
                 m = _LOG_LINE.search(log)
-                raise KernelCompileError(name, int(m.group(2)) if m else None, log)
+                raise KernelCompileError(name, int(m.group(2)) if m else None, explain_log(log, arch))
             _, n = b.nvrtcGetPTXSize(prog)
             ptx = b" " * n
             b.nvrtcGetPTX(prog, ptx)
