@@ -130,6 +130,25 @@ def test_the_newest_record_of_each_kind_is_chosen_by_date_then_sequence(tmp_path
     assert record_names.sequence("nvidia-h200-2026-12-03-fused.json") == 1 and record_names.kind("x.json") is None
 
 
+def test_each_gpu_tests_newest_run_ships(tmp_path):
+    """Bug class: a GPU test run of some tests (a partial gpu-check) is the newest of its kind, and
+    shipping only it hid the newest outcome of every test it did not run."""
+    import json
+
+    def run(name, tests):
+        p = tmp_path / name
+        p.write_text(json.dumps({"pytest_gpu": {"passed": tests[:-1], "failed": [{"test": tests[-1]}]}}))
+        return p
+
+    old = run("nvidia-h200-2026-12-01-gpu-check.json", ["tests/a.py::t[1]", "tests/c.py::t"])
+    mid = run("nvidia-h200-2026-12-02-gpu-check.json", ["tests/a.py::t[2]", "tests/b.py::t"])
+    new = run("nvidia-h200-2026-12-03-gpu-check.json", ["tests/a.py::t[3]"])
+    chosen = {p.name for p in record_names.newest_of_each_kind([old, mid, new])}
+    assert chosen == {old.name, mid.name, new.name}
+    gone = run("nvidia-h200-2026-11-30-gpu-check.json", ["tests/a.py::t", "tests/b.py::t"])
+    assert gone.name not in {p.name for p in record_names.newest_of_each_kind([gone, old, mid, new])}
+
+
 def test_the_wheel_ships_records_through_the_build_hook_only():
     """pyproject force-includes no records folder (that would ship every past run); the build hook
     (hatch_build.py) adds the newest of each kind."""

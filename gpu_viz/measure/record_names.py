@@ -46,10 +46,22 @@ def _complete(path: Path) -> bool:
         return False
 
 
+def _tests_of(path: Path) -> List[str]:
+    """The pytest node ids (parameters left out) a GPU test run record ran, passed or failed."""
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8")).get("pytest_gpu") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    ids = list(summary.get("passed") or []) + [str(f.get("test", "")) for f in summary.get("failed") or []]
+    return sorted({t.split("[", 1)[0] for t in ids if t})
+
+
 def newest_of_each_kind(paths: Iterable[Path]) -> List[Path]:
     """The newest record of each kind among ``paths`` (date, then the day's sequence number), a
     complete one before one cut short; sorted by file name.  Files whose names are not a
-    record's are left out."""
+    record's are left out.  A GPU test run (tag ``gpu-check...``) may have run only some of the
+    tests: of those, every record that is the newest to have run some test is kept too, so each
+    test's newest outcome ships."""
     by_kind: Dict[Tuple[str, str], List[Path]] = {}
     for path in map(Path, paths):
         k = kind(path.name)
@@ -60,4 +72,13 @@ def newest_of_each_kind(paths: Iterable[Path]) -> List[Path]:
         parsed = parse(path.name)
         return _complete(path), parsed["date"], parsed["seq"]
 
-    return sorted((max(group, key=rank) for group in by_kind.values()), key=lambda p: p.name)
+    keep = {max(group, key=rank) for group in by_kind.values()}
+    for (_, tag), group in by_kind.items():
+        if not tag.startswith("gpu-check"):
+            continue
+        newest_for: Dict[str, Path] = {}
+        for path in sorted(group, key=rank):        # oldest first: a newer run of a test replaces it
+            for test in _tests_of(path):
+                newest_for[test] = path
+        keep.update(newest_for.values())
+    return sorted(keep, key=lambda p: p.name)
