@@ -421,6 +421,77 @@ def test_sync_mask_faults_name_their_instruction():
     assert found[0].details["instruction"] == "bar.warp.sync"
 
 
+FOREVER = r"""
+extern "C" __global__ void forever(int* y) {
+  int k = 0;
+  while (1) {
+    k++;
+    if (k == -5) break;
+  }
+  y[threadIdx.x] = k;
+}
+"""
+
+
+def test_a_loop_that_never_ends_is_stopped_by_its_block_s_budget():
+    """Bug class: a while(1) launched through the API ran a minute (the time limit) before it was
+    reported: one block's warps may issue only so many warp-instructions (block_budget), which a
+    loop that never ends reaches in seconds; the message names the limit and the line."""
+    prog = em.compile(FOREVER, name="forever.cu")
+    dev = em.Device()
+    run = prog.launch("forever", 2, 64, (dev.zeros(128, np.int32),), device=dev, block_budget=30_000)
+    assert not run.completed and run.warp_instructions <= 30_000 + 64
+    h = next(h for h in run.hazards if h.kind == hz.RUNAWAY)
+    body = [FOREVER.split("\n").index(text) + 1 for text in ("    k++;", "    if (k == -5) break;")]
+    assert h.message.startswith("did not finish: block 0's warps issued ") and "one block may issue" in h.message
+    assert h.details["line"] in body and f"line {h.details['line']} ran" in h.message
+    assert "default limit" not in h.message    # the caller chose it
+    assert h.details["limit"] == "block_budget"
+
+
+@pytest.mark.parametrize("option, value", [("block_budget", 0), ("budget", -1), ("block_budget", 1.5),
+                                           ("time_limit", 0), ("time_limit", float("nan")), ("budget", True)])
+def test_launch_limits_are_checked(option, value):
+    prog = em.compile(FOREVER, name="forever.cu")
+    dev = em.Device()
+    with pytest.raises(ValueError, match=option):
+        prog.launch("forever", 1, 32, (dev.zeros(32, np.int32),), device=dev, **{option: value})
+
+
+@pytest.mark.slow
+def test_by_default_a_loop_that_never_ends_is_stopped_in_seconds_and_says_how_to_raise_the_limit():
+    """With the default limits a block of 8 spinning warps reaches the block budget (seconds), long
+    before the launch's total budget or the time limit; the message says how to raise it."""
+    import time
+
+    from gpu_viz.emulator import machine
+
+    prog = em.compile(FOREVER, name="forever.cu")
+    dev = em.Device()
+    t0 = time.perf_counter()
+    run = prog.launch("forever", 4, 256, (dev.zeros(1024, np.int32),), device=dev)
+    assert not run.completed and time.perf_counter() - t0 < machine.DEFAULT_TIME_LIMIT
+    h = next(h for h in run.hazards if h.kind == hz.RUNAWAY)
+    assert h.details["limit"] == "block_budget"
+    assert "(the default limit: a longer kernel can pass launch(..., block_budget=...))" in h.message
+
+
+@pytest.mark.slow
+def test_the_default_block_budget_is_well_above_the_longest_lesson_block():
+    """The lesson block that issues the most (notebook 05's grid-stride loop over 2^20 elements on
+    one warp: about a million warp-instructions) is at most a quarter of the default block budget."""
+    from gpu_viz import lessons
+    from gpu_viz.emulator import machine
+
+    with em.emulated() as session:
+        lessons.LESSONS["grid_stride"].module("record").trace(
+            *lessons.LESSONS["grid_stride"].inputs(1, n=1 << 20, grid=1, block=32)[0],
+            **lessons.LESSONS["grid_stride"].inputs(1, n=1 << 20, grid=1, block=32)[1], seed=1)
+    (run,) = session.runs
+    assert run.completed
+    assert 4 * run.warp_instructions <= machine.DEFAULT_BLOCK_BUDGET, run.warp_instructions
+
+
 # -- the random interleaving policy -----------------------------------------------------------------------------
 
 HISTOGRAM = r"""
