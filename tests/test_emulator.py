@@ -13,6 +13,7 @@ import pytest
 
 from gpu_viz import emulator as em
 from gpu_viz.emulator import hazards as hz
+from gpu_viz.emulator import isa
 from gpu_viz.kernels import KERNEL_DIR
 
 from emulator_hazard_cases import CASES as HAZARDS
@@ -490,6 +491,28 @@ def test_the_default_block_budget_is_well_above_the_longest_lesson_block():
     (run,) = session.runs
     assert run.completed
     assert 4 * run.warp_instructions <= machine.DEFAULT_BLOCK_BUDGET, run.warp_instructions
+
+
+RECURSION = r"""
+__device__ int depth(int n) { return n == 0 ? 0 : 1 + depth(n - 1); }
+__device__ int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+extern "C" __global__ void linear(int* y, int n) { y[threadIdx.x] = depth(n); }
+extern "C" __global__ void tree(int* y, int n) { y[threadIdx.x] = fib(n); }
+"""
+
+
+def test_recursion_is_refused_naming_the_gpu_stack_and_recursion_nvvm_loops_runs():
+    """A real recursive call (fib: two calls, no loop can replace them) is refused with the reason:
+    on a GPU every call takes a frame of a 1 KiB stack.  A recursion NVVM turns into a loop has no
+    call left and runs, as it would on silicon (no stack, no overflow at any depth)."""
+    prog = em.compile(RECURSION, name="recursion.cu")
+    assert "call" not in prog.ptx.split(".entry linear")[1].split(".entry")[0]
+    dev = em.Device()
+    y = dev.zeros(32, np.int32)
+    run = prog.launch("linear", 1, 32, (y, np.int32(200_000)), device=dev)
+    assert run.completed and (y.get() == 200_000).all()
+    with pytest.raises(isa.Unsupported, match=r"recursion: _Z3fibi calls itself.*1 KiB by default, cudaLimitStackSize"):
+        prog.launch("tree", 1, 32, (y, np.int32(10)), device=dev)
 
 
 # -- the random interleaving policy -----------------------------------------------------------------------------
