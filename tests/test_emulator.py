@@ -13,6 +13,7 @@ import pytest
 
 from gpu_viz import emulator as em
 from gpu_viz.emulator import hazards as hz
+from gpu_viz.emulator import isa
 from gpu_viz.kernels import KERNEL_DIR
 
 from emulator_hazard_cases import CASES as HAZARDS
@@ -419,6 +420,99 @@ def test_sync_mask_faults_name_their_instruction():
         [h.text() for h in run.hazards]
     assert "other side of a branch" in found[0].message and "shfl" not in found[0].message
     assert found[0].details["instruction"] == "bar.warp.sync"
+
+
+FOREVER = r"""
+extern "C" __global__ void forever(int* y) {
+  int k = 0;
+  while (1) {
+    k++;
+    if (k == -5) break;
+  }
+  y[threadIdx.x] = k;
+}
+"""
+
+
+def test_a_loop_that_never_ends_is_stopped_by_its_block_s_budget():
+    """Bug class: a while(1) launched through the API ran a minute (the time limit) before it was
+    reported: one block's warps may issue only so many warp-instructions (block_budget), which a
+    loop that never ends reaches in seconds; the message names the limit and the line."""
+    prog = em.compile(FOREVER, name="forever.cu")
+    dev = em.Device()
+    run = prog.launch("forever", 2, 64, (dev.zeros(128, np.int32),), device=dev, block_budget=30_000)
+    assert not run.completed and run.warp_instructions <= 30_000 + 64
+    h = next(h for h in run.hazards if h.kind == hz.RUNAWAY)
+    body = [FOREVER.split("\n").index(text) + 1 for text in ("    k++;", "    if (k == -5) break;")]
+    assert h.message.startswith("did not finish: block 0's warps issued ") and "one block may issue" in h.message
+    assert h.details["line"] in body and f"line {h.details['line']} ran" in h.message
+    assert "default limit" not in h.message    # the caller chose it
+    assert h.details["limit"] == "block_budget"
+
+
+@pytest.mark.parametrize("option, value", [("block_budget", 0), ("budget", -1), ("block_budget", 1.5),
+                                           ("time_limit", 0), ("time_limit", float("nan")), ("budget", True)])
+def test_launch_limits_are_checked(option, value):
+    prog = em.compile(FOREVER, name="forever.cu")
+    dev = em.Device()
+    with pytest.raises(ValueError, match=option):
+        prog.launch("forever", 1, 32, (dev.zeros(32, np.int32),), device=dev, **{option: value})
+
+
+@pytest.mark.slow
+def test_by_default_a_loop_that_never_ends_is_stopped_in_seconds_and_says_how_to_raise_the_limit():
+    """With the default limits a block of 8 spinning warps reaches the block budget (seconds), long
+    before the launch's total budget or the time limit; the message says how to raise it."""
+    import time
+
+    from gpu_viz.emulator import machine
+
+    prog = em.compile(FOREVER, name="forever.cu")
+    dev = em.Device()
+    t0 = time.perf_counter()
+    run = prog.launch("forever", 4, 256, (dev.zeros(1024, np.int32),), device=dev)
+    assert not run.completed and time.perf_counter() - t0 < machine.DEFAULT_TIME_LIMIT
+    h = next(h for h in run.hazards if h.kind == hz.RUNAWAY)
+    assert h.details["limit"] == "block_budget"
+    assert "(the default limit: a longer kernel can pass launch(..., block_budget=...))" in h.message
+
+
+@pytest.mark.slow
+def test_the_default_block_budget_is_well_above_the_longest_lesson_block():
+    """The lesson block that issues the most (notebook 05's grid-stride loop over 2^20 elements on
+    one warp: about a million warp-instructions) is at most a quarter of the default block budget."""
+    from gpu_viz import lessons
+    from gpu_viz.emulator import machine
+
+    with em.emulated() as session:
+        lessons.LESSONS["grid_stride"].module("record").trace(
+            *lessons.LESSONS["grid_stride"].inputs(1, n=1 << 20, grid=1, block=32)[0],
+            **lessons.LESSONS["grid_stride"].inputs(1, n=1 << 20, grid=1, block=32)[1], seed=1)
+    (run,) = session.runs
+    assert run.completed
+    assert 4 * run.warp_instructions <= machine.DEFAULT_BLOCK_BUDGET, run.warp_instructions
+
+
+RECURSION = r"""
+__device__ int depth(int n) { return n == 0 ? 0 : 1 + depth(n - 1); }
+__device__ int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+extern "C" __global__ void linear(int* y, int n) { y[threadIdx.x] = depth(n); }
+extern "C" __global__ void tree(int* y, int n) { y[threadIdx.x] = fib(n); }
+"""
+
+
+def test_recursion_is_refused_naming_the_gpu_stack_and_recursion_nvvm_loops_runs():
+    """A real recursive call (fib: two calls, no loop can replace them) is refused with the reason:
+    on a GPU every call takes a frame of a 1 KiB stack.  A recursion NVVM turns into a loop has no
+    call left and runs, as it would on silicon (no stack, no overflow at any depth)."""
+    prog = em.compile(RECURSION, name="recursion.cu")
+    assert "call" not in prog.ptx.split(".entry linear")[1].split(".entry")[0]
+    dev = em.Device()
+    y = dev.zeros(32, np.int32)
+    run = prog.launch("linear", 1, 32, (y, np.int32(200_000)), device=dev)
+    assert run.completed and (y.get() == 200_000).all()
+    with pytest.raises(isa.Unsupported, match=r"recursion: _Z3fibi calls itself.*1 KiB by default, cudaLimitStackSize"):
+        prog.launch("tree", 1, 32, (y, np.int32(10)), device=dev)
 
 
 # -- the random interleaving policy -----------------------------------------------------------------------------

@@ -237,7 +237,7 @@ class Block:
                 barriers.deadlock(self, waiting)
                 return "stuck"
             return "done"
-        if L.over_budget():
+        if L.over_budget() or sum(w.issued for w in self.warps) > L.block_budget:
             self._runaway()
             return "stuck"
         if L.policy == "random":
@@ -433,12 +433,22 @@ class Block:
         most (and the lanes parked at a reconvergence point, if the loop may wait for them)."""
         L = self.L
         hot = max(L.stats.items(), key=lambda kv: kv[1].warp_instructions, default=None)
-        msg = f"did not finish in {L.budget:,} warp-instructions"
-        if L.issued <= L.budget:
-            msg = f"did not finish in {L.time_limit:g} s of emulation ({L.issued:,} warp-instructions)"
+        mine = sum(w.issued for w in self.warps)
+        if L.issued > L.budget:
+            limit, msg = "budget", f"did not finish in {L.budget:,} warp-instructions"
+        elif mine > L.block_budget:
+            limit, msg = "block_budget", (f"did not finish: block {self.linear}'s warps issued {mine:,} "
+                                          f"warp-instructions, more than the {L.block_budget:,} one block may issue")
+        else:
+            limit, msg = "time_limit", (f"did not finish in {L.time_limit:g} s of emulation ({L.issued:,} "
+                                        "warp-instructions)")
+        if L.default_limits.get(limit):
+            # the caller left the limit at its default: say how to give a long kernel more (a grader
+            # that chose its limits has its learners' kernels stopped without this)
+            msg += f" (the default limit: a longer kernel can pass launch(..., {limit}=...))"
         t = 0
         f, pc = L.kernel, 0
-        details = {"budget": L.budget, "issued": L.issued}
+        details = {"budget": L.budget, "block_budget": L.block_budget, "issued": L.issued, "limit": limit}
         if hot is not None:
             (f, pc), s = hot
             line = L.program.user_line(L.module.functions[f].code[pc])

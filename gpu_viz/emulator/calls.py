@@ -45,7 +45,13 @@ def call(blk, group, ins, idx, fn):
             w.stack[-1].pc = ins.index + 1
         return
     if any(e.func == callee for w in group for e in w.stack):
-        raise isa.Unsupported(ins, "recursion")
+        # each frame of a recursive call needs its own registers and local depot; on a GPU it takes
+        # a frame of the thread's stack (1 KiB by default, cudaLimitStackSize), which deep recursion
+        # overflows.  (Recursion NVVM turns into a loop -- a tail call, an accumulating one -- has
+        # no call left in the PTX and runs here, as it does on silicon, with no stack.)
+        raise isa.Unsupported(ins, f"recursion: {callee} calls itself, which needs a stack frame a call (on a GPU "
+                                   "the thread's stack is 1 KiB by default, cudaLimitStackSize; deep recursion "
+                                   "overflows it) -- write it as a loop")
     for p_caller, p_callee in zip(params, target.params):
         buf = blk.tparams.get(p_caller)
         if buf is None:

@@ -46,13 +46,21 @@ from .simt import WARP, mask_of, warp_masks
 
 #: What other modules import from here (the warp-mask helpers are :mod:`.simt`'s).
 __all__ = ["LaunchError", "Run", "InstrStats", "Launch", "MAX_THREADS_PER_BLOCK", "MAX_GRID", "SHARED_LIMIT",
-           "DEFAULT_BUDGET", "WARP", "mask_of", "warp_masks"]
+           "DEFAULT_BUDGET", "DEFAULT_BLOCK_BUDGET", "DEFAULT_TIME_LIMIT", "WARP", "mask_of", "warp_masks"]
 
 MAX_THREADS_PER_BLOCK = 1024
 MAX_GRID = (2**31 - 1, 65535, 65535)
 #: Static + dynamic shared memory a block may use without opting in (bytes).
 SHARED_LIMIT = 48 * 1024
+#: Warp-instructions a launch may issue in all (the largest lesson launch the course emulates issues
+#: about 3.8 million: notebook 04's divergence at n = 2^20).
 DEFAULT_BUDGET = 20_000_000
+#: Warp-instructions ONE block may issue: a loop that never ends is stopped in seconds (its block's
+#: warps reach this long before a launch's total budget or the time limit).  The most one lesson
+#: block issues is about a million (notebook 05's grid-stride loop over n = 2^20 on one warp, the
+#: deck's RMSNorm of a 2^20 row on 1024 threads).
+DEFAULT_BLOCK_BUDGET = 4_000_000
+DEFAULT_TIME_LIMIT = 60.0
 
 
 class LaunchError(ValueError):
@@ -145,8 +153,11 @@ class Launch:
         checks: track races and uninitialised reads (slower; on by default).
         policy: "converged" (warps at the same pc run together; deterministic) or "random".
         seed: the random policy's seed.
-        budget: the most warp-instructions before the launch is stopped as a runaway.
-        time_limit: the most seconds of emulation before the same.
+        budget: the most warp-instructions (all warps together) before the launch is stopped as a
+            runaway (:data:`DEFAULT_BUDGET`).
+        block_budget: the most warp-instructions one block's warps may issue before the same
+            (:data:`DEFAULT_BLOCK_BUDGET`).
+        time_limit: the most seconds of emulation before the same (:data:`DEFAULT_TIME_LIMIT`).
         record: keep an event log (per warp-instruction group) for the players.
         sm_count: SMs of the simulated GPU (``%smid``, ``%nsmid``).
         concurrent_blocks: blocks interleaved at a time under the random policy.
@@ -154,8 +165,8 @@ class Launch:
 
     def __init__(self, program, kernel: str, grid, block, args: Sequence, device, shared_mem: int = 0,
                  checks: bool = True, policy: str = "converged", seed: int = 0, budget: int = DEFAULT_BUDGET,
-                 time_limit: float = 60.0, record: bool = False, sm_count: int = 58, concurrent_blocks: int = 4,
-                 max_events: int = 200_000):
+                 time_limit: float = DEFAULT_TIME_LIMIT, record: bool = False, sm_count: int = 58,
+                 concurrent_blocks: int = 4, max_events: int = 200_000, block_budget: int = DEFAULT_BLOCK_BUDGET):
         self.program = program
         self.module: Module = program.module
         if kernel not in self.module.functions or not self.module.functions[kernel].entry:
@@ -182,8 +193,18 @@ class Launch:
         self.checks = checks
         self.policy = policy
         self.rng = np.random.default_rng(seed)
+        for arg, v in (("budget", budget), ("block_budget", block_budget)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{arg} must be a positive int (warp-instructions), got {v!r}")
+        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.number)) \
+                or not time_limit > 0:
+            raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
         self.budget = int(budget)
+        self.block_budget = int(block_budget)
         self.time_limit = float(time_limit)
+        #: which limits are at their defaults (a runaway then says how to raise the one it hit)
+        self.default_limits = {"budget": self.budget == DEFAULT_BUDGET, "block_budget": self.block_budget ==
+                               DEFAULT_BLOCK_BUDGET, "time_limit": self.time_limit == DEFAULT_TIME_LIMIT}
         self.record = record
         self.max_events = max_events
         self.sm_count = int(sm_count)
