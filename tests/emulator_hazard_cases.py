@@ -287,7 +287,8 @@ extern "C" __global__ void first_warp(const float* x, float* y) {
   y[threadIdx.x] = x[threadIdx.x];
 }
 """, [("if (warp == 0) __syncthreads();", "__syncthreads();")])
-hazard(name="barrier_one_warp", tool='synccheck', kind="barrier-divergence", kernel="first_warp", faulty=src, fixed=fixed, grid=(1,),
+# measured on an H200: synccheck does not flag it (warp 1 exits, and exited threads count as arrived)
+hazard(name="barrier_one_warp", tool=None, kind="barrier-divergence", kernel="first_warp", faulty=src, fixed=fixed, grid=(1,),
        block=(64,), make=lambda rng, f: [_f32(rng, 64), np.zeros(64, np.float32)])
 
 src, fixed = _both(r"""
@@ -328,7 +329,8 @@ extern "C" __global__ void pair_sum(const float* x, float* y) {
   y[t] = lane + 1 < lanes ? v + o : v;
 }
 """, [("unsigned mask = 0xffffffffu;", "unsigned mask = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1u;")])
-hazard(name="shuffle_mask", tool='synccheck', kind="shuffle-mask", kernel="pair_sum", faulty=src, fixed=fixed, grid=(1,), block=(100,),
+# measured on an H200: synccheck does not flag it (the partial warp's missing lanes were never launched)
+hazard(name="shuffle_mask", tool=None, kind="shuffle-mask", kernel="pair_sum", faulty=src, fixed=fixed, grid=(1,), block=(100,),
        make=lambda rng, f: [_f32(rng, 100), np.zeros(100, np.float32)])
 
 # only the emulator ------------------------------------------------------------------------------------------

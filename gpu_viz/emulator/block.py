@@ -546,7 +546,8 @@ class Block:
                     hz.SHUFFLE_MASK, f"{what} with mask 0x{m:08x}: " + "; ".join(why) + " -- a *_sync mask must "
                     "name exactly the lanes that execute it (undefined behaviour otherwise, even when the "
                     "result happens to be right)", L.where(self, self.cur_func, self.cur_pc, t),
-                    details={"mask": m, "active": act, "missing": missing, **facts}))
+                    details={"mask": m, "active": act, "missing": missing,
+                             "absent_only": bool(gone) and not exited and not elsewhere, **facts}))
 
 
     def _leaving_lanes(self, warp: Warp) -> int:

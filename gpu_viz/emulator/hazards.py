@@ -87,6 +87,13 @@ class Hazard:
         space = self.details.get("space")
         if self.kind in (RACE, LOCKSTEP, SAME_INSTRUCTION) and space == "global":
             return None
+        # measured on an H200 (sm_90): synccheck flags neither a __syncthreads() the block's other
+        # threads skip on their way out (exited threads count as arrived on sm_70+) nor a full-mask
+        # shuffle in a partial warp whose missing lanes were never launched
+        if self.kind == BARRIER_DIVERGENCE and "missing" in self.details:
+            return None
+        if self.kind == SHUFFLE_MASK and self.details.get("absent_only"):
+            return None
         if self.kind == UNINITIALIZED and space == "shared":
             return None
         return SANITIZER_TOOL.get(self.kind)
