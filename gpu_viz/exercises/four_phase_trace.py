@@ -141,7 +141,8 @@ def _first_hazard(obs, kind, region=None):
 
 
 def _full_mask(o, h, obs) -> str:
-    if "do not exist" in h.message:
+    # a shuffle's mask (a __syncwarp's mask fault is another mistake: its message says which)
+    if "do not exist" in h.message and h.details.get("instruction", "shfl").startswith("shfl"):
         return (f"a full-mask shuffle in a partial warp (line {h.where.line}, block sizes that are not a "
                 f"multiple of 32, first {o.case.label()}): the mask names lanes that do not exist, which is "
                 "undefined even where the sum comes out right. Shuffle with the mask of the lanes present and "

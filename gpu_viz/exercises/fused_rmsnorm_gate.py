@@ -264,6 +264,8 @@ def explain_sync(obs: List[Observation]) -> Optional[str]:
                 f"{h.message.split(' [')[0]}. With fewer than 32 warps (or a partial one) some slots of the "
                 "reduction are never written: read only those that were.")
     o, h = _first_hazard(obs, ("shuffle-mask",))
+    if h is not None and not h.details.get("instruction", "shfl").startswith("shfl"):   # __syncwarp's mask
+        return f"at {o.case.label()}: {h.message.split(' [')[0]} ({_line(h)})."
     if h is not None:
         return (f"a shuffle whose mask names lanes that are not there ({_line(h)}, at {o.case.label()}): "
                 f"{h.message.split(' [')[0]}. In a partial last warp, shuffle among the lanes present.")
