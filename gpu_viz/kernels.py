@@ -56,12 +56,10 @@ def gpu_options() -> Tuple[str, ...]:
     Headers of another CUDA major are never added."""
     extra: Tuple[str, ...] = ()
     try:
-        import cupy
+        major = backend.require_cupy("the GPU compile options").cuda.runtime.runtimeGetVersion() // 1000
+        from .cuda_headers import include_dirs
 
-        major = cupy.cuda.runtime.runtimeGetVersion() // 1000
-        from .emulator import nvrtc
-
-        for d in nvrtc.include_dirs():
+        for d in include_dirs():
             api = Path(d).parent / "cuda_runtime_api.h" if Path(d).name == "cccl" else None
             if api is None or not api.is_file():
                 continue

@@ -258,3 +258,14 @@ def test_every_notebook_runs_in_cpu_mode_without_nvrtc():
     assert not problems, "\n".join(problems)
     # notebooks 07 and 08 are counted by the emulator: their counts and race players are skipped here
     assert skipped["07_coalescing_and_banks"] >= 3 and skipped["08_races_and_reduction"] >= 8, skipped
+
+
+def test_the_switch_holds_for_a_kernel_compiled_before_it(monkeypatch):
+    """Bug class: a program compiled before the switch was set came back from the compile cache, so
+    a kernel exercise still ran in the emulator (seen only when an earlier test had compiled it)."""
+    src = 'extern "C" __global__ void k(float* y) { y[threadIdx.x] = 1.0f; }'
+    monkeypatch.delenv(nvrtc.NO_EMULATOR_ENV, raising=False)
+    emulator.compile(src, name="cached.cu")
+    monkeypatch.setenv(nvrtc.NO_EMULATOR_ENV, "1")
+    with pytest.raises(emulator.NVRTCUnavailable, match=re.escape(nvrtc.NO_EMULATOR_ENV)):
+        emulator.compile(src, name="cached.cu")

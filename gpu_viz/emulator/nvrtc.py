@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
+from ..cuda_headers import include_dirs  # noqa: F401  (the emulator's include path; kernels.gpu_options reads it too)
+
 #: The architecture emulated when none is named: sm_75 (T4), the lowest this course supports.
 DEFAULT_ARCH = "sm_75"
 ARCHES = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
@@ -45,28 +47,6 @@ INSTALL = "pip install 'gpu-viz[emulator]'"
 
 class NVRTCUnavailable(RuntimeError):
     """NVRTC (or the CUDA headers) cannot be found: says what to install."""
-
-
-@functools.lru_cache(maxsize=1)
-def include_dirs() -> Tuple[str, ...]:
-    """Directories holding ``cuda_fp16.h`` (and ``nv/target``): the pip wheels, then a toolkit."""
-    found: List[str] = []
-    candidates = []
-    for sp in sys.path:
-        candidates += sorted(glob.glob(os.path.join(sp, "nvidia", "*", "include")))
-        candidates += sorted(glob.glob(os.path.join(sp, "nvidia", "cuda_runtime", "include")))
-    for env in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(env):
-            candidates.append(os.path.join(os.environ[env], "include"))
-    candidates += sorted(glob.glob("/usr/local/cuda*/include"))
-    for c in candidates:
-        if os.path.isfile(os.path.join(c, "cuda_fp16.h")) and c not in found:
-            found.append(c)
-            cccl = os.path.join(c, "cccl")
-            if os.path.isdir(cccl):
-                found.append(cccl)
-            break
-    return tuple(found)
 
 
 @functools.lru_cache(maxsize=1)

@@ -302,6 +302,8 @@ def compile(source: str, name: str = "kernel.cu", options: Sequence[str] = (), a
         raise TypeError(f"source must be a string of CUDA C, got {type(source).__name__}")
     opts = tuple(BASE_OPTIONS) + ((f"-I{KERNEL_DIR}", f"-DGPU_VIZ_HEADERS={_headers_digest()}") if headers else ()) \
         + tuple(options)
+    if nvrtc.switched_off():   # before the cache: a program compiled earlier must not outlive the switch
+        nvrtc.version()         # raises NVRTCUnavailable, naming the switch
     return _compile_cached(source, name, opts, arch)
 
 
