@@ -60,7 +60,7 @@ def record(what: str, out=None) -> Path:
 
         return hit_rates.record(out)
     if what in ("memory-access", "memory-counters"):
-        from ..claims import memory_access
+        from .claims import memory_access
 
         return memory_access.record(out) if what == "memory-access" else memory_access.record_counters(out)
     if what == "hardware":

@@ -72,7 +72,9 @@ def _failure(exc: BaseException) -> str:
     errors = [ln.strip() for ln in text.splitlines() if "error" in ln.lower()]
     said = "; ".join(errors[:3]) if errors else " ".join(text.split())[:500]
     frames = [(f.f_code.co_filename, line) for f, line in traceback.walk_tb(exc.__traceback__)]
-    where = f" (at {os.path.basename(frames[-1][0])}:{frames[-1][1]})" if frames else ""
+    # the innermost frames, outermost first: a library's own frame alone does not say who called it
+    where = (" (at " + " < ".join(f"{os.path.basename(f)}:{n}" for f, n in reversed(frames[-6:])) + ")"
+             if frames else "")
     return f"{type(exc).__name__}: {said}{where}"
 
 
