@@ -220,10 +220,15 @@ def round_int(x: float, mode: str) -> int:
     return math.ceil(x)
 
 
-def ref_f2i(x: float, mode: str, lo: int, hi: int) -> int:
-    """PTX cvt.{rni,rzi,rmi,rpi}.<int>.<float>: rounded, saturated to [lo, hi], NaN -> 0."""
+def ref_f2i(x: float, mode: str, lo: int, hi: int, source: str = "f32") -> int:
+    """PTX cvt.{rni,rzi,rmi,rpi}.<int>.<float>: rounded, saturated to [lo, hi].  NaN, as an H200
+    converts it: 0 from an f32 into a 32-bit integer, else the integer with only its top bit set."""
     if math.isnan(x):
-        return 0
+        bits = (hi - lo).bit_length()
+        if source == "f32" and bits == 32:
+            return 0
+        top = 1 << (bits - 1)
+        return top if lo == 0 else -top
     if math.isinf(x):
         return hi if x > 0 else lo
     return min(max(round_int(x, mode), lo), hi)

@@ -112,7 +112,7 @@ def c_cvt(ins, fn):
         mode = irnd or ".rni"
 
         def ex(st, idx):
-            wd(st, idx, nm.float_to_int(src_float(st, idx), NP[dt], mode))
+            wd(st, idx, nm.float_to_int(src_float(st, idx), NP[dt], mode, stype))
         return ex
     if d_is_float:
         def ex(st, idx):

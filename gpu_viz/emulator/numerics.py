@@ -333,13 +333,22 @@ def mul_hi(a: np.ndarray, b: np.ndarray, bits: int, signed: bool) -> np.ndarray:
     return r.view(np.int64) if signed else r
 
 
-def float_to_int(x: np.ndarray, dtype, mode: str) -> np.ndarray:
-    """PTX ``cvt.{rni,rzi,rmi,rpi}.<int>.<float>``: rounded, saturated to the integer's range, NaN -> 0."""
+def float_to_int(x: np.ndarray, dtype, mode: str, source: str = "f32") -> np.ndarray:
+    """PTX ``cvt.{rni,rzi,rmi,rpi}.<int>.<float>``: rounded, saturated to the integer's range.  NaN
+    (measured on an H200, every mode): 0 from an f32 (or narrower) source into a 32-bit integer; else
+    the integer with only its top bit set (0x80000000, 0x8000000000000000), signed or not."""
     x = np.asarray(x, np.float64)
     with np.errstate(all="ignore"):
         r = {".rni": np.rint, ".rzi": np.trunc, ".rmi": np.floor, ".rpi": np.ceil}[mode](x)
     info = np.iinfo(dtype)
-    r = np.where(np.isnan(r), 0, r)
+    nan = np.isnan(r)
+    if nan.any() and not (source != "f64" and info.bits == 32):
+        top = np.array(1 << (info.bits - 1), dtype=f"u{info.bits // 8}").view(dtype)
+        r = np.where(nan, 0, r)
+        out = float_to_int(r, dtype, mode, source)
+        out[nan] = top
+        return out
+    r = np.where(nan, 0, r)
     lo, hi = float(info.min), float(info.max)
     out = np.empty(r.shape, dtype)
     small = r <= lo
