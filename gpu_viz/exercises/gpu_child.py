@@ -1,8 +1,8 @@
 """The child process a learner's kernel runs in on a GPU (``python -m gpu_viz.exercises.gpu_child DIR``).
 
 It reads ``DIR/job.json`` (the source, the kernel's name, its parameters, one entry per launch) and
-``DIR/in.npz`` (the arrays), compiles the source with NVRTC through CuPy (the GPU path's options
-and headers), runs every launch, and writes ``DIR/out.npz``.  The parent
+``DIR/in.pkl`` (the arrays, pickled by the parent), compiles the source with NVRTC through CuPy (the GPU path's options
+and headers), runs every launch, and writes ``DIR/out.pkl``.  The parent
 (:func:`gpu_viz.exercises.kernel_task.run_in_child`) stops it after a timeout, so a kernel that never
 ends cannot freeze the notebook.  ``"emulate": true`` runs the same launches in the emulator (the
 tests of this path on machines without a GPU).
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import sys
 
 import numpy as np
@@ -20,8 +21,8 @@ def main(argv) -> int:
     tmp = argv[0]
     with open(os.path.join(tmp, "job.json"), encoding="utf-8") as f:
         meta = json.load(f)
-    with np.load(os.path.join(tmp, "in.npz")) as z:
-        arrays = {k: z[k] for k in z.files}
+    with open(os.path.join(tmp, "in.pkl"), "rb") as f:
+        arrays = pickle.load(f)
     out = {}
     if meta["emulate"]:
         from gpu_viz import emulator
@@ -44,7 +45,8 @@ def main(argv) -> int:
             fn(tuple(job["grid"]), tuple(job["block"]), tuple(args), shared_mem=job["shared_mem"])
             cp.cuda.get_current_stream().synchronize()
             out.update({k: cp.asnumpy(v) for k, v in outs.items()})
-    np.savez(os.path.join(tmp, "out.npz"), **out)
+    with open(os.path.join(tmp, "out.pkl"), "wb") as f:
+        pickle.dump({k: np.asarray(v) for k, v in out.items()}, f, protocol=5)
     return 0
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -720,7 +721,11 @@ def run_in_child(code: str, kernel: str, params: Sequence[Param], jobs, timeout:
                     arrays[key] = host[p.name]
                     entry["args"].append(["array", key])
             meta["jobs"].append(entry)
-        np.savez(os.path.join(tmp, "in.npz"), **arrays)
+        # pickle (protocol 5) between two halves of one program: arrays exactly, and no .npy header
+        # to parse (numpy's parser of an unreadable header calls Python's tokenizer, whose error
+        # then names neither the file nor the array)
+        with open(os.path.join(tmp, "in.pkl"), "wb") as f:
+            pickle.dump(arrays, f, protocol=5)
         with open(os.path.join(tmp, "job.json"), "w", encoding="utf-8") as f:
             json.dump(meta, f)
         cmd = [sys.executable, "-m", "gpu_viz.exercises.gpu_child", tmp]
@@ -735,7 +740,8 @@ def run_in_child(code: str, kernel: str, params: Sequence[Param], jobs, timeout:
         if proc.returncode != 0:
             err = (proc.stderr or proc.stdout).strip().splitlines()
             raise _GradingError(f"your kernel failed on the GPU: {err[-1] if err else 'no message'}")
-        with np.load(os.path.join(tmp, "out.npz")) as z:
+        with open(os.path.join(tmp, "out.pkl"), "rb") as f:
+            z = pickle.load(f)
             return [{p.name: z[f"j{j}_{p.name}"] for p in params if p.role in ("out", "inout")}
                     for j in range(len(jobs))]
 
