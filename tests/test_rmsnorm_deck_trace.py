@@ -229,7 +229,10 @@ def test_notebook_runs_in_cpu_mode_and_its_players_step_through_four_phases(tmp_
     main = html[0]
     for phase in (1, 2, 3, 4):
         assert f"phase {phase}:" in main
-    assert all("CPU model" in h for h in html), "every player must say it shows the CPU model"
+    # CPU mode: a player shows the emulator's run of the kernel's PTX or the CPU model, and says which
+    assert all(("CPU model" in h) != ("emulated on the CPU" in h) for h in html), \
+        "every player must say what made it: the emulator or the CPU model"
+    assert not any("measured on" in h for h in html), "a CPU-mode player claims a measurement"
     text = "\n".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "not run" in text.lower() or "cpu mode" in text.lower()
 
