@@ -57,15 +57,10 @@ def gpu_options() -> Tuple[str, ...]:
     extra: Tuple[str, ...] = ()
     try:
         major = backend.require_cupy("the GPU compile options").cuda.runtime.runtimeGetVersion() // 1000
-        from .cuda_headers import include_dirs
+        from .cuda_headers import cccl_dir
 
-        for d in include_dirs():
-            api = Path(d).parent / "cuda_runtime_api.h" if Path(d).name == "cccl" else None
-            if api is None or not api.is_file():
-                continue
-            m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", api.read_text(encoding="utf-8", errors="replace"))
-            if m and int(m.group(1)) // 1000 == major:
-                extra = (f"-I{d}",)
+        found = cccl_dir(major)
+        extra = (f"-I{found}",) if found else ()
     except Exception:  # noqa: BLE001  (no CuPy or no GPU: the base options, as before)
         extra = ()
     return BASE_OPTIONS + extra

@@ -32,3 +32,25 @@ def test_gpu_options_are_the_base_options_without_a_gpu():
     opts = kernels.gpu_options()
     assert opts[:len(kernels.BASE_OPTIONS)] == kernels.BASE_OPTIONS
     assert all(o.startswith("-I") and o.endswith("cccl") for o in opts[len(kernels.BASE_OPTIONS):])
+
+
+def test_the_cccl_folder_is_the_one_of_cupys_cuda_major(tmp_path, monkeypatch):
+    """Bug class: the header search stopped at the first CUDA headers on sys.path (another CUDA
+    version's, without include/cccl), so CuPy's compiles never found nv/target."""
+    from gpu_viz import cuda_headers
+
+    for name, version in (("cu12", 12080), ("cu13", 13020)):
+        inc = tmp_path / "nvidia" / name / "include"
+        (inc / "cccl" / "nv").mkdir(parents=True)
+        (inc / "cuda_fp16.h").write_text("")
+        (inc / "cuda_runtime_api.h").write_text(f"#define CUDART_VERSION  {version}\n")
+    monkeypatch.setattr(cuda_headers.sys, "path", [str(tmp_path)])
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    cuda_headers.cccl_dir.cache_clear()
+    try:
+        assert cuda_headers.cccl_dir(13) == str(tmp_path / "nvidia" / "cu13" / "include" / "cccl")
+        assert cuda_headers.cccl_dir(12) == str(tmp_path / "nvidia" / "cu12" / "include" / "cccl")
+        assert cuda_headers.cccl_dir(11) is None
+    finally:
+        cuda_headers.cccl_dir.cache_clear()
