@@ -47,23 +47,26 @@ KERNEL_DIR: Path = course_dir("kernels", "_kernels")
 BASE_OPTIONS: Tuple[str, ...] = ("-std=c++17", "-default-device", "-ftz=true")
 
 
-@functools.lru_cache(maxsize=1)
 def gpu_options() -> Tuple[str, ...]:
     """:data:`BASE_OPTIONS` plus the include folder of CCCL (``nv/target``, which CUDA 13's
-    ``cooperative_groups.h`` includes) when the pip wheels' CUDA headers of CuPy's own CUDA major
-    keep it apart in ``include/cccl``, where NVRTC under CuPy does not look: the options every
-    CuPy compile of the course uses (its kernels, a learner's kernel, the tests' comparisons).
-    Headers of another CUDA major are never added."""
-    extra: Tuple[str, ...] = ()
-    try:
-        major = backend.require_cupy("the GPU compile options").cuda.runtime.runtimeGetVersion() // 1000
-        from .cuda_headers import cccl_dir
+    ``cooperative_groups.h`` includes) when the CUDA headers of CuPy's own CUDA major keep it apart
+    in ``include/cccl``, where NVRTC under CuPy does not look: the options every CuPy compile of the
+    course uses (its kernels, a learner's kernel, the tests' comparisons).  Headers of another CUDA
+    major are never added; in CPU mode (or inside the emulator's stand-in for CuPy) nothing is."""
+    if backend.EMULATED.get() is not None or not backend.has_gpu():
+        return BASE_OPTIONS
+    return BASE_OPTIONS + _cccl_option()
 
-        found = cccl_dir(major)
-        extra = (f"-I{found}",) if found else ()
-    except Exception:  # noqa: BLE001  (no CuPy or no GPU: the base options, as before)
-        extra = ()
-    return BASE_OPTIONS + extra
+
+@functools.lru_cache(maxsize=1)
+def _cccl_option() -> Tuple[str, ...]:
+    """``("-I<cccl>",)`` for the real CuPy's CUDA major, or ``()`` (asked on a GPU only, so the
+    answer cached is the GPU's)."""
+    from .cuda_headers import cccl_dir
+
+    major = (backend.runtime_cuda_version(backend.require_cupy("the GPU compile options")) or 0) // 1000
+    found = cccl_dir(major) if major else None
+    return (f"-I{found}",) if found else ()
 
 
 #: What makes a build the traced build (kernels/trace.cuh): records on, no FMA contraction.
