@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
-from ..cuda_headers import include_dirs  # noqa: F401  (the emulator's include path; kernels.gpu_options reads it too)
+from ..cuda_headers import include_dirs  # noqa: F401  (the emulator's include path, found where kernels.gpu_options finds CCCL)
 
 #: The architecture emulated when none is named: sm_75 (T4), the lowest this course supports.
 DEFAULT_ARCH = "sm_75"
